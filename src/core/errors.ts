@@ -1,0 +1,56 @@
+/**
+ * Error and limit types shared by every entry point of the strict JSON core.
+ *
+ * Codes are stable wire strings (UPPER_SNAKE). Offsets are 0-based UTF-8 byte
+ * offsets into the text that was validated; `line` and `column` are 1-based and
+ * `column` counts Unicode code points from the start of the line.
+ *
+ * @module
+ */
+
+/** Public error codes the core can produce. */
+export type JsonErrorCode =
+  | "JSON_PARSE"
+  | "JSON_DEPTH"
+  | "JSON_SIZE"
+  | "JSON_DUPLICATE_KEY"
+  | "JSON_ENCODING"
+  | "JSON_NUMBER_RANGE"
+  | "JSON_FORBIDDEN_KEY";
+
+/** A structured validation error: what is wrong and where. */
+export interface JsonError {
+  code: JsonErrorCode;
+  /** Short lower-case message, e.g. `unexpected end of data`, `duplicate key "a"`. */
+  message: string;
+  /** 0-based UTF-8 byte offset of the offending byte (or of the end of data). */
+  offset: number;
+  /** 1-based line number. */
+  line: number;
+  /** 1-based column, counted in Unicode code points. */
+  column: number;
+}
+
+/** Limits applied by the validator. Every field is optional. */
+export interface JsonLimits {
+  /** Maximum input size in bytes (UTF-8). Default 1 MiB, hard cap 256 MiB. */
+  maxBytes?: number;
+  /** Maximum container nesting (arrays + objects). Default 64, hard cap 4096. */
+  maxDepth?: number;
+  /**
+   * Accept an own `"__proto__"` member name. Default `false`: such a key is
+   * rejected with `JSON_FORBIDDEN_KEY`. When `true`, it is kept as an own data
+   * property (the same semantics as `JSON.parse`), never as a prototype.
+   */
+  allowProtoKey?: boolean;
+}
+
+export const DEFAULT_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_DEPTH = 64;
+export const HARD_MAX_BYTES = 256 * 1024 * 1024;
+export const HARD_MAX_DEPTH = 4096;
+
+/** Result of `parseStrict`. */
+export type ParseResult<T = unknown> =
+  | { ok: true; value: T }
+  | { ok: false; error: JsonError };

@@ -1,0 +1,54 @@
+/**
+ * The result envelope: the one compact JSON line every dispatched call yields.
+ *
+ * Key order is fixed: id, success, tool, result, error, duration_ms.
+ *
+ * @module
+ */
+
+/** Every error code a result envelope can carry. Documented in the README table. */
+export type ErrorCode =
+  // strict JSON core
+  | "JSON_PARSE"
+  | "JSON_DEPTH"
+  | "JSON_SIZE"
+  | "JSON_DUPLICATE_KEY"
+  | "JSON_ENCODING"
+  | "JSON_NUMBER_RANGE"
+  | "JSON_FORBIDDEN_KEY"
+  // call envelope and dispatch
+  | "INVALID_CALL"
+  | "UNKNOWN_TOOL"
+  | "INVALID_ARGUMENTS"
+  | "TOOL_ERROR"
+  | "TIMEOUT"
+  | "CANCELLED"
+  | "DENIED"
+  // rooted file access (read_file)
+  | "PATH_INVALID"
+  | "PATH_ABSOLUTE"
+  | "PATH_TRAVERSAL"
+  | "PATH_SYMLINK"
+  | "NOT_FOUND"
+  | "NOT_A_FILE"
+  | "FILE_TOO_LARGE"
+  | "FILE_NOT_UTF8"
+  | "IO_ERROR";
+
+/** The error object inside an envelope. `details` is always an object. */
+export interface EnvelopeError {
+  code: ErrorCode;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** One dispatched call's outcome. */
+export interface Envelope {
+  id: string | null;
+  success: boolean;
+  tool: string | null;
+  result: unknown;
+  error: EnvelopeError | null;
+  /** Milliseconds from a monotonic clock, rounded to 3 decimals. */
+  duration_ms: number;
+}
