@@ -1,0 +1,390 @@
+#!/usr/bin/env bun
+/**
+ * The `agentcore` command line: `tools`, `execute` and `run`.
+ *
+ * stdout carries results only (compact envelopes, or the tool list); logs,
+ * progress and usage errors go to stderr.
+ *
+ * Exit status: 0 when every call succeeded; 1 when a call returned
+ * `success:false`; 2 for usage errors, unreadable input files, output failures
+ * and unrecoverable runtime failures.
+ *
+ * @module
+ */
+import { openSync, readSync, closeSync, fstatSync, statSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
+import type { Envelope } from "../runtime/envelope.ts";
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { VERSION } from "../version.ts";
+import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
+import { LineFramer, isBlank, type Line } from "./lines.ts";
+import { LineWriter, OutputError } from "./output.ts";
+import { Progress } from "./progress.ts";
+
+const HELP = `agentcore ${VERSION} — strict, local dispatch of LLM tool calls
+
+Usage:
+  agentcore tools [--json]          list the registered tools
+  agentcore execute '<json>'        dispatch one tool call and print its envelope
+  agentcore execute -               read one tool call from stdin
+  agentcore run FILE.jsonl          dispatch one call per line, in order
+  agentcore run -                   read JSONL calls from stdin
+  agentcore --help | --version
+
+Tool-call shapes accepted:
+  {"id":"c1","tool":"echo","arguments":{...}}                              agentcore
+  {"id":"c1","type":"function","function":{"name":"echo","arguments":"{...}"}}   OpenAI chat
+  {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}      OpenAI Responses
+  {"type":"tool_use","id":"c1","name":"echo","input":{...}}                      Anthropic
+
+Options:
+  --root DIR             folder the file tools are confined to (default: the current directory)
+  --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
+  --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
+  --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
+                         default_timeout_ms); flags override it. Also AGENTCORE_CONFIG.
+  --json                 tools: print the list as JSON
+  -h, --help             show this help
+  -V, --version          print the version
+
+Output:
+  One compact JSON envelope per call on stdout:
+  {"id":…,"success":…,"tool":…,"result":…,"error":null|{"code","message","details"},"duration_ms":…}
+  run: one line per non-blank input line, in input order; a malformed or over-long line gets its
+  own error envelope (details.input_line says which) and processing continues. On a terminal,
+  progress goes to stderr.
+
+Exit status:
+  0  every call succeeded
+  1  at least one call returned "success":false
+  2  usage error, unreadable input file, output failure or runtime failure
+
+Environment:
+  AGENTCORE_LOG_LEVEL    trace, debug, info, warn (default) or error; logs go to stderr
+  AGENTCORE_CONFIG       settings file used when --config is not given
+
+Examples:
+  agentcore execute '{"id":"c1","tool":"echo","arguments":{"message":"hello"}}'
+  echo '{"id":"c2","tool":"read_file","arguments":{"path":"README.md"}}' | agentcore execute -
+  agentcore run examples/tool_calls.jsonl
+`;
+
+/** A usage problem: printed with a hint, exit status 2. */
+class UsageError extends Error {
+  override name = "UsageError";
+}
+
+interface Settings {
+  root?: string;
+  maxBytes: number;
+  maxDepth: number;
+  maxFileBytes?: number;
+  defaultTimeoutMs?: number;
+}
+
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env: Record<string, string | undefined> } }).process;
+  return p?.env[name];
+}
+
+function positiveInt(flag: string, raw: string, max: number): number {
+  if (!/^[0-9]+$/.test(raw)) throw new UsageError(`${flag} needs a positive integer, got '${raw}'`);
+  const n = Number(raw);
+  if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${raw}`);
+  return n;
+}
+
+function settingsFrom(values: Record<string, string | boolean | undefined>): Settings {
+  const configPath = (values.config as string | undefined) ?? env("AGENTCORE_CONFIG");
+  const file: FileConfig = configPath ? loadConfig(configPath) : {};
+  const s: Settings = {
+    root: file.root,
+    maxBytes: file.max_input_bytes ?? DEFAULT_MAX_BYTES,
+    maxDepth: file.max_depth ?? DEFAULT_MAX_DEPTH,
+    maxFileBytes: file.max_file_bytes,
+    defaultTimeoutMs: file.default_timeout_ms,
+  };
+  if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
+  if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
+  if (typeof values.root === "string") s.root = values.root;
+  if (typeof values["max-input-bytes"] === "string") {
+    s.maxBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);
+  }
+  if (typeof values["max-depth"] === "string") s.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
+  return s;
+}
+
+function makeRuntime(s: Settings): Runtime {
+  if (s.root !== undefined) {
+    let isDir: boolean;
+    try {
+      isDir = statSync(s.root).isDirectory();
+    } catch {
+      throw new UsageError(`root ${s.root}: no such folder`);
+    }
+    if (!isDir) throw new UsageError(`root ${s.root}: not a folder`);
+  }
+  return createRuntime({
+    root: s.root,
+    limits: { maxBytes: s.maxBytes, maxDepth: s.maxDepth },
+    maxFileBytes: s.maxFileBytes,
+    defaultTimeoutMs: s.defaultTimeoutMs,
+  });
+}
+
+// ---------------------------------------------------------------- tools
+
+function cmdTools(rt: Runtime, json: boolean, out: LineWriter): number {
+  const tools = rt.registry.list();
+  if (json) {
+    const list = tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      effect: t.effect ?? "side_effecting",
+      strict: t.strict ?? false,
+      parameters: t.parameters,
+    }));
+    out.line(JSON.stringify(list, null, 2));
+    return 0;
+  }
+  const rows = tools.map((t) => [t.name, t.effect ?? "side_effecting", t.description]);
+  const w0 = Math.max(4, ...rows.map((r) => r[0]!.length));
+  const w1 = Math.max(6, ...rows.map((r) => r[1]!.length));
+  out.line(`${"NAME".padEnd(w0)}  ${"EFFECT".padEnd(w1)}  DESCRIPTION`);
+  for (const r of rows) out.line(`${r[0]!.padEnd(w0)}  ${r[1]!.padEnd(w1)}  ${r[2]}`);
+  return 0;
+}
+
+// ---------------------------------------------------------------- input
+
+const CHUNK = 1 << 20;
+
+/** Read a whole input (a file or stdin) up to `limit` bytes; `null` past it. */
+async function readAllBounded(source: string, limit: number): Promise<Uint8Array | null> {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of chunks(source)) {
+    total += chunk.length;
+    if (total > limit) return null;
+    parts.push(chunk.slice());
+  }
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+/**
+ * Byte chunks from a file path or `-` (stdin). A file is read synchronously in
+ * 1 MiB blocks; stdin is read through the runtime's stream so that a terminal
+ * or slow pipe never blocks other work.
+ */
+async function* chunks(source: string): AsyncGenerator<Uint8Array> {
+  if (source === "-") {
+    const stdin = (globalThis as { process?: { stdin: AsyncIterable<Uint8Array | string> } }).process!.stdin;
+    for await (const c of stdin) yield typeof c === "string" ? new TextEncoder().encode(c) : c;
+    return;
+  }
+  let fd: number;
+  try {
+    fd = openSync(source, "r");
+    if (fstatSync(fd).isDirectory()) {
+      closeSync(fd);
+      throw new InputError(`${source}: is a directory`);
+    }
+  } catch (e) {
+    if (e instanceof InputError) throw e;
+    throw new InputError(`cannot open ${source}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  const buf = new Uint8Array(CHUNK);
+  try {
+    for (;;) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, CHUNK, null);
+      } catch (e) {
+        throw new InputError(`cannot read ${source}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+      }
+      if (n === 0) return;
+      yield buf.subarray(0, n);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The input file could not be opened or read: exit status 2. */
+class InputError extends Error {
+  override name = "InputError";
+}
+
+// ---------------------------------------------------------------- execute
+
+async function cmdExecute(rt: Runtime, arg: string, out: LineWriter): Promise<number> {
+  let input: string | Uint8Array;
+  if (arg === "-") {
+    const max = rt.limits.maxBytes ?? DEFAULT_MAX_BYTES;
+    const bytes = await readAllBounded("-", max);
+    if (bytes === null) {
+      out.line(serializeEnvelope(sizeEnvelope(max, {})));
+      return 1;
+    }
+    input = bytes;
+  } else {
+    input = arg;
+  }
+  const env = await rt.dispatch(input);
+  out.line(serializeEnvelope(env));
+  return env.success ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- run
+
+/** The envelope for an input that was refused for its size before being read whole. */
+function sizeEnvelope(max: number, details: Record<string, unknown>): Envelope {
+  return {
+    id: null,
+    success: false,
+    tool: null,
+    result: null,
+    error: {
+      code: "JSON_SIZE",
+      message: `input exceeds ${max} bytes`,
+      details,
+    },
+    duration_ms: 0,
+  };
+}
+
+async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Progress | null): Promise<number> {
+  const max = rt.limits.maxBytes ?? DEFAULT_MAX_BYTES;
+  const framer = new LineFramer(max);
+  let failed = 0;
+  let pending: Line[] = [];
+  const collect = (l: Line) => pending.push(l);
+
+  const handle = async (lines: Line[]) => {
+    for (const l of lines) {
+      let env: Envelope | Promise<Envelope>;
+      if (l.overlong) env = sizeEnvelope(max, { bytes: l.bytes });
+      else if (isBlank(l.bytes)) continue;
+      else env = rt.dispatch(l.bytes);
+      if (env instanceof Promise) {
+        out.flush();
+        env = await env;
+      }
+      if (!env.success) {
+        failed++;
+        if (env.error) env.error.details.input_line = l.number;
+      }
+      out.line(serializeEnvelope(env));
+      progress?.tick();
+    }
+  };
+
+  for await (const chunk of chunks(source)) {
+    framer.push(chunk, collect);
+    const batch = pending;
+    pending = [];
+    await handle(batch);
+    out.flush();
+  }
+  framer.end(collect);
+  await handle(pending);
+  out.flush();
+  progress?.done();
+  return failed > 0 ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- main
+
+/** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const out = new LineWriter(1);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
+        json: { type: "boolean" },
+        root: { type: "string" },
+        config: { type: "string" },
+        "max-input-bytes": { type: "string" },
+        "max-depth": { type: "string" },
+      },
+    });
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  try {
+    if (values.help) {
+      out.line(HELP.trimEnd());
+      out.flush();
+      return 0;
+    }
+    if (values.version) {
+      out.line(`agentcore ${VERSION}`);
+      out.flush();
+      return 0;
+    }
+    const [command, ...rest] = positionals;
+    if (command === undefined) return usage("missing command");
+    const settings = settingsFrom(values);
+    let status: number;
+    switch (command) {
+      case "tools":
+        if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
+        status = cmdTools(makeRuntime(settings), values.json === true, out);
+        break;
+      case "execute":
+        if (rest.length !== 1) return usage("execute needs exactly one argument: a JSON tool call, or - for stdin");
+        if (values.json) return usage("--json applies to 'tools' only");
+        status = await cmdExecute(makeRuntime(settings), rest[0]!, out);
+        break;
+      case "run": {
+        if (rest.length !== 1) return usage("run needs exactly one argument: a JSONL file, or - for stdin");
+        if (values.json) return usage("--json applies to 'tools' only");
+        const stderr = (globalThis as { process?: { stderr: { isTTY?: boolean } } }).process?.stderr;
+        const progress = stderr?.isTTY ? new Progress() : null;
+        status = await cmdRun(makeRuntime(settings), rest[0]!, out, progress);
+        break;
+      }
+      default:
+        return usage(`unknown command '${command}'`);
+    }
+    out.flush();
+    return status;
+  } catch (e) {
+    if (e instanceof UsageError) return usage(e.message);
+    if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
+      try {
+        out.flush();
+      } catch {
+        // the output itself is what failed; the message below is all we can give
+      }
+      process.stderr.write(`agentcore: ${e.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    return 2;
+  }
+}
+
+function usage(message: string): number {
+  process.stderr.write(`agentcore: ${message}\nRun 'agentcore --help' for usage.\n`);
+  return 2;
+}
+
+if (import.meta.main) {
+  const status = await main(process.argv.slice(2));
+  process.exitCode = status;
+}

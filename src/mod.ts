@@ -1,0 +1,24 @@
+/**
+ * agentcore: the public library API.
+ *
+ * - Strict JSON core (WebAssembly): `parseStrict`, `validateStrict`,
+ *   `JsonStreamValidator`, `parseToolCall`, `normalizeToolCall`.
+ * - Tools: `ToolRegistry`, `ToolError`, the built-in `echo` and `read_file`.
+ * - Dispatch: `createRuntime`, `serializeEnvelope`, `createLogger`.
+ *
+ * @example
+ * ```ts
+ * import { createRuntime, serializeEnvelope } from "./src/mod.ts";
+ * const rt = createRuntime();
+ * const env = await rt.dispatch('{"id":"c1","tool":"echo","arguments":{"hi":1}}');
+ * console.log(serializeEnvelope(env));
+ * ```
+ *
+ * @module
+ */
+export * from "./core/index.ts";
+export * from "./core/toolcall.ts";
+export * from "./tools/index.ts";
+export * from "./runtime/index.ts";
+export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
+export { VERSION } from "./version.ts";
