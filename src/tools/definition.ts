@@ -1,0 +1,87 @@
+/**
+ * What a tool is: its name, contract (JSON Schema parameters), effect and
+ * handler, plus the context a handler runs with and the error type a handler
+ * throws to report a specific error code.
+ *
+ * @example
+ * ```ts
+ * const add: ToolDefinition<{ a: number; b: number }> = {
+ *   name: "add",
+ *   description: "Add two numbers",
+ *   parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+ *   effect: "read_only",
+ *   handler: ({ a, b }) => a + b,
+ * };
+ * ```
+ *
+ * @module
+ */
+import type { ErrorCode } from "../runtime/envelope.ts";
+import type { Logger } from "../runtime/logger.ts";
+
+/** `read_only` tools observe; `side_effecting` tools (the default) may change the world. */
+export type ToolEffect = "read_only" | "side_effecting";
+
+/** Tool names: 1 to 64 characters of ASCII letters, digits, `_` and `-`. */
+export const TOOL_NAME_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A JSON Schema object describing a tool's `arguments`. */
+export type JsonSchema = Record<string, unknown>;
+
+/** What a handler receives besides its (already validated) arguments. */
+export interface ToolContext {
+  /** The call's id, or `null` when the call carried none. */
+  readonly callId: string | null;
+  /** The tool's registered name. */
+  readonly tool: string;
+  /**
+   * Fires when the call times out (`reason` is a `TimeoutError` DOMException)
+   * or the caller cancels it. Handlers doing I/O should pass it on.
+   */
+  readonly signal: AbortSignal;
+  /** The runtime's logger (writes to stderr, never stdout). */
+  readonly logger: Logger;
+}
+
+/**
+ * A tool. The registry copies these fields at registration, so mutating the
+ * object afterwards has no effect on the registered tool.
+ */
+export interface ToolDefinition<A = Record<string, unknown>> {
+  /** Must match {@link TOOL_NAME_PATTERN}. */
+  name: string;
+  description: string;
+  /** JSON Schema for `arguments`; draft 2020-12 unless `$schema` says draft-07. */
+  parameters: JsonSchema;
+  /** Defaults to `"side_effecting"`. */
+  effect?: ToolEffect;
+  /**
+   * When true, top-level argument members not listed in `parameters.properties`
+   * are rejected even if the schema itself would allow them.
+   */
+  strict?: boolean;
+  /** Per-call timeout for this tool; defaults to the runtime's `defaultTimeoutMs`. */
+  timeoutMs?: number;
+  /**
+   * Runs the tool. May return a value or a Promise. Throw a {@link ToolError}
+   * to fail with a specific code; any other throw becomes `TOOL_ERROR`.
+   * The returned value must be JSON-serialisable; it becomes `result`.
+   */
+  handler(args: A, ctx: ToolContext): unknown | Promise<unknown>;
+}
+
+/**
+ * Thrown by handlers to fail a call with a specific error code. `message` and
+ * `details` end up in the envelope verbatim, so never put secrets in them.
+ */
+export class ToolError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = "ToolError";
+    this.code = code;
+    this.details = details;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * Public API of the tool layer: definitions, registry, argument schemas,
+ * built-in tools and rooted file access.
+ *
+ * @module
+ */
+export { TOOL_NAME_PATTERN, ToolError } from "./definition.ts";
+export type { JsonSchema, ToolContext, ToolDefinition, ToolEffect } from "./definition.ts";
+export { ToolRegistrationError, ToolRegistry } from "./registry.ts";
+export type { RegisteredTool } from "./registry.ts";
+export { DEFAULT_MAX_SCHEMA_ERRORS, SchemaCompileError, SchemaCompiler } from "./schema.ts";
+export type { ArgumentCheck, ArgumentError, ArgumentValidator, SchemaCompilerOptions } from "./schema.ts";
+export { createEchoTool } from "./builtin/echo.ts";
+export { createReadFileTool, READ_FILE_PARAMETERS } from "./builtin/read_file.ts";
+export type { ReadFileArgs, ReadFileResult, ReadFileToolOptions } from "./builtin/read_file.ts";
+export { DEFAULT_MAX_FILE_BYTES, readRootedFile, resolveRoot, splitRelativePath } from "./fs/rooted.ts";
+export type { RootedFile } from "./fs/rooted.ts";

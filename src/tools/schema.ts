@@ -1,0 +1,219 @@
+/**
+ * Argument validation with ajv, compiled once per tool at registration.
+ *
+ * - The draft is picked from the schema's `$schema`: draft-07
+ *   (`http://json-schema.org/draft-07/schema#`) uses ajv's default class,
+ *   2019-09 uses `ajv/dist/2019`, and 2020-12 (also the default when `$schema`
+ *   is absent) uses `ajv/dist/2020`. Any other `$schema` is refused.
+ * - `ownProperties: true`: inherited names (`toString`, `constructor`, …) never
+ *   count as present, so `{"required":["toString"]}` fails on `{}`.
+ * - Unknown keywords are tolerated (ajv strict mode off), but a schema that does
+ *   not compile (bad keyword value, unresolved `$ref`, …) throws
+ *   {@link SchemaCompileError}.
+ * - Errors are collected with `allErrors` and reported as at most `maxErrors`
+ *   entries (default 8) `{ path, keyword, message }`, with `truncated: true` when
+ *   the list was cut. `path` is a JSON Pointer to the instance location (`""` is
+ *   the arguments object itself); for `required` it points at the missing
+ *   member and for `additionalProperties` at the unexpected one.
+ * - Messages never contain argument values: ajv is run without `verbose` and
+ *   without `$data`, so its messages are built from the schema only, and the
+ *   keywords whose wording could be mistaken for data (`enum`, `const`) get our
+ *   own wording. Member *names* can appear in `path`; member *values* never do.
+ *
+ * @module
+ */
+import Ajv07 from "ajv";
+import Ajv2019 from "ajv/dist/2019.js";
+import Ajv2020 from "ajv/dist/2020.js";
+import type { ErrorObject, Options, ValidateFunction } from "ajv";
+import type { JsonSchema } from "./definition.ts";
+
+/** One reported validation problem. */
+export interface ArgumentError {
+  /** JSON Pointer (RFC 6901) into the arguments object; `""` is the root. */
+  path: string;
+  /** The JSON Schema keyword that failed, e.g. `type`, `required`. */
+  keyword: string;
+  /** A short description that never contains an argument value. */
+  message: string;
+}
+
+/** Outcome of validating one arguments object. */
+export type ArgumentCheck =
+  | { ok: true }
+  | { ok: false; errors: ArgumentError[]; truncated: boolean };
+
+/** A compiled validator for one tool's arguments. */
+export type ArgumentValidator = (args: Record<string, unknown>) => ArgumentCheck;
+
+/** Thrown when a schema can't be compiled (or names an unsupported draft). */
+export class SchemaCompileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SchemaCompileError";
+  }
+}
+
+/** Options for {@link SchemaCompiler}. */
+export interface SchemaCompilerOptions {
+  /** Maximum number of errors reported per call. Default 8, at least 1. */
+  maxErrors?: number;
+}
+
+export const DEFAULT_MAX_SCHEMA_ERRORS = 8;
+
+const DRAFT_07 = new Set([
+  "http://json-schema.org/draft-07/schema#",
+  "http://json-schema.org/draft-07/schema",
+]);
+const DRAFT_2019 = new Set([
+  "https://json-schema.org/draft/2019-09/schema",
+  "https://json-schema.org/draft/2019-09/schema#",
+]);
+const DRAFT_2020 = new Set([
+  "https://json-schema.org/draft/2020-12/schema",
+  "https://json-schema.org/draft/2020-12/schema#",
+]);
+
+const AJV_OPTIONS: Options = {
+  allErrors: true,
+  ownProperties: true,
+  strict: false,
+  validateSchema: true,
+  verbose: false,
+  $data: false,
+  logger: false,
+  messages: true,
+};
+
+type AjvInstance = { compile(schema: object): ValidateFunction };
+type Draft = "07" | "2019" | "2020";
+
+/** Escape one JSON Pointer reference token (RFC 6901). */
+function escapePointerToken(token: string): string {
+  return token.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+function toArgumentError(e: ErrorObject): ArgumentError {
+  const params = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case "required": {
+      const name = String(params.missingProperty);
+      return {
+        path: e.instancePath + "/" + escapePointerToken(name),
+        keyword: "required",
+        message: `missing required property "${name}"`,
+      };
+    }
+    case "additionalProperties":
+      return {
+        path: e.instancePath + "/" + escapePointerToken(String(params.additionalProperty)),
+        keyword: "additionalProperties",
+        message: "unexpected property",
+      };
+    case "unevaluatedProperties":
+      return {
+        path: e.instancePath + "/" + escapePointerToken(String(params.unevaluatedProperty)),
+        keyword: "unevaluatedProperties",
+        message: "unexpected property",
+      };
+    case "enum":
+      return { path: e.instancePath, keyword: "enum", message: "must be one of the allowed values" };
+    case "const":
+      return { path: e.instancePath, keyword: "const", message: "must equal the schema's constant" };
+    default:
+      return { path: e.instancePath, keyword: e.keyword, message: e.message ?? "is invalid" };
+  }
+}
+
+/**
+ * Compiles tool parameter schemas. Each compiler has its own ajv instances, so
+ * `$id`s in one registry never collide with another registry's.
+ */
+export class SchemaCompiler {
+  readonly maxErrors: number;
+  #instances: Partial<Record<Draft, AjvInstance>> = {};
+
+  constructor(options: SchemaCompilerOptions = {}) {
+    const max = options.maxErrors ?? DEFAULT_MAX_SCHEMA_ERRORS;
+    if (!Number.isInteger(max) || max < 1) throw new RangeError("maxErrors must be an integer >= 1");
+    this.maxErrors = max;
+  }
+
+  #ajv(draft: Draft): AjvInstance {
+    let ajv = this.#instances[draft];
+    if (ajv === undefined) {
+      ajv = draft === "07"
+        ? new Ajv07(AJV_OPTIONS)
+        : draft === "2019"
+        ? new Ajv2019(AJV_OPTIONS)
+        : new Ajv2020(AJV_OPTIONS);
+      this.#instances[draft] = ajv;
+    }
+    return ajv;
+  }
+
+  /**
+   * Compile `schema` into a validator. Throws {@link SchemaCompileError} when
+   * the schema is not an object, names an unsupported `$schema`, or is invalid.
+   * `strictProperties` additionally rejects top-level members not declared in
+   * `schema.properties`.
+   */
+  compile(schema: JsonSchema, strictProperties = false): ArgumentValidator {
+    if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+      throw new SchemaCompileError("parameters must be a JSON Schema object");
+    }
+    const dialect = schema.$schema;
+    let draft: Draft;
+    if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.has(dialect))) draft = "2020";
+    else if (typeof dialect === "string" && DRAFT_07.has(dialect)) draft = "07";
+    else if (typeof dialect === "string" && DRAFT_2019.has(dialect)) draft = "2019";
+    else {
+      throw new SchemaCompileError(
+        `unsupported $schema ${JSON.stringify(dialect)} (use draft-07, 2019-09 or 2020-12)`,
+      );
+    }
+
+    let validate: ValidateFunction;
+    try {
+      // ajv keeps a reference to the schema; give it a private deep copy so a
+      // caller mutating theirs later can't desynchronise cache and validator.
+      validate = this.#ajv(draft).compile(structuredClone(schema));
+    } catch (err) {
+      throw new SchemaCompileError(err instanceof Error ? err.message : String(err));
+    }
+
+    const max = this.maxErrors;
+    const declared = strictProperties ? declaredProperties(schema) : null;
+
+    return function validateArguments(args: Record<string, unknown>): ArgumentCheck {
+      const valid = validate(args) as boolean;
+      if (valid && declared === null) return { ok: true };
+      const errors: ArgumentError[] = [];
+      let total = 0;
+      if (!valid) {
+        const raw = validate.errors ?? [];
+        total += raw.length;
+        for (let i = 0; i < raw.length && errors.length < max; i++) errors.push(toArgumentError(raw[i]));
+      }
+      if (declared !== null) {
+        for (const key of Object.keys(args)) {
+          if (declared.has(key)) continue;
+          total++;
+          if (errors.length < max) {
+            errors.push({ path: "/" + escapePointerToken(key), keyword: "strict", message: "property not declared in the tool's parameters" });
+          }
+        }
+      }
+      if (total === 0) return { ok: true };
+      return { ok: false, errors, truncated: total > errors.length };
+    };
+  }
+}
+
+function declaredProperties(schema: JsonSchema): Set<string> {
+  const props = schema.properties;
+  const set = new Set<string>();
+  if (typeof props === "object" && props !== null) for (const k of Object.keys(props)) set.add(k);
+  return set;
+}
