@@ -33,7 +33,37 @@ export type ErrorCode =
   | "NOT_A_FILE"
   | "FILE_TOO_LARGE"
   | "FILE_NOT_UTF8"
-  | "IO_ERROR";
+  | "IO_ERROR"
+  // a bug inside agentcore itself (never expected; reported instead of thrown)
+  | "INTERNAL_ERROR";
+
+/** Every {@link ErrorCode}, in table order (for docs and for checking codes at runtime). */
+export const ERROR_CODES: readonly ErrorCode[] = [
+  "JSON_PARSE",
+  "JSON_DEPTH",
+  "JSON_SIZE",
+  "JSON_DUPLICATE_KEY",
+  "JSON_ENCODING",
+  "JSON_NUMBER_RANGE",
+  "JSON_FORBIDDEN_KEY",
+  "INVALID_CALL",
+  "UNKNOWN_TOOL",
+  "INVALID_ARGUMENTS",
+  "TOOL_ERROR",
+  "TIMEOUT",
+  "CANCELLED",
+  "DENIED",
+  "PATH_INVALID",
+  "PATH_ABSOLUTE",
+  "PATH_TRAVERSAL",
+  "PATH_SYMLINK",
+  "NOT_FOUND",
+  "NOT_A_FILE",
+  "FILE_TOO_LARGE",
+  "FILE_NOT_UTF8",
+  "IO_ERROR",
+  "INTERNAL_ERROR",
+];
 
 /** The error object inside an envelope. `details` is always an object. */
 export interface EnvelopeError {

@@ -70,6 +70,9 @@ export interface ToolDefinition<A = Record<string, unknown>> {
   handler(args: A, ctx: ToolContext): unknown | Promise<unknown>;
 }
 
+/** A tool definition with any argument type (for lists of heterogeneous tools). */
+export type AnyToolDefinition = ToolDefinition<never>;
+
 /**
  * Thrown by handlers to fail a call with a specific error code. `message` and
  * `details` end up in the envelope verbatim, so never put secrets in them.

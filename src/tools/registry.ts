@@ -55,8 +55,7 @@ export class ToolRegistry {
    * invalid effect or timeout, or parameters that fail to compile.
    * Returns the registered (frozen) tool.
    */
-  // deno-lint-ignore no-explicit-any
-  register<A extends Record<string, unknown> = any>(def: ToolDefinition<A>): RegisteredTool {
+  register<A>(def: ToolDefinition<A>): RegisteredTool {
     if (typeof def !== "object" || def === null) {
       throw new ToolRegistrationError(undefined, "tool definition must be an object");
     }

@@ -1,0 +1,195 @@
+/**
+ * Dispatch of one call: find the tool, validate arguments, run the handler,
+ * and turn every outcome into an {@link Envelope}. Nothing throws past here.
+ *
+ * Outcomes, in order of checking:
+ * - unknown tool → `UNKNOWN_TOOL`;
+ * - arguments fail the schema → `INVALID_ARGUMENTS`, `details: { errors, truncated }`;
+ * - caller's signal already aborted → `CANCELLED` (handler not run);
+ * - handler throws a {@link ToolError} → its code, message and details;
+ * - handler throws anything else → `TOOL_ERROR` with the error's message;
+ * - an async handler outlives its timeout (`tool.timeoutMs ?? defaultTimeoutMs`)
+ *   → `TIMEOUT`, and its `ctx.signal` aborts with a `TimeoutError`;
+ * - the caller's signal aborts first → `CANCELLED`, and `ctx.signal` aborts with
+ *   the caller's reason.
+ *
+ * Cost model: a handler that returns a non-Promise gets its envelope back
+ * synchronously, with no AbortController, timer or listener allocated. Only a
+ * returned Promise (thenable) arms the timeout and links the caller's signal.
+ * A handler that settles after its call was already decided (late resolve or
+ * rejection) is ignored and logged at debug level; it can never surface as an
+ * unhandled rejection.
+ *
+ * @module
+ */
+import type { Envelope, ErrorCode } from "./envelope.ts";
+import { ERROR_CODES } from "./envelope.ts";
+import { failureEnvelope, successEnvelope } from "./envelope_io.ts";
+import { CallContext } from "./context.ts";
+import type { Logger } from "./logger.ts";
+import { ToolError } from "../tools/definition.ts";
+import type { RegisteredTool, ToolRegistry } from "../tools/registry.ts";
+import type { ToolCall } from "../core/toolcall.ts";
+
+/** setTimeout's ceiling; longer timeouts mean "no timer". */
+const MAX_TIMER_MS = 2_147_483_647;
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return v !== null && (typeof v === "object" || typeof v === "function") &&
+    typeof (v as { then?: unknown }).then === "function";
+}
+
+function errorMessage(err: unknown): string {
+  try {
+    if (err instanceof Error) return err.message || err.name || "tool failed";
+    if (typeof err === "string") return err;
+    return "tool failed with a non-Error value";
+  } catch {
+    return "tool failed";
+  }
+}
+
+/** Map a thrown value to an envelope. ToolError (or a look-alike from another copy of agentcore) keeps its code. */
+export function thrownToEnvelope(err: unknown, id: string | null, tool: string, start: number): Envelope {
+  if (err instanceof ToolError || isToolErrorLike(err)) {
+    const e = err as ToolError;
+    const details = typeof e.details === "object" && e.details !== null && !Array.isArray(e.details) ? e.details : {};
+    return failureEnvelope(id, tool, e.code, errorMessage(e), details, start);
+  }
+  return failureEnvelope(id, tool, "TOOL_ERROR", errorMessage(err), {}, start);
+}
+
+function isToolErrorLike(err: unknown): boolean {
+  if (!(err instanceof Error) || err.name !== "ToolError") return false;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === "string" && KNOWN_CODES.has(code);
+}
+
+function describeTool(name: unknown): string {
+  const s = typeof name === "string" ? name : String(name);
+  return JSON.stringify(s.length > 64 ? s.slice(0, 64) + "…" : s);
+}
+
+/** Settles one asynchronous call exactly once: value, error, timeout or cancel. */
+class PendingCall {
+  private settled = false;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private readonly external: AbortSignal | undefined;
+  private readonly onExternalAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly call: ToolCall,
+    private readonly tool: RegisteredTool,
+    private readonly ctx: CallContext,
+    private readonly logger: Logger,
+    private readonly start: number,
+    private readonly resolve: (env: Envelope) => void,
+    timeoutMs: number,
+    external: AbortSignal | undefined,
+  ) {
+    this.external = external;
+    if (external !== undefined) {
+      this.onExternalAbort = () => this.cancel();
+      external.addEventListener("abort", this.onExternalAbort, { once: true });
+    }
+    if (timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS) {
+      this.timer = setTimeout(() => this.timeout(timeoutMs), timeoutMs);
+    }
+  }
+
+  private finish(env: Envelope): void {
+    this.settled = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.onExternalAbort !== undefined) this.external!.removeEventListener("abort", this.onExternalAbort);
+    this.resolve(env);
+  }
+
+  value(v: unknown): void {
+    if (this.settled) {
+      this.logger.debug("handler resolved after its call ended; result dropped", { tool: this.tool.name });
+      return;
+    }
+    this.finish(successEnvelope(this.call.id, this.tool.name, v, this.start));
+  }
+
+  error(err: unknown): void {
+    if (this.settled) {
+      this.logger.debug("handler rejected after its call ended; ignored", { tool: this.tool.name, error: errorMessage(err) });
+      return;
+    }
+    this.finish(thrownToEnvelope(err, this.call.id, this.tool.name, this.start));
+  }
+
+  private timeout(ms: number): void {
+    this.timer = undefined;
+    if (this.settled) return;
+    this.finish(failureEnvelope(this.call.id, this.tool.name, "TIMEOUT", `tool did not finish within ${ms} ms`, { timeout_ms: ms }, this.start));
+    this.ctx.abort(new DOMException(`tool call timed out after ${ms} ms`, "TimeoutError"));
+  }
+
+  cancel(): void {
+    if (this.settled) return;
+    this.finish(failureEnvelope(this.call.id, this.tool.name, "CANCELLED", "call cancelled by the caller", {}, this.start));
+    this.ctx.abort(this.external?.reason ?? new DOMException("call cancelled", "AbortError"));
+  }
+}
+
+/** Everything dispatch needs from its runtime. */
+export interface DispatchEnv {
+  readonly registry: ToolRegistry;
+  readonly logger: Logger;
+  readonly defaultTimeoutMs: number;
+}
+
+/**
+ * Run one already-parsed call. Returns an Envelope synchronously when the
+ * handler did, else a Promise that always resolves (never rejects).
+ */
+export function runCall(env: DispatchEnv, call: ToolCall, signal: AbortSignal | undefined, start: number): Envelope | Promise<Envelope> {
+  const id = call.id ?? null;
+  const tool = env.registry.get(call.tool);
+  if (tool === undefined) {
+    return failureEnvelope(id, typeof call.tool === "string" ? call.tool : null, "UNKNOWN_TOOL", `no tool named ${describeTool(call.tool)}`, {}, start);
+  }
+  const args = call.arguments;
+  if (typeof args !== "object" || args === null || Array.isArray(args)) {
+    return failureEnvelope(id, tool.name, "INVALID_ARGUMENTS", "arguments must be a JSON object", { errors: [{ path: "", keyword: "type", message: "must be object" }], truncated: false }, start);
+  }
+  const check = tool.validate(args);
+  if (!check.ok) {
+    const n = check.errors.length;
+    return failureEnvelope(
+      id,
+      tool.name,
+      "INVALID_ARGUMENTS",
+      `arguments do not match the tool's parameters (${n}${check.truncated ? "+" : ""} error${n === 1 && !check.truncated ? "" : "s"})`,
+      { errors: check.errors, truncated: check.truncated },
+      start,
+    );
+  }
+  if (signal !== undefined && signal.aborted) {
+    return failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start);
+  }
+
+  const ctx = new CallContext(id, tool.name, env.logger);
+  let out: unknown;
+  try {
+    out = tool.handler(args, ctx);
+  } catch (err) {
+    return thrownToEnvelope(err, id, tool.name, start);
+  }
+  if (!isThenable(out)) return successEnvelope(id, tool.name, out, start);
+
+  const thenable = out;
+  const timeoutMs = tool.timeoutMs ?? env.defaultTimeoutMs;
+  return new Promise<Envelope>((resolve) => {
+    const pending = new PendingCall(call, tool, ctx, env.logger, start, resolve, timeoutMs, signal);
+    if (signal !== undefined && signal.aborted) pending.cancel(); // aborted while the handler ran
+    try {
+      Promise.resolve(thenable).then((v) => pending.value(v), (e) => pending.error(e));
+    } catch (err) {
+      pending.error(err); // a hostile thenable whose `then` getter throws
+    }
+  });
+}

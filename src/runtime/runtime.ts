@@ -1,0 +1,133 @@
+/**
+ * The runtime: one registry, one logger, one root, and `dispatch`.
+ *
+ * @example
+ * ```ts
+ * import { createRuntime, serializeEnvelope } from "./src/runtime/index.ts";
+ * const rt = createRuntime({ root: "/srv/project" });
+ * const env = await rt.dispatch('{"id":"c1","tool":"echo","arguments":{"msg":"hi"}}');
+ * console.log(serializeEnvelope(env));
+ * // {"id":"c1","success":true,"tool":"echo","result":{"msg":"hi"},"error":null,"duration_ms":0.02}
+ * ```
+ *
+ * Guarantees:
+ * - `dispatch` and `dispatchCall` never throw and never reject: every failure
+ *   (parse, unknown tool, invalid arguments, handler error, timeout,
+ *   cancellation) is an envelope with `success: false`;
+ * - they return the Envelope synchronously when the handler is synchronous
+ *   (`await` works either way);
+ * - a failed or timed-out call leaves the runtime usable.
+ *
+ * @module
+ */
+import type { JsonLimits } from "../core/errors.ts";
+import { parseToolCall, type ToolCall } from "../core/toolcall.ts";
+import type { AnyToolDefinition } from "../tools/definition.ts";
+import { ToolRegistry } from "../tools/registry.ts";
+import { createEchoTool } from "../tools/builtin/echo.ts";
+import { createReadFileTool } from "../tools/builtin/read_file.ts";
+import { DEFAULT_MAX_FILE_BYTES, resolveRoot } from "../tools/fs/rooted.ts";
+import type { Envelope } from "./envelope.ts";
+import { failureEnvelope } from "./envelope_io.ts";
+import { runCall } from "./dispatch.ts";
+import { createLogger, type Logger } from "./logger.ts";
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** Operator-chosen settings. A call can change none of them. */
+export interface RuntimeOptions {
+  /** Root for file tools. Default: the working directory at creation. Resolved with realpath once. */
+  root?: string;
+  /** Limits for the strict JSON parser (input size, depth). */
+  limits?: JsonLimits;
+  /** Configured size limit for `read_file`. Default 1 MiB. */
+  maxFileBytes?: number;
+  /** Per-call timeout for async handlers without their own `timeoutMs`. Default 30000. */
+  defaultTimeoutMs?: number;
+  /** Logger; default `createLogger()` (stderr, `AGENTCORE_LOG_LEVEL`). */
+  logger?: Logger;
+  /** Register `echo` and `read_file`. Default true. */
+  builtins?: boolean;
+  /** Extra tools, registered after the built-ins, in order. */
+  tools?: readonly AnyToolDefinition[];
+}
+
+/** A configured runtime. */
+export interface Runtime {
+  /** Canonical absolute root (realpath). */
+  readonly root: string;
+  readonly registry: ToolRegistry;
+  readonly logger: Logger;
+  readonly limits: JsonLimits;
+  readonly maxFileBytes: number;
+  readonly defaultTimeoutMs: number;
+  /** Parse one tool call (any accepted shape) and run it. Never throws. */
+  dispatch(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope>;
+  /** Run an already-parsed call. Never throws. */
+  dispatchCall(call: ToolCall, signal?: AbortSignal): Envelope | Promise<Envelope>;
+}
+
+function internalError(err: unknown, id: string | null, tool: string | null, start: number): Envelope {
+  const message = err instanceof Error ? err.message : String(err);
+  return failureEnvelope(id, tool, "INTERNAL_ERROR", `internal error: ${message}`, {}, start);
+}
+
+class RuntimeImpl implements Runtime {
+  readonly root: string;
+  readonly registry: ToolRegistry;
+  readonly logger: Logger;
+  readonly limits: JsonLimits;
+  readonly maxFileBytes: number;
+  readonly defaultTimeoutMs: number;
+
+  constructor(options: RuntimeOptions) {
+    const timeout = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!(typeof timeout === "number" && timeout > 0)) throw new RangeError("defaultTimeoutMs must be a positive number");
+    const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+    if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 0) throw new RangeError("maxFileBytes must be a non-negative safe integer");
+    this.root = resolveRoot(options.root ?? globalThis.process?.cwd?.() ?? ".");
+    this.limits = Object.freeze({ ...options.limits });
+    this.maxFileBytes = maxFileBytes;
+    this.defaultTimeoutMs = timeout;
+    this.logger = options.logger ?? createLogger();
+    this.registry = new ToolRegistry();
+    if (options.builtins !== false) {
+      this.registry.register(createEchoTool());
+      this.registry.register(createReadFileTool({ root: this.root, maxFileBytes }));
+    }
+    for (const def of options.tools ?? []) this.registry.register(def);
+  }
+
+  dispatch(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope> {
+    const start = performance.now();
+    try {
+      const parsed = parseToolCall(input, this.limits);
+      if (!parsed.ok) {
+        const e = parsed.error;
+        return failureEnvelope(parsed.id, parsed.tool, e.code, e.message, e.details, start);
+      }
+      return runCall(this, parsed.call, signal, start);
+    } catch (err) {
+      this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
+      return internalError(err, null, null, start);
+    }
+  }
+
+  dispatchCall(call: ToolCall, signal?: AbortSignal): Envelope | Promise<Envelope> {
+    const start = performance.now();
+    try {
+      return runCall(this, call, signal, start);
+    } catch (err) {
+      this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
+      return internalError(err, call?.id ?? null, typeof call?.tool === "string" ? call.tool : null, start);
+    }
+  }
+}
+
+/**
+ * Create a runtime. Throws (at creation, never later) when the root is not a
+ * directory, an option is out of range, or a tool fails to register.
+ */
+export function createRuntime(options: RuntimeOptions = {}): Runtime {
+  return new RuntimeImpl(options);
+}
