@@ -1,33 +1,31 @@
 /**
- * Dispatch tool calls from a Deno script with the agentcore library.
+ * Use agentcore from Deno: validate streamed arguments, then dispatch the call.
  *
  *   deno run --allow-read --allow-env examples/deno_dispatch.ts
+ *   deno task example
  */
-import { createRuntime, parseStrict, serializeEnvelope, type ToolDefinition } from "../src/mod.ts";
+import { createRuntime, JsonStreamValidator, parseToolCall, serializeEnvelope } from "../src/mod.ts";
 
-// A custom tool next to the built-ins: its arguments are checked against the schema first.
-const add: ToolDefinition<{ a: number; b: number }> = {
-  name: "add",
-  description: "Add two numbers",
-  effect: "read_only",
-  parameters: {
-    type: "object",
-    properties: { a: { type: "number" }, b: { type: "number" } },
-    required: ["a", "b"],
-    additionalProperties: false,
-  },
-  handler: ({ a, b }) => ({ sum: a + b }),
-};
-
-const runtime = createRuntime({ tools: [add as ToolDefinition] });
-
-for (const call of [
-  '{"id":"d1","tool":"add","arguments":{"a":2,"b":40}}',
-  '{"id":"d2","type":"function","function":{"name":"echo","arguments":"{\\"via\\":\\"deno\\"}"}}',
-  '{"id":"d3","tool":"add","arguments":{"a":1}}',
-]) {
-  console.log(serializeEnvelope(await runtime.dispatch(call)));
+// Arguments arrive from a model in small deltas; each is checked as it comes.
+const deltas = ['{"pa', 'th":"exa', "mples/hel", 'lo.txt"}'];
+const stream = new JsonStreamValidator();
+for (const d of deltas) {
+  const status = stream.push(d);
+  if (status.state === "error") throw new Error(status.error.message);
 }
+console.log("streamed arguments:", stream.finish().state);
+stream.dispose();
 
-// The strict parser on its own: duplicate keys are refused, with a position.
-console.log(JSON.stringify(parseStrict('{"a":1,"\\u0061":2}')));
+// The complete call, in the OpenAI chat shape, is normalised and dispatched.
+const call = parseToolCall(JSON.stringify({
+  id: "call_deno",
+  type: "function",
+  function: { name: "read_file", arguments: deltas.join("") },
+}));
+if (!call.ok) throw new Error(call.error.message);
+
+const runtime = createRuntime(); // file tools are rooted at the current directory
+console.log(serializeEnvelope(await runtime.dispatchCall(call.call)));
+
+// A call that tries to leave the root is refused with a structured error.
+console.log(serializeEnvelope(await runtime.dispatch('{"id":"x","tool":"read_file","arguments":{"path":"../secret"}}')));
