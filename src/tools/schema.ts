@@ -180,7 +180,11 @@ export class SchemaCompiler {
       // caller mutating theirs later can't desynchronise cache and validator.
       validate = this.#ajv(draft).compile(structuredClone(schema));
     } catch (err) {
-      throw new SchemaCompileError(err instanceof Error ? err.message : String(err));
+      const raw = err instanceof Error ? err.message : String(err);
+      // ajv repeats identical entries (one per alternative it tried): keep one of each.
+      const prefix = raw.startsWith("schema is invalid: ") ? "schema is invalid: " : "";
+      const msg = prefix + [...new Set(raw.slice(prefix.length).split(", "))].join(", ");
+      throw new SchemaCompileError(msg.length > 500 ? msg.slice(0, 500) + "…" : msg);
     }
 
     const max = this.maxErrors;
