@@ -1,0 +1,950 @@
+// Strict RFC 8259 JSON validator over UTF-8 bytes, written as a resumable
+// byte-level state machine. See asm/README.md for the design and memory layout.
+//
+// One instance of this module validates one document at a time. All state
+// lives in module globals and in linear memory, so a run can stop at any byte
+// (end of the bytes pushed so far) and resume later at exactly that byte.
+
+// ---------------------------------------------------------------- imports
+
+/** Exact overflow check for a number's text (rare path): 1 = finite, 0 = overflow. */
+@external("env", "numcheck")
+declare function numcheck(ptr: usize, len: i32): i32;
+
+// ---------------------------------------------------------------- constants
+
+// parser states
+const ST_VALUE: i32 = 0; // expect a value
+const ST_ARR_FIRST: i32 = 1; // after '[': value or ']'
+const ST_OBJ_FIRST: i32 = 2; // after '{': key or '}'
+const ST_KEY: i32 = 3; // after ',' inside an object: key
+const ST_COLON: i32 = 4; // after a key: ':'
+const ST_AFTER: i32 = 5; // after a value inside a container: ',' or close
+const ST_DONE: i32 = 6; // top-level value complete, only whitespace may follow
+const ST_STR: i32 = 7; // inside string content
+const ST_ESC: i32 = 8; // after a backslash
+const ST_HEX: i32 = 9; // inside the 4 hex digits of \u
+const ST_LOW_BS: i32 = 10; // after a high-surrogate escape: expect '\'
+const ST_LOW_U: i32 = 11; // after that '\': expect 'u'
+const ST_UTF8: i32 = 12; // inside a multi-byte UTF-8 sequence
+const ST_NUM_MINUS: i32 = 13;
+const ST_NUM_ZERO: i32 = 14;
+const ST_NUM_INT: i32 = 15;
+const ST_NUM_DOT: i32 = 16;
+const ST_NUM_FRAC: i32 = 17;
+const ST_NUM_E: i32 = 18;
+const ST_NUM_ESIGN: i32 = 19;
+const ST_NUM_EXP: i32 = 20;
+const ST_LIT: i32 = 21; // inside true/false/null
+const ST_BOM: i32 = 22; // saw 0xEF at offset 0, waiting for 3 bytes
+const ST_ERROR: i32 = 23;
+
+// run() results
+const R_NEED_MORE: i32 = 0;
+const R_COMPLETE: i32 = 1;
+const R_ERROR: i32 = 2;
+
+// error kinds (mapped to codes and messages in src/core/wasm.ts)
+const E_EOF: i32 = 1;
+const E_BYTE: i32 = 2; // errArg = byte
+const E_AFTER: i32 = 3;
+const E_ESCAPE: i32 = 4;
+const E_NUMBER: i32 = 5;
+const E_CONTROL: i32 = 6;
+const E_UTF8: i32 = 7;
+const E_SURROGATE: i32 = 8;
+const E_BOM: i32 = 9;
+const E_DEPTH: i32 = 10; // errArg = maxDepth
+const E_DUPLICATE: i32 = 11; // errKeyPtr/errKeyLen = unescaped key
+const E_RANGE: i32 = 12;
+const E_FORBIDDEN: i32 = 13;
+
+const KIND_ARRAY: u32 = 1;
+const KIND_OBJECT: u32 = 2;
+
+const HARD_MAX_DEPTH: i32 = 4096;
+const LEVEL_SIZE: i32 = 16; // [kind u32][entryStart u32][arenaStart u32][serial u32]
+const ENTRY_SIZE: i32 = 12; // [hash u32][ref u32][len u32]
+const ARENA_FLAG: u32 = 0x80000000; // ref points into the arena, not the input
+const LINEAR_KEYS: i32 = 12; // objects with more keys switch to the hash table
+const PAD: i32 = 32; // bytes kept readable past every region end
+
+const LIT_TRUE = memory.data<u8>([0x74, 0x72, 0x75, 0x65]);
+const LIT_FALSE = memory.data<u8>([0x66, 0x61, 0x6c, 0x73, 0x65]);
+const LIT_NULL = memory.data<u8>([0x6e, 0x75, 0x6c, 0x6c]);
+const PROTO = memory.data<u8>([0x5f, 0x5f, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x5f, 0x5f]);
+
+// ---------------------------------------------------------------- globals
+
+// memory regions (absolute addresses); all dynamic regions are bump-allocated
+// above `heapStart` and may be relocated when they grow, so entries refer to
+// them by relative offsets.
+let levels: usize = 0; // HARD_MAX_DEPTH+1 level records (static)
+let heapStart: usize = 0;
+let heapTop: usize = 0;
+
+let inBase: usize = 0; // input bytes
+let inCap: u32 = 0;
+let inLen: u32 = 0;
+
+let arenaBase: usize = 0; // unescaped copies of escaped keys
+let arenaCap: u32 = 0;
+let arenaTop: u32 = 0;
+
+let entBase: usize = 0; // key entries, stack discipline
+let entCap: u32 = 0; // in entries
+let entTop: u32 = 0;
+
+let tabBase: usize = 0; // open-addressing table of [tag u32][entry u32]
+let tabMask: u32 = 0; // capacity-1 (power of two), 0 = no table
+let tabUsed: u32 = 0;
+let nextSerial: u32 = 1;
+
+// options
+let maxDepth: i32 = 64;
+let allowProto: i32 = 0;
+
+// parser state
+let state: i32 = ST_VALUE;
+let pos: u32 = 0;
+let depth: i32 = 0;
+let strStart: u32 = 0; // offset of the opening quote
+let strIsKey: i32 = 0;
+let strHasEsc: i32 = 0;
+let escStart: u32 = 0; // offset of the current backslash
+let highStart: u32 = 0; // offset of the pending high-surrogate escape
+let hexCount: i32 = 0;
+let hexVal: u32 = 0;
+let hexLow: i32 = 0; // parsing the low half of a surrogate pair
+let utfNeed: i32 = 0;
+let utfLo: u32 = 0;
+let utfHi: u32 = 0;
+let utfStart: u32 = 0;
+let numStart: u32 = 0;
+let numIntDigits: i32 = 0;
+let numExp: i32 = 0;
+let numExpNeg: i32 = 0;
+let litPtr: usize = 0;
+let litLen: i32 = 0;
+let litIdx: i32 = 0;
+
+// error details
+let errKind: i32 = 0;
+let errOffset: u32 = 0;
+let errArg: i32 = 0;
+let errKeyPtr: usize = 0;
+let errKeyLen: i32 = 0;
+
+// ---------------------------------------------------------------- memory
+
+function ensureMemory(end: usize): void {
+  const have = (<usize>memory.size()) << 16;
+  if (end <= have) return;
+  const need = <i32>((end - have + 0xffff) >> 16);
+  const cur = memory.size();
+  // grow at least geometrically to keep the number of grow calls small
+  let delta = cur > need ? cur : need;
+  if (memory.grow(delta) < 0) {
+    if (memory.grow(need) < 0) unreachable();
+  }
+}
+
+function alloc(size: u32): usize {
+  const p = (heapTop + 15) & ~(<usize>15);
+  heapTop = p + <usize>size + PAD;
+  ensureMemory(heapTop);
+  return p;
+}
+
+function initLayout(): void {
+  if (levels != 0) return;
+  levels = (__heap_base + 15) & ~(<usize>15);
+  heapStart = levels + <usize>((HARD_MAX_DEPTH + 1) * LEVEL_SIZE);
+  heapTop = heapStart;
+  ensureMemory(heapStart + 65536);
+}
+
+function growArena(need: u32): void {
+  let cap = arenaCap < 256 ? <u32>256 : arenaCap * 2;
+  while (cap < need) cap *= 2;
+  const p = alloc(cap);
+  if (arenaTop > 0) memory.copy(p, arenaBase, arenaTop);
+  arenaBase = p;
+  arenaCap = cap;
+}
+
+function growEntries(): void {
+  const cap = entCap < 64 ? <u32>64 : entCap * 2;
+  const p = alloc(cap * ENTRY_SIZE);
+  if (entTop > 0) memory.copy(p, entBase, entTop * ENTRY_SIZE);
+  entBase = p;
+  entCap = cap;
+}
+
+// ---------------------------------------------------------------- exports: setup
+
+/** Reset all parser state and free every dynamic region. */
+export function reset(depthLimit: i32, protoAllowed: i32): void {
+  initLayout();
+  heapTop = heapStart;
+  inBase = 0;
+  inCap = 0;
+  inLen = 0;
+  arenaBase = 0;
+  arenaCap = 0;
+  arenaTop = 0;
+  entBase = 0;
+  entCap = 0;
+  entTop = 0;
+  tabBase = 0;
+  tabMask = 0;
+  tabUsed = 0;
+  nextSerial = 1;
+  maxDepth = depthLimit;
+  allowProto = protoAllowed;
+  state = ST_VALUE;
+  pos = 0;
+  depth = 0;
+  errKind = 0;
+  errOffset = 0;
+  errArg = 0;
+  errKeyPtr = 0;
+  errKeyLen = 0;
+}
+
+/**
+ * Make room for `n` more input bytes and return the address where the caller
+ * writes them. Existing input is kept (relocated if needed).
+ */
+export function reserve(n: u32): usize {
+  const need = inLen + n;
+  if (need > inCap) {
+    let cap = inCap * 2;
+    if (cap < need) cap = need;
+    if (cap < 256) cap = 256;
+    const p = alloc(cap);
+    if (inLen > 0) memory.copy(p, inBase, inLen);
+    inBase = p;
+    inCap = cap;
+  }
+  return inBase + inLen;
+}
+
+/** Validate `n` freshly written bytes; `final` = no more bytes will come. */
+export function push(n: u32, final: i32): i32 {
+  inLen += n;
+  return run(inLen, final != 0);
+}
+
+/** One-shot: reset, then validate `n` bytes already written at reserve(n). */
+export function validate(n: u32): i32 {
+  inLen = n;
+  return run(n, true);
+}
+
+export function getState(): i32 { return state; }
+export function getInputPtr(): usize { return inBase; }
+export function getInputLen(): u32 { return inLen; }
+export function getErrKind(): i32 { return errKind; }
+export function getErrOffset(): u32 { return errOffset; }
+export function getErrArg(): i32 { return errArg; }
+export function getErrKeyPtr(): usize { return errKeyPtr; }
+export function getErrKeyLen(): i32 { return errKeyLen; }
+
+// ---------------------------------------------------------------- keys
+
+@inline function rotl32(x: u32, r: u32): u32 { return (x << r) | (x >> (32 - r)); }
+
+function hashBytes(p: usize, len: i32): u32 {
+  let h: u32 = <u32>len * 0x9e3779b1;
+  let i = 0;
+  while (i + 4 <= len) {
+    h = rotl32(h ^ (load<u32>(p + <usize>i) * 0x85ebca6b), 13) * 5 + 0xe6546b64;
+    i += 4;
+  }
+  while (i < len) {
+    h = rotl32(h ^ (<u32>load<u8>(p + <usize>i) * 0xcc9e2d51), 15) * 0x1b873593;
+    i++;
+  }
+  h ^= h >> 16;
+  h *= 0x85ebca6b;
+  h ^= h >> 13;
+  return h;
+}
+
+function bytesEqual(a: usize, b: usize, len: i32): bool {
+  let i = 0;
+  while (i + 8 <= len) {
+    if (load<u64>(a + <usize>i) != load<u64>(b + <usize>i)) return false;
+    i += 8;
+  }
+  while (i < len) {
+    if (load<u8>(a + <usize>i) != load<u8>(b + <usize>i)) return false;
+    i++;
+  }
+  return true;
+}
+
+@inline function refPtr(ref: u32): usize {
+  return (ref & ARENA_FLAG) != 0 ? arenaBase + <usize>(ref & ~ARENA_FLAG) : inBase + <usize>ref;
+}
+
+@inline function entryAddr(i: u32): usize { return entBase + <usize>(i * ENTRY_SIZE); }
+
+@inline function slotFor(h: u32, serial: u32): u32 {
+  return (h ^ (serial * 0x27d4eb2f)) & tabMask;
+}
+
+function tableInsert(serial: u32, idx: u32): void {
+  let s = slotFor(load<u32>(entryAddr(idx)), serial);
+  while (load<u32>(tabBase + <usize>(s << 3)) != 0) s = (s + 1) & tabMask;
+  store<u32>(tabBase + <usize>(s << 3), serial);
+  store<u32>(tabBase + <usize>(s << 3), idx, 4);
+  tabUsed++;
+}
+
+/** Count entries of live hashed objects, rebuild the table with room to spare. */
+function tableRebuild(extra: u32): void {
+  let live: u32 = extra;
+  for (let d = 1; d <= depth; d++) {
+    const lv = levels + <usize>(d * LEVEL_SIZE);
+    if (load<u32>(lv, 12) != 0) {
+      const end = d < depth ? load<u32>(lv + LEVEL_SIZE, 4) : entTop;
+      live += end - load<u32>(lv, 4);
+    }
+  }
+  let cap: u32 = 1024;
+  while (cap < live * 4) cap <<= 1;
+  tabBase = alloc(cap << 3);
+  memory.fill(tabBase, 0, <usize>(cap << 3));
+  tabMask = cap - 1;
+  tabUsed = 0;
+  for (let d = 1; d <= depth; d++) {
+    const lv = levels + <usize>(d * LEVEL_SIZE);
+    const serial = load<u32>(lv, 12);
+    if (serial != 0) {
+      const end = d < depth ? load<u32>(lv + LEVEL_SIZE, 4) : entTop;
+      for (let i = load<u32>(lv, 4); i < end; i++) tableInsert(serial, i);
+    }
+  }
+}
+
+/**
+ * Add a member name to the current object's key set. Returns false if it is a
+ * duplicate (errKeyPtr/errKeyLen then point at the earlier copy).
+ */
+function addKey(ref: u32, len: i32): bool {
+  const kp = refPtr(ref);
+  const h = hashBytes(kp, len);
+  const lv = levels + <usize>(depth * LEVEL_SIZE);
+  const start = load<u32>(lv, 4);
+  const serial = load<u32>(lv, 12);
+  if (serial == 0) {
+    for (let i = start; i < entTop; i++) {
+      const e = entryAddr(i);
+      if (load<u32>(e) == h && load<u32>(e, 8) == <u32>len) {
+        if (bytesEqual(refPtr(load<u32>(e, 4)), kp, len)) return false;
+      }
+    }
+  } else {
+    let s = slotFor(h, serial);
+    while (true) {
+      const sp = tabBase + <usize>(s << 3);
+      const tag = load<u32>(sp);
+      if (tag == 0) break;
+      if (tag == serial) {
+        const e = entryAddr(load<u32>(sp, 4));
+        if (load<u32>(e) == h && load<u32>(e, 8) == <u32>len) {
+          if (bytesEqual(refPtr(load<u32>(e, 4)), kp, len)) return false;
+        }
+      }
+      s = (s + 1) & tabMask;
+    }
+  }
+  if (entTop >= entCap) growEntries();
+  const idx = entTop;
+  const e = entryAddr(idx);
+  store<u32>(e, h);
+  store<u32>(e, ref, 4);
+  store<u32>(e, <u32>len, 8);
+  entTop = idx + 1;
+  if (serial != 0) {
+    if ((tabUsed + 1) * 2 > tabMask + 1) tableRebuild(0);
+    else tableInsert(serial, idx);
+  } else if (<i32>(entTop - start) > LINEAR_KEYS) {
+    // switch this object to hashed lookups
+    const ns = nextSerial++;
+    store<u32>(lv, ns, 12);
+    if (tabMask == 0 || (tabUsed + (entTop - start)) * 2 > tabMask + 1) {
+      tableRebuild(0);
+    } else {
+      for (let i = start; i < entTop; i++) tableInsert(ns, i);
+    }
+  }
+  return true;
+}
+
+@inline function hexDigit(c: u32): i32 {
+  if (c - 0x30 < 10) return <i32>(c - 0x30);
+  const l = (c | 0x20) - 0x61;
+  if (l < 6) return <i32>l + 10;
+  return -1;
+}
+
+function readHex4(p: usize): u32 {
+  let v: u32 = 0;
+  for (let i = 0; i < 4; i++) v = (v << 4) | <u32>hexDigit(<u32>load<u8>(p + <usize>i));
+  return v;
+}
+
+/** Decode an already validated escaped key body into the arena. Returns its length. */
+function decodeKey(rawOff: u32, rawLen: u32): i32 {
+  if (arenaTop + rawLen > arenaCap) growArena(arenaTop + rawLen);
+  const src = inBase + <usize>rawOff;
+  const dst = arenaBase + <usize>arenaTop;
+  let i: u32 = 0;
+  let o: usize = dst;
+  while (i < rawLen) {
+    const c = <u32>load<u8>(src + <usize>i);
+    if (c != 0x5c) {
+      store<u8>(o++, <u8>c);
+      i++;
+      continue;
+    }
+    const e = <u32>load<u8>(src + <usize>i + 1);
+    i += 2;
+    let ch: u32 = 0;
+    if (e == 0x75) {
+      ch = readHex4(src + <usize>i);
+      i += 4;
+      if (ch >= 0xd800 && ch <= 0xdbff) {
+        const lo = readHex4(src + <usize>i + 2);
+        i += 6;
+        ch = 0x10000 + ((ch - 0xd800) << 10) + (lo - 0xdc00);
+      }
+    } else if (e == 0x62) ch = 8;
+    else if (e == 0x66) ch = 12;
+    else if (e == 0x6e) ch = 10;
+    else if (e == 0x72) ch = 13;
+    else if (e == 0x74) ch = 9;
+    else ch = e; // " \ /
+    if (ch < 0x80) {
+      store<u8>(o++, <u8>ch);
+    } else if (ch < 0x800) {
+      store<u8>(o++, <u8>(0xc0 | (ch >> 6)));
+      store<u8>(o++, <u8>(0x80 | (ch & 0x3f)));
+    } else if (ch < 0x10000) {
+      store<u8>(o++, <u8>(0xe0 | (ch >> 12)));
+      store<u8>(o++, <u8>(0x80 | ((ch >> 6) & 0x3f)));
+      store<u8>(o++, <u8>(0x80 | (ch & 0x3f)));
+    } else {
+      store<u8>(o++, <u8>(0xf0 | (ch >> 18)));
+      store<u8>(o++, <u8>(0x80 | ((ch >> 12) & 0x3f)));
+      store<u8>(o++, <u8>(0x80 | ((ch >> 6) & 0x3f)));
+      store<u8>(o++, <u8>(0x80 | (ch & 0x3f)));
+    }
+  }
+  return <i32>(o - dst);
+}
+
+// ---------------------------------------------------------------- scanning helpers
+
+/** First offset >= p (and < end) that is not JSON whitespace, or end. */
+@inline function skipWs(b: usize, p: u32, end: u32): u32 {
+  while (p < end) {
+    const c = load<u8>(b + <usize>p);
+    if (c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09) {
+      p++;
+      if (p + 16 <= end) {
+        const sp = i8x16.splat(0x20);
+        const nl = i8x16.splat(0x0a);
+        const cr = i8x16.splat(0x0d);
+        const tb = i8x16.splat(0x09);
+        while (p + 16 <= end) {
+          const v = v128.load(b + <usize>p);
+          const ws = v128.or(v128.or(i8x16.eq(v, sp), i8x16.eq(v, nl)), v128.or(i8x16.eq(v, cr), i8x16.eq(v, tb)));
+          const m = ~i8x16.bitmask(ws) & 0xffff;
+          if (m != 0) return p + <u32>ctz(m);
+          p += 16;
+        }
+      }
+    } else {
+      return p;
+    }
+  }
+  return p;
+}
+
+/** First offset >= p (and < end) holding '"', '\', a byte < 0x20 or >= 0x80, or end. */
+@inline function scanStr(b: usize, p: u32, end: u32): u32 {
+  const q = i8x16.splat(0x22);
+  const bs = i8x16.splat(0x5c);
+  const lo = i8x16.splat(0x20);
+  while (p + 16 <= end) {
+    const v = v128.load(b + <usize>p);
+    const sp = v128.or(v128.or(i8x16.eq(v, q), i8x16.eq(v, bs)), i8x16.lt_s(v, lo));
+    const m = i8x16.bitmask(sp);
+    if (m != 0) return p + <u32>ctz(m);
+    p += 16;
+  }
+  while (p < end) {
+    const c = load<u8>(b + <usize>p);
+    if (c == 0x22 || c == 0x5c || c < 0x20 || c >= 0x80) return p;
+    p++;
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------- the state machine
+
+function fail(kind: i32, offset: u32, arg: i32): i32 {
+  errKind = kind;
+  errOffset = offset;
+  errArg = arg;
+  state = ST_ERROR;
+  return R_ERROR;
+}
+
+@inline function isNumTerminal(s: i32): bool {
+  return s == ST_NUM_ZERO || s == ST_NUM_INT || s == ST_NUM_FRAC || s == ST_NUM_EXP;
+}
+
+/** Check the finished number at [numStart, p) for overflow. Returns false on overflow. */
+function numberInRange(p: u32): bool {
+  let e: i32 = numIntDigits - 1 + (numExpNeg != 0 ? -numExp : numExp);
+  if (e < 308) return true;
+  return numcheck(inBase + <usize>numStart, <i32>(p - numStart)) != 0;
+}
+
+function run(end: u32, final: bool): i32 {
+  let s = state;
+  if (s == ST_ERROR) return R_ERROR;
+  let p = pos;
+  const b = inBase;
+  let d = depth;
+
+  while (true) {
+    if (p >= end) {
+      if (!final) {
+        state = s;
+        pos = p;
+        depth = d;
+        return s == ST_DONE ? R_COMPLETE : R_NEED_MORE;
+      }
+      if (s == ST_DONE) {
+        state = s;
+        pos = p;
+        depth = d;
+        return R_COMPLETE;
+      }
+      if (isNumTerminal(s)) {
+        if (!numberInRange(p)) { depth = d; pos = p; return fail(E_RANGE, numStart, 0); }
+        s = d == 0 ? ST_DONE : ST_AFTER;
+        continue;
+      }
+      if (s == ST_BOM) { depth = d; pos = p; return fail(E_BYTE, 0, 0xef); }
+      depth = d;
+      pos = p;
+      return fail(E_EOF, end, 0);
+    }
+
+    switch (s) {
+      case ST_VALUE:
+      case ST_ARR_FIRST: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        if (c == 0x22) {
+          strStart = p;
+          strIsKey = 0;
+          strHasEsc = 0;
+          p++;
+          s = ST_STR;
+        } else if (c == 0x7b || c == 0x5b) {
+          if (d >= maxDepth) { depth = d; pos = p; return fail(E_DEPTH, p, maxDepth); }
+          d++;
+          const lv = levels + <usize>(d * LEVEL_SIZE);
+          store<u32>(lv, c == 0x7b ? KIND_OBJECT : KIND_ARRAY);
+          store<u32>(lv, entTop, 4);
+          store<u32>(lv, arenaTop, 8);
+          store<u32>(lv, 0, 12);
+          p++;
+          s = c == 0x7b ? ST_OBJ_FIRST : ST_ARR_FIRST;
+        } else if (c == 0x5d && s == ST_ARR_FIRST) {
+          p++;
+          d--;
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        } else if (c >= 0x31 && c <= 0x39) {
+          numStart = p;
+          numIntDigits = 1;
+          numExp = 0;
+          numExpNeg = 0;
+          p++;
+          s = ST_NUM_INT;
+        } else if (c == 0x30) {
+          numStart = p;
+          numIntDigits = 1;
+          numExp = 0;
+          numExpNeg = 0;
+          p++;
+          s = ST_NUM_ZERO;
+        } else if (c == 0x2d) {
+          numStart = p;
+          numIntDigits = 0;
+          numExp = 0;
+          numExpNeg = 0;
+          p++;
+          s = ST_NUM_MINUS;
+        } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
+          litPtr = c == 0x74 ? LIT_TRUE : c == 0x66 ? LIT_FALSE : LIT_NULL;
+          litLen = c == 0x66 ? 5 : 4;
+          // fast path: whole literal available
+          if (p + <u32>litLen <= end && bytesEqual(b + <usize>p, litPtr, litLen)) {
+            p += <u32>litLen;
+            s = d == 0 ? ST_DONE : ST_AFTER;
+          } else {
+            litIdx = 1;
+            p++;
+            s = ST_LIT;
+          }
+        } else if (c == 0xef && p == 0) {
+          s = ST_BOM;
+        } else {
+          depth = d; pos = p;
+          return fail(E_BYTE, p, c);
+        }
+        break;
+      }
+
+      case ST_OBJ_FIRST:
+      case ST_KEY: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        if (c == 0x22) {
+          strStart = p;
+          strIsKey = 1;
+          strHasEsc = 0;
+          p++;
+          s = ST_STR;
+        } else if (c == 0x7d && s == ST_OBJ_FIRST) {
+          p++;
+          d--;
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        } else {
+          depth = d; pos = p;
+          return fail(E_BYTE, p, c);
+        }
+        break;
+      }
+
+      case ST_COLON: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        if (c != 0x3a) { depth = d; pos = p; return fail(E_BYTE, p, c); }
+        p++;
+        s = ST_VALUE;
+        break;
+      }
+
+      case ST_AFTER: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        const lv = levels + <usize>(d * LEVEL_SIZE);
+        const kind = load<u32>(lv);
+        if (c == 0x2c) {
+          p++;
+          s = kind == KIND_OBJECT ? ST_KEY : ST_VALUE;
+        } else if ((c == 0x7d && kind == KIND_OBJECT) || (c == 0x5d && kind == KIND_ARRAY)) {
+          if (kind == KIND_OBJECT) {
+            entTop = load<u32>(lv, 4);
+            arenaTop = load<u32>(lv, 8);
+          }
+          p++;
+          d--;
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        } else {
+          depth = d; pos = p;
+          return fail(E_BYTE, p, c);
+        }
+        break;
+      }
+
+      case ST_DONE: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        depth = d; pos = p;
+        return fail(E_AFTER, p, 0);
+      }
+
+      case ST_STR: {
+        p = scanStr(b, p, end);
+        if (p >= end) break;
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c == 0x22) {
+          p++;
+          if (strIsKey == 0) {
+            s = d == 0 ? ST_DONE : ST_AFTER;
+            break;
+          }
+          // finish a member name
+          const rawOff = strStart + 1;
+          const rawLen = p - 1 - rawOff;
+          let ref: u32 = rawOff;
+          let len: i32 = <i32>rawLen;
+          if (strHasEsc != 0) {
+            const at = arenaTop;
+            len = decodeKey(rawOff, rawLen);
+            arenaTop = at + <u32>len;
+            ref = at | ARENA_FLAG;
+          }
+          if (allowProto == 0 && len == 9 && bytesEqual(refPtr(ref), PROTO, 9)) {
+            depth = d; pos = p;
+            return fail(E_FORBIDDEN, strStart, 0);
+          }
+          depth = d;
+          if (!addKey(ref, len)) {
+            errKeyPtr = refPtr(ref);
+            errKeyLen = len;
+            pos = p;
+            return fail(E_DUPLICATE, strStart, 0);
+          }
+          s = ST_COLON;
+        } else if (c == 0x5c) {
+          escStart = p;
+          strHasEsc = 1;
+          p++;
+          s = ST_ESC;
+        } else if (c < 0x20) {
+          depth = d; pos = p;
+          return fail(E_CONTROL, p, <i32>c);
+        } else {
+          // multi-byte UTF-8: fast path when the whole sequence is present
+          let need: i32 = 0;
+          let lo: u32 = 0x80;
+          let hi: u32 = 0xbf;
+          if (c >= 0xc2 && c <= 0xdf) need = 1;
+          else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            if (c == 0xe0) lo = 0xa0;
+            else if (c == 0xed) hi = 0x9f;
+          } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            if (c == 0xf0) lo = 0x90;
+            else if (c == 0xf4) hi = 0x8f;
+          } else {
+            depth = d; pos = p;
+            return fail(E_UTF8, p, 0);
+          }
+          if (p + <u32>need < end) {
+            const c1 = <u32>load<u8>(b + <usize>p + 1);
+            if (c1 < lo || c1 > hi) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+            if (need >= 2) {
+              const c2 = <u32>load<u8>(b + <usize>p + 2);
+              if ((c2 & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+              if (need == 3) {
+                const c3 = <u32>load<u8>(b + <usize>p + 3);
+                if ((c3 & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+              }
+            }
+            p += <u32>need + 1;
+          } else {
+            utfStart = p;
+            utfNeed = need;
+            utfLo = lo;
+            utfHi = hi;
+            p++;
+            s = ST_UTF8;
+          }
+        }
+        break;
+      }
+
+      case ST_UTF8: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c < utfLo || c > utfHi) { depth = d; pos = p; return fail(E_UTF8, utfStart, 0); }
+        utfLo = 0x80;
+        utfHi = 0xbf;
+        p++;
+        if (--utfNeed == 0) s = ST_STR;
+        break;
+      }
+
+      case ST_ESC: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c == 0x75) {
+          hexCount = 0;
+          hexVal = 0;
+          hexLow = 0;
+          p++;
+          s = ST_HEX;
+        } else if (c == 0x22 || c == 0x5c || c == 0x2f || c == 0x62 || c == 0x66 || c == 0x6e || c == 0x72 || c == 0x74) {
+          p++;
+          s = ST_STR;
+        } else {
+          depth = d; pos = p;
+          return fail(E_ESCAPE, p, <i32>c);
+        }
+        break;
+      }
+
+      case ST_HEX: {
+        while (p < end && hexCount < 4) {
+          const v = hexDigit(<u32>load<u8>(b + <usize>p));
+          if (v < 0) { depth = d; pos = p; return fail(E_ESCAPE, p, 0); }
+          hexVal = (hexVal << 4) | <u32>v;
+          hexCount++;
+          p++;
+        }
+        if (hexCount < 4) break;
+        if (hexLow != 0) {
+          if (hexVal < 0xdc00 || hexVal > 0xdfff) { depth = d; pos = p; return fail(E_SURROGATE, highStart, 0); }
+          s = ST_STR;
+        } else if (hexVal >= 0xd800 && hexVal <= 0xdbff) {
+          highStart = escStart;
+          s = ST_LOW_BS;
+        } else if (hexVal >= 0xdc00 && hexVal <= 0xdfff) {
+          depth = d; pos = p;
+          return fail(E_SURROGATE, escStart, 0);
+        } else {
+          s = ST_STR;
+        }
+        break;
+      }
+
+      case ST_LOW_BS: {
+        const c = load<u8>(b + <usize>p);
+        if (c != 0x5c) { depth = d; pos = p; return fail(E_SURROGATE, highStart, 0); }
+        escStart = p;
+        p++;
+        s = ST_LOW_U;
+        break;
+      }
+
+      case ST_LOW_U: {
+        const c = load<u8>(b + <usize>p);
+        if (c != 0x75) { depth = d; pos = p; return fail(E_SURROGATE, highStart, 0); }
+        hexCount = 0;
+        hexVal = 0;
+        hexLow = 1;
+        p++;
+        s = ST_HEX;
+        break;
+      }
+
+      case ST_NUM_MINUS: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c == 0x30) { numIntDigits = 1; p++; s = ST_NUM_ZERO; }
+        else if (c - 0x31 < 9) { numIntDigits = 1; p++; s = ST_NUM_INT; }
+        else { depth = d; pos = p; return fail(E_NUMBER, p, 0); }
+        break;
+      }
+
+      case ST_NUM_INT:
+      case ST_NUM_ZERO: {
+        if (s == ST_NUM_INT) {
+          let n = numIntDigits;
+          while (p < end && <u32>load<u8>(b + <usize>p) - 0x30 < 10) { p++; n++; }
+          numIntDigits = n > 100000 ? 100000 : n;
+          if (p >= end) break;
+        }
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c == 0x2e) { p++; s = ST_NUM_DOT; }
+        else if ((c | 0x20) == 0x65) { p++; s = ST_NUM_E; }
+        else if (c - 0x30 < 10) { depth = d; pos = p; return fail(E_NUMBER, p, 0); }
+        else {
+          if (!numberInRange(p)) { depth = d; pos = p; return fail(E_RANGE, numStart, 0); }
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        }
+        break;
+      }
+
+      case ST_NUM_DOT: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c - 0x30 < 10) { p++; s = ST_NUM_FRAC; }
+        else { depth = d; pos = p; return fail(E_NUMBER, p, 0); }
+        break;
+      }
+
+      case ST_NUM_FRAC: {
+        while (p < end && <u32>load<u8>(b + <usize>p) - 0x30 < 10) p++;
+        if (p >= end) break;
+        const c = <u32>load<u8>(b + <usize>p);
+        if ((c | 0x20) == 0x65) { p++; s = ST_NUM_E; }
+        else {
+          if (!numberInRange(p)) { depth = d; pos = p; return fail(E_RANGE, numStart, 0); }
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        }
+        break;
+      }
+
+      case ST_NUM_E: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c == 0x2b || c == 0x2d) { numExpNeg = c == 0x2d ? 1 : 0; p++; s = ST_NUM_ESIGN; }
+        else if (c - 0x30 < 10) { numExp = <i32>(c - 0x30); p++; s = ST_NUM_EXP; }
+        else { depth = d; pos = p; return fail(E_NUMBER, p, 0); }
+        break;
+      }
+
+      case ST_NUM_ESIGN: {
+        const c = <u32>load<u8>(b + <usize>p);
+        if (c - 0x30 < 10) { numExp = <i32>(c - 0x30); p++; s = ST_NUM_EXP; }
+        else { depth = d; pos = p; return fail(E_NUMBER, p, 0); }
+        break;
+      }
+
+      case ST_NUM_EXP: {
+        let x = numExp;
+        while (p < end) {
+          const v = <u32>load<u8>(b + <usize>p) - 0x30;
+          if (v >= 10) break;
+          x = x * 10 + <i32>v;
+          if (x > 100000000) x = 100000000;
+          p++;
+        }
+        numExp = x;
+        if (p >= end) break;
+        if (!numberInRange(p)) { depth = d; pos = p; return fail(E_RANGE, numStart, 0); }
+        s = d == 0 ? ST_DONE : ST_AFTER;
+        break;
+      }
+
+      case ST_LIT: {
+        while (p < end && litIdx < litLen) {
+          const c = <i32>load<u8>(b + <usize>p);
+          if (c != <i32>load<u8>(litPtr + <usize>litIdx)) { depth = d; pos = p; return fail(E_BYTE, p, c); }
+          litIdx++;
+          p++;
+        }
+        if (litIdx == litLen) s = d == 0 ? ST_DONE : ST_AFTER;
+        break;
+      }
+
+      case ST_BOM: {
+        // p == 0 here; wait until three bytes are present (or final)
+        if (end >= 3 && load<u8>(b + 1) == 0xbb && load<u8>(b + 2) == 0xbf) {
+          depth = d; pos = p;
+          return fail(E_BOM, 0, 0);
+        }
+        if (end >= 3 || (end >= 2 && load<u8>(b + 1) != 0xbb)) {
+          depth = d; pos = p;
+          return fail(E_BYTE, 0, 0xef);
+        }
+        if (!final) {
+          state = s; pos = p; depth = d;
+          return R_NEED_MORE;
+        }
+        depth = d; pos = p;
+        return fail(E_BYTE, 0, 0xef);
+      }
+
+      default: {
+        depth = d; pos = p;
+        return fail(E_EOF, p, 0);
+      }
+    }
+  }
+  return R_ERROR;
+}
