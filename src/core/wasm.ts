@@ -181,6 +181,8 @@ export function describe(kind: number, arg: number, key: string, limit: number):
     case ErrKind.Eof:
       return { code: "JSON_PARSE", message: "unexpected end of data" };
     case ErrKind.Byte:
+      // bytes that can never start a UTF-8 sequence are an encoding problem
+      if ((arg >= 0x80 && arg <= 0xc1) || arg >= 0xf5) return { code: "JSON_ENCODING", message: "invalid utf-8 sequence" };
       return { code: "JSON_PARSE", message: describeByte(arg) };
     case ErrKind.After:
       return { code: "JSON_PARSE", message: "unexpected content after value" };
