@@ -1,0 +1,184 @@
+import { describe, expect, test } from "bun:test";
+import { JsonStreamValidator, validateStrict, type JsonError, type StreamStatus } from "../../src/core/index.ts";
+
+const enc = new TextEncoder();
+
+const SAMPLES: string[] = [
+  '{"a":1,"b":[true,false,null],"c":"x"}',
+  '  [1, -2.5e+3, 0, 0.125, 1E5, -0]  ',
+  '"\\u00e9\\ud83d\\ude00\\n\\"\\\\\\/"',
+  '"é中😀 plain text ☃"',
+  '{"é":{"😀":["\\u0041", "a\\tb"]}, "k": 12345678901234567890}',
+  "true",
+  " null ",
+  "123",
+  "-0.5e-7",
+  "1e400",
+  "1.7976931348623157e308",
+  '{"a":1,"\\u0061":2}',
+  '{"a/b":1,"a\\/b":2}',
+  '{"😀":1,"\\ud83d\\ude00":2}',
+  '{"__proto__":1}',
+  '"\\ud800"',
+  '"\\ud800\\u0041"',
+  '"\\udc00"',
+  '"\\u12x4"',
+  '"a\nb"',
+  "[1,2",
+  "[1,]",
+  "[01]",
+  "[1.]",
+  "-",
+  "tru",
+  "trux",
+  "[nul]",
+  "{} x",
+  "[[[[[]]]]]",
+  "",
+  "   ",
+  "\ufeff[]",
+  '{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k5":0}',
+];
+
+const BYTE_SAMPLES: Uint8Array[] = [
+  new Uint8Array([0x22, 0xe2, 0x82, 0xac, 0x22]),
+  new Uint8Array([0x22, 0xe2, 0x82, 0x22]),
+  new Uint8Array([0x22, 0xf0, 0x9f, 0x98, 0x80, 0x22]),
+  new Uint8Array([0x22, 0xf4, 0x90, 0x80, 0x80, 0x22]),
+  new Uint8Array([0x22, 0xed, 0xa0, 0x80, 0x22]),
+  new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0x7d]),
+  new Uint8Array([0xef, 0xbb, 0x7b, 0x7d]),
+  new Uint8Array([0x5b, 0xc3, 0xa9, 0x5d]),
+];
+
+function verdict(st: StreamStatus): { ok: boolean; error: JsonError | null } {
+  if (st.state === "error") return { ok: false, error: st.error };
+  return { ok: st.state === "complete", error: null };
+}
+
+/** Feed `chunks`, then finish; return the final verdict. */
+function streamed(chunks: (string | Uint8Array)[], limits?: { maxDepth?: number }): { ok: boolean; error: JsonError | null } {
+  const v = new JsonStreamValidator(limits);
+  try {
+    for (const c of chunks) {
+      const st = v.push(c);
+      if (st.state === "error") return verdict(st);
+    }
+    return verdict(v.finish());
+  } finally {
+    v.dispose();
+  }
+}
+
+function oneShot(input: string | Uint8Array, limits?: { maxDepth?: number }) {
+  const e = validateStrict(input, limits);
+  return { ok: e === null, error: e };
+}
+
+function bytesOf(input: string | Uint8Array): Uint8Array {
+  return typeof input === "string" ? enc.encode(input) : input;
+}
+
+describe("incremental equals one-shot", () => {
+  const all: (string | Uint8Array)[] = [...SAMPLES, ...BYTE_SAMPLES];
+  test("every split into two byte chunks", () => {
+    for (const s of all) {
+      const b = bytesOf(s);
+      const want = oneShot(b);
+      for (let i = 0; i <= b.length; i++) {
+        expect({ s, i, ...streamed([b.subarray(0, i), b.subarray(i)]) }).toEqual({ s, i, ...want });
+      }
+    }
+  });
+  test("every split into two string chunks (including inside surrogate pairs)", () => {
+    for (const s of SAMPLES) {
+      const want = oneShot(s);
+      for (let i = 0; i <= s.length; i++) {
+        expect({ s, i, ...streamed([s.slice(0, i), s.slice(i)]) }).toEqual({ s, i, ...want });
+      }
+    }
+  });
+  test("one byte at a time", () => {
+    for (const s of all) {
+      const b = bytesOf(s);
+      const chunks: Uint8Array[] = [];
+      for (let i = 0; i < b.length; i++) chunks.push(b.subarray(i, i + 1));
+      expect({ s, ...streamed(chunks) }).toEqual({ s, ...oneShot(b) });
+    }
+  });
+  test("one UTF-16 unit at a time", () => {
+    for (const s of SAMPLES) expect({ s, ...streamed(s.split("")) }).toEqual({ s, ...oneShot(s) });
+  });
+  test("depth limit across chunks", () => {
+    const deep = "[".repeat(65) + "]".repeat(65);
+    expect(streamed(deep.split(""))).toEqual(oneShot(deep));
+    expect(streamed(deep.split(""), { maxDepth: 65 })).toEqual({ ok: true, error: null });
+  });
+});
+
+describe("JsonStreamValidator behaviour", () => {
+  test("states: need_more, complete, error is sticky", () => {
+    const v = new JsonStreamValidator();
+    expect(v.push('{"a":')).toEqual({ state: "need_more" });
+    expect(v.push("[1,2]")).toEqual({ state: "need_more" });
+    expect(v.push("}")).toEqual({ state: "complete" });
+    expect(v.push("  \n")).toEqual({ state: "complete" });
+    const st = v.push(" x");
+    expect(st).toEqual({ state: "error", error: { code: "JSON_PARSE", message: "unexpected content after value", offset: 15, line: 2, column: 2 } });
+    expect(v.push("{}")).toBe(st);
+    expect(v.finish()).toBe(st);
+    expect(v.bytesSeen).toBe(16);
+    v.reset();
+    expect(v.bytesSeen).toBe(0);
+    expect(v.push("[]")).toEqual({ state: "complete" });
+    expect(v.finish()).toEqual({ state: "complete" });
+    v.dispose();
+    expect(() => v.push("1")).toThrow();
+  });
+  test("a top-level number is complete only at finish()", () => {
+    const v = new JsonStreamValidator();
+    expect(v.push("12")).toEqual({ state: "need_more" });
+    expect(v.push("34")).toEqual({ state: "need_more" });
+    expect(v.finish()).toEqual({ state: "complete" });
+    v.dispose();
+  });
+  test("finish() on an incomplete value reports the end offset", () => {
+    const v = new JsonStreamValidator();
+    v.push('{"a": [1, ');
+    expect(v.finish()).toEqual({ state: "error", error: { code: "JSON_PARSE", message: "unexpected end of data", offset: 10, line: 1, column: 11 } });
+    v.dispose();
+  });
+  test("a high surrogate at the end of a string chunk is held back", () => {
+    const v = new JsonStreamValidator();
+    expect(v.push('"\ud83d')).toEqual({ state: "need_more" });
+    expect(v.bytesSeen).toBe(1);
+    expect(v.push('\ude00"')).toEqual({ state: "complete" });
+    expect(v.bytesSeen).toBe(6);
+    v.dispose();
+    const w = new JsonStreamValidator();
+    w.push('"\ud83d');
+    const st = w.finish();
+    expect(st.state === "error" && st.error.code).toBe("JSON_ENCODING");
+    w.dispose();
+  });
+  test("many validators live at once keep separate state", () => {
+    const vs = Array.from({ length: 40 }, () => new JsonStreamValidator());
+    vs.forEach((v, i) => v.push(`{"id":${i},"list":[`));
+    vs.forEach((v, i) => v.push(i % 2 ? `"x"]}` : `"x",]}`));
+    vs.forEach((v, i) => expect(v.finish().state).toBe(i % 2 ? "complete" : "error"));
+    vs.forEach((v) => v.dispose());
+  });
+  test("100 KB string in 20-byte deltas", () => {
+    const doc = JSON.stringify({ text: "lorem ipsum é😀 \\ \" ".repeat(5000) });
+    const v = new JsonStreamValidator();
+    let st: StreamStatus = { state: "need_more" };
+    for (let i = 0; i < doc.length; i += 20) {
+      st = v.push(doc.slice(i, i + 20));
+      if (i + 20 < doc.length) expect(st.state).toBe("need_more");
+    }
+    expect(st).toEqual({ state: "complete" });
+    expect(v.finish()).toEqual({ state: "complete" });
+    expect(v.bytesSeen).toBe(enc.encode(doc).length);
+    v.dispose();
+  });
+});
