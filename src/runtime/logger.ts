@@ -92,7 +92,7 @@ function stderrSink(line: string): void {
   }
 }
 
-const BARE = /^[A-Za-z0-9_.:\/@+-]+$/;
+const BARE = /^[A-Za-z0-9_.,:\/@+-]+$/;
 
 function formatValue(v: unknown): string {
   if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") return String(v);
