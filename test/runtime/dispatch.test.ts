@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { serializeEnvelope } from "../../src/runtime/envelope_io.ts";
 import { createLogger } from "../../src/runtime/logger.ts";
-import type { Envelope } from "../../src/runtime/envelope.ts";
+import type { Envelope, ErrorCode } from "../../src/runtime/envelope.ts";
 import { ToolError, type ToolContext, type ToolDefinition } from "../../src/tools/definition.ts";
 import type { ToolCall } from "../../src/core/toolcall.ts";
 
@@ -289,7 +289,7 @@ describe("dispatch(string) through parseToolCall", () => {
 
   test("each JSON error code reaches the envelope", () => {
     const r = rt({ limits: { maxBytes: 200, maxDepth: 4 } });
-    const cases: [string, string][] = [
+    const cases: [string, ErrorCode][] = [
       ['{"id":"x","tool":"echo","arguments":{"a":1,"a":2}}', "JSON_DUPLICATE_KEY"],
       ['{"id":"x","tool":"echo","arguments":{"a":[[[[1]]]]}}', "JSON_DEPTH"],
       ['{"id":"x","tool":"echo","arguments":{"a":"' + "x".repeat(300) + '"}}', "JSON_SIZE"],
