@@ -72,6 +72,18 @@ function internalError(err: unknown, id: string | null, tool: string | null, sta
   return failureEnvelope(id, tool, "INTERNAL_ERROR", `internal error: ${message}`, {}, start);
 }
 
+/** Debug line for one finished call (only called when debug logging is on). */
+function logOutcome(logger: Logger, env: Envelope): Envelope {
+  logger.debug("call finished", {
+    id: env.id,
+    tool: env.tool,
+    success: env.success,
+    code: env.error?.code ?? null,
+    duration_ms: env.duration_ms,
+  });
+  return env;
+}
+
 class RuntimeImpl implements Runtime {
   readonly root: string;
   readonly registry: ToolRegistry;
@@ -79,6 +91,9 @@ class RuntimeImpl implements Runtime {
   readonly limits: JsonLimits;
   readonly maxFileBytes: number;
   readonly defaultTimeoutMs: number;
+  /** Cached once: the logger's level never changes, and the hot path pays one boolean test. */
+  readonly #logCalls: boolean;
+  readonly #traceCalls: boolean;
 
   constructor(options: RuntimeOptions) {
     const timeout = options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -90,6 +105,8 @@ class RuntimeImpl implements Runtime {
     this.maxFileBytes = maxFileBytes;
     this.defaultTimeoutMs = timeout;
     this.logger = options.logger ?? createLogger();
+    this.#logCalls = this.logger.enabled("debug");
+    this.#traceCalls = this.logger.enabled("trace");
     this.registry = new ToolRegistry();
     if (options.builtins !== false) {
       this.registry.register(createEchoTool());
@@ -98,15 +115,23 @@ class RuntimeImpl implements Runtime {
     for (const def of options.tools ?? []) this.registry.register(def);
   }
 
+  #logged(out: Envelope | Promise<Envelope>): Envelope | Promise<Envelope> {
+    const logger = this.logger;
+    return out instanceof Promise ? out.then((env) => logOutcome(logger, env)) : logOutcome(logger, out);
+  }
+
   dispatch(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope> {
     const start = performance.now();
     try {
       const parsed = parseToolCall(input, this.limits);
       if (!parsed.ok) {
         const e = parsed.error;
-        return failureEnvelope(parsed.id, parsed.tool, e.code, e.message, e.details, start);
+        const env = failureEnvelope(parsed.id, parsed.tool, e.code, e.message, e.details, start);
+        return this.#logCalls ? logOutcome(this.logger, env) : env;
       }
-      return runCall(this, parsed.call, signal, start);
+      if (this.#traceCalls) this.logger.trace("call received", { id: parsed.call.id, tool: parsed.call.tool, shape: parsed.call.shape });
+      const out = runCall(this, parsed.call, signal, start);
+      return this.#logCalls ? this.#logged(out) : out;
     } catch (err) {
       this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
       return internalError(err, null, null, start);
@@ -116,7 +141,8 @@ class RuntimeImpl implements Runtime {
   dispatchCall(call: ToolCall, signal?: AbortSignal): Envelope | Promise<Envelope> {
     const start = performance.now();
     try {
-      return runCall(this, call, signal, start);
+      const out = runCall(this, call, signal, start);
+      return this.#logCalls ? this.#logged(out) : out;
     } catch (err) {
       this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
       return internalError(err, call?.id ?? null, typeof call?.tool === "string" ? call.tool : null, start);

@@ -372,3 +372,28 @@ describe("createRuntime options", () => {
     expect(r.registry.list().map((t) => [t.name, t.effect])).toEqual([["echo", "read_only"], ["read_file", "read_only"]]);
   });
 });
+
+describe("runtime logging", () => {
+  test("debug level logs one line per finished call to the logger, never to the envelope", async () => {
+    const lines: string[] = [];
+    const r = createRuntime({
+      logger: createLogger({ level: "debug", sink: (l) => lines.push(l) }),
+      tools: [tool("later", async () => 1)],
+    });
+    sync(r.dispatch('{"id":"a","tool":"echo","arguments":{}}'));
+    sync(r.dispatch("{"));
+    await r.dispatchCall(call("later", {}, "b"));
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^agentcore debug call finished id=a tool=echo success=true code=null duration_ms=[0-9.]+$/);
+    expect(lines[1]).toMatch(/^agentcore debug call finished id=null tool=null success=false code=JSON_PARSE /);
+    expect(lines[2]).toMatch(/^agentcore debug call finished id=b tool=later success=true /);
+  });
+
+  test("at warn level nothing is logged for ordinary calls", () => {
+    const lines: string[] = [];
+    const r = createRuntime({ logger: createLogger({ level: "warn", sink: (l) => lines.push(l) }) });
+    sync(r.dispatch('{"id":"a","tool":"echo","arguments":{}}'));
+    sync(r.dispatch('{"id":"a","tool":"nope","arguments":{}}'));
+    expect(lines).toEqual([]);
+  });
+});
