@@ -75,6 +75,24 @@ const DRAFT_2020 = new Set([
   "https://json-schema.org/draft/2020-12/schema#",
 ]);
 
+/** The one success value validators return (no allocation per call). */
+export const ARGUMENTS_OK: ArgumentCheck = Object.freeze({ ok: true as const });
+
+/**
+ * Hand-written validators for built-in tools, keyed by the identity of their
+ * parameters object. Compiling ajv's 2020-12 meta-schema costs ~100 ms, which
+ * a CLI that only ever uses `echo` and `read_file` should not pay at start-up;
+ * these validators give the same verdicts and the same error entries as ajv
+ * would for those schemas (a differential test checks this). Internal: not
+ * exported from the package.
+ */
+const handWritten = new WeakMap<object, (maxErrors: number) => ArgumentValidator>();
+
+/** Attach a hand-written validator factory to a (built-in, frozen) schema object. */
+export function useHandWrittenValidator(schema: object, factory: (maxErrors: number) => ArgumentValidator): void {
+  handWritten.set(schema, factory);
+}
+
 const AJV_OPTIONS: Options = {
   allErrors: true,
   ownProperties: true,
@@ -90,7 +108,7 @@ type AjvInstance = { compile(schema: object): ValidateFunction };
 type Draft = "07" | "2019" | "2020";
 
 /** Escape one JSON Pointer reference token (RFC 6901). */
-function escapePointerToken(token: string): string {
+export function escapePointerToken(token: string): string {
   return token.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
@@ -163,6 +181,8 @@ export class SchemaCompiler {
     if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
       throw new SchemaCompileError("parameters must be a JSON Schema object");
     }
+    const hw = strictProperties ? undefined : handWritten.get(schema);
+    if (hw !== undefined) return hw(this.maxErrors);
     const dialect = schema.$schema;
     let draft: Draft;
     if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.has(dialect))) draft = "2020";
@@ -192,7 +212,7 @@ export class SchemaCompiler {
 
     return function validateArguments(args: Record<string, unknown>): ArgumentCheck {
       const valid = validate(args) as boolean;
-      if (valid && declared === null) return { ok: true };
+      if (valid && declared === null) return ARGUMENTS_OK;
       const errors: ArgumentError[] = [];
       let total = 0;
       if (!valid) {
@@ -209,7 +229,7 @@ export class SchemaCompiler {
           }
         }
       }
-      if (total === 0) return { ok: true };
+      if (total === 0) return ARGUMENTS_OK;
       return { ok: false, errors, truncated: total > errors.length };
     };
   }
