@@ -10,7 +10,7 @@ export { ToolRegistrationError, ToolRegistry } from "./registry.ts";
 export type { RegisteredTool } from "./registry.ts";
 export { DEFAULT_MAX_SCHEMA_ERRORS, SchemaCompileError, SchemaCompiler } from "./schema.ts";
 export type { ArgumentCheck, ArgumentError, ArgumentValidator, SchemaCompilerOptions } from "./schema.ts";
-export { createEchoTool } from "./builtin/echo.ts";
+export { createEchoTool, ECHO_PARAMETERS } from "./builtin/echo.ts";
 export { createReadFileTool, READ_FILE_PARAMETERS } from "./builtin/read_file.ts";
 export type { ReadFileArgs, ReadFileResult, ReadFileToolOptions } from "./builtin/read_file.ts";
 export { DEFAULT_MAX_FILE_BYTES, readRootedFile, resolveRoot, splitRelativePath } from "./fs/rooted.ts";
