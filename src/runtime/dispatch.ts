@@ -6,7 +6,9 @@
  * - unknown tool → `UNKNOWN_TOOL`;
  * - arguments fail the schema → `INVALID_ARGUMENTS`, `details: { errors, truncated }`;
  * - caller's signal already aborted → `CANCELLED` (handler not run);
- * - handler throws a {@link ToolError} → its code, message and details;
+ * - handler throws a {@link ToolError} → its code, message and details (a code
+ *   outside {@link ERROR_CODES} becomes `TOOL_ERROR`; messages are capped at
+ *   2000 characters);
  * - handler throws anything else → `TOOL_ERROR` with the error's message;
  * - an async handler outlives its timeout (`tool.timeoutMs ?? defaultTimeoutMs`)
  *   → `TIMEOUT`, and its `ctx.signal` aborts with a `TimeoutError`;
@@ -40,14 +42,19 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
     typeof (v as { then?: unknown }).then === "function";
 }
 
+/** Longest handler-supplied message kept in an envelope. */
+const MAX_MESSAGE_CHARS = 2000;
+
 function errorMessage(err: unknown): string {
+  let m: string;
   try {
-    if (err instanceof Error) return err.message || err.name || "tool failed";
-    if (typeof err === "string") return err;
-    return "tool failed with a non-Error value";
+    if (err instanceof Error) m = String(err.message || err.name || "tool failed");
+    else if (typeof err === "string") m = err;
+    else m = "tool failed with a non-Error value";
   } catch {
-    return "tool failed";
+    m = "tool failed";
   }
+  return m.length > MAX_MESSAGE_CHARS ? m.slice(0, MAX_MESSAGE_CHARS) + "…" : m;
 }
 
 /** Map a thrown value to an envelope. ToolError (or a look-alike from another copy of agentcore) keeps its code. */
@@ -55,7 +62,9 @@ export function thrownToEnvelope(err: unknown, id: string | null, tool: string, 
   if (err instanceof ToolError || isToolErrorLike(err)) {
     const e = err as ToolError;
     const details = typeof e.details === "object" && e.details !== null && !Array.isArray(e.details) ? e.details : {};
-    return failureEnvelope(id, tool, e.code, errorMessage(e), details, start);
+    // Only documented codes reach the wire; a made-up one (via a cast) becomes TOOL_ERROR.
+    const code: ErrorCode = KNOWN_CODES.has(e.code) ? e.code : "TOOL_ERROR";
+    return failureEnvelope(id, tool, code, errorMessage(e), details, start);
   }
   return failureEnvelope(id, tool, "TOOL_ERROR", errorMessage(err), {}, start);
 }

@@ -144,6 +144,17 @@ describe("dispatchCall: envelope shapes", () => {
     });
   });
 
+  test("ToolError with an undocumented code becomes TOOL_ERROR; long messages are capped", () => {
+    const r = rt({
+      tools: [
+        tool("weird", () => { throw new ToolError("MADE_UP" as never, "odd"); }),
+        tool("long", () => { throw new Error("x".repeat(5000)); }),
+      ],
+    });
+    expect(sync(r.dispatchCall(call("weird", {}))).error).toEqual({ code: "TOOL_ERROR", message: "odd", details: {} });
+    expect(sync(r.dispatchCall(call("long", {}))).error!.message.length).toBe(2001);
+  });
+
   test("undefined result becomes null", () => {
     const r = rt({ tools: [tool("void", () => undefined)] });
     expect(line(sync(r.dispatchCall(call("void", {}))))).toBe('{"id":"c1","success":true,"tool":"void","result":null,"error":null,"duration_ms":0}');

@@ -154,6 +154,11 @@ describe("read_file path syntax", () => {
     expect((read({ path: "..x" }).result as { content: string }).content).toBe("dotx");
   });
 
+  test("a trailing '/' names a directory: NOT_A_FILE even for a file", () => {
+    expect(code(setup()({ path: "top.txt/" }))).toBe("NOT_A_FILE");
+    expect(code(setup()({ path: "a/b/" }))).toBe("NOT_A_FILE");
+  });
+
   test("'.' names the root: NOT_A_FILE", () => {
     expect(code(setup()({ path: "." }))).toBe("NOT_A_FILE");
     expect(code(setup()({ path: "./" }))).toBe("NOT_A_FILE");

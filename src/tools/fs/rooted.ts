@@ -19,7 +19,8 @@
  * | content not valid UTF-8 (a BOM is kept as U+FEFF) | `FILE_NOT_UTF8` |
  * | any other OS error (`EACCES`, `EMFILE`, …), errno in `details.errno` | `IO_ERROR` |
  *
- * Empty components and `.` are ignored (`a//b`, `./a` mean `a/b`, `a`).
+ * Empty components and `.` are ignored (`a//b`, `./a` mean `a/b`, `a`); a
+ * trailing `/` names a directory, so it is `NOT_A_FILE`.
  *
  * **No check-then-use window.** Checking components with `lstat` is not enough
  * on its own: a directory could be swapped for a symlink between the checks
@@ -182,6 +183,7 @@ function checkDirectories(base: string, parts: string[]): void {
 export function readRootedFile(realRoot: string, relativePath: string, maxBytes: number): RootedFile {
   const parts = splitRelativePath(relativePath);
   if (parts.length === 0) fail("NOT_A_FILE", "path names the root directory", { kind: "directory" });
+  if (relativePath.endsWith("/")) fail("NOT_A_FILE", "path ends with '/', which names a directory", { kind: "directory" });
   const base = realRoot.endsWith("/") ? realRoot : realRoot + "/";
   const rel = parts.join("/");
   const abs = base + rel;
