@@ -39,8 +39,18 @@ function code(env: Envelope): string | null {
   return env.error?.code ?? null;
 }
 
-function openFdCount(): number {
-  return fs.readdirSync("/proc/self/fd").length;
+/** Open descriptors of this process that point into the test's temp dir. */
+function fdsIntoBase(): string[] {
+  const out: string[] = [];
+  for (const fd of fs.readdirSync("/proc/self/fd")) {
+    try {
+      const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.startsWith(base)) out.push(target);
+    } catch {
+      // closed while we looked (the readdir's own descriptor, for one)
+    }
+  }
+  return out;
 }
 
 beforeEach(() => {
@@ -338,12 +348,16 @@ describe("read_file filesystem refusals", () => {
     fs.writeFileSync(path.join(root, "bin"), Uint8Array.from([0xff]));
     fs.writeFileSync(path.join(root, "big"), "x".repeat(100));
     const read = setup({ maxFileBytes: 50 });
-    read({ path: "top.txt" });
-    const before = openFdCount();
+    expect(fdsIntoBase()).toEqual([]);
     for (let i = 0; i < 50; i++) {
       for (const p of ["top.txt", "bin", "big", "pipe", "a", "nope", "../x"]) read({ path: p });
     }
-    expect(openFdCount()).toBe(before);
+    rootedTestHooks.beforeOpen = (abs) => {
+      fs.rmSync(abs);
+      execFileSync("mkfifo", [abs]);
+    };
+    expect(code(read({ path: "top.txt" }))).toBe("NOT_A_FILE"); // opened, then refused
+    expect(fdsIntoBase()).toEqual([]);
   });
 });
 
