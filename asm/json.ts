@@ -64,9 +64,9 @@ const KIND_OBJECT: u32 = 2;
 
 const HARD_MAX_DEPTH: i32 = 4096;
 const LEVEL_SIZE: i32 = 16; // [kind u32][entryStart u32][arenaStart u32][serial u32]
-const ENTRY_SIZE: i32 = 12; // [hash u32][ref u32][len u32]
+const REF_SIZE: i32 = 8; // [ref u32][len u32]
 const ARENA_FLAG: u32 = 0x80000000; // ref points into the arena, not the input
-const LINEAR_KEYS: i32 = 12; // objects with more keys switch to the hash table
+const LINEAR_KEYS: i32 = 48; // objects with more keys switch to the hash table
 const PAD: i32 = 32; // bytes kept readable past every region end
 
 const LIT_TRUE = memory.data<u8>([0x74, 0x72, 0x75, 0x65]);
@@ -91,7 +91,8 @@ let arenaBase: usize = 0; // unescaped copies of escaped keys
 let arenaCap: u32 = 0;
 let arenaTop: u32 = 0;
 
-let entBase: usize = 0; // key entries, stack discipline
+let hashBase: usize = 0; // key hashes (u32), stack discipline
+let entBase: usize = 0; // key refs [ref u32][len u32], parallel to hashBase
 let entCap: u32 = 0; // in entries
 let entTop: u32 = 0;
 
@@ -175,8 +176,13 @@ function growArena(need: u32): void {
 
 function growEntries(): void {
   const cap = entCap < 64 ? <u32>64 : entCap * 2;
-  const p = alloc(cap * ENTRY_SIZE);
-  if (entTop > 0) memory.copy(p, entBase, entTop * ENTRY_SIZE);
+  const h = alloc(cap * 4);
+  const p = alloc(cap * REF_SIZE);
+  if (entTop > 0) {
+    memory.copy(h, hashBase, entTop * 4);
+    memory.copy(p, entBase, entTop * REF_SIZE);
+  }
+  hashBase = h;
   entBase = p;
   entCap = cap;
 }
@@ -194,6 +200,7 @@ export function reset(depthLimit: i32, protoAllowed: i32): void {
   arenaCap = 0;
   arenaTop = 0;
   entBase = 0;
+  hashBase = 0;
   entCap = 0;
   entTop = 0;
   tabBase = 0;
@@ -253,23 +260,32 @@ export function getErrKeyLen(): i32 { return errKeyLen; }
 
 // ---------------------------------------------------------------- keys
 
-@inline function rotl32(x: u32, r: u32): u32 { return (x << r) | (x >> (32 - r)); }
+@inline function mix64(v: u64): u32 {
+  v *= 0x9e3779b97f4a7c15;
+  return <u32>(v >> 32) ^ <u32>v;
+}
 
+/**
+ * Hash of a member name. Reads whole 8-byte words; the bytes past the end of
+ * the name are masked off (every region has PAD readable bytes after it).
+ */
 function hashBytes(p: usize, len: i32): u32 {
-  let h: u32 = <u32>len * 0x9e3779b1;
+  if (len <= 8) {
+    if (len == 0) return 0x5bd1e995;
+    const m: u64 = len == 8 ? <u64>-1 : (<u64>1 << (<u64>len << 3)) - 1;
+    return mix64((load<u64>(p) & m) ^ (<u64>len << 59));
+  }
+  let acc: u64 = <u64>len;
   let i = 0;
-  while (i + 4 <= len) {
-    h = rotl32(h ^ (load<u32>(p + <usize>i) * 0x85ebca6b), 13) * 5 + 0xe6546b64;
-    i += 4;
+  while (i + 8 <= len) {
+    acc = rotl<u64>(acc ^ (load<u64>(p + <usize>i) * 0xc2b2ae3d27d4eb4f), 31) * 0x9e3779b97f4a7c15;
+    i += 8;
   }
-  while (i < len) {
-    h = rotl32(h ^ (<u32>load<u8>(p + <usize>i) * 0xcc9e2d51), 15) * 0x1b873593;
-    i++;
+  if (i < len) {
+    const m: u64 = (<u64>1 << (<u64>(len - i) << 3)) - 1;
+    acc = rotl<u64>(acc ^ ((load<u64>(p + <usize>i) & m) * 0xc2b2ae3d27d4eb4f), 31) * 0x9e3779b97f4a7c15;
   }
-  h ^= h >> 16;
-  h *= 0x85ebca6b;
-  h ^= h >> 13;
-  return h;
+  return mix64(acc);
 }
 
 function bytesEqual(a: usize, b: usize, len: i32): bool {
@@ -289,14 +305,14 @@ function bytesEqual(a: usize, b: usize, len: i32): bool {
   return (ref & ARENA_FLAG) != 0 ? arenaBase + <usize>(ref & ~ARENA_FLAG) : inBase + <usize>ref;
 }
 
-@inline function entryAddr(i: u32): usize { return entBase + <usize>(i * ENTRY_SIZE); }
+@inline function refAddr(i: u32): usize { return entBase + <usize>(i * REF_SIZE); }
 
 @inline function slotFor(h: u32, serial: u32): u32 {
   return (h ^ (serial * 0x27d4eb2f)) & tabMask;
 }
 
 function tableInsert(serial: u32, idx: u32): void {
-  let s = slotFor(load<u32>(entryAddr(idx)), serial);
+  let s = slotFor(load<u32>(hashBase + <usize>(idx << 2)), serial);
   while (load<u32>(tabBase + <usize>(s << 3)) != 0) s = (s + 1) & tabMask;
   store<u32>(tabBase + <usize>(s << 3), serial);
   store<u32>(tabBase + <usize>(s << 3), idx, 4);
@@ -304,8 +320,8 @@ function tableInsert(serial: u32, idx: u32): void {
 }
 
 /** Count entries of live hashed objects, rebuild the table with room to spare. */
-function tableRebuild(extra: u32): void {
-  let live: u32 = extra;
+function tableRebuild(): void {
+  let live: u32 = 0;
   for (let d = 1; d <= depth; d++) {
     const lv = levels + <usize>(d * LEVEL_SIZE);
     if (load<u32>(lv, 12) != 0) {
@@ -329,9 +345,16 @@ function tableRebuild(extra: u32): void {
   }
 }
 
+@inline function sameKey(i: u32, kp: usize, len: i32): bool {
+  const e = refAddr(i);
+  return load<u32>(e, 4) == <u32>len && bytesEqual(refPtr(load<u32>(e)), kp, len);
+}
+
 /**
  * Add a member name to the current object's key set. Returns false if it is a
- * duplicate (errKeyPtr/errKeyLen then point at the earlier copy).
+ * duplicate. Small objects compare hashes four at a time (SIMD) over a
+ * contiguous array; objects with more than LINEAR_KEYS names use the shared
+ * open-addressing table, tagged with the object's serial number.
  */
 function addKey(ref: u32, len: i32): bool {
   const kp = refPtr(ref);
@@ -339,12 +362,19 @@ function addKey(ref: u32, len: i32): bool {
   const lv = levels + <usize>(depth * LEVEL_SIZE);
   const start = load<u32>(lv, 4);
   const serial = load<u32>(lv, 12);
+  const top = entTop;
   if (serial == 0) {
-    for (let i = start; i < entTop; i++) {
-      const e = entryAddr(i);
-      if (load<u32>(e) == h && load<u32>(e, 8) == <u32>len) {
-        if (bytesEqual(refPtr(load<u32>(e, 4)), kp, len)) return false;
+    const hv = i32x4.splat(<i32>h);
+    let i = start;
+    while (i < top) {
+      let m = i32x4.bitmask(i32x4.eq(v128.load(hashBase + <usize>(i << 2)), hv));
+      const left = top - i;
+      if (left < 4) m &= (1 << <i32>left) - 1;
+      while (m != 0) {
+        if (sameKey(i + <u32>ctz(m), kp, len)) return false;
+        m &= m - 1;
       }
+      i += 4;
     }
   } else {
     let s = slotFor(h, serial);
@@ -353,30 +383,27 @@ function addKey(ref: u32, len: i32): bool {
       const tag = load<u32>(sp);
       if (tag == 0) break;
       if (tag == serial) {
-        const e = entryAddr(load<u32>(sp, 4));
-        if (load<u32>(e) == h && load<u32>(e, 8) == <u32>len) {
-          if (bytesEqual(refPtr(load<u32>(e, 4)), kp, len)) return false;
-        }
+        const j = load<u32>(sp, 4);
+        if (load<u32>(hashBase + <usize>(j << 2)) == h && sameKey(j, kp, len)) return false;
       }
       s = (s + 1) & tabMask;
     }
   }
-  if (entTop >= entCap) growEntries();
-  const idx = entTop;
-  const e = entryAddr(idx);
-  store<u32>(e, h);
-  store<u32>(e, ref, 4);
-  store<u32>(e, <u32>len, 8);
-  entTop = idx + 1;
+  if (top >= entCap) growEntries();
+  store<u32>(hashBase + <usize>(top << 2), h);
+  const e = refAddr(top);
+  store<u32>(e, ref);
+  store<u32>(e, <u32>len, 4);
+  entTop = top + 1;
   if (serial != 0) {
-    if ((tabUsed + 1) * 2 > tabMask + 1) tableRebuild(0);
-    else tableInsert(serial, idx);
+    if ((tabUsed + 1) * 2 > tabMask + 1) tableRebuild();
+    else tableInsert(serial, top);
   } else if (<i32>(entTop - start) > LINEAR_KEYS) {
     // switch this object to hashed lookups
     const ns = nextSerial++;
     store<u32>(lv, ns, 12);
     if (tabMask == 0 || (tabUsed + (entTop - start)) * 2 > tabMask + 1) {
-      tableRebuild(0);
+      tableRebuild();
     } else {
       for (let i = start; i < entTop; i++) tableInsert(ns, i);
     }
@@ -395,6 +422,16 @@ function readHex4(p: usize): u32 {
   let v: u32 = 0;
   for (let i = 0; i < 4; i++) v = (v << 4) | <u32>hexDigit(<u32>load<u8>(p + <usize>i));
   return v;
+}
+
+/** Value of four hex digits at p, or -1 if any is not a hex digit. */
+@inline function hex4(p: usize): i32 {
+  const a = hexDigit(<u32>load<u8>(p));
+  const b = hexDigit(<u32>load<u8>(p + 1));
+  const c = hexDigit(<u32>load<u8>(p + 2));
+  const d = hexDigit(<u32>load<u8>(p + 3));
+  if ((a | b | c | d) < 0) return -1;
+  return (a << 12) | (b << 8) | (c << 4) | d;
 }
 
 /** Decode an already validated escaped key body into the arena. Returns its length. */
@@ -493,6 +530,47 @@ function decodeKey(rawOff: u32, rawLen: u32): i32 {
     p++;
   }
   return p;
+}
+
+/**
+ * Validate UTF-8 in [i, r). Returns r when every sequence is complete and
+ * valid, otherwise the offset of the first bad or incomplete sequence.
+ */
+function utf8Check(b: usize, i: u32, r: u32): u32 {
+  while (i < r) {
+    if (i + 8 <= r && (load<u64>(b + <usize>i) & 0x8080808080808080) == 0) {
+      i += 8;
+      continue;
+    }
+    const c = <u32>load<u8>(b + <usize>i);
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if (c < 0xe0) {
+      if (c < 0xc2 || i + 1 >= r) return i;
+      if ((<u32>load<u8>(b + <usize>i + 1) & 0xc0) != 0x80) return i;
+      i += 2;
+    } else if (c < 0xf0) {
+      if (i + 2 >= r) return i;
+      const c1 = <u32>load<u8>(b + <usize>i + 1);
+      const c2 = <u32>load<u8>(b + <usize>i + 2);
+      const lo: u32 = c == 0xe0 ? 0xa0 : 0x80;
+      const hi: u32 = c == 0xed ? 0x9f : 0xbf;
+      if (c1 < lo || c1 > hi || (c2 & 0xc0) != 0x80) return i;
+      i += 3;
+    } else {
+      if (c > 0xf4 || i + 3 >= r) return i;
+      const c1 = <u32>load<u8>(b + <usize>i + 1);
+      const c2 = <u32>load<u8>(b + <usize>i + 2);
+      const c3 = <u32>load<u8>(b + <usize>i + 3);
+      const lo: u32 = c == 0xf0 ? 0x90 : 0x80;
+      const hi: u32 = c == 0xf4 ? 0x8f : 0xbf;
+      if (c1 < lo || c1 > hi || (c2 & 0xc0) != 0x80 || (c3 & 0xc0) != 0x80) return i;
+      i += 4;
+    }
+  }
+  return r;
 }
 
 // ---------------------------------------------------------------- the state machine
@@ -680,84 +758,147 @@ function run(end: u32, final: bool): i32 {
       }
 
       case ST_STR: {
-        p = scanStr(b, p, end);
-        if (p >= end) break;
-        const c = <u32>load<u8>(b + <usize>p);
-        if (c == 0x22) {
-          p++;
-          if (strIsKey == 0) {
-            s = d == 0 ? ST_DONE : ST_AFTER;
+        while (true) {
+          // find the next '"', '\\' or control byte; bytes >= 0x80 do not stop
+          // the scan, they are validated afterwards over the whole span
+          const p0 = p;
+          let acc = i8x16.splat(0);
+          let tailHigh: u32 = 0;
+          while (true) {
+            if (p + 16 <= end) {
+              const v = v128.load(b + <usize>p);
+              acc = v128.or(acc, v);
+              const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_u(v, i8x16.splat(0x20))));
+              if (m != 0) {
+                p += <u32>ctz(m);
+                break;
+              }
+              p += 16;
+            } else {
+              while (p < end) {
+                const t = <u32>load<u8>(b + <usize>p);
+                if (t == 0x22 || t == 0x5c || t < 0x20) break;
+                tailHigh |= t;
+                p++;
+              }
+              break;
+            }
+          }
+          let c: u32 = 0;
+          if ((i8x16.bitmask(acc) != 0 || tailHigh >= 0x80) && (p = utf8Check(b, p0, p)) < end) {
+            c = <u32>load<u8>(b + <usize>p);
+            if (c >= 0x80) {
+              // invalid, or a sequence cut by the end of the data
+              let need: i32 = 0;
+              let lo: u32 = 0x80;
+              let hi: u32 = 0xbf;
+              if (c >= 0xc2 && c <= 0xdf) need = 1;
+              else if (c >= 0xe0 && c <= 0xef) {
+                need = 2;
+                if (c == 0xe0) lo = 0xa0;
+                else if (c == 0xed) hi = 0x9f;
+              } else if (c >= 0xf0 && c <= 0xf4) {
+                need = 3;
+                if (c == 0xf0) lo = 0x90;
+                else if (c == 0xf4) hi = 0x8f;
+              } else {
+                depth = d; pos = p;
+                return fail(E_UTF8, p, 0);
+              }
+              if (p + <u32>need < end) {
+                // complete but invalid: utf8Check stopped here for a reason
+                depth = d; pos = p;
+                return fail(E_UTF8, p, 0);
+              }
+              // every present byte must already fit
+              for (let k: u32 = 1; p + k < end; k++) {
+                const ck = <u32>load<u8>(b + <usize>(p + k));
+                if (k == 1 ? ck < lo || ck > hi : (ck & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+              }
+              utfStart = p;
+              utfNeed = need - <i32>(end - p - 1);
+              utfLo = end - p - 1 == 0 ? lo : 0x80;
+              utfHi = end - p - 1 == 0 ? hi : 0xbf;
+              p = end;
+              s = ST_UTF8;
+              break;
+            }
+          }
+          if (p >= end) break;
+          c = <u32>load<u8>(b + <usize>p);
+          if (c == 0x22) {
+            p++;
+            if (strIsKey == 0) {
+              s = d == 0 ? ST_DONE : ST_AFTER;
+              break;
+            }
+            // finish a member name
+            const rawOff = strStart + 1;
+            const rawLen = p - 1 - rawOff;
+            let ref: u32 = rawOff;
+            let len: i32 = <i32>rawLen;
+            if (strHasEsc != 0) {
+              const at = arenaTop;
+              len = decodeKey(rawOff, rawLen);
+              arenaTop = at + <u32>len;
+              ref = at | ARENA_FLAG;
+            }
+            if (len == 9 && allowProto == 0 && bytesEqual(refPtr(ref), PROTO, 9)) {
+              depth = d; pos = p;
+              return fail(E_FORBIDDEN, strStart, 0);
+            }
+            depth = d;
+            if (!addKey(ref, len)) {
+              errKeyPtr = refPtr(ref);
+              errKeyLen = len;
+              pos = p;
+              return fail(E_DUPLICATE, strStart, 0);
+            }
+            // usual case: the colon follows at once
+            if (p < end && load<u8>(b + <usize>p) == 0x3a) {
+              p++;
+              s = ST_VALUE;
+            } else {
+              s = ST_COLON;
+            }
             break;
           }
-          // finish a member name
-          const rawOff = strStart + 1;
-          const rawLen = p - 1 - rawOff;
-          let ref: u32 = rawOff;
-          let len: i32 = <i32>rawLen;
-          if (strHasEsc != 0) {
-            const at = arenaTop;
-            len = decodeKey(rawOff, rawLen);
-            arenaTop = at + <u32>len;
-            ref = at | ARENA_FLAG;
-          }
-          if (allowProto == 0 && len == 9 && bytesEqual(refPtr(ref), PROTO, 9)) {
-            depth = d; pos = p;
-            return fail(E_FORBIDDEN, strStart, 0);
-          }
-          depth = d;
-          if (!addKey(ref, len)) {
-            errKeyPtr = refPtr(ref);
-            errKeyLen = len;
-            pos = p;
-            return fail(E_DUPLICATE, strStart, 0);
-          }
-          s = ST_COLON;
-        } else if (c == 0x5c) {
-          escStart = p;
-          strHasEsc = 1;
-          p++;
-          s = ST_ESC;
-        } else if (c < 0x20) {
-          depth = d; pos = p;
-          return fail(E_CONTROL, p, <i32>c);
-        } else {
-          // multi-byte UTF-8: fast path when the whole sequence is present
-          let need: i32 = 0;
-          let lo: u32 = 0x80;
-          let hi: u32 = 0xbf;
-          if (c >= 0xc2 && c <= 0xdf) need = 1;
-          else if (c >= 0xe0 && c <= 0xef) {
-            need = 2;
-            if (c == 0xe0) lo = 0xa0;
-            else if (c == 0xed) hi = 0x9f;
-          } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3;
-            if (c == 0xf0) lo = 0x90;
-            else if (c == 0xf4) hi = 0x8f;
-          } else {
-            depth = d; pos = p;
-            return fail(E_UTF8, p, 0);
-          }
-          if (p + <u32>need < end) {
-            const c1 = <u32>load<u8>(b + <usize>p + 1);
-            if (c1 < lo || c1 > hi) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
-            if (need >= 2) {
-              const c2 = <u32>load<u8>(b + <usize>p + 2);
-              if ((c2 & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
-              if (need == 3) {
-                const c3 = <u32>load<u8>(b + <usize>p + 3);
-                if ((c3 & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+          if (c == 0x5c) {
+            strHasEsc = 1;
+            // fast path: the whole escape is present
+            if (p + 1 < end) {
+              const e = <u32>load<u8>(b + <usize>p + 1);
+              if (e == 0x22 || e == 0x5c || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
+                p += 2;
+                continue;
+              }
+              if (e == 0x75 && p + 6 <= end) {
+                const v = hex4(b + <usize>p + 2);
+                if (v >= 0 && (v < 0xd800 || v > 0xdfff)) {
+                  p += 6;
+                  continue;
+                }
+                if (v >= 0xd800 && v <= 0xdbff && p + 12 <= end && load<u16>(b + <usize>p + 6) == 0x755c) {
+                  const lo = hex4(b + <usize>p + 8);
+                  if (lo >= 0xdc00 && lo <= 0xdfff) {
+                    p += 12;
+                    continue;
+                  }
+                }
               }
             }
-            p += <u32>need + 1;
-          } else {
-            utfStart = p;
-            utfNeed = need;
-            utfLo = lo;
-            utfHi = hi;
+            // slow path: resumable escape states (also report the errors)
+            escStart = p;
             p++;
-            s = ST_UTF8;
+            s = ST_ESC;
+            break;
           }
+          if (c < 0x20) {
+            depth = d; pos = p;
+            return fail(E_CONTROL, p, <i32>c);
+          }
+          depth = d; pos = p;
+          return fail(E_UTF8, p, 0); // not reached: high bytes never stop the scan
         }
         break;
       }
