@@ -79,18 +79,17 @@ const DRAFT_2020 = new Set([
 export const ARGUMENTS_OK: ArgumentCheck = Object.freeze({ ok: true as const });
 
 /**
- * Hand-written validators for built-in tools, keyed by the identity of their
- * parameters object. Compiling ajv's 2020-12 meta-schema costs ~100 ms, which
- * a CLI that only ever uses `echo` and `read_file` should not pay at start-up;
- * these validators give the same verdicts and the same error entries as ajv
- * would for those schemas (a differential test checks this). Internal: not
- * exported from the package.
+ * Schemas that ship with agentcore (the built-in tools') and are known to be
+ * valid. They are still compiled by ajv, but without validating them against
+ * the draft's meta-schema: compiling the 2020-12 meta-schema costs ~70 ms,
+ * which a CLI that only uses `echo` and `read_file` should not pay at every
+ * start. Schemas registered by users are always meta-validated.
  */
-const handWritten = new WeakMap<object, (maxErrors: number) => ArgumentValidator>();
+const trustedSchemas = new WeakSet<object>();
 
-/** Attach a hand-written validator factory to a (built-in, frozen) schema object. */
-export function useHandWrittenValidator(schema: object, factory: (maxErrors: number) => ArgumentValidator): void {
-  handWritten.set(schema, factory);
+/** Mark a built-in (frozen) schema object as known-valid. Internal. */
+export function markTrustedSchema(schema: object): void {
+  trustedSchemas.add(schema);
 }
 
 const AJV_OPTIONS: Options = {
@@ -106,6 +105,7 @@ const AJV_OPTIONS: Options = {
 
 type AjvInstance = { compile(schema: object): ValidateFunction };
 type Draft = "07" | "2019" | "2020";
+type InstanceKey = `${Draft}:${"checked" | "trusted"}`;
 
 /** Escape one JSON Pointer reference token (RFC 6901). */
 export function escapePointerToken(token: string): string {
@@ -150,7 +150,7 @@ function toArgumentError(e: ErrorObject): ArgumentError {
  */
 export class SchemaCompiler {
   readonly maxErrors: number;
-  #instances: Partial<Record<Draft, AjvInstance>> = {};
+  #instances: Partial<Record<InstanceKey, AjvInstance>> = {};
 
   constructor(options: SchemaCompilerOptions = {}) {
     const max = options.maxErrors ?? DEFAULT_MAX_SCHEMA_ERRORS;
@@ -158,15 +158,17 @@ export class SchemaCompiler {
     this.maxErrors = max;
   }
 
-  #ajv(draft: Draft): AjvInstance {
-    let ajv = this.#instances[draft];
+  #ajv(draft: Draft, trusted: boolean): AjvInstance {
+    const key: InstanceKey = `${draft}:${trusted ? "trusted" : "checked"}`;
+    let ajv = this.#instances[key];
     if (ajv === undefined) {
+      const options: Options = trusted ? { ...AJV_OPTIONS, validateSchema: false } : AJV_OPTIONS;
       ajv = draft === "07"
-        ? new Ajv07(AJV_OPTIONS)
+        ? new Ajv07(options)
         : draft === "2019"
-        ? new Ajv2019(AJV_OPTIONS)
-        : new Ajv2020(AJV_OPTIONS);
-      this.#instances[draft] = ajv;
+        ? new Ajv2019(options)
+        : new Ajv2020(options);
+      this.#instances[key] = ajv;
     }
     return ajv;
   }
@@ -181,8 +183,6 @@ export class SchemaCompiler {
     if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
       throw new SchemaCompileError("parameters must be a JSON Schema object");
     }
-    const hw = strictProperties ? undefined : handWritten.get(schema);
-    if (hw !== undefined) return hw(this.maxErrors);
     const dialect = schema.$schema;
     let draft: Draft;
     if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.has(dialect))) draft = "2020";
@@ -198,7 +198,7 @@ export class SchemaCompiler {
     try {
       // ajv keeps a reference to the schema; give it a private deep copy so a
       // caller mutating theirs later can't desynchronise cache and validator.
-      validate = this.#ajv(draft).compile(structuredClone(schema));
+      validate = this.#ajv(draft, trustedSchemas.has(schema)).compile(structuredClone(schema));
     } catch (err) {
       const raw = err instanceof Error ? err.message : String(err);
       // ajv repeats identical entries (one per alternative it tried): keep one of each.

@@ -5,17 +5,11 @@
  * @module
  */
 import type { ToolDefinition } from "../definition.ts";
-import { ARGUMENTS_OK, type ArgumentValidator, useHandWrittenValidator } from "../schema.ts";
+import { markTrustedSchema } from "../schema.ts";
 
-/** `echo`'s schema: any object. Frozen; its identity selects the validator below. */
+/** `echo`'s schema: any object. Frozen, and trusted (see `markTrustedSchema`). */
 export const ECHO_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({ type: "object" });
-
-// Dispatch only ever validates objects, and {"type":"object"} accepts every object.
-const acceptAnyObject: ArgumentValidator = (args) =>
-  typeof args === "object" && args !== null && !Array.isArray(args)
-    ? ARGUMENTS_OK
-    : { ok: false, errors: [{ path: "", keyword: "type", message: "must be object" }], truncated: false };
-useHandWrittenValidator(ECHO_PARAMETERS, () => acceptAnyObject);
+markTrustedSchema(ECHO_PARAMETERS);
 
 function echoHandler(args: Record<string, unknown>): Record<string, unknown> {
   return args;

@@ -13,7 +13,7 @@
  */
 import type { ToolDefinition } from "../definition.ts";
 import { DEFAULT_MAX_FILE_BYTES, readRootedFile, resolveRoot } from "../fs/rooted.ts";
-import { type ArgumentError, ARGUMENTS_OK, type ArgumentValidator, escapePointerToken, useHandWrittenValidator } from "../schema.ts";
+import { markTrustedSchema } from "../schema.ts";
 
 /** Arguments of `read_file`, after schema validation. */
 export interface ReadFileArgs {
@@ -56,52 +56,7 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
-/**
- * Validates against {@link READ_FILE_PARAMETERS} exactly as ajv would, same
- * entries in the same order (required, additionalProperties, then each
- * property), without paying for ajv's meta-schema compilation at start-up.
- * test/tools/read_file_schema.test.ts compares it with ajv.
- */
-function readFileValidator(maxErrors: number): ArgumentValidator {
-  return function validateReadFileArgs(args: Record<string, unknown>) {
-    const hasPath = Object.hasOwn(args, "path");
-    const hasMax = Object.hasOwn(args, "max_bytes");
-    const path = args.path;
-    const max = args.max_bytes;
-    let extra = false;
-    for (const key in args) {
-      if (key !== "path" && key !== "max_bytes" && Object.hasOwn(args, key)) {
-        extra = true;
-        break;
-      }
-    }
-    if (hasPath && typeof path === "string" && !extra &&
-      (!hasMax || (typeof max === "number" && Number.isInteger(max) && max >= 1))) {
-      return ARGUMENTS_OK;
-    }
-    const all: ArgumentError[] = [];
-    if (!hasPath) all.push({ path: "/path", keyword: "required", message: 'missing required property "path"' });
-    if (extra) {
-      for (const key of Object.keys(args)) {
-        if (key !== "path" && key !== "max_bytes") {
-          all.push({ path: "/" + escapePointerToken(key), keyword: "additionalProperties", message: "unexpected property" });
-        }
-      }
-    }
-    if (hasPath && typeof path !== "string") all.push({ path: "/path", keyword: "type", message: "must be string" });
-    if (hasMax) {
-      // Like ajv: `minimum` still applies to a non-integer number, not to a non-number.
-      if (!(typeof max === "number" && Number.isInteger(max))) {
-        all.push({ path: "/max_bytes", keyword: "type", message: "must be integer" });
-      }
-      if (typeof max === "number" && max < 1) {
-        all.push({ path: "/max_bytes", keyword: "minimum", message: "must be >= 1" });
-      }
-    }
-    return { ok: false, errors: all.slice(0, maxErrors), truncated: all.length > maxErrors };
-  };
-}
-useHandWrittenValidator(READ_FILE_PARAMETERS, readFileValidator);
+markTrustedSchema(READ_FILE_PARAMETERS);
 
 /**
  * Create a `read_file` tool rooted at `options.root`. Throws if the root does
@@ -116,7 +71,7 @@ export function createReadFileTool(options: ReadFileToolOptions): ToolDefinition
   return {
     name: "read_file",
     description: "Read a UTF-8 text file under the runtime's root directory (relative path, no '..', no symlinks, regular files only).",
-    parameters: READ_FILE_PARAMETERS as unknown as Record<string, unknown>, // identity matters: selects the hand-written validator
+    parameters: READ_FILE_PARAMETERS as unknown as Record<string, unknown>,
     effect: "read_only",
     handler(args: ReadFileArgs): ReadFileResult {
       const limit = args.max_bytes !== undefined && args.max_bytes < configured ? args.max_bytes : configured;
