@@ -61,6 +61,11 @@ function isObject(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** An own member's value; inherited names (`toString`, a prototype's `tool`) never count. */
+function own(o: Obj, key: string): unknown {
+  return Object.hasOwn(o, key) ? o[key] : undefined;
+}
+
 function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
@@ -82,13 +87,13 @@ function fail(message: string, location: string): never {
 }
 
 function checkMembers(o: Obj, allowed: ReadonlySet<string>, base: string, shape: string): void {
-  for (const k in o) {
+  for (const k of Object.keys(o)) {
     if (!allowed.has(k)) fail(`unexpected member "${k}" in ${shape} tool call`, `${base}/${k}`);
   }
 }
 
 function readId(o: Obj, key: string, required: boolean): string | null {
-  const v = o[key];
+  const v = own(o, key);
   if (v === undefined || (v === null && !required)) {
     if (required) fail(`missing "${key}"`, `/${key}`);
     return null;
@@ -98,7 +103,7 @@ function readId(o: Obj, key: string, required: boolean): string | null {
 }
 
 function readName(o: Obj, key: string, location: string): string {
-  const v = o[key];
+  const v = own(o, key);
   if (v === undefined) fail(`missing "${key}"`, location);
   if (typeof v !== "string") fail(`"${key}" must be a string, got ${describe(v)}`, location);
   if (v.length === 0) fail(`"${key}" must not be empty`, location);
@@ -106,7 +111,7 @@ function readName(o: Obj, key: string, location: string): string {
 }
 
 function readObjectArgs(o: Obj, key: string, location: string): Obj {
-  const v = o[key];
+  const v = own(o, key);
   if (v === undefined) fail(`missing "${key}"`, location);
   if (!isObject(v)) fail(`"${key}" must be an object, got ${describe(v)}`, location);
   return v;
@@ -116,7 +121,7 @@ function readObjectArgs(o: Obj, key: string, location: string): Obj {
 type InnerArgs = { ok: true; value: Obj } | { ok: false; error: ToolCallError };
 
 function readStringArgs(o: Obj, key: string, location: string, limits?: JsonLimits): InnerArgs {
-  const v = o[key];
+  const v = own(o, key);
   if (v === undefined) fail(`missing "${key}"`, location);
   if (isObject(v)) return { ok: true, value: v }; // tolerated: some servers send the object itself
   if (typeof v !== "string") fail(`"${key}" must be a JSON string, got ${describe(v)}`, location);
@@ -136,8 +141,8 @@ function readStringArgs(o: Obj, key: string, location: string, limits?: JsonLimi
 }
 
 function detectShape(o: Obj): ToolCallShape | null {
-  if ("tool" in o) return "agentcore";
-  switch (o.type) {
+  if (Object.hasOwn(o, "tool")) return "agentcore";
+  switch (own(o, "type")) {
     case "function":
       return "openai_chat";
     case "function_call":
@@ -176,7 +181,7 @@ export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCall
         break;
       case "openai_chat": {
         id = readId(value, "id", true);
-        const fn = value.function;
+        const fn = own(value, "function");
         if (!isObject(fn)) fail(`"function" must be an object, got ${describe(fn)}`, "/function");
         checkMembers(fn, CHAT_FUNCTION_MEMBERS, "/function", shape);
         tool = readName(fn, "name", "/function/name");

@@ -49,7 +49,7 @@ describe("parseToolCall: bad calls become structured errors", () => {
     if (r.ok) return;
     expect(r.error.code).toBe("JSON_PARSE");
     expect(r.error.message).toBe("unexpected end of data");
-    expect(r.error.details).toEqual({ offset: 40, line: 2, column: 29 });
+    expect(r.error.details).toEqual({ offset: 41, line: 2, column: 30 }); // the end of data: 41 bytes, 29 of them on line 2
     expect(r.id).toBeNull();
   });
 
