@@ -573,6 +573,82 @@ function utf8Check(b: usize, i: u32, r: u32): u32 {
   return r;
 }
 
+/** First offset >= q (and < end) that is not an ASCII digit, or end. */
+@inline function skipDigits(b: usize, q: u32, end: u32): u32 {
+  while (q + 16 <= end) {
+    const t = i8x16.sub(v128.load(b + <usize>q), i8x16.splat(0x30));
+    const m = i8x16.bitmask(i8x16.gt_u(t, i8x16.splat(9)));
+    if (m != 0) return q + <u32>ctz(m);
+    q += 16;
+  }
+  while (q < end && <u32>load<u8>(b + <usize>q) - 0x30 < 10) q++;
+  return q;
+}
+
+/**
+ * Scan a whole number starting at p when it is delimited before `end`.
+ * Returns the offset just past it (numIntDigits/numExp/numExpNeg set), -1 if
+ * the data ends inside it (use the byte-wise states), or -(2 + offset) for a
+ * malformed number. Error offsets match the byte-wise states exactly.
+ */
+function numberFast(b: usize, p: u32, end: u32): i64 {
+  let q = p;
+  if (load<u8>(b + <usize>q) == 0x2d) {
+    q++;
+    if (q >= end) return -1;
+  }
+  let c = <u32>load<u8>(b + <usize>q);
+  let intDigits: i32 = 1;
+  if (c == 0x30) {
+    q++;
+    if (q >= end) return -1;
+    c = <u32>load<u8>(b + <usize>q);
+    if (c - 0x30 < 10) return -2 - <i64>q;
+  } else if (c - 0x31 < 9) {
+    const q0 = q;
+    q = skipDigits(b, q + 1, end);
+    if (q >= end) return -1;
+    intDigits = <i32>(q - q0);
+    c = <u32>load<u8>(b + <usize>q);
+  } else {
+    return -2 - <i64>q;
+  }
+  if (c == 0x2e) {
+    q++;
+    if (q >= end) return -1;
+    if (<u32>load<u8>(b + <usize>q) - 0x30 >= 10) return -2 - <i64>q;
+    q = skipDigits(b, q + 1, end);
+    if (q >= end) return -1;
+    c = <u32>load<u8>(b + <usize>q);
+  }
+  let exp: i32 = 0;
+  let neg: i32 = 0;
+  if ((c | 0x20) == 0x65) {
+    q++;
+    if (q >= end) return -1;
+    c = <u32>load<u8>(b + <usize>q);
+    if (c == 0x2b || c == 0x2d) {
+      neg = c == 0x2d ? 1 : 0;
+      q++;
+      if (q >= end) return -1;
+      c = <u32>load<u8>(b + <usize>q);
+    }
+    if (c - 0x30 >= 10) return -2 - <i64>q;
+    while (q < end) {
+      const v = <u32>load<u8>(b + <usize>q) - 0x30;
+      if (v >= 10) break;
+      exp = exp * 10 + <i32>v;
+      if (exp > 100000000) exp = 100000000;
+      q++;
+    }
+    if (q >= end) return -1;
+  }
+  numIntDigits = intDigits > 100000 ? 100000 : intDigits;
+  numExp = exp;
+  numExpNeg = neg;
+  return <i64>q;
+}
+
 // ---------------------------------------------------------------- the state machine
 
 function fail(kind: i32, offset: u32, arg: i32): i32 {
@@ -652,27 +728,25 @@ function run(end: u32, final: bool): i32 {
           p++;
           d--;
           s = d == 0 ? ST_DONE : ST_AFTER;
-        } else if (c >= 0x31 && c <= 0x39) {
+        } else if (<u32>(c - 0x30) < 10 || c == 0x2d) {
           numStart = p;
-          numIntDigits = 1;
-          numExp = 0;
-          numExpNeg = 0;
-          p++;
-          s = ST_NUM_INT;
-        } else if (c == 0x30) {
-          numStart = p;
-          numIntDigits = 1;
-          numExp = 0;
-          numExpNeg = 0;
-          p++;
-          s = ST_NUM_ZERO;
-        } else if (c == 0x2d) {
-          numStart = p;
-          numIntDigits = 0;
-          numExp = 0;
-          numExpNeg = 0;
-          p++;
-          s = ST_NUM_MINUS;
+          const r = numberFast(b, p, end);
+          if (r >= 0) {
+            // whole number present and delimited
+            if (!numberInRange(<u32>r)) { depth = d; pos = p; return fail(E_RANGE, numStart, 0); }
+            p = <u32>r;
+            s = d == 0 ? ST_DONE : ST_AFTER;
+          } else if (r < -1) {
+            depth = d; pos = <u32>(-r - 2);
+            return fail(E_NUMBER, pos, 0);
+          } else {
+            // the number may continue in the next chunk: byte-wise states
+            numIntDigits = c == 0x2d ? 0 : 1;
+            numExp = 0;
+            numExpNeg = 0;
+            p++;
+            s = c == 0x2d ? ST_NUM_MINUS : c == 0x30 ? ST_NUM_ZERO : ST_NUM_INT;
+          }
         } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
           litPtr = c == 0x74 ? LIT_TRUE : c == 0x66 ? LIT_FALSE : LIT_NULL;
           litLen = c == 0x66 ? 5 : 4;
