@@ -237,6 +237,12 @@ export function reserve(n: u32): usize {
   return inBase + inLen;
 }
 
+/** One-shot setup: reset(maxDepth, protoAllowed) then reserve(cap). */
+export function begin(depthLimit: i32, protoAllowed: i32, cap: u32): usize {
+  reset(depthLimit, protoAllowed);
+  return reserve(cap);
+}
+
 /** Validate `n` freshly written bytes; `final` = no more bytes will come. */
 export function push(n: u32, final: i32): i32 {
   inLen += n;
@@ -486,52 +492,6 @@ function decodeKey(rawOff: u32, rawLen: u32): i32 {
 
 // ---------------------------------------------------------------- scanning helpers
 
-/** First offset >= p (and < end) that is not JSON whitespace, or end. */
-@inline function skipWs(b: usize, p: u32, end: u32): u32 {
-  while (p < end) {
-    const c = load<u8>(b + <usize>p);
-    if (c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09) {
-      p++;
-      if (p + 16 <= end) {
-        const sp = i8x16.splat(0x20);
-        const nl = i8x16.splat(0x0a);
-        const cr = i8x16.splat(0x0d);
-        const tb = i8x16.splat(0x09);
-        while (p + 16 <= end) {
-          const v = v128.load(b + <usize>p);
-          const ws = v128.or(v128.or(i8x16.eq(v, sp), i8x16.eq(v, nl)), v128.or(i8x16.eq(v, cr), i8x16.eq(v, tb)));
-          const m = ~i8x16.bitmask(ws) & 0xffff;
-          if (m != 0) return p + <u32>ctz(m);
-          p += 16;
-        }
-      }
-    } else {
-      return p;
-    }
-  }
-  return p;
-}
-
-/** First offset >= p (and < end) holding '"', '\', a byte < 0x20 or >= 0x80, or end. */
-@inline function scanStr(b: usize, p: u32, end: u32): u32 {
-  const q = i8x16.splat(0x22);
-  const bs = i8x16.splat(0x5c);
-  const lo = i8x16.splat(0x20);
-  while (p + 16 <= end) {
-    const v = v128.load(b + <usize>p);
-    const sp = v128.or(v128.or(i8x16.eq(v, q), i8x16.eq(v, bs)), i8x16.lt_s(v, lo));
-    const m = i8x16.bitmask(sp);
-    if (m != 0) return p + <u32>ctz(m);
-    p += 16;
-  }
-  while (p < end) {
-    const c = load<u8>(b + <usize>p);
-    if (c == 0x22 || c == 0x5c || c < 0x20 || c >= 0x80) return p;
-    p++;
-  }
-  return p;
-}
-
 /**
  * Validate UTF-8 in [i, r). Returns r when every sequence is complete and
  * valid, otherwise the offset of the first bad or incomplete sequence.
@@ -573,13 +533,13 @@ function utf8Check(b: usize, i: u32, r: u32): u32 {
   return r;
 }
 
-/** First offset >= q (and < end) that is not an ASCII digit, or end. */
+/** First offset >= q (and < end) that is not an ASCII digit, or end (8 bytes at a time). */
 @inline function skipDigits(b: usize, q: u32, end: u32): u32 {
-  while (q + 16 <= end) {
-    const t = i8x16.sub(v128.load(b + <usize>q), i8x16.splat(0x30));
-    const m = i8x16.bitmask(i8x16.gt_u(t, i8x16.splat(9)));
-    if (m != 0) return q + <u32>ctz(m);
-    q += 16;
+  while (q + 8 <= end) {
+    const x = load<u64>(b + <usize>q);
+    const nd = ((x & 0xf0f0f0f0f0f0f0f0) ^ 0x3030303030303030) | (((x + 0x0606060606060606) & 0xf0f0f0f0f0f0f0f0) ^ 0x3030303030303030);
+    if (nd != 0) return q + <u32>(ctz(nd) >> 3);
+    q += 8;
   }
   while (q < end && <u32>load<u8>(b + <usize>q) - 0x30 < 10) q++;
   return q;
@@ -649,6 +609,146 @@ function numberFast(b: usize, p: u32, end: u32): i64 {
   return <i64>q;
 }
 
+/** Set by scanString when it stopped at a bad or incomplete UTF-8 sequence. */
+let scanIssue: i32 = 0;
+
+/**
+ * From p inside a string, find the next '"', '\\' or byte below 0x20 (or end).
+ * Bytes >= 0x80 do not stop the SIMD scan; the span is then checked as UTF-8
+ * and, if a sequence is bad or cut by the end, its lead offset is returned
+ * with scanIssue = 1. Kept out of line so the main loop stays small.
+ */
+function scanString(b: usize, p: u32, end: u32): u32 {
+  const p0 = p;
+  let acc = i8x16.splat(0);
+  let tailHigh: u32 = 0;
+  scanIssue = 0;
+  while (true) {
+    if (p + 16 <= end) {
+      const v = v128.load(b + <usize>p);
+      acc = v128.or(acc, v);
+      const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_u(v, i8x16.splat(0x20))));
+      if (m != 0) {
+        p += <u32>ctz(m);
+        break;
+      }
+      p += 16;
+    } else {
+      while (p < end) {
+        const t = <u32>load<u8>(b + <usize>p);
+        if (t == 0x22 || t == 0x5c || t < 0x20) break;
+        tailHigh |= t;
+        p++;
+      }
+      break;
+    }
+  }
+  if (i8x16.bitmask(acc) != 0 || tailHigh >= 0x80) {
+    const q = utf8Check(b, p0, p);
+    if (q < p) {
+      scanIssue = 1;
+      return q;
+    }
+  }
+  return p;
+}
+
+/**
+ * The UTF-8 sequence at p is bad or cut by `end`. Returns -1 if it is bad
+ * (given the bytes present), else sets up the ST_UTF8 registers for the rest
+ * and returns 0.
+ */
+function utf8Tail(b: usize, p: u32, end: u32): i32 {
+  const c = <u32>load<u8>(b + <usize>p);
+  let need: i32 = 0;
+  let lo: u32 = 0x80;
+  let hi: u32 = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) need = 1;
+  else if (c >= 0xe0 && c <= 0xef) {
+    need = 2;
+    if (c == 0xe0) lo = 0xa0;
+    else if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    need = 3;
+    if (c == 0xf0) lo = 0x90;
+    else if (c == 0xf4) hi = 0x8f;
+  } else {
+    return -1;
+  }
+  // a complete sequence here was rejected by utf8Check
+  if (p + <u32>need < end) return -1;
+  for (let k: u32 = 1; p + k < end; k++) {
+    const ck = <u32>load<u8>(b + <usize>(p + k));
+    if (k == 1 ? ck < lo || ck > hi : (ck & 0xc0) != 0x80) return -1;
+  }
+  const have = <i32>(end - p - 1);
+  utfStart = p;
+  utfNeed = need - have;
+  utfLo = have == 0 ? lo : 0x80;
+  utfHi = have == 0 ? hi : 0xbf;
+  return 0;
+}
+
+/**
+ * A member name just closed (p is past its quote): unescape it if needed,
+ * check `__proto__` and duplicates. Returns 0 or an error kind.
+ */
+function finishKey(p: u32): i32 {
+  const rawOff = strStart + 1;
+  const rawLen = p - 1 - rawOff;
+  let ref: u32 = rawOff;
+  let len: i32 = <i32>rawLen;
+  if (strHasEsc != 0) {
+    const at = arenaTop;
+    len = decodeKey(rawOff, rawLen);
+    arenaTop = at + <u32>len;
+    ref = at | ARENA_FLAG;
+  }
+  if (len == 9 && allowProto == 0 && bytesEqual(refPtr(ref), PROTO, 9)) return E_FORBIDDEN;
+  if (!addKey(ref, len)) {
+    errKeyPtr = refPtr(ref);
+    errKeyLen = len;
+    return E_DUPLICATE;
+  }
+  return 0;
+}
+
+/** Skip JSON whitespace from p (out of line: SIMD for long indentation runs). */
+function skipWsSlow(b: usize, p: u32, end: u32): u32 {
+  while (p < end) {
+    const c = load<u8>(b + <usize>p);
+    if (c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09) {
+      p++;
+      while (p + 16 <= end) {
+        const v = v128.load(b + <usize>p);
+        const ws = v128.or(
+          v128.or(i8x16.eq(v, i8x16.splat(0x20)), i8x16.eq(v, i8x16.splat(0x0a))),
+          v128.or(i8x16.eq(v, i8x16.splat(0x0d)), i8x16.eq(v, i8x16.splat(0x09))),
+        );
+        const m = ~i8x16.bitmask(ws) & 0xffff;
+        if (m != 0) return p + <u32>ctz(m);
+        p += 16;
+      }
+    } else {
+      return p;
+    }
+  }
+  return p;
+}
+
+/** First offset >= p (and < end) that is not JSON whitespace, or end. */
+@inline function skipWs(b: usize, p: u32, end: u32): u32 {
+  if (p < end && load<u8>(b + <usize>p) > 0x20) return p;
+  return skipWsSlow(b, p, end);
+}
+
+/** Whole-literal compare: true / false / null starting with byte c at p. */
+@inline function litMatch(p: usize, c: i32): bool {
+  if (c == 0x74) return load<u32>(p) == 0x65757274;
+  if (c == 0x6e) return load<u32>(p) == 0x6c6c756e;
+  return load<u32>(p) == 0x736c6166 && load<u8>(p, 4) == 0x65;
+}
+
 // ---------------------------------------------------------------- the state machine
 
 function fail(kind: i32, offset: u32, arg: i32): i32 {
@@ -664,7 +764,7 @@ function fail(kind: i32, offset: u32, arg: i32): i32 {
 }
 
 /** Check the finished number at [numStart, p) for overflow. Returns false on overflow. */
-function numberInRange(p: u32): bool {
+@inline function numberInRange(p: u32): bool {
   let e: i32 = numIntDigits - 1 + (numExpNeg != 0 ? -numExp : numExp);
   if (e < 308) return true;
   return numcheck(inBase + <usize>numStart, <i32>(p - numStart)) != 0;
@@ -703,6 +803,43 @@ function run(end: u32, final: bool): i32 {
     }
 
     switch (s) {
+      case ST_AFTER: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        const lv = levels + <usize>(d * LEVEL_SIZE);
+        const kind = load<u32>(lv);
+        if (c == 0x2c && kind == KIND_ARRAY) {
+          p++;
+          s = ST_VALUE;
+          // no break: the next value usually follows at once (case below)
+        } else {
+          if (c == 0x2c && kind == KIND_OBJECT) {
+            p++;
+            s = ST_KEY;
+            p = skipWs(b, p, end);
+            if (p < end && load<u8>(b + <usize>p) == 0x22) {
+              strStart = p;
+              strIsKey = 1;
+              strHasEsc = 0;
+              p++;
+              s = ST_STR;
+            }
+          } else if ((c == 0x7d && kind == KIND_OBJECT) || (c == 0x5d && kind == KIND_ARRAY)) {
+            if (kind == KIND_OBJECT) {
+              entTop = load<u32>(lv, 4);
+              arenaTop = load<u32>(lv, 8);
+            }
+            p++;
+            d--;
+            s = d == 0 ? ST_DONE : ST_AFTER;
+          } else {
+            depth = d; pos = p;
+            return fail(E_BYTE, p, c);
+          }
+          break;
+        }
+      }
       case ST_VALUE:
       case ST_ARR_FIRST: {
         p = skipWs(b, p, end);
@@ -751,7 +888,7 @@ function run(end: u32, final: bool): i32 {
           litPtr = c == 0x74 ? LIT_TRUE : c == 0x66 ? LIT_FALSE : LIT_NULL;
           litLen = c == 0x66 ? 5 : 4;
           // fast path: whole literal available
-          if (p + <u32>litLen <= end && bytesEqual(b + <usize>p, litPtr, litLen)) {
+          if (p + <u32>litLen <= end && litMatch(b + <usize>p, c)) {
             p += <u32>litLen;
             s = d == 0 ? ST_DONE : ST_AFTER;
           } else {
@@ -800,30 +937,6 @@ function run(end: u32, final: bool): i32 {
         break;
       }
 
-      case ST_AFTER: {
-        p = skipWs(b, p, end);
-        if (p >= end) break;
-        const c = <i32>load<u8>(b + <usize>p);
-        const lv = levels + <usize>(d * LEVEL_SIZE);
-        const kind = load<u32>(lv);
-        if (c == 0x2c) {
-          p++;
-          s = kind == KIND_OBJECT ? ST_KEY : ST_VALUE;
-        } else if ((c == 0x7d && kind == KIND_OBJECT) || (c == 0x5d && kind == KIND_ARRAY)) {
-          if (kind == KIND_OBJECT) {
-            entTop = load<u32>(lv, 4);
-            arenaTop = load<u32>(lv, 8);
-          }
-          p++;
-          d--;
-          s = d == 0 ? ST_DONE : ST_AFTER;
-        } else {
-          depth = d; pos = p;
-          return fail(E_BYTE, p, c);
-        }
-        break;
-      }
-
       case ST_DONE: {
         p = skipWs(b, p, end);
         if (p >= end) break;
@@ -833,101 +946,26 @@ function run(end: u32, final: bool): i32 {
 
       case ST_STR: {
         while (true) {
-          // find the next '"', '\\' or control byte; bytes >= 0x80 do not stop
-          // the scan, they are validated afterwards over the whole span
-          const p0 = p;
-          let acc = i8x16.splat(0);
-          let tailHigh: u32 = 0;
-          while (true) {
-            if (p + 16 <= end) {
-              const v = v128.load(b + <usize>p);
-              acc = v128.or(acc, v);
-              const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_u(v, i8x16.splat(0x20))));
-              if (m != 0) {
-                p += <u32>ctz(m);
-                break;
-              }
-              p += 16;
-            } else {
-              while (p < end) {
-                const t = <u32>load<u8>(b + <usize>p);
-                if (t == 0x22 || t == 0x5c || t < 0x20) break;
-                tailHigh |= t;
-                p++;
-              }
-              break;
-            }
-          }
-          let c: u32 = 0;
-          if ((i8x16.bitmask(acc) != 0 || tailHigh >= 0x80) && (p = utf8Check(b, p0, p)) < end) {
-            c = <u32>load<u8>(b + <usize>p);
-            if (c >= 0x80) {
-              // invalid, or a sequence cut by the end of the data
-              let need: i32 = 0;
-              let lo: u32 = 0x80;
-              let hi: u32 = 0xbf;
-              if (c >= 0xc2 && c <= 0xdf) need = 1;
-              else if (c >= 0xe0 && c <= 0xef) {
-                need = 2;
-                if (c == 0xe0) lo = 0xa0;
-                else if (c == 0xed) hi = 0x9f;
-              } else if (c >= 0xf0 && c <= 0xf4) {
-                need = 3;
-                if (c == 0xf0) lo = 0x90;
-                else if (c == 0xf4) hi = 0x8f;
-              } else {
-                depth = d; pos = p;
-                return fail(E_UTF8, p, 0);
-              }
-              if (p + <u32>need < end) {
-                // complete but invalid: utf8Check stopped here for a reason
-                depth = d; pos = p;
-                return fail(E_UTF8, p, 0);
-              }
-              // every present byte must already fit
-              for (let k: u32 = 1; p + k < end; k++) {
-                const ck = <u32>load<u8>(b + <usize>(p + k));
-                if (k == 1 ? ck < lo || ck > hi : (ck & 0xc0) != 0x80) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
-              }
-              utfStart = p;
-              utfNeed = need - <i32>(end - p - 1);
-              utfLo = end - p - 1 == 0 ? lo : 0x80;
-              utfHi = end - p - 1 == 0 ? hi : 0xbf;
-              p = end;
-              s = ST_UTF8;
-              break;
-            }
+          p = scanString(b, p, end);
+          if (scanIssue != 0) {
+            // bad UTF-8, or a sequence cut by the end of the data
+            const r = utf8Tail(b, p, end);
+            if (r < 0) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+            p = end;
+            s = ST_UTF8;
+            break;
           }
           if (p >= end) break;
-          c = <u32>load<u8>(b + <usize>p);
+          let c = <u32>load<u8>(b + <usize>p);
           if (c == 0x22) {
             p++;
             if (strIsKey == 0) {
               s = d == 0 ? ST_DONE : ST_AFTER;
               break;
             }
-            // finish a member name
-            const rawOff = strStart + 1;
-            const rawLen = p - 1 - rawOff;
-            let ref: u32 = rawOff;
-            let len: i32 = <i32>rawLen;
-            if (strHasEsc != 0) {
-              const at = arenaTop;
-              len = decodeKey(rawOff, rawLen);
-              arenaTop = at + <u32>len;
-              ref = at | ARENA_FLAG;
-            }
-            if (len == 9 && allowProto == 0 && bytesEqual(refPtr(ref), PROTO, 9)) {
-              depth = d; pos = p;
-              return fail(E_FORBIDDEN, strStart, 0);
-            }
             depth = d;
-            if (!addKey(ref, len)) {
-              errKeyPtr = refPtr(ref);
-              errKeyLen = len;
-              pos = p;
-              return fail(E_DUPLICATE, strStart, 0);
-            }
+            const k = finishKey(p);
+            if (k != 0) { pos = p; return fail(k, strStart, 0); }
             // usual case: the colon follows at once
             if (p < end && load<u8>(b + <usize>p) == 0x3a) {
               p++;

@@ -21,6 +21,7 @@ interface CoreExports {
   memory: WebAssembly.Memory;
   reset(maxDepth: number, allowProto: number): void;
   reserve(n: number): number;
+  begin(maxDepth: number, allowProto: number, cap: number): number;
   push(n: number, final: number): number;
   validate(n: number): number;
   getState(): number;
@@ -111,6 +112,26 @@ export class CoreInstance {
       this.view = new Uint8Array(b);
     }
     return this.view;
+  }
+
+  private inView: Uint8Array | null = null;
+  private inPtr = -1;
+
+  /**
+   * One-shot setup: reset the core and return a view of at least `cap`
+   * writable bytes where the input goes. The input always starts at the same
+   * address after a reset, so the view is cached across calls.
+   */
+  beginInput(maxDepth: number, allowProto: boolean, cap: number): Uint8Array {
+    const want = cap > 65536 ? cap : 65536;
+    const ptr = this.x.begin(maxDepth, allowProto ? 1 : 0, want);
+    const mem = this.bytes();
+    let v = this.inView;
+    if (v === null || v.buffer !== mem.buffer || this.inPtr !== ptr || v.length < want) {
+      v = this.inView = mem.subarray(ptr, ptr + want);
+      this.inPtr = ptr;
+    }
+    return v;
   }
 
   /** Memory size in bytes (for pool decisions). */
