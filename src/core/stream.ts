@@ -27,6 +27,13 @@ const NEED_MORE: StreamStatus = Object.freeze({ state: "need_more" }) as StreamS
 const COMPLETE: StreamStatus = Object.freeze({ state: "complete" }) as StreamStatus;
 
 const encoder = new TextEncoder();
+/** String chunks up to this many UTF-16 units are encoded by hand. */
+const SMALL_CHUNK = 256;
+const hasWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function";
+
+function isWellFormed(s: string): boolean {
+  return hasWellFormed ? (s as unknown as { isWellFormed(): boolean }).isWellFormed() : firstLoneSurrogate(s) < 0;
+}
 
 function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
@@ -42,6 +49,9 @@ export class JsonStreamValidator {
   #status: StreamStatus = NEED_MORE;
   #pendingHigh = ""; // a trailing high surrogate held back from a string chunk
   #finished = false;
+  #len = 0; // bytes accepted so far (mirror of the core's input length)
+  #ptr = 0; // where the next byte goes in wasm memory
+  #avail = 0; // bytes reserved at #ptr
 
   constructor(limits?: JsonLimits) {
     this.#lim = resolveLimits(limits);
@@ -51,7 +61,8 @@ export class JsonStreamValidator {
 
   /** UTF-8 bytes accepted into the buffer so far. */
   get bytesSeen(): number {
-    return this.#live().x.getInputLen();
+    this.#live();
+    return this.#len;
   }
 
   #live(): CoreInstance {
@@ -75,8 +86,24 @@ export class JsonStreamValidator {
     return this.#fail(makeError(ErrKind.Size, max, line, column, max));
   }
 
+  /**
+   * Address where the next `n` bytes go. The core is asked for room in
+   * batches (at least 4 KiB), so small pushes usually need no extra call.
+   */
+  #reserve(n: number): number {
+    if (n > this.#avail) {
+      const want = n > 4096 ? n : 4096;
+      this.#ptr = this.#core!.x.reserve(want);
+      this.#avail = want;
+    }
+    return this.#ptr;
+  }
+
   #run(n: number, final: boolean): StreamStatus {
-    const core = this.#live();
+    const core = this.#core!;
+    this.#len += n;
+    this.#ptr += n;
+    this.#avail -= n;
     const r = core.x.push(n, final ? 1 : 0);
     if (r === R_ERROR) return this.#fail(coreError(core));
     this.#status = r === R_COMPLETE ? COMPLETE : NEED_MORE;
@@ -88,9 +115,9 @@ export class JsonStreamValidator {
     const core = this.#live();
     const x = core.x;
     const n = bytes.length;
-    if (x.getInputLen() + n > this.#lim.maxBytes) return this.#sizeError();
+    if (this.#len + n > this.#lim.maxBytes) return this.#sizeError();
     if (n === 0) return this.#run(0, false);
-    const ptr = x.reserve(n);
+    const ptr = this.#reserve(n);
     core.bytes().set(bytes, ptr);
     return this.#run(n, false);
   }
@@ -101,11 +128,44 @@ export class JsonStreamValidator {
     const x = core.x;
     const len = text.length;
     if (len === 0) return this.#run(0, false);
-    const room = this.#lim.maxBytes - x.getInputLen();
+    const room = this.#lim.maxBytes - this.#len;
     if (len > room) return this.#sizeError();
     const cap = len * 3 <= room ? len * 3 : room + 4;
-    const ptr = x.reserve(cap);
-    const { read, written } = encoder.encodeInto(text, core.bytes().subarray(ptr, ptr + cap));
+    const ptr = this.#reserve(cap);
+    const mem = core.bytes();
+    if (len <= SMALL_CHUNK) {
+      // short deltas (the streaming case): encode by hand, no allocation
+      let o = ptr;
+      const lim = ptr + cap;
+      for (let i = 0; i < len; i++) {
+        let c = text.charCodeAt(i);
+        if (c < 0x80) {
+          if (o >= lim) return this.#sizeError();
+          mem[o++] = c;
+        } else if (c < 0x800) {
+          if (o + 2 > lim) return this.#sizeError();
+          mem[o++] = 0xc0 | (c >> 6);
+          mem[o++] = 0x80 | (c & 0x3f);
+        } else if (c >= 0xd800 && c <= 0xdbff) {
+          // the caller guarantees a low half follows (well-formed text)
+          c = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
+          if (o + 4 > lim) return this.#sizeError();
+          mem[o++] = 0xf0 | (c >> 18);
+          mem[o++] = 0x80 | ((c >> 12) & 0x3f);
+          mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+          mem[o++] = 0x80 | (c & 0x3f);
+        } else {
+          if (o + 3 > lim) return this.#sizeError();
+          mem[o++] = 0xe0 | (c >> 12);
+          mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+          mem[o++] = 0x80 | (c & 0x3f);
+        }
+      }
+      const written = o - ptr;
+      if (written > room) return this.#sizeError();
+      return this.#run(written, false);
+    }
+    const { read, written } = encoder.encodeInto(text, mem.subarray(ptr, ptr + cap));
     if (read < len || written > room) return this.#sizeError();
     return this.#run(written, false);
   }
@@ -129,7 +189,7 @@ export class JsonStreamValidator {
       this.#pendingHigh = text[text.length - 1];
       text = text.slice(0, -1);
     }
-    const bad = firstLoneSurrogate(text);
+    const bad = isWellFormed(text) ? -1 : firstLoneSurrogate(text);
     if (bad >= 0) {
       const st = this.#pushText(text.slice(0, bad));
       if (st.state === "error") return st;
@@ -160,6 +220,9 @@ export class JsonStreamValidator {
   /** Start over with the same limits, keeping the WebAssembly instance. */
   reset(): void {
     this.#live().x.reset(this.#lim.maxDepth, this.#lim.allowProtoKey ? 1 : 0);
+    this.#len = 0;
+    this.#ptr = 0;
+    this.#avail = 0;
     this.#status = NEED_MORE;
     this.#pendingHigh = "";
     this.#finished = false;

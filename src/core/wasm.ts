@@ -104,12 +104,14 @@ export class CoreInstance {
     self = this;
   }
 
-  /** Current view of the instance memory (refreshed after memory growth). */
+  /**
+   * Current view of the instance memory. Growing a wasm memory detaches its
+   * old ArrayBuffer (length 0), so a zero length means "refresh".
+   */
   bytes(): Uint8Array {
-    const b = this.x.memory.buffer;
-    if (b !== this.buf) {
-      this.buf = b;
-      this.view = new Uint8Array(b);
+    if (this.view.length === 0) {
+      this.buf = this.x.memory.buffer;
+      this.view = new Uint8Array(this.buf);
     }
     return this.view;
   }
