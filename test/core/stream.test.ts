@@ -182,3 +182,38 @@ describe("JsonStreamValidator behaviour", () => {
     v.dispose();
   });
 });
+
+describe("incremental equals one-shot on generated documents", () => {
+  // imported lazily to keep the sample tests above independent of fast-check
+  test("random documents, random mutations, random chunkings", async () => {
+    const fc = (await import("fast-check")).default;
+    const docs = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+      fc.jsonValue({ maxDepth: 3, stringUnit: "binary" }).map((v) => JSON.stringify(v, null, 1)),
+      fc.jsonValue({ maxDepth: 2, stringUnit: "grapheme" }).map((v) => JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"))),
+    );
+    const edits = fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.boolean()), { maxLength: 2 });
+    const cuts = fc.array(fc.nat(), { maxLength: 6 });
+    fc.assert(
+      fc.property(docs, edits, cuts, (text, eds, cutList) => {
+        const arr = Array.from(enc.encode(text));
+        for (const [at, byte, insert] of eds) {
+          const i = arr.length ? at % arr.length : 0;
+          if (insert) arr.splice(i, 0, byte);
+          else if (arr.length) arr[i] = byte;
+        }
+        const bytes = new Uint8Array(arr);
+        const points = [...new Set(cutList.map((c) => (bytes.length ? c % (bytes.length + 1) : 0)))].sort((a, b) => a - b);
+        const chunks: Uint8Array[] = [];
+        let last = 0;
+        for (const p of points) {
+          chunks.push(bytes.subarray(last, p));
+          last = p;
+        }
+        chunks.push(bytes.subarray(last));
+        expect(streamed(chunks)).toEqual(oneShot(bytes));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
