@@ -609,6 +609,54 @@ function numberFast(b: usize, p: u32, end: u32): i64 {
   return <i64>q;
 }
 
+/**
+ * SIMD UTF-8 check of [i, r) (the "lookup" method of Keiser and Lemire: three
+ * nibble tables classify each pair of adjacent bytes, plus a check that 3- and
+ * 4-byte leads are followed by enough continuation bytes). Bytes past r are
+ * treated as ASCII, so a sequence cut by r is an error. Returns true when the
+ * span is valid UTF-8; on false the caller locates the error with utf8Check.
+ */
+function utf8Valid(b: usize, i: u32, r: u32): bool {
+  // error classes
+  // TOO_SHORT 1, TOO_LONG 2, OVERLONG_3 4, TOO_LARGE 8, SURROGATE 16,
+  // OVERLONG_2 32, TOO_LARGE_1000 / OVERLONG_4 64, TWO_CONTS 128
+  const t1 = i8x16(2, 2, 2, 2, 2, 2, 2, 2, -128, -128, -128, -128, 33, 1, 21, 73);
+  const t2 = i8x16(-25, -93, -125, -125, -117, -53, -53, -53, -53, -53, -53, -53, -53, -37, -53, -53);
+  const t3 = i8x16(1, 1, 1, 1, 1, 1, 1, 1, -26, -82, -70, -70, 1, 1, 1, 1);
+  const low = i8x16.splat(0x0f);
+  let prev = i8x16.splat(0);
+  let err = i8x16.splat(0);
+  while (i < r) {
+    let v = v128.load(b + <usize>i);
+    const n = r - i;
+    if (n < 16) {
+      // zero the bytes past r (treated as ASCII)
+      const idx = i8x16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      v = v128.and(v, i8x16.lt_u(idx, i8x16.splat(<i8>n)));
+    }
+    if (i8x16.bitmask(v) == 0 && i8x16.bitmask(prev) == 0) {
+      // ASCII block after ASCII: nothing can be wrong
+      prev = v;
+      i += 16;
+      continue;
+    }
+    const prev1 = i8x16.shuffle(prev, v, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30);
+    const sc = v128.and(
+      v128.and(i8x16.swizzle(t1, i8x16.shr_u(prev1, 4)), i8x16.swizzle(t2, v128.and(prev1, low))),
+      i8x16.swizzle(t3, i8x16.shr_u(v, 4)),
+    );
+    const prev2 = i8x16.shuffle(prev, v, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29);
+    const prev3 = i8x16.shuffle(prev, v, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28);
+    const must23 = v128.or(i8x16.sub_sat_u(prev2, i8x16.splat(<i8>(0xe0 - 0x80))), i8x16.sub_sat_u(prev3, i8x16.splat(<i8>(0xf0 - 0x80))));
+    err = v128.or(err, v128.xor(v128.and(must23, i8x16.splat(<i8>0x80)), sc));
+    prev = v;
+    i += 16;
+  }
+  // a sequence still open at r is cut short
+  const open = i8x16.sub_sat_u(prev, i8x16(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, <i8>(0xf0 - 1), <i8>(0xe0 - 1), <i8>(0xc0 - 1)));
+  return !v128.any_true(v128.or(err, open));
+}
+
 /** Set by scanString when it stopped at a bad or incomplete UTF-8 sequence. */
 let scanIssue: i32 = 0;
 
@@ -643,7 +691,7 @@ function scanString(b: usize, p: u32, end: u32): u32 {
       break;
     }
   }
-  if (i8x16.bitmask(acc) != 0 || tailHigh >= 0x80) {
+  if ((i8x16.bitmask(acc) != 0 || tailHigh >= 0x80) && !utf8Valid(b, p0, p)) {
     const q = utf8Check(b, p0, p);
     if (q < p) {
       scanIssue = 1;

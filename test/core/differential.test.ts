@@ -164,3 +164,30 @@ describe("differential: mutated bytes", () => {
     );
   });
 });
+
+describe("differential: UTF-8 inside strings", () => {
+  test("random bytes in a string are accepted exactly when they are valid UTF-8", () => {
+    const byte = fc.oneof(
+      fc.integer({ min: 0x20, max: 0x7e }).filter((b) => b !== 0x22 && b !== 0x5c),
+      fc.integer({ min: 0x80, max: 0xff }),
+      fc.constantFrom(0xc2, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0x80, 0xbf, 0x9f, 0xa0, 0x8f, 0x90),
+    );
+    const fatal = new TextDecoder("utf-8", { fatal: true });
+    fc.assert(
+      fc.property(fc.array(byte, { maxLength: 80 }), fc.nat(40), (body, pad) => {
+        // vary the alignment of the body relative to 16-byte blocks
+        const bytes = new Uint8Array([0x5b, ...new Array(pad).fill(0x20), 0x22, ...body, 0x22, 0x5d]);
+        let valid = true;
+        try {
+          fatal.decode(new Uint8Array(body));
+        } catch {
+          valid = false;
+        }
+        const e = validateStrict(bytes);
+        expect(e === null).toBe(valid);
+        if (e) expect(e.code).toBe("JSON_ENCODING");
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
