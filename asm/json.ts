@@ -101,6 +101,15 @@ let tabMask: u32 = 0; // capacity-1 (power of two), 0 = no table
 let tabUsed: u32 = 0;
 let nextSerial: u32 = 1;
 
+// per-instance random hash seed (set from JS), so colliding member names
+// cannot be precomputed to slow the key table down
+let seed: u64 = 0x2545f4914f6cdd1d;
+
+/** Set the hash seed (two random 32-bit halves). */
+export function setSeed(lo: u32, hi: u32): void {
+  seed = ((<u64>hi << 32) | <u64>lo) | 1;
+}
+
 // options
 let maxDepth: i32 = 64;
 let allowProto: i32 = 0;
@@ -277,11 +286,11 @@ export function getErrKeyLen(): i32 { return errKeyLen; }
  */
 function hashBytes(p: usize, len: i32): u32 {
   if (len <= 8) {
-    if (len == 0) return 0x5bd1e995;
+    if (len == 0) return <u32>(seed >> 17);
     const m: u64 = len == 8 ? <u64>-1 : (<u64>1 << (<u64>len << 3)) - 1;
-    return mix64((load<u64>(p) & m) ^ (<u64>len << 59));
+    return mix64(((load<u64>(p) & m) ^ seed) * 0xff51afd7ed558ccd ^ (<u64>len << 59));
   }
-  let acc: u64 = <u64>len;
+  let acc: u64 = <u64>len ^ seed;
   let i = 0;
   while (i + 8 <= len) {
     acc = rotl<u64>(acc ^ (load<u64>(p + <usize>i) * 0xc2b2ae3d27d4eb4f), 31) * 0x9e3779b97f4a7c15;

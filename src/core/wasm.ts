@@ -22,6 +22,7 @@ interface CoreExports {
   reset(maxDepth: number, allowProto: number): void;
   reserve(n: number): number;
   begin(maxDepth: number, allowProto: number, cap: number): number;
+  setSeed(lo: number, hi: number): void;
   push(n: number, final: number): number;
   validate(n: number): number;
   getState(): number;
@@ -102,6 +103,9 @@ export class CoreInstance {
     this.buf = this.x.memory.buffer;
     this.view = new Uint8Array(this.buf);
     self = this;
+    const seed = new Uint32Array(2);
+    crypto.getRandomValues(seed);
+    this.x.setSeed(seed[0], seed[1]);
   }
 
   /**
@@ -138,7 +142,7 @@ export class CoreInstance {
 
   /** Memory size in bytes (for pool decisions). */
   memorySize(): number {
-    return this.x.memory.buffer.byteLength;
+    return this.bytes().length;
   }
 }
 
@@ -158,10 +162,12 @@ export function releaseCore(core: CoreInstance): void {
 }
 
 let shared: CoreInstance | null = null;
+const SHARED_MAX_MEMORY = 64 * 1024 * 1024;
 
 /** The instance used by the one-shot API (validation is synchronous). */
 export function sharedCore(): CoreInstance {
-  if (shared === null) shared = new CoreInstance();
+  // a wasm memory never shrinks: after a very large document, start afresh
+  if (shared === null || shared.memorySize() > SHARED_MAX_MEMORY) shared = new CoreInstance();
   return shared;
 }
 
