@@ -544,6 +544,8 @@ function utf8Check(b: usize, i: u32, r: u32): u32 {
 
 /** First offset >= q (and < end) that is not an ASCII digit, or end (8 bytes at a time). */
 @inline function skipDigits(b: usize, q: u32, end: u32): u32 {
+  if (q >= end || <u32>load<u8>(b + <usize>q) - 0x30 >= 10) return q;
+  q++;
   while (q + 8 <= end) {
     const x = load<u64>(b + <usize>q);
     const nd = ((x & 0xf0f0f0f0f0f0f0f0) ^ 0x3030303030303030) | (((x + 0x0606060606060606) & 0xf0f0f0f0f0f0f0f0) ^ 0x3030303030303030);
@@ -560,7 +562,7 @@ function utf8Check(b: usize, i: u32, r: u32): u32 {
  * the data ends inside it (use the byte-wise states), or -(2 + offset) for a
  * malformed number. Error offsets match the byte-wise states exactly.
  */
-function numberFast(b: usize, p: u32, end: u32): i64 {
+@inline function numberFast(b: usize, p: u32, end: u32): i64 {
   let q = p;
   if (load<u8>(b + <usize>q) == 0x2d) {
     q++;
@@ -908,7 +910,9 @@ function run(end: u32, final: bool): i32 {
           strHasEsc = 0;
           p++;
           s = ST_STR;
-        } else if (c == 0x7b || c == 0x5b) {
+          // no break: scan the string at once (case below)
+        } else {
+        if (c == 0x7b || c == 0x5b) {
           if (d >= maxDepth) { depth = d; pos = p; return fail(E_DEPTH, p, maxDepth); }
           d++;
           const lv = levels + <usize>(d * LEVEL_SIZE);
@@ -960,45 +964,7 @@ function run(end: u32, final: bool): i32 {
           return fail(E_BYTE, p, c);
         }
         break;
-      }
-
-      case ST_OBJ_FIRST:
-      case ST_KEY: {
-        p = skipWs(b, p, end);
-        if (p >= end) break;
-        const c = <i32>load<u8>(b + <usize>p);
-        if (c == 0x22) {
-          strStart = p;
-          strIsKey = 1;
-          strHasEsc = 0;
-          p++;
-          s = ST_STR;
-        } else if (c == 0x7d && s == ST_OBJ_FIRST) {
-          p++;
-          d--;
-          s = d == 0 ? ST_DONE : ST_AFTER;
-        } else {
-          depth = d; pos = p;
-          return fail(E_BYTE, p, c);
         }
-        break;
-      }
-
-      case ST_COLON: {
-        p = skipWs(b, p, end);
-        if (p >= end) break;
-        const c = <i32>load<u8>(b + <usize>p);
-        if (c != 0x3a) { depth = d; pos = p; return fail(E_BYTE, p, c); }
-        p++;
-        s = ST_VALUE;
-        break;
-      }
-
-      case ST_DONE: {
-        p = skipWs(b, p, end);
-        if (p >= end) break;
-        depth = d; pos = p;
-        return fail(E_AFTER, p, 0);
       }
 
       case ST_STR: {
@@ -1070,6 +1036,45 @@ function run(end: u32, final: bool): i32 {
           return fail(E_UTF8, p, 0); // not reached: high bytes never stop the scan
         }
         break;
+      }
+
+      case ST_OBJ_FIRST:
+      case ST_KEY: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        if (c == 0x22) {
+          strStart = p;
+          strIsKey = 1;
+          strHasEsc = 0;
+          p++;
+          s = ST_STR;
+        } else if (c == 0x7d && s == ST_OBJ_FIRST) {
+          p++;
+          d--;
+          s = d == 0 ? ST_DONE : ST_AFTER;
+        } else {
+          depth = d; pos = p;
+          return fail(E_BYTE, p, c);
+        }
+        break;
+      }
+
+      case ST_COLON: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        const c = <i32>load<u8>(b + <usize>p);
+        if (c != 0x3a) { depth = d; pos = p; return fail(E_BYTE, p, c); }
+        p++;
+        s = ST_VALUE;
+        break;
+      }
+
+      case ST_DONE: {
+        p = skipWs(b, p, end);
+        if (p >= end) break;
+        depth = d; pos = p;
+        return fail(E_AFTER, p, 0);
       }
 
       case ST_UTF8: {
