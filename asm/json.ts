@@ -797,7 +797,12 @@ function skipWsSlow(b: usize, p: u32, end: u32): u32 {
 
 /** First offset >= p (and < end) that is not JSON whitespace, or end. */
 @inline function skipWs(b: usize, p: u32, end: u32): u32 {
-  if (p < end && load<u8>(b + <usize>p) > 0x20) return p;
+  if (p < end) {
+    const c = load<u8>(b + <usize>p);
+    if (c > 0x20) return p; // no whitespace (minified text)
+    // a single space, as after ':' in pretty-printed text
+    if (c == 0x20 && p + 1 < end && load<u8>(b + <usize>p + 1) > 0x20) return p + 1;
+  }
   return skipWsSlow(b, p, end);
 }
 
