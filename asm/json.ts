@@ -873,23 +873,12 @@ function run(end: u32, final: bool): i32 {
         const c = <i32>load<u8>(b + <usize>p);
         const lv = levels + <usize>(d * LEVEL_SIZE);
         const kind = load<u32>(lv);
-        if (c == 0x2c && kind == KIND_ARRAY) {
+        if (c == 0x2c) {
           p++;
-          s = ST_VALUE;
-          // no break: the next value usually follows at once (case below)
+          s = kind == KIND_OBJECT ? ST_KEY : ST_VALUE;
+          // no break: the next member or value usually follows at once
         } else {
-          if (c == 0x2c && kind == KIND_OBJECT) {
-            p++;
-            s = ST_KEY;
-            p = skipWs(b, p, end);
-            if (p < end && load<u8>(b + <usize>p) == 0x22) {
-              strStart = p;
-              strIsKey = 1;
-              strHasEsc = 0;
-              p++;
-              s = ST_STR;
-            }
-          } else if ((c == 0x7d && kind == KIND_OBJECT) || (c == 0x5d && kind == KIND_ARRAY)) {
+          if ((c == 0x7d && kind == KIND_OBJECT) || (c == 0x5d && kind == KIND_ARRAY)) {
             if (kind == KIND_OBJECT) {
               entTop = load<u32>(lv, 4);
               arenaTop = load<u32>(lv, 8);
@@ -904,19 +893,33 @@ function run(end: u32, final: bool): i32 {
           break;
         }
       }
+      // a value, or (ST_OBJ_FIRST / ST_KEY) a member name
       case ST_VALUE:
-      case ST_ARR_FIRST: {
+      case ST_ARR_FIRST:
+      case ST_OBJ_FIRST:
+      case ST_KEY: {
         p = skipWs(b, p, end);
         if (p >= end) break;
         const c = <i32>load<u8>(b + <usize>p);
         if (c == 0x22) {
           strStart = p;
-          strIsKey = 0;
+          strIsKey = s >= ST_OBJ_FIRST ? 1 : 0; // ST_OBJ_FIRST, ST_KEY
           strHasEsc = 0;
           p++;
           s = ST_STR;
           // no break: scan the string at once (case below)
         } else {
+        if (s >= ST_OBJ_FIRST) {
+          // a member name was expected
+          if (c == 0x7d && s == ST_OBJ_FIRST) {
+            p++;
+            d--;
+            s = d == 0 ? ST_DONE : ST_AFTER;
+            break;
+          }
+          depth = d; pos = p;
+          return fail(E_BYTE, p, c);
+        }
         if (c == 0x7b || c == 0x5b) {
           if (d >= maxDepth) { depth = d; pos = p; return fail(E_DEPTH, p, maxDepth); }
           d++;
@@ -1039,28 +1042,6 @@ function run(end: u32, final: bool): i32 {
           }
           depth = d; pos = p;
           return fail(E_UTF8, p, 0); // not reached: high bytes never stop the scan
-        }
-        break;
-      }
-
-      case ST_OBJ_FIRST:
-      case ST_KEY: {
-        p = skipWs(b, p, end);
-        if (p >= end) break;
-        const c = <i32>load<u8>(b + <usize>p);
-        if (c == 0x22) {
-          strStart = p;
-          strIsKey = 1;
-          strHasEsc = 0;
-          p++;
-          s = ST_STR;
-        } else if (c == 0x7d && s == ST_OBJ_FIRST) {
-          p++;
-          d--;
-          s = d == 0 ? ST_DONE : ST_AFTER;
-        } else {
-          depth = d; pos = p;
-          return fail(E_BYTE, p, c);
         }
         break;
       }
