@@ -284,7 +284,7 @@ export function getErrKeyLen(): i32 { return errKeyLen; }
  * Hash of a member name. Reads whole 8-byte words; the bytes past the end of
  * the name are masked off (every region has PAD readable bytes after it).
  */
-function hashBytes(p: usize, len: i32): u32 {
+@inline function hashBytes(p: usize, len: i32): u32 {
   if (len <= 8) {
     if (len == 0) return <u32>(seed >> 17);
     const m: u64 = len == 8 ? <u64>-1 : (<u64>1 << (<u64>len << 3)) - 1;
@@ -371,7 +371,7 @@ function tableRebuild(): void {
  * contiguous array; objects with more than LINEAR_KEYS names use the shared
  * open-addressing table, tagged with the object's serial number.
  */
-function addKey(ref: u32, len: i32): bool {
+@inline function addKey(ref: u32, len: i32): bool {
   const kp = refPtr(ref);
   const h = hashBytes(kp, len);
   const lv = levels + <usize>(depth * LEVEL_SIZE);
@@ -666,6 +666,36 @@ function utf8Valid(b: usize, i: u32, r: u32): bool {
   // a sequence still open at r is cut short
   const open = i8x16.sub_sat_u(prev, i8x16(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, <i8>(0xf0 - 1), <i8>(0xe0 - 1), <i8>(0xc0 - 1)));
   return !v128.any_true(v128.or(err, open));
+}
+
+/**
+ * Consume consecutive complete and valid escapes starting at the backslash at
+ * p. Returns the offset after the last one (p itself if the first escape is
+ * incomplete or invalid: the byte-wise escape states then take over and
+ * report errors at exact offsets).
+ */
+function escapeRun(b: usize, p: u32, end: u32): u32 {
+  while (p + 1 < end && load<u8>(b + <usize>p) == 0x5c) {
+    const e = <u32>load<u8>(b + <usize>p + 1);
+    if (e == 0x75) {
+      if (p + 6 > end) break;
+      const v = hex4(b + <usize>p + 2);
+      if (v < 0) break;
+      if (v < 0xd800 || v > 0xdfff) {
+        p += 6;
+        continue;
+      }
+      if (v > 0xdbff || p + 12 > end || load<u16>(b + <usize>p + 6) != 0x755c) break;
+      const lo = hex4(b + <usize>p + 8);
+      if (lo < 0xdc00 || lo > 0xdfff) break;
+      p += 12;
+    } else if (e == 0x22 || e == 0x5c || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
+      p += 2;
+    } else {
+      break;
+    }
+  }
+  return p;
 }
 
 /** Set by scanString when it stopped at a bad or incomplete UTF-8 sequence. */
@@ -1008,27 +1038,11 @@ function run(end: u32, final: bool): i32 {
           }
           if (c == 0x5c) {
             strHasEsc = 1;
-            // fast path: the whole escape is present
-            if (p + 1 < end) {
-              const e = <u32>load<u8>(b + <usize>p + 1);
-              if (e == 0x22 || e == 0x5c || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
-                p += 2;
-                continue;
-              }
-              if (e == 0x75 && p + 6 <= end) {
-                const v = hex4(b + <usize>p + 2);
-                if (v >= 0 && (v < 0xd800 || v > 0xdfff)) {
-                  p += 6;
-                  continue;
-                }
-                if (v >= 0xd800 && v <= 0xdbff && p + 12 <= end && load<u16>(b + <usize>p + 6) == 0x755c) {
-                  const lo = hex4(b + <usize>p + 8);
-                  if (lo >= 0xdc00 && lo <= 0xdfff) {
-                    p += 12;
-                    continue;
-                  }
-                }
-              }
+            // fast path: complete, valid escapes (often several in a row)
+            const q = escapeRun(b, p, end);
+            if (q != p) {
+              p = q;
+              continue;
             }
             // slow path: resumable escape states (also report the errors)
             escStart = p;
