@@ -1,3 +1,4 @@
+export {};
 /**
  * Run every benchmark in this folder in the current runtime.
  *

@@ -9,14 +9,18 @@
  */
 
 /** Public error codes the core can produce. */
-export type JsonErrorCode =
-  | "JSON_PARSE"
-  | "JSON_DEPTH"
-  | "JSON_SIZE"
-  | "JSON_DUPLICATE_KEY"
-  | "JSON_ENCODING"
-  | "JSON_NUMBER_RANGE"
-  | "JSON_FORBIDDEN_KEY";
+export const JSON_ERROR_CODES = [
+  "JSON_PARSE",
+  "JSON_DEPTH",
+  "JSON_SIZE",
+  "JSON_DUPLICATE_KEY",
+  "JSON_ENCODING",
+  "JSON_NUMBER_RANGE",
+  "JSON_FORBIDDEN_KEY",
+] as const;
+
+/** One of {@link JSON_ERROR_CODES}. */
+export type JsonErrorCode = (typeof JSON_ERROR_CODES)[number];
 
 /** A structured validation error: what is wrong and where. */
 export interface JsonError {

@@ -5,47 +5,16 @@
  *
  * @module
  */
+import { JSON_ERROR_CODES } from "../core/errors.ts";
 
-/** Every error code a result envelope can carry. Documented in the README table. */
-export type ErrorCode =
-  // strict JSON core
-  | "JSON_PARSE"
-  | "JSON_DEPTH"
-  | "JSON_SIZE"
-  | "JSON_DUPLICATE_KEY"
-  | "JSON_ENCODING"
-  | "JSON_NUMBER_RANGE"
-  | "JSON_FORBIDDEN_KEY"
-  // call envelope and dispatch
-  | "INVALID_CALL"
-  | "UNKNOWN_TOOL"
-  | "INVALID_ARGUMENTS"
-  | "TOOL_ERROR"
-  | "TIMEOUT"
-  | "CANCELLED"
-  | "DENIED"
-  // rooted file access (read_file)
-  | "PATH_INVALID"
-  | "PATH_ABSOLUTE"
-  | "PATH_TRAVERSAL"
-  | "PATH_SYMLINK"
-  | "NOT_FOUND"
-  | "NOT_A_FILE"
-  | "FILE_TOO_LARGE"
-  | "FILE_NOT_UTF8"
-  | "IO_ERROR"
-  // a bug inside agentcore itself (never expected; reported instead of thrown)
-  | "INTERNAL_ERROR";
-
-/** Every {@link ErrorCode}, in table order (for docs and for checking codes at runtime). */
-export const ERROR_CODES: readonly ErrorCode[] = [
-  "JSON_PARSE",
-  "JSON_DEPTH",
-  "JSON_SIZE",
-  "JSON_DUPLICATE_KEY",
-  "JSON_ENCODING",
-  "JSON_NUMBER_RANGE",
-  "JSON_FORBIDDEN_KEY",
+/**
+ * Every error code a result envelope can carry, in the order of the README's
+ * table (a test keeps the two equal): the strict core's JSON codes, then call
+ * and dispatch codes, then rooted file access (`read_file`), then
+ * `INTERNAL_ERROR`, a bug inside agentcore reported instead of thrown.
+ */
+export const ERROR_CODES = [
+  ...JSON_ERROR_CODES,
   "INVALID_CALL",
   "UNKNOWN_TOOL",
   "INVALID_ARGUMENTS",
@@ -63,7 +32,10 @@ export const ERROR_CODES: readonly ErrorCode[] = [
   "FILE_NOT_UTF8",
   "IO_ERROR",
   "INTERNAL_ERROR",
-];
+] as const;
+
+/** One of {@link ERROR_CODES}. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** The error object inside an envelope. `details` is always an object. */
 export interface EnvelopeError {
