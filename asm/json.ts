@@ -63,7 +63,7 @@ const KIND_ARRAY: u32 = 1;
 const KIND_OBJECT: u32 = 2;
 
 const HARD_MAX_DEPTH: i32 = 4096;
-const LEVEL_SIZE: i32 = 16; // [kind u32][entryStart u32][arenaStart u32][serial u32]
+const LEVEL_SIZE: i32 = 32; // [kind u32][entryStart u32][arenaStart u32][serial u32][bloom u64][pad]
 const REF_SIZE: i32 = 8; // [ref u32][len u32]
 const ARENA_FLAG: u32 = 0x80000000; // ref points into the arena, not the input
 const LINEAR_KEYS: i32 = 48; // objects with more keys switch to the hash table
@@ -344,7 +344,7 @@ function tableRebuild(): void {
       live += end - load<u32>(lv, 4);
     }
   }
-  let cap: u32 = 1024;
+  let cap: u32 = 64;
   while (cap < live * 4) cap <<= 1;
   tabBase = alloc(cap << 3);
   memory.fill(tabBase, 0, <usize>(cap << 3));
@@ -379,8 +379,12 @@ function tableRebuild(): void {
   const serial = load<u32>(lv, 12);
   const top = entTop;
   if (serial == 0) {
+    // one-bit-per-name filter: most new names skip the compare loop
+    const bloom = load<u64>(lv, 16);
+    const bit = <u64>1 << <u64>(h >> 26);
+    store<u64>(lv, bloom | bit, 16);
     const hv = i32x4.splat(<i32>h);
-    let i = start;
+    let i = (bloom & bit) != 0 ? start : top;
     while (i < top) {
       let m = i32x4.bitmask(i32x4.eq(v128.load(hashBase + <usize>(i << 2)), hv));
       const left = top - i;
@@ -403,6 +407,22 @@ function tableRebuild(): void {
       }
       s = (s + 1) & tabMask;
     }
+    // new name: record it, then use the empty slot the probe ended on
+    if (top >= entCap) growEntries();
+    store<u32>(hashBase + <usize>(top << 2), h);
+    const e = refAddr(top);
+    store<u32>(e, ref);
+    store<u32>(e, <u32>len, 4);
+    entTop = top + 1;
+    if ((tabUsed + 1) * 2 > tabMask + 1) {
+      tableRebuild();
+    } else {
+      const sp = tabBase + <usize>(s << 3);
+      store<u32>(sp, serial);
+      store<u32>(sp, top, 4);
+      tabUsed++;
+    }
+    return true;
   }
   if (top >= entCap) growEntries();
   store<u32>(hashBase + <usize>(top << 2), h);
@@ -410,10 +430,7 @@ function tableRebuild(): void {
   store<u32>(e, ref);
   store<u32>(e, <u32>len, 4);
   entTop = top + 1;
-  if (serial != 0) {
-    if ((tabUsed + 1) * 2 > tabMask + 1) tableRebuild();
-    else tableInsert(serial, top);
-  } else if (<i32>(entTop - start) > LINEAR_KEYS) {
+  if (<i32>(entTop - start) > LINEAR_KEYS) {
     // switch this object to hashed lookups
     const ns = nextSerial++;
     store<u32>(lv, ns, 12);
@@ -958,6 +975,7 @@ function run(end: u32, final: bool): i32 {
           store<u32>(lv, entTop, 4);
           store<u32>(lv, arenaTop, 8);
           store<u32>(lv, 0, 12);
+          store<u64>(lv, 0, 16);
           p++;
           s = c == 0x7b ? ST_OBJ_FIRST : ST_ARR_FIRST;
         } else if (c == 0x5d && s == ST_ARR_FIRST) {
