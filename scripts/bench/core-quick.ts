@@ -3,12 +3,14 @@
  * hot paths; the full benchmark suite lives in scripts/bench/all.ts).
  *
  *   bun scripts/bench/core-quick.ts [filter]
+ *   deno run -A scripts/bench/core-quick.ts [filter]
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { JsonStreamValidator, parseStrict, validateStrict } from "../../src/core/index.ts";
 
-const dir = resolve(import.meta.dir, "../../../shared/bench-data");
+const dir = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../../shared/bench-data");
 const filter = process.argv[2] ?? "";
 const enc = new TextEncoder();
 
