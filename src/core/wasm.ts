@@ -63,7 +63,7 @@ export type ErrKind = (typeof ErrKind)[keyof typeof ErrKind];
 
 let compiled: WebAssembly.Module | null = null;
 
-function decodeBase64(b64: string): Uint8Array {
+function decodeBase64(b64: string): Uint8Array<ArrayBuffer> {
   const bin = atob(b64);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
