@@ -827,12 +827,14 @@ function skipWsSlow(b: usize, p: u32, end: u32): u32 {
       p++;
       while (p + 16 <= end) {
         const v = v128.load(b + <usize>p);
-        const ws = v128.or(
-          v128.or(i8x16.eq(v, i8x16.splat(0x20)), i8x16.eq(v, i8x16.splat(0x0a))),
-          v128.or(i8x16.eq(v, i8x16.splat(0x0d)), i8x16.eq(v, i8x16.splat(0x09))),
-        );
-        const m = ~i8x16.bitmask(ws) & 0xffff;
-        if (m != 0) return p + <u32>ctz(m);
+        // indentation is spaces: stop at the first non-space, and go on only
+        // if that byte is other whitespace
+        const m = ~i8x16.bitmask(i8x16.eq(v, i8x16.splat(0x20))) & 0xffff;
+        if (m != 0) {
+          p += <u32>ctz(m);
+          if (load<u8>(b + <usize>p) > 0x20) return p;
+          break;
+        }
         p += 16;
       }
     } else {
