@@ -141,6 +141,39 @@ describe("duplicate keys", () => {
   });
 });
 
+describe("hashed key sets across many objects", () => {
+  const big = (prefix: string, n: number) => {
+    const keys: string[] = [];
+    for (let i = 0; i < n; i++) keys.push(`"${prefix}${i}":${i}`);
+    return "{" + keys.join(",") + "}";
+  };
+  test("sibling objects with the same 60 names are independent", () => {
+    const doc = "[" + Array.from({ length: 300 }, () => big("k", 60)).join(",") + "]";
+    expect(err(doc, { maxBytes: 8 * MiB })).toBeNull();
+    // a duplicate in the last sibling is still found
+    const bad = doc.slice(0, -2) + ',"k59":1}]';
+    expect(err(bad, { maxBytes: 8 * MiB })?.message).toBe('duplicate key "k59"');
+  });
+  test("nested hashed objects keep their own names while children come and go", () => {
+    // outer object with 100 names, then a child with 100 of the same names,
+    // then more outer names, one of which repeats an earlier outer name
+    const inner = big("n", 100);
+    const outer = (tail: string) => "{" + Array.from({ length: 100 }, (_, i) => `"n${i}":0`).join(",") + `,"child":${inner}` + tail + "}";
+    expect(err(outer(',"x":1,"y":2'))).toBeNull();
+    expect(err(outer(',"x":1,"n42":2'))?.message).toBe('duplicate key "n42"');
+    expect(err(outer(',"x":1,"child":2'))?.message).toBe('duplicate key "child"');
+  });
+  test("names that differ only after the first 8 bytes, or only in length", () => {
+    const names = ["abcdefgh", "abcdefghi", "abcdefghj", "abcdefgh\\u0000", "abcdefg", "", "\\u0000", "a\\u0000"];
+    const many = names.concat(Array.from({ length: 60 }, (_, i) => `pad${i}`));
+    const doc = "{" + many.map((n, i) => `"${n}":${i}`).join(",") + "}";
+    expect(err(doc)).toBeNull();
+    expect(err(doc.slice(0, -1) + ',"abcdefgh\\u0000":1}')?.code).toBe("JSON_DUPLICATE_KEY");
+    expect(err(doc.slice(0, -1) + ',"":1}')?.code).toBe("JSON_DUPLICATE_KEY");
+    expect(err(doc.slice(0, -1) + ',"abcdefghk":1}')).toBeNull();
+  });
+});
+
 describe("other rules", () => {
   test("__proto__ is refused unless allowed", () => {
     expect(err('{"__proto__":{"x":1}}')).toEqual({ code: "JSON_FORBIDDEN_KEY", message: 'forbidden key "__proto__"', offset: 1, line: 1, column: 2 });
