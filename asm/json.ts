@@ -166,10 +166,21 @@ function alloc(size: u32): usize {
   return p;
 }
 
+// small fixed key regions that survive reset() (most documents never
+// outgrow them, so a one-shot call allocates nothing for keys)
+const FIXED_ENTRIES: u32 = 64;
+const FIXED_ARENA: u32 = 1024;
+let fixedHash: usize = 0;
+let fixedRefs: usize = 0;
+let fixedArena: usize = 0;
+
 function initLayout(): void {
   if (levels != 0) return;
   levels = (__heap_base + 15) & ~(<usize>15);
-  heapStart = levels + <usize>((HARD_MAX_DEPTH + 1) * LEVEL_SIZE);
+  fixedHash = levels + <usize>((HARD_MAX_DEPTH + 1) * LEVEL_SIZE);
+  fixedRefs = fixedHash + <usize>(FIXED_ENTRIES * 4 + PAD);
+  fixedArena = fixedRefs + <usize>(FIXED_ENTRIES * REF_SIZE + PAD);
+  heapStart = (fixedArena + <usize>(FIXED_ARENA + PAD) + 15) & ~(<usize>15);
   heapTop = heapStart;
   ensureMemory(heapStart + 65536);
 }
@@ -205,12 +216,12 @@ export function reset(depthLimit: i32, protoAllowed: i32): void {
   inBase = 0;
   inCap = 0;
   inLen = 0;
-  arenaBase = 0;
-  arenaCap = 0;
+  arenaBase = fixedArena;
+  arenaCap = FIXED_ARENA;
   arenaTop = 0;
-  entBase = 0;
-  hashBase = 0;
-  entCap = 0;
+  entBase = fixedRefs;
+  hashBase = fixedHash;
+  entCap = FIXED_ENTRIES;
   entTop = 0;
   tabBase = 0;
   tabMask = 0;
