@@ -257,10 +257,26 @@ export function reserve(n: u32): usize {
   return inBase + inLen;
 }
 
+let oneShotCap: u32 = 0;
+
 /** One-shot setup: reset(maxDepth, protoAllowed) then reserve(cap). */
 export function begin(depthLimit: i32, protoAllowed: i32, cap: u32): usize {
   reset(depthLimit, protoAllowed);
-  return reserve(cap);
+  const p = reserve(cap);
+  oneShotCap = inCap;
+  return p;
+}
+
+/**
+ * One-shot in a single call: reset, then validate `n` bytes the caller wrote
+ * at the address an earlier begin() returned (the input region always starts
+ * there after a reset; n must not exceed the capacity begin() reserved).
+ */
+export function validateFresh(n: u32, depthLimit: i32, protoAllowed: i32): i32 {
+  reset(depthLimit, protoAllowed);
+  reserve(oneShotCap);
+  inLen = n;
+  return run(n, true);
 }
 
 /** Validate `n` freshly written bytes; `final` = no more bytes will come. */

@@ -113,13 +113,13 @@ export function validateStrict(input: string | Uint8Array, limits?: JsonLimits):
     // UTF-8 never needs more than 3 bytes per UTF-16 unit; beyond maxBytes we
     // only need 4 spare bytes to notice that the text does not fit.
     const cap = len * 3 <= maxBytes ? len * 3 : maxBytes + 4;
-    let dst = core.beginInput(lim.maxDepth, lim.allowProtoKey, cap);
+    let dst = core.inputArea(cap);
     // near the limit, never encode more than maxBytes + 4 bytes
     if (dst.length > cap && cap > maxBytes) dst = dst.subarray(0, cap);
     const { read, written } = encoder.encodeInto(input, dst);
     if (read < len || written > maxBytes) return sizeErrorString(input, maxBytes);
     if (written !== len && !isWellFormed(input)) return validateIllFormed(input, lim);
-    if (x.validate(written) === R_ERROR) return coreError(core);
+    if (x.validateFresh(written, lim.maxDepth, lim.allowProtoKey ? 1 : 0) === R_ERROR) return coreError(core);
     return null;
   }
   if (!(input instanceof Uint8Array)) throw new TypeError("input must be a string or a Uint8Array");
@@ -128,8 +128,8 @@ export function validateStrict(input: string | Uint8Array, limits?: JsonLimits):
     const { line, column } = positionInBytes(input, 0, maxBytes);
     return makeError(ErrKind.Size, maxBytes, line, column, maxBytes);
   }
-  core.beginInput(lim.maxDepth, lim.allowProtoKey, n).set(input);
-  if (x.validate(n) === R_ERROR) return coreError(core);
+  core.inputArea(n).set(input);
+  if (x.validateFresh(n, lim.maxDepth, lim.allowProtoKey ? 1 : 0) === R_ERROR) return coreError(core);
   return null;
 }
 

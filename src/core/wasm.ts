@@ -22,6 +22,7 @@ interface CoreExports {
   reset(maxDepth: number, allowProto: number): void;
   reserve(n: number): number;
   begin(maxDepth: number, allowProto: number, cap: number): number;
+  validateFresh(n: number, maxDepth: number, allowProto: number): number;
   setSeed(lo: number, hi: number): void;
   push(n: number, final: number): number;
   validate(n: number): number;
@@ -121,21 +122,20 @@ export class CoreInstance {
   }
 
   private inView: Uint8Array | null = null;
-  private inPtr = -1;
 
   /**
-   * One-shot setup: reset the core and return a view of at least `cap`
-   * writable bytes where the input goes. The input always starts at the same
-   * address after a reset, so the view is cached across calls.
+   * One-shot input area: a view of at least `cap` writable bytes where the
+   * input goes. After a reset the input always starts at the same address, so
+   * the view is cached; the core is only asked again when the view is too
+   * small or the memory grew (a grown memory detaches the old buffer). Write
+   * the input, then call `x.validateFresh(n, maxDepth, allowProto)`.
    */
-  beginInput(maxDepth: number, allowProto: boolean, cap: number): Uint8Array {
-    const want = cap > 65536 ? cap : 65536;
-    const ptr = this.x.begin(maxDepth, allowProto ? 1 : 0, want);
-    const mem = this.bytes();
+  inputArea(cap: number): Uint8Array {
     let v = this.inView;
-    if (v === null || v.buffer !== mem.buffer || this.inPtr !== ptr || v.length < want) {
-      v = this.inView = mem.subarray(ptr, ptr + want);
-      this.inPtr = ptr;
+    if (v === null || v.length < cap) {
+      const want = cap > 65536 ? cap : 65536;
+      const ptr = this.x.begin(64, 0, want);
+      v = this.inView = this.bytes().subarray(ptr, ptr + want);
     }
     return v;
   }
