@@ -75,14 +75,45 @@ export class JsonStreamValidator {
     return this.#status;
   }
 
-  #sizeError(): StreamStatus {
+  /**
+   * The chunk would take the stream past maxBytes. The offending byte is the
+   * first one past the limit (offset maxBytes); its line and column are
+   * counted over the bytes held so far plus the part of the chunk that still
+   * fits, so they match what a one-shot validation of the whole text reports.
+   */
+  #sizeError(chunk: string | Uint8Array): StreamStatus {
     const core = this.#live();
     const x = core.x;
     const max = this.#lim.maxBytes;
-    // the offending byte is the first one past the limit; its position is
-    // computed over the bytes we hold plus the line/column there
     const held = x.getInputLen();
-    const { line, column } = positionInBytes(core.bytes(), x.getInputPtr(), held);
+    let { line, column } = positionInBytes(core.bytes(), x.getInputPtr(), held);
+    let room = max - held;
+    if (typeof chunk !== "string") {
+      for (let i = 0; i < room && i < chunk.length; i++) {
+        const c = chunk[i];
+        if (c === 0x0a) {
+          line++;
+          column = 1;
+        } else if ((c & 0xc0) !== 0x80) column++;
+      }
+    } else {
+      for (let i = 0; i < chunk.length && room > 0; i++) {
+        const c = chunk.charCodeAt(i);
+        if (c === 0x0a) {
+          line++;
+          column = 1;
+          room--;
+          continue;
+        }
+        if (c < 0x80) room -= 1;
+        else if (c < 0x800) room -= 2;
+        else if (c >= 0xd800 && c <= 0xdbff && i + 1 < chunk.length) {
+          i++;
+          room -= 4;
+        } else room -= 3;
+        column++;
+      }
+    }
     return this.#fail(makeError(ErrKind.Size, max, line, column, max));
   }
 
@@ -115,7 +146,7 @@ export class JsonStreamValidator {
     const core = this.#live();
     const x = core.x;
     const n = bytes.length;
-    if (this.#len + n > this.#lim.maxBytes) return this.#sizeError();
+    if (this.#len + n > this.#lim.maxBytes) return this.#sizeError(bytes);
     if (n === 0) return this.#run(0, false);
     const ptr = this.#reserve(n);
     core.bytes().set(bytes, ptr);
@@ -129,7 +160,7 @@ export class JsonStreamValidator {
     const len = text.length;
     if (len === 0) return this.#run(0, false);
     const room = this.#lim.maxBytes - this.#len;
-    if (len > room) return this.#sizeError();
+    if (len > room) return this.#sizeError(text);
     const cap = len * 3 <= room ? len * 3 : room + 4;
     const ptr = this.#reserve(cap);
     const mem = core.bytes();
@@ -140,33 +171,33 @@ export class JsonStreamValidator {
       for (let i = 0; i < len; i++) {
         let c = text.charCodeAt(i);
         if (c < 0x80) {
-          if (o >= lim) return this.#sizeError();
+          if (o >= lim) return this.#sizeError(text);
           mem[o++] = c;
         } else if (c < 0x800) {
-          if (o + 2 > lim) return this.#sizeError();
+          if (o + 2 > lim) return this.#sizeError(text);
           mem[o++] = 0xc0 | (c >> 6);
           mem[o++] = 0x80 | (c & 0x3f);
         } else if (c >= 0xd800 && c <= 0xdbff) {
           // the caller guarantees a low half follows (well-formed text)
           c = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
-          if (o + 4 > lim) return this.#sizeError();
+          if (o + 4 > lim) return this.#sizeError(text);
           mem[o++] = 0xf0 | (c >> 18);
           mem[o++] = 0x80 | ((c >> 12) & 0x3f);
           mem[o++] = 0x80 | ((c >> 6) & 0x3f);
           mem[o++] = 0x80 | (c & 0x3f);
         } else {
-          if (o + 3 > lim) return this.#sizeError();
+          if (o + 3 > lim) return this.#sizeError(text);
           mem[o++] = 0xe0 | (c >> 12);
           mem[o++] = 0x80 | ((c >> 6) & 0x3f);
           mem[o++] = 0x80 | (c & 0x3f);
         }
       }
       const written = o - ptr;
-      if (written > room) return this.#sizeError();
+      if (written > room) return this.#sizeError(text);
       return this.#run(written, false);
     }
     const { read, written } = encoder.encodeInto(text, mem.subarray(ptr, ptr + cap));
-    if (read < len || written > room) return this.#sizeError();
+    if (read < len || written > room) return this.#sizeError(text);
     return this.#run(written, false);
   }
 

@@ -116,6 +116,36 @@ describe("incremental equals one-shot", () => {
   });
 });
 
+describe("size limit in the stream equals one-shot", () => {
+  // (only for texts with no other error before the limit: a stream has
+  // already validated its earlier chunks, while one-shot checks size first)
+  test("every split of texts just over maxBytes gives the same error", () => {
+    const limits = { maxBytes: 12 };
+    for (const text of ['[1,\n2,\n3,\n4,\n5]', '["é😀",\n "abcdef"]', '{"a":\n"λλλλλλ"}', "[1, 2, 3, 4, 5, 6]"]) {
+      const want = validateStrict(text, limits);
+      expect(want?.code).toBe("JSON_SIZE");
+      const bytes = enc.encode(text);
+      for (let i = 0; i <= bytes.length; i++) {
+        for (const asBytes of [false, true]) {
+          if (!asBytes && i > text.length) continue;
+          const v = new JsonStreamValidator(limits);
+          const parts = asBytes ? [bytes.subarray(0, i), bytes.subarray(i)] : [text.slice(0, i), text.slice(i)];
+          let st: StreamStatus = { state: "need_more" };
+          for (const part of parts) {
+            st = v.push(part);
+            if (st.state === "error") break;
+          }
+          if (st.state !== "error") st = v.finish();
+          v.dispose();
+          // a split inside a surrogate pair holds the high half back; the
+          // verdict and offset are the same either way
+          expect({ text, i, asBytes, st }).toEqual({ text, i, asBytes, st: { state: "error", error: want! } });
+        }
+      }
+    }
+  });
+});
+
 describe("JsonStreamValidator behaviour", () => {
   test("states: need_more, complete, error is sticky", () => {
     const v = new JsonStreamValidator();
