@@ -204,6 +204,23 @@ describe("compiled binary", () => {
     expect(r.stderr.toString()).toContain("cannot write results");
   });
 
+  test("run: progress on stderr only when it is a terminal", () => {
+    const calls = join(work, "many.jsonl");
+    writeFileSync(calls, '{"tool":"echo","arguments":{}}\n'.repeat(2000));
+    const piped = run(["run", calls]);
+    expect(piped.status).toBe(0);
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout.split("\n")).toHaveLength(2001);
+    if (process.platform !== "linux") return; // util-linux `script` gives the pseudo-terminal below
+    // `script` runs the binary on a real pseudo-terminal; stdout goes to a file.
+    const out = join(work, "many.out");
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' run '${calls}' > '${out}'`, "/dev/null"], { stdin: "ignore" });
+    expect(r.exitCode).toBe(0);
+    const screen = r.stdout.toString();
+    expect(screen).toMatch(/agentcore: 2,000 calls, [0-9,]+\/s/);
+    expect(readFileSync(out, "utf8").split("\n")).toHaveLength(2001);
+  });
+
   test("logs go to stderr, results only to stdout", () => {
     const r = run(["execute", '{"tool":"echo","arguments":{"x":1}}'], { env: { AGENTCORE_LOG_LEVEL: "trace" } });
     expect(r.status).toBe(0);
