@@ -22,6 +22,7 @@
  */
 import type { JsonLimits } from "../core/errors.ts";
 import { parseToolCall, type ToolCall } from "../core/toolcall.ts";
+import { validateStrict } from "../core/parse.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { ToolRegistry } from "../tools/registry.ts";
 import { createEchoTool } from "../tools/builtin/echo.ts";
@@ -107,6 +108,9 @@ class RuntimeImpl implements Runtime {
     this.logger = options.logger ?? createLogger();
     this.#logCalls = this.logger.enabled("debug");
     this.#traceCalls = this.logger.enabled("trace");
+    // Compile and instantiate the WebAssembly core now, so that the first
+    // call's duration_ms measures the call and not the module's start-up.
+    validateStrict("0");
     this.registry = new ToolRegistry();
     if (options.builtins !== false) {
       this.registry.register(createEchoTool());
