@@ -282,7 +282,10 @@ export function validateFresh(n: u32, depthLimit: i32, protoAllowed: i32): i32 {
 /** Validate `n` freshly written bytes; `final` = no more bytes will come. */
 export function push(n: u32, final: i32): i32 {
   inLen += n;
-  return run(inLen, final != 0);
+  const r = run(inLen, final != 0);
+  // the state rides along (bits 4..) so the caller knows, e.g., that it is
+  // inside a string without another call
+  return r | (state << 4);
 }
 
 /** One-shot: reset, then validate `n` bytes already written at reserve(n). */

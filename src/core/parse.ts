@@ -92,7 +92,7 @@ function validateIllFormed(s: string, lim: ResolvedLimits): JsonError {
   x.reset(lim.maxDepth, lim.allowProtoKey ? 1 : 0);
   const ptr = x.reserve(prefix.length * 3);
   const { written } = encoder.encodeInto(prefix, core.bytes().subarray(ptr, ptr + prefix.length * 3));
-  if (x.push(written, 0) === R_ERROR) return coreError(core);
+  if ((x.push(written, 0) & 3) === R_ERROR) return coreError(core);
   const mem = core.bytes();
   const { line, column } = positionInBytes(mem, x.getInputPtr(), written);
   return makeError(ErrKind.TextSurrogate, written, line, column);

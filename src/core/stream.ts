@@ -9,6 +9,7 @@
 import type { JsonError, JsonLimits } from "./errors.ts";
 import { resolveLimits, type ResolvedLimits } from "./parse.ts";
 import {
+  ST_STR,
   acquireCore,
   type CoreInstance,
   coreError,
@@ -52,6 +53,8 @@ export class JsonStreamValidator {
   #len = 0; // bytes accepted so far (mirror of the core's input length)
   #ptr = 0; // where the next byte goes in wasm memory
   #avail = 0; // bytes reserved at #ptr
+  #pending = 0; // bytes written but not yet run (plain text inside a string)
+  #inString = false; // the core was inside a string after the last run
 
   constructor(limits?: JsonLimits) {
     this.#lim = resolveLimits(limits);
@@ -85,7 +88,7 @@ export class JsonStreamValidator {
     const core = this.#live();
     const x = core.x;
     const max = this.#lim.maxBytes;
-    const held = x.getInputLen();
+    const held = this.#len; // includes bytes not yet run (all plain text)
     let { line, column } = positionInBytes(core.bytes(), x.getInputPtr(), held);
     let room = max - held;
     if (typeof chunk !== "string") {
@@ -123,6 +126,7 @@ export class JsonStreamValidator {
    */
   #reserve(n: number): number {
     if (n > this.#avail) {
+      this.#flush();
       const want = n > 4096 ? n : 4096;
       this.#ptr = this.#core!.x.reserve(want);
       this.#avail = want;
@@ -135,10 +139,19 @@ export class JsonStreamValidator {
     this.#len += n;
     this.#ptr += n;
     this.#avail -= n;
-    const r = core.x.push(n, final ? 1 : 0);
+    const total = this.#pending + n;
+    this.#pending = 0;
+    const ret = core.x.push(total, final ? 1 : 0);
+    const r = ret & 3;
+    this.#inString = ret >> 4 === ST_STR;
     if (r === R_ERROR) return this.#fail(coreError(core));
     this.#status = r === R_COMPLETE ? COMPLETE : NEED_MORE;
     return this.#status;
+  }
+
+  /** Hand any deferred bytes to the core (before it may move the buffer). */
+  #flush(): void {
+    if (this.#pending > 0) this.#run(0, false);
   }
 
   /** Write raw UTF-8 bytes and run the state machine over them. */
@@ -168,11 +181,23 @@ export class JsonStreamValidator {
       // short deltas (the streaming case): encode by hand, no allocation
       let o = ptr;
       const lim = ptr + cap;
+      // "plain": inside a string this text can neither end the string nor be
+      // an error (no '"', no control character, only complete simple escapes;
+      // non-ASCII is fine since the text is well-formed)
+      let plain = true;
       for (let i = 0; i < len; i++) {
         let c = text.charCodeAt(i);
         if (c < 0x80) {
-          if (o >= lim) return this.#sizeError(text);
+          if (o + 2 > lim) return this.#sizeError(text);
           mem[o++] = c;
+          if (c < 0x20 || c === 0x22) plain = false;
+          else if (c === 0x5c) {
+            const e = i + 1 < len ? text.charCodeAt(i + 1) : 0;
+            if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+              mem[o++] = e;
+              i++;
+            } else plain = false;
+          }
         } else if (c < 0x800) {
           if (o + 2 > lim) return this.#sizeError(text);
           mem[o++] = 0xc0 | (c >> 6);
@@ -194,6 +219,15 @@ export class JsonStreamValidator {
       }
       const written = o - ptr;
       if (written > room) return this.#sizeError(text);
+      if (plain && this.#inString && this.#status === NEED_MORE) {
+        // inside a string, plain text can neither finish nor break the value:
+        // keep the bytes and let the core scan them with the next chunk
+        this.#len += written;
+        this.#ptr += written;
+        this.#avail -= written;
+        this.#pending += written;
+        return NEED_MORE;
+      }
       return this.#run(written, false);
     }
     const { read, written } = encoder.encodeInto(text, mem.subarray(ptr, ptr + cap));
@@ -233,7 +267,9 @@ export class JsonStreamValidator {
   #loneSurrogate(): StreamStatus {
     const core = this.#live();
     const x = core.x;
-    const at = x.getInputLen();
+    this.#flush();
+    if (this.#status.state === "error") return this.#status;
+    const at = this.#len;
     const { line, column } = positionInBytes(core.bytes(), x.getInputPtr(), at);
     this.#pendingHigh = "";
     return this.#fail(makeError(ErrKind.TextSurrogate, at, line, column));
@@ -254,6 +290,8 @@ export class JsonStreamValidator {
     this.#len = 0;
     this.#ptr = 0;
     this.#avail = 0;
+    this.#pending = 0;
+    this.#inString = false;
     this.#status = NEED_MORE;
     this.#pendingHigh = "";
     this.#finished = false;

@@ -36,6 +36,9 @@ interface CoreExports {
   getErrKeyLen(): number;
 }
 
+/** The core's "inside a string" state (asm/json.ts ST_STR). */
+export const ST_STR = 7;
+
 /** run() results of the core. */
 export const R_NEED_MORE = 0;
 export const R_COMPLETE = 1;

@@ -116,6 +116,31 @@ describe("incremental equals one-shot", () => {
   });
 });
 
+describe("string chunks on generated documents", () => {
+  test("random text documents (escapes, non-ASCII, edits) in random string chunks", async () => {
+    const fc = (await import("fast-check")).default;
+    const docs = fc.oneof(
+      fc.jsonValue({ maxDepth: 3, stringUnit: "binary" }).map((v) => JSON.stringify(v)),
+      fc.array(fc.constantFrom("a", "é", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", "\\", '"', "\n", " ", "\\x", "\\u12"), { maxLength: 40 }).map((parts) => '{"k":"' + parts.join("") + '"}'),
+    );
+    const cuts = fc.array(fc.nat(), { maxLength: 8 });
+    fc.assert(
+      fc.property(docs, cuts, (text, cutList) => {
+        const points = [...new Set(cutList.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+        const chunks: string[] = [];
+        let last = 0;
+        for (const p of points) {
+          chunks.push(text.slice(last, p));
+          last = p;
+        }
+        chunks.push(text.slice(last));
+        expect(streamed(chunks)).toEqual(oneShot(text));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe("size limit in the stream equals one-shot", () => {
   // (only for texts with no other error before the limit: a stream has
   // already validated its earlier chunks, while one-shot checks size first)
