@@ -116,7 +116,6 @@ describe("duplicate keys", () => {
     const parts: string[] = [];
     for (let i = 0; i < 100000; i++) parts.push(`"key${i}":${i}`);
     const ok = "{" + parts.join(",") + "}";
-    const t0 = performance.now();
     expect(err(ok, { maxBytes: 8 * MiB })).toBeNull();
     const bad = "{" + parts.join(",") + ',"key77777":0}';
     const e = err(bad, { maxBytes: 8 * MiB });
@@ -125,8 +124,8 @@ describe("duplicate keys", () => {
     expect(e?.offset).toBe(bad.length - 13);
     // escaped duplicate at the end too
     expect(err("{" + parts.join(",") + ',"key\\u0037":0}', { maxBytes: 8 * MiB })?.code).toBe("JSON_DUPLICATE_KEY");
-    // generous bound: a quadratic scan would take many seconds
-    expect(performance.now() - t0).toBeLessThan(3000);
+    // no timing here (machines are noisy): a quadratic key scan would make this
+    // test take minutes, and scripts/bench covers speed
   });
   test("adversarial: many hashed objects open at once", () => {
     const obj = (depth: number): string => {

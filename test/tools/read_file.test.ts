@@ -216,13 +216,11 @@ describe("read_file filesystem refusals", () => {
     expect(env.error!.details).toEqual({ kind: "directory" });
   });
 
-  test("FIFO → NOT_A_FILE, promptly (never blocks)", () => {
+  test("FIFO → NOT_A_FILE (never blocks: a blocking open would hang this test)", () => {
     execFileSync("mkfifo", [path.join(root, "pipe")]);
-    const t0 = performance.now();
     const env = setup()({ path: "pipe" });
     expect(code(env)).toBe("NOT_A_FILE");
     expect(env.error!.details).toEqual({ kind: "fifo" });
-    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   test("unix socket → NOT_A_FILE", async () => {
@@ -399,11 +397,10 @@ describe("read_file races (deterministic via rootedTestHooks)", () => {
       fs.rmSync(abs);
       execFileSync("mkfifo", [abs]);
     };
-    const t0 = performance.now();
+    // O_NONBLOCK keeps the open from waiting for a writer; without it this test would hang
     const env = setup()({ path: "top.txt" });
     expect(code(env)).toBe("NOT_A_FILE");
     expect(env.error!.details).toEqual({ kind: "fifo" });
-    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   test("file swapped for a character device just before open → NOT_A_FILE (when mknod is allowed)", () => {
