@@ -1,0 +1,141 @@
+/**
+ * The provider-neutral model contract: messages, tool calls, usage, stream
+ * events and the `ModelAdapter` interface every provider implements.
+ *
+ * Data records that travel as JSON (messages, usage, events) use snake_case
+ * field names, like every wire format in agentcore.
+ *
+ * @module
+ */
+
+/** A tool call as the model produced it. `arguments` is the raw JSON text, unparsed. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** Token usage of one model request, as reported by the provider. */
+export interface ModelUsage {
+  input_tokens: number;
+  output_tokens: number;
+  /** Always `input_tokens + output_tokens`. */
+  total_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+  reasoning_tokens?: number;
+}
+
+/** One assistant turn. `content` is null when the model only called tools. */
+export interface AssistantMessage {
+  content: string | null;
+  tool_calls: ModelToolCall[];
+}
+
+/** A tool call in the OpenAI chat wire shape, as stored in assistant messages. */
+export interface WireToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A message of the conversation, in the OpenAI chat shape every provider here speaks. */
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string }
+  | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+/** A tool as offered to the model. */
+export interface ModelToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+  /** Ask the provider for strict schema adherence (OpenAI `strict: true`). */
+  strict?: boolean;
+}
+
+/** What an adapter is asked for: the context of one model request. */
+export interface ModelRequest {
+  messages: ChatMessage[];
+  tools: ModelToolSpec[];
+  /** Aborts the request; adapters must stop promptly and throw. */
+  signal?: AbortSignal;
+}
+
+/** The outcome of one complete (non-streamed, or fully consumed) request. */
+export interface ModelResponse {
+  message: AssistantMessage;
+  usage?: ModelUsage;
+}
+
+/** Events of a streamed response; exactly one `completed` ends a successful stream. */
+export type ModelStreamEvent =
+  | { type: "text_delta"; delta: string }
+  | { type: "thinking_delta"; delta: string }
+  | { type: "completed"; message: AssistantMessage; usage?: ModelUsage };
+
+/**
+ * A model provider.
+ *
+ * Contract: `complete()` resolves with the whole response or rejects with a
+ * {@link ModelProviderError}. `stream()`, when present, yields deltas and then
+ * exactly one `completed` event; failures are thrown from the iterator as
+ * `ModelProviderError`. Adapters without `stream()` are streamed through
+ * {@link streamFromComplete}. `startup()`/`shutdown()` are optional and
+ * idempotent.
+ */
+export interface ModelAdapter {
+  complete(request: ModelRequest): Promise<ModelResponse>;
+  stream?(request: ModelRequest): AsyncIterable<ModelStreamEvent>;
+  startup?(): Promise<void>;
+  shutdown?(): Promise<void>;
+}
+
+/** The kinds a provider failure is normalised to (wire strings). */
+export type ModelErrorKind = "context_overflow" | "rate_limit" | "timeout" | "authentication" | "provider_error";
+
+export const MODEL_ERROR_KINDS: readonly ModelErrorKind[] = [
+  "context_overflow",
+  "rate_limit",
+  "timeout",
+  "authentication",
+  "provider_error",
+];
+
+/** A normalised provider failure. */
+export class ModelProviderError extends Error {
+  override name = "ModelProviderError";
+  readonly kind: ModelErrorKind;
+  /** True once any delta of the response had been exposed; such failures are never retried. */
+  readonly responseStarted: boolean;
+  /** HTTP status, when there was one. */
+  readonly status?: number;
+  /** Server-requested wait before a retry (Retry-After), in ms. */
+  readonly retryAfterMs?: number;
+
+  constructor(
+    kind: ModelErrorKind,
+    message: string,
+    options: { responseStarted?: boolean; status?: number; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    this.responseStarted = options.responseStarted ?? false;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** A default `stream()` for adapters that only implement `complete()`. */
+export async function* streamFromComplete(adapter: ModelAdapter, request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+  const r = await adapter.complete(request);
+  if (r.message.content) yield { type: "text_delta", delta: r.message.content };
+  yield { type: "completed", message: r.message, usage: r.usage };
+}
+
+/** Stream a request through `adapter.stream` when it exists, else through `complete()`. */
+export function streamModel(adapter: ModelAdapter, request: ModelRequest): AsyncIterable<ModelStreamEvent> {
+  return adapter.stream ? adapter.stream(request) : streamFromComplete(adapter, request);
+}
