@@ -1,0 +1,102 @@
+/**
+ * The peer harnesses for the per-turn overhead benchmark, each driven by a
+ * zero-latency scripted model equivalent to agentcore's ScriptedModel:
+ * turn i (< N) calls `echo` with {"n": i}; turn N answers with text.
+ *
+ * - pi: `@mariozechner/pi-agent-core` Agent, with pi-ai's own faux provider
+ *   (its in-process scripted model; one chunk per response).
+ * - openai-agents: `@openai/agents-core` Runner, with a `Model` whose
+ *   getResponse() returns the scripted turn at once. Tracing disabled.
+ *
+ * @module
+ */
+import { Agent as PiAgent } from "@mariozechner/pi-agent-core";
+import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
+import { Agent as OaAgent, Runner, tool, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents-core";
+
+const ECHO_SCHEMA = {
+  type: "object",
+  properties: { n: { type: "integer" } },
+  required: ["n"],
+  additionalProperties: false,
+} as const;
+
+/** Run pi's agent for `turns` tool turns plus a final text turn. Returns the number of model calls. */
+export async function runPi(turns: number): Promise<number> {
+  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
+  const steps = [];
+  for (let i = 0; i < turns; i++) steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
+  steps.push(fauxAssistantMessage(fauxText("done")));
+  faux.setResponses(steps);
+  const agent = new PiAgent({
+    initialState: {
+      systemPrompt: "You are a test agent.",
+      model: faux.getModel(),
+      tools: [
+        {
+          name: "echo",
+          label: "echo",
+          description: "Return the arguments",
+          parameters: ECHO_SCHEMA as never,
+          execute: async (_id: string, args: unknown) => ({ content: [{ type: "text", text: JSON.stringify(args) }], details: args }),
+        },
+      ],
+    },
+    toolExecution: "sequential",
+  });
+  await agent.prompt("go");
+  const calls = faux.state.callCount;
+  faux.unregister();
+  return calls;
+}
+
+class ScriptedOaModel implements Model {
+  #i = 0;
+  constructor(readonly turns: number) {}
+  async getResponse(_req: ModelRequest): Promise<ModelResponse> {
+    const i = this.#i++;
+    const usage = new Usage({ requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 });
+    if (i < this.turns) {
+      return {
+        usage,
+        responseId: `r${i}`,
+        output: [{ type: "function_call", callId: `call_${i}`, name: "echo", arguments: JSON.stringify({ n: i }), status: "completed" }],
+      };
+    }
+    return {
+      usage,
+      responseId: `r${i}`,
+      output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }],
+    };
+  }
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error("not used: the benchmark runs non-streamed");
+  }
+  get calls(): number {
+    return this.#i;
+  }
+}
+
+/** Run the OpenAI Agents SDK for `turns` tool turns plus a final text turn. Returns the number of model calls. */
+export async function runOpenAIAgents(turns: number): Promise<number> {
+  const model = new ScriptedOaModel(turns);
+  const echo = tool({
+    name: "echo",
+    description: "Return the arguments",
+    parameters: ECHO_SCHEMA as never,
+    strict: true,
+    execute: async (input: unknown) => JSON.stringify(input),
+  });
+  const agent = new OaAgent({ name: "bench", instructions: "You are a test agent.", model, tools: [echo] });
+  const runner = new Runner({ tracingDisabled: true });
+  const result = await runner.run(agent, "go", { maxTurns: turns + 5 });
+  if (result.finalOutput !== "done") throw new Error(`openai-agents ended with ${String(result.finalOutput)}`);
+  return model.calls;
+}
+
+if (import.meta.main) {
+  const n = 50;
+  console.log("pi model calls:", await runPi(n));
+  console.log("openai-agents model calls:", await runOpenAIAgents(n));
+}
