@@ -55,6 +55,7 @@ export class JsonStreamValidator {
   #avail = 0; // bytes reserved at #ptr
   #pending = 0; // bytes written but not yet run (plain text inside a string)
   #inString = false; // the core was inside a string after the last run
+  #escOpen = false; // the deferred bytes end with a backslash whose escape letter has not come yet
 
   constructor(limits?: JsonLimits) {
     this.#lim = resolveLimits(limits);
@@ -141,6 +142,7 @@ export class JsonStreamValidator {
     this.#avail -= n;
     const total = this.#pending + n;
     this.#pending = 0;
+    this.#escOpen = false;
     const ret = core.x.push(total, final ? 1 : 0);
     const r = ret & 3;
     this.#inString = ret >> 4 === ST_STR;
@@ -219,7 +221,7 @@ export class JsonStreamValidator {
       }
       const written = o - ptr;
       if (written > room) return this.#sizeError(text);
-      if (plain && this.#inString && this.#status === NEED_MORE) {
+      if (plain && this.#inString && !this.#escOpen && this.#status === NEED_MORE) {
         // inside a string, plain text can neither finish nor break the value:
         // keep the bytes and let the core scan them with the next chunk
         this.#len += written;
@@ -235,8 +237,90 @@ export class JsonStreamValidator {
     return this.#run(written, false);
   }
 
+  /**
+   * The hot path for short string deltas: encode by hand into the reserved
+   * area, checking surrogate pairs on the way (no separate well-formedness
+   * pass), and defer the core call when the text provably stays inside a
+   * string. Preconditions (checked by push): live, NEED_MORE, not finished, no
+   * held high surrogate, 0 < len <= SMALL_CHUNK, 4 * len bytes of room left.
+   */
+  #pushShort(text: string, len: number): StreamStatus {
+    const cap = len * 3;
+    const ptr = cap <= this.#avail ? this.#ptr : this.#reserve(cap);
+    const mem = this.#core!.bytes();
+    let o = ptr;
+    // "plain": inside a string this text can neither end the string nor be
+    // an error (no '"', no control character, only complete simple escapes;
+    // a backslash at the very end is decided by the next chunk's first unit)
+    let plain = true;
+    let esc = false;
+    let i = 0;
+    if (this.#escOpen) {
+      const e = text.charCodeAt(0);
+      if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+        mem[o++] = e;
+        i = 1;
+      } else plain = false;
+    }
+    for (; i < len; i++) {
+      let c = text.charCodeAt(i);
+      if (c < 0x80) {
+        mem[o++] = c;
+        if (c < 0x20 || c === 0x22) plain = false;
+        else if (c === 0x5c) {
+          if (i + 1 < len) {
+            const e = text.charCodeAt(i + 1);
+            if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+              mem[o++] = e;
+              i++;
+            } else plain = false;
+          } else esc = true;
+        }
+      } else if (c < 0x800) {
+        mem[o++] = 0xc0 | (c >> 6);
+        mem[o++] = 0x80 | (c & 0x3f);
+      } else if ((c & 0xf800) !== 0xd800) {
+        mem[o++] = 0xe0 | (c >> 12);
+        mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+        mem[o++] = 0x80 | (c & 0x3f);
+      } else if (c <= 0xdbff && i + 1 < len && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
+        mem[o++] = 0xf0 | (c >> 18);
+        mem[o++] = 0x80 | ((c >> 12) & 0x3f);
+        mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+        mem[o++] = 0x80 | (c & 0x3f);
+      } else if (c <= 0xdbff && i + 1 === len) {
+        // a trailing high surrogate: hold it back until its low half comes
+        this.#pendingHigh = text.charAt(i);
+        break;
+      } else {
+        // an unpaired surrogate: the text before it first (an earlier error wins)
+        const st = this.#run(o - ptr, false);
+        if (st.state === "error") return st;
+        return this.#loneSurrogate();
+      }
+    }
+    const written = o - ptr;
+    if (plain && this.#inString) {
+      // inside a string, plain text can neither finish nor break the value:
+      // keep the bytes and let the core scan them with the next chunk
+      this.#len += written;
+      this.#ptr += written;
+      this.#avail -= written;
+      this.#pending += written;
+      this.#escOpen = esc;
+      return NEED_MORE;
+    }
+    return this.#run(written, false);
+  }
+
   /** Feed the next chunk. After an error, the same error is returned again. */
   push(chunk: string | Uint8Array): StreamStatus {
+    if (typeof chunk === "string" && this.#status === NEED_MORE && this.#pendingHigh === "" && this.#core !== null && !this.#finished) {
+      const len = chunk.length;
+      // short delta with ample room below maxBytes: the streaming hot path
+      if (len > 0 && len <= SMALL_CHUNK && len * 4 <= this.#lim.maxBytes - this.#len) return this.#pushShort(chunk, len);
+    }
     this.#live();
     if (this.#status.state === "error") return this.#status;
     if (this.#finished) throw new Error("JsonStreamValidator.push after finish(); call reset() first");
@@ -292,6 +376,7 @@ export class JsonStreamValidator {
     this.#avail = 0;
     this.#pending = 0;
     this.#inString = false;
+    this.#escOpen = false;
     this.#status = NEED_MORE;
     this.#pendingHigh = "";
     this.#finished = false;

@@ -141,6 +141,71 @@ describe("string chunks on generated documents", () => {
   });
 });
 
+describe("string chunks: errors are reported by the push that completes them", () => {
+  // the stream may skip the core for text that provably stays inside a
+  // string; an error must still come from the push whose bytes complete it
+  // (UTF-8 errors are reported at the lead byte, so up to 3 bytes later)
+  function check(text: string, chunks: string[]): void {
+    const want = oneShot(text);
+    // a lone \u escape is reported at its backslash but known only when the
+    // next escape (or its absence) is complete: up to 12 bytes later
+    const slack = want.error?.message.startsWith("lone surrogate") ? 12 : 3;
+    const v = new JsonStreamValidator();
+    try {
+      let acc = "";
+      for (const c of chunks) {
+        const st = v.push(c);
+        acc += c;
+        if (st.state === "error") {
+          expect({ text, chunks, error: st.error }).toEqual({ text, chunks, error: want.error! });
+          return;
+        }
+        const pushed = enc.encode(acc).length;
+        if (want.error !== null && want.error.message !== "unexpected end of data") {
+          expect({ text, chunks, pushed, late: pushed > want.error.offset + slack }).toEqual({ text, chunks, pushed, late: false });
+        }
+        const last = acc.charCodeAt(acc.length - 1);
+        if (!(last >= 0xd800 && last <= 0xdbff)) expect(v.bytesSeen).toBe(pushed);
+      }
+      expect({ text, chunks, ...verdict(v.finish()) }).toEqual({ text, chunks, ...want });
+    } finally {
+      v.dispose();
+    }
+  }
+  test("escapes cut at every point, good and bad", () => {
+    const bodies = ["ab\\nc", "a\\", "\\n\\t\\\"x", "x\\q", "x\\u00e9y", "x\\ud83d\\ude00", "x\\ud83dz", "é\\", "😀\\/", "a\tb", 'a"b', "\\\\\\"];
+    for (const body of bodies) {
+      const text = '{"k":"' + body + '","z":1}';
+      for (let size = 1; size <= 6; size++) {
+        for (let first = 0; first < size; first++) {
+          const chunks = [text.slice(0, 6 + first)];
+          for (let i = 6 + first; i < text.length; i += size) chunks.push(text.slice(i, i + size));
+          check(text, chunks);
+        }
+      }
+    }
+  });
+  test("random escape-heavy strings in small random chunks", async () => {
+    const fc = (await import("fast-check")).default;
+    const docs = fc
+      .array(fc.constantFrom("a", "é", "😀", "\\n", '\\"', "\\\\", "\\u00e9", "\\ud83d\\ude00", "\\", '"', "\n", " ", "\\x", "\\u12", "\ud83d", "\ude00"), { maxLength: 30 })
+      .map((parts) => '["' + parts.join("") + '"]');
+    const sizes = fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(docs, sizes, (text, sz) => {
+        const chunks: string[] = [];
+        for (let i = 0, k = 0; i < text.length; k++) {
+          const n = sz[k % sz.length]!;
+          chunks.push(text.slice(i, i + n));
+          i += n;
+        }
+        check(text, chunks);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe("size limit in the stream equals one-shot", () => {
   // (only for texts with no other error before the limit: a stream has
   // already validated its earlier chunks, while one-shot checks size first)
