@@ -7,12 +7,19 @@
  *
  * @module
  */
+import type { JsonError } from "../core/errors.ts";
 
 /** A tool call as the model produced it. `arguments` is the raw JSON text, unparsed. */
 export interface ModelToolCall {
   id: string;
   name: string;
   arguments: string;
+  /**
+   * Set by adapters that validate streamed arguments as they arrive: the
+   * strict parser's verdict when `arguments` is not one valid JSON document
+   * (code, message, offset, line, column). Absent when valid or not checked.
+   */
+  arguments_error?: JsonError;
 }
 
 /** Token usage of one model request, as reported by the provider. */

@@ -1,0 +1,220 @@
+/**
+ * Normalising whatever a provider SDK throws into a {@link ModelProviderError}.
+ *
+ * A caller's abort is not a provider failure: {@link normalizeModelError}
+ * rethrows the signal's reason (a `DOMException` named `AbortError` unless the
+ * caller gave another reason), so an agent can tell cancellation apart.
+ *
+ * @module
+ */
+import * as OpenAISDK from "openai";
+import { ModelProviderError, type ModelErrorKind } from "./types.ts";
+
+export const COMPLETION_FAILED_PREFIX = "chat completion failed: ";
+export const STREAM_FAILED_PREFIX = "chat completion stream failed: ";
+
+/** Error codes/types that mean the prompt does not fit the context window. */
+export const CONTEXT_OVERFLOW_CODES: readonly string[] = [
+  "context_length_error",
+  "context_length_exceeded",
+  "context_window_exceeded",
+  "input_too_long",
+  "prompt_too_long",
+];
+
+/** Phrases in an error text that mean the same. */
+export const CONTEXT_OVERFLOW_PHRASES: readonly string[] = [
+  "context length exceeded",
+  "context window exceeded",
+  "maximum context length",
+  "prompt is too long",
+  "too many tokens",
+];
+
+const retryable = new WeakSet<ModelProviderError>();
+
+/** Build a provider error that {@link isRetryableModelError} reports as retryable. */
+export function retryableModelError(
+  kind: ModelErrorKind,
+  message: string,
+  options: { responseStarted?: boolean; status?: number; retryAfterMs?: number; cause?: unknown } = {},
+): ModelProviderError {
+  const e = new ModelProviderError(kind, message, options);
+  retryable.add(e);
+  return e;
+}
+
+/**
+ * Whether a failure may be retried (before any delta): rate limits, 5xx
+ * answers and network failures. Authentication, context overflow, timeouts
+ * and other 4xx answers are not.
+ */
+export function isRetryableModelError(err: unknown): boolean {
+  if (!(err instanceof ModelProviderError)) return false;
+  if (err.responseStarted) return false;
+  if (retryable.has(err)) return true;
+  if (err.kind === "rate_limit") return true;
+  if (err.kind === "provider_error" && err.status !== undefined && err.status >= 500) return true;
+  return false;
+}
+
+/** A `DOMException` named `AbortError` (what `fetch` and `AbortSignal` use). */
+export function abortError(message = "the operation was aborted"): Error {
+  return new DOMException(message, "AbortError");
+}
+
+/** What a caller's abort should throw: the signal's reason, or an AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? abortError();
+}
+
+/** True for `AbortError`s of fetch, DOM or the SDK. */
+export function isAbortLike(err: unknown): boolean {
+  if (err instanceof OpenAISDK.APIUserAbortError) return true;
+  return (
+    typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError"
+  );
+}
+
+function lowerStrings(...values: unknown[]): string[] {
+  const out: string[] = [];
+  for (const v of values) if (typeof v === "string") out.push(v.trim().toLowerCase());
+  return out;
+}
+
+function bodyFields(body: unknown): unknown[] {
+  if (body === null || typeof body !== "object") return typeof body === "string" ? [body] : [];
+  const b = body as Record<string, unknown>;
+  const out: unknown[] = [b.code, b.type, b.message];
+  const inner = b.error;
+  if (inner !== null && typeof inner === "object") {
+    const e = inner as Record<string, unknown>;
+    out.push(e.code, e.type, e.message);
+  } else if (typeof inner === "string") {
+    out.push(inner);
+  }
+  return out;
+}
+
+/** Whether an error (SDK or otherwise) says the context window was exceeded. */
+export function isContextOverflow(err: unknown): boolean {
+  const e = (typeof err === "object" && err !== null ? err : {}) as Record<string, unknown>;
+  const values = lowerStrings(e.code, e.type, ...bodyFields(e.error), ...bodyFields(e.body), String(err));
+  if (values.some((v) => CONTEXT_OVERFLOW_CODES.includes(v))) return true;
+  const joined = values.join(" \n ");
+  return CONTEXT_OVERFLOW_PHRASES.some((p) => joined.includes(p));
+}
+
+type HeaderBag = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+function header(headers: HeaderBag | undefined | null, name: string): string | undefined {
+  if (!headers) return undefined;
+  if (typeof (headers as { get?: unknown }).get === "function") {
+    return (headers as { get(n: string): string | null }).get(name) ?? undefined;
+  }
+  const rec = headers as Record<string, string | string[] | undefined>;
+  for (const k of Object.keys(rec)) {
+    if (k.toLowerCase() === name) {
+      const v = rec[k];
+      return Array.isArray(v) ? v[0] : v;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The wait a server asked for, in ms: `retry-after-ms`, else `Retry-After`
+ * as seconds or as an HTTP date. `undefined` when absent or unreadable.
+ */
+export function parseRetryAfter(headers: HeaderBag | undefined | null, now: number = Date.now()): number | undefined {
+  const ms = header(headers, "retry-after-ms")?.trim();
+  if (ms !== undefined && /^[0-9]+(\.[0-9]+)?$/.test(ms)) return Math.ceil(Number(ms));
+  const ra = header(headers, "retry-after")?.trim();
+  if (ra === undefined || ra === "") return undefined;
+  if (/^[0-9]+(\.[0-9]+)?$/.test(ra)) return Math.ceil(Number(ra) * 1000);
+  const date = Date.parse(ra);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+function detail(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === "string") return err;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}
+
+export interface NormalizeOptions {
+  /** The request's signal: when it is aborted, its reason is thrown instead. */
+  signal?: AbortSignal;
+  /** True once a delta was exposed. */
+  responseStarted?: boolean;
+  /** Streaming request (message prefix). Default true. */
+  streaming?: boolean;
+  /** Set when the adapter's own timer fired: the failure is a timeout. */
+  timedOut?: boolean;
+}
+
+/**
+ * Turn anything thrown by a provider call into a {@link ModelProviderError},
+ * or, when the caller aborted, throw the abort reason. Existing
+ * `ModelProviderError`s pass through (with `responseStarted` raised if
+ * needed).
+ */
+export function normalizeModelError(err: unknown, options: NormalizeOptions = {}): ModelProviderError {
+  const { signal, timedOut = false, streaming = true } = options;
+  const responseStarted = options.responseStarted ?? false;
+  if (signal?.aborted && !timedOut) throw abortReason(signal);
+
+  if (err instanceof ModelProviderError) {
+    if (!responseStarted || err.responseStarted) return err;
+    return new ModelProviderError(err.kind, err.message, {
+      responseStarted: true,
+      status: err.status,
+      retryAfterMs: err.retryAfterMs,
+      cause: err.cause,
+    });
+  }
+
+  const prefix = streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX;
+  const base = { responseStarted, cause: err };
+
+  if (timedOut || err instanceof OpenAISDK.APIConnectionTimeoutError) {
+    return new ModelProviderError("timeout", prefix + (timedOut ? "no response within the timeout" : detail(err)), base);
+  }
+  if (err instanceof OpenAISDK.APIUserAbortError || isAbortLike(err)) {
+    // An abort we did not ask for (the SDK's own controller): treat as a network failure.
+    return retryableModelError("provider_error", prefix + detail(err), base);
+  }
+  if (err instanceof OpenAISDK.APIConnectionError) {
+    return retryableModelError("provider_error", prefix + detail(err), base);
+  }
+  if (err instanceof OpenAISDK.APIError) {
+    const status = err.status;
+    const withStatus = { ...base, status };
+    if (status === 401 || status === 403) return new ModelProviderError("authentication", prefix + detail(err), withStatus);
+    if (status === 429) {
+      return new ModelProviderError("rate_limit", prefix + detail(err), {
+        ...withStatus,
+        retryAfterMs: parseRetryAfter(err.headers as HeaderBag | undefined),
+      });
+    }
+    if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), withStatus);
+    if (status === 408) return new ModelProviderError("timeout", prefix + detail(err), withStatus);
+    if (status !== undefined && status >= 500) {
+      return retryableModelError("provider_error", prefix + detail(err), {
+        ...withStatus,
+        retryAfterMs: parseRetryAfter(err.headers as HeaderBag | undefined),
+      });
+    }
+    return new ModelProviderError("provider_error", prefix + detail(err), withStatus);
+  }
+  if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), base);
+  if (err instanceof TypeError && /fetch|network|socket|connect/i.test(err.message)) {
+    return retryableModelError("provider_error", prefix + detail(err), base);
+  }
+  return new ModelProviderError("provider_error", prefix + detail(err), base);
+}

@@ -1,0 +1,267 @@
+/**
+ * The OpenAI-compatible adapter, on the official `openai` SDK (OpenAI, LM
+ * Studio, Ollama, vLLM, DeepSeek, …).
+ *
+ * Every request is streamed. The SDK's own retries are off (`maxRetries: 0`):
+ * {@link retryingStream} retries rate limits, 5xx answers and network
+ * failures, and only before any delta was yielded. `timeoutMs` bounds the
+ * wait for the response and then every wait for the next chunk, so a stream
+ * that stalls ends as a `timeout` too.
+ *
+ * @module
+ */
+import OpenAI from "openai";
+import type { JsonLimits } from "../core/errors.ts";
+import { type ModelConfig, type ModelConfigInput, resolveModelConfig } from "./config.ts";
+import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, STREAM_FAILED_PREFIX } from "./errors.ts";
+import { resolveRetryOptions, retryingStream, type ResolvedRetryOptions, type RetryOptions } from "./retry.ts";
+import { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
+import {
+  ModelProviderError,
+  type ModelAdapter,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelStreamEvent,
+  type ModelToolSpec,
+  type ModelUsage,
+} from "./types.ts";
+
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/** Options of {@link OpenAIModelAdapter} beyond the model config. */
+export interface OpenAIModelAdapterOptions {
+  /** Retry policy (default: 3 retries, backoff from 500 ms, Retry-After capped at 30 s). */
+  retry?: RetryOptions;
+  /** Limits for validating streamed tool-call arguments (default: the core's, 1 MiB / depth 64). */
+  argumentLimits?: JsonLimits;
+  /** A `fetch` to use instead of the global one. */
+  fetch?: typeof fetch;
+  /** Extra headers sent with every request. */
+  headers?: Record<string, string>;
+}
+
+/** The request body this adapter sends (the fields it sets). */
+export interface ChatCompletionBody {
+  model: string;
+  messages: unknown[];
+  temperature: number;
+  stream: true;
+  stream_options?: { include_usage: true };
+  tools?: Array<{ type: "function"; function: { name: string; description: string; parameters: Record<string, unknown>; strict?: boolean } }>;
+}
+
+/** Tools in the chat-completions wire shape; `strict` only when the tool sets it. */
+export function toWireTools(tools: readonly ModelToolSpec[]): ChatCompletionBody["tools"] {
+  return tools.map((t) => {
+    const fn: { name: string; description: string; parameters: Record<string, unknown>; strict?: boolean } = {
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+    };
+    if (t.strict !== undefined) fn.strict = t.strict;
+    return { type: "function" as const, function: fn };
+  });
+}
+
+interface WireUsage {
+  prompt_tokens?: number | null;
+  completion_tokens?: number | null;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+}
+
+function count(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** Map a chat-completions usage record to {@link ModelUsage}. */
+export function toModelUsage(u: WireUsage): ModelUsage {
+  const input = count(u.prompt_tokens) ?? 0;
+  const output = count(u.completion_tokens) ?? 0;
+  const usage: ModelUsage = { input_tokens: input, output_tokens: output, total_tokens: input + output };
+  const cached = count(u.prompt_tokens_details?.cached_tokens);
+  if (cached !== undefined) usage.cache_read_tokens = cached;
+  const reasoning = count(u.completion_tokens_details?.reasoning_tokens);
+  if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
+  return usage;
+}
+
+interface WireDelta {
+  content?: string | null;
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+  tool_calls?: ToolCallFragment[] | null;
+}
+
+interface WireChunk {
+  choices?: Array<{ index?: number; delta?: WireDelta | null; finish_reason?: string | null }> | null;
+  usage?: WireUsage | null;
+}
+
+const STOPPED = Symbol("stopped");
+
+/** A {@link ModelAdapter} for any OpenAI-compatible chat-completions endpoint. */
+export class OpenAIModelAdapter implements ModelAdapter {
+  readonly config: ModelConfig;
+  readonly client: OpenAI;
+  readonly #retry: ResolvedRetryOptions;
+  readonly #limits: JsonLimits | undefined;
+
+  constructor(config: ModelConfigInput, options: OpenAIModelAdapterOptions = {}) {
+    this.config = resolveModelConfig(config);
+    this.#retry = resolveRetryOptions(options.retry);
+    this.#limits = options.argumentLimits;
+    this.client = new OpenAI({
+      // The SDK insists on a key; local servers ignore this placeholder.
+      apiKey: this.config.apiKey ?? "no-key",
+      baseURL: this.config.baseURL ?? OPENAI_DEFAULT_BASE_URL,
+      timeout: this.config.timeoutMs,
+      maxRetries: 0,
+      logLevel: "off",
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.headers ? { defaultHeaders: options.headers } : {}),
+    });
+  }
+
+  /** The body sent for a request (exposed for inspection and tests). */
+  requestBody(request: ModelRequest): ChatCompletionBody {
+    const body: ChatCompletionBody = {
+      model: this.config.model,
+      messages: request.messages,
+      temperature: this.config.temperature,
+      stream: true,
+    };
+    if (this.config.includeUsage) body.stream_options = { include_usage: true };
+    if (request.tools.length > 0) body.tools = toWireTools(request.tools);
+    return body;
+  }
+
+  stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
+    return retryingStream(() => this.#attempt(request, true), this.#retry, request.signal);
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    const events = retryingStream(() => this.#attempt(request, false), this.#retry, request.signal);
+    for await (const ev of events) {
+      if (ev.type === "completed") return { message: ev.message, usage: ev.usage };
+    }
+    throw new ModelProviderError("provider_error", COMPLETION_FAILED_PREFIX + "the stream ended without a result");
+  }
+
+  /** One request, no retries. */
+  async *#attempt(request: ModelRequest, streaming: boolean): AsyncGenerator<ModelStreamEvent> {
+    const signal = request.signal;
+    if (signal?.aborted) throw abortReason(signal);
+    const timeoutMs = this.config.timeoutMs;
+    const ctrl = new AbortController();
+    let timedOut = false;
+    let started = false;
+    let finished = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const disarm = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+    const arm = () => {
+      disarm();
+      timer = setTimeout(() => {
+        timedOut = true;
+        ctrl.abort(new DOMException("model request timed out", "TimeoutError"));
+      }, timeoutMs);
+    };
+    const onCallerAbort = () => ctrl.abort(signal?.reason);
+    signal?.addEventListener("abort", onCallerAbort, { once: true });
+    // Rejects as soon as the request is aborted (by the caller or the timer),
+    // so a stalled read never delays the outcome.
+    const stopped = new Promise<never>((_, reject) => {
+      ctrl.signal.addEventListener("abort", () => reject(STOPPED), { once: true });
+    });
+    stopped.catch(() => {});
+    const calls = new ToolCallAssembler(this.#limits);
+    let iterator: AsyncIterator<WireChunk> | undefined;
+    try {
+      arm();
+      const body = this.requestBody(request);
+      const pending = this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, {
+        signal: ctrl.signal,
+        timeout: timeoutMs,
+        maxRetries: 0,
+      });
+      pending.catch(() => {});
+      const sdkStream = await Promise.race([pending, stopped]);
+      iterator = (sdkStream as unknown as AsyncIterable<WireChunk>)[Symbol.asyncIterator]();
+
+      let text = "";
+      let sawText = false;
+      let finishReason: string | undefined;
+      let usage: ModelUsage | undefined;
+      for (;;) {
+        const next = iterator.next();
+        next.catch(() => {});
+        const r = await Promise.race([next, stopped]);
+        if (r.done) break;
+        const chunk = r.value;
+        const events: ModelStreamEvent[] = [];
+        for (const choice of chunk.choices ?? []) {
+          if (choice.index !== undefined && choice.index !== 0) continue;
+          const d = choice.delta;
+          if (d) {
+            const thinking = typeof d.reasoning_content === "string" ? d.reasoning_content : typeof d.reasoning === "string" ? d.reasoning : "";
+            if (thinking !== "") events.push({ type: "thinking_delta", delta: thinking });
+            if (typeof d.content === "string" && d.content !== "") {
+              text += d.content;
+              sawText = true;
+              events.push({ type: "text_delta", delta: d.content });
+            }
+            if (Array.isArray(d.tool_calls)) for (const f of d.tool_calls) if (f) calls.add(f);
+          }
+          if (choice.finish_reason) finishReason = choice.finish_reason;
+        }
+        if (chunk.usage) usage = toModelUsage(chunk.usage);
+        if (events.length > 0) {
+          disarm(); // the consumer's time is not the provider's
+          for (const ev of events) {
+            started = true;
+            yield ev;
+          }
+          if (signal?.aborted) throw abortReason(signal);
+        }
+        arm();
+      }
+      disarm();
+      // The SDK ends a stream quietly when its request is aborted.
+      if (signal?.aborted) throw abortReason(signal);
+      if (timedOut) throw STOPPED;
+      if (finishReason === undefined) {
+        // The connection ended early: a network failure (retryable before any delta).
+        throw retryableModelError(
+          "provider_error",
+          (streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX) + "the stream ended before the response was finished",
+          { responseStarted: started },
+        );
+      }
+      const toolCalls = calls.finish();
+      finished = true;
+      yield {
+        type: "completed",
+        message: { content: sawText ? text : null, tool_calls: toolCalls },
+        ...(usage ? { usage } : {}),
+      };
+    } catch (err) {
+      throw normalizeModelError(err === STOPPED ? ctrl.signal.reason : err, {
+        signal,
+        responseStarted: started,
+        streaming,
+        timedOut,
+      });
+    } finally {
+      disarm();
+      signal?.removeEventListener("abort", onCallerAbort);
+      calls.dispose();
+      if (!finished) {
+        if (!ctrl.signal.aborted) ctrl.abort(new DOMException("stream closed", "AbortError"));
+        iterator?.return?.()?.catch?.(() => {});
+      }
+    }
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * `ScriptedModel`: an in-process adapter that plays a script of assistant
+ * turns, for tests and offline demos. No network, and no latency unless a
+ * turn asks for it.
+ *
+ * Script format (JSONL, one turn per line, blank lines skipped):
+ *
+ * ```jsonl
+ * {"content": "Let me look.", "thinking": "The user wants…", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}"}], "usage": {"input_tokens": 12, "output_tokens": 5}}
+ * {"content": "Done.", "chunk_size": 2, "delay_ms": 10}
+ * {"error": {"kind": "rate_limit", "message": "slow down"}}
+ * ```
+ *
+ * @module
+ */
+import { parseStrict } from "../core/index.ts";
+import { abortReason } from "./errors.ts";
+import {
+  MODEL_ERROR_KINDS,
+  ModelProviderError,
+  type ChatMessage,
+  type ModelAdapter,
+  type ModelErrorKind,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelStreamEvent,
+  type ModelToolCall,
+  type ModelToolSpec,
+  type ModelUsage,
+} from "./types.ts";
+
+/** Usage as written in a script; `total_tokens` is computed. */
+export interface ScriptedUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+  reasoning_tokens?: number;
+}
+
+/** A scripted tool call; `arguments` is raw text and may be malformed on purpose. */
+export interface ScriptedToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** An assistant turn. */
+export interface ScriptedReply {
+  content: string | null;
+  thinking?: string;
+  tool_calls?: ScriptedToolCall[];
+  usage?: ScriptedUsage;
+  /** Wait this long (abortable) before answering. */
+  delay_ms?: number;
+  /** Stream thinking and text in pieces of this many characters (code points). Default: whole. */
+  chunk_size?: number;
+}
+
+/** A turn that fails with a {@link ModelProviderError}. */
+export interface ScriptedFailure {
+  error: { kind: ModelErrorKind; message: string };
+  delay_ms?: number;
+}
+
+export type ScriptedTurn = ScriptedReply | ScriptedFailure;
+
+/** A request as the scripted model received it (a deep copy, without the signal). */
+export interface RecordedRequest {
+  messages: ChatMessage[];
+  tools: ModelToolSpec[];
+}
+
+/** A script that does not have the expected shape; the message names the line (or turn). */
+export class ScriptError extends Error {
+  override name = "ScriptError";
+}
+
+const REPLY_KEYS = new Set(["content", "thinking", "tool_calls", "usage", "delay_ms", "chunk_size"]);
+const FAILURE_KEYS = new Set(["error", "delay_ms"]);
+const USAGE_REQUIRED = ["input_tokens", "output_tokens"];
+const USAGE_OPTIONAL = ["cache_read_tokens", "cache_write_tokens", "reasoning_tokens"];
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function typeName(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
+
+function checkKeys(obj: Record<string, unknown>, allowed: Set<string>, where: string, fail: (m: string) => never): void {
+  for (const k of Object.keys(obj)) {
+    if (!allowed.has(k)) fail(`unknown key ${JSON.stringify(k)} in ${where} (allowed: ${[...allowed].join(", ")})`);
+  }
+}
+
+function checkCount(v: unknown, what: string, fail: (m: string) => never, { min = 0, integer = true } = {}): number {
+  if (typeof v !== "number" || !Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
+    fail(`${what} must be ${integer ? "an integer" : "a number"} >= ${min}, got ${JSON.stringify(v)}`);
+  }
+  return v as number;
+}
+
+/** Check one turn's shape; `where` prefixes every message (e.g. "line 3"). Returns a private copy. */
+export function validateScriptedTurn(value: unknown, where: string): ScriptedTurn {
+  const fail = (m: string): never => {
+    throw new ScriptError(`scripted model: ${where}: ${m}`);
+  };
+  if (!isPlainObject(value)) fail(`a turn must be a JSON object, got ${typeName(value)}`);
+  const t = value as Record<string, unknown>;
+  if ("error" in t) {
+    checkKeys(t, FAILURE_KEYS, "an error turn", fail);
+    const e = t.error;
+    if (!isPlainObject(e)) fail(`"error" must be an object, got ${typeName(e)}`);
+    const eo = e as Record<string, unknown>;
+    checkKeys(eo, new Set(["kind", "message"]), '"error"', fail);
+    if (typeof eo.kind !== "string" || !(MODEL_ERROR_KINDS as readonly string[]).includes(eo.kind)) {
+      fail(`"error.kind" must be one of ${MODEL_ERROR_KINDS.join(", ")}, got ${JSON.stringify(eo.kind)}`);
+    }
+    if (typeof eo.message !== "string") fail(`"error.message" must be a string, got ${typeName(eo.message)}`);
+    const out: ScriptedFailure = { error: { kind: eo.kind as ModelErrorKind, message: eo.message as string } };
+    if (t.delay_ms !== undefined) out.delay_ms = checkCount(t.delay_ms, '"delay_ms"', fail, { integer: false });
+    return out;
+  }
+  checkKeys(t, REPLY_KEYS, "a turn", fail);
+  if (!("content" in t)) fail('a turn needs "content" (a string, or null) or "error"');
+  if (t.content !== null && typeof t.content !== "string") fail(`"content" must be a string or null, got ${typeName(t.content)}`);
+  const out: ScriptedReply = { content: t.content as string | null };
+  if (t.thinking !== undefined) {
+    if (typeof t.thinking !== "string") fail(`"thinking" must be a string, got ${typeName(t.thinking)}`);
+    out.thinking = t.thinking as string;
+  }
+  if (t.tool_calls !== undefined) {
+    if (!Array.isArray(t.tool_calls)) fail(`"tool_calls" must be an array, got ${typeName(t.tool_calls)}`);
+    out.tool_calls = (t.tool_calls as unknown[]).map((c, i) => {
+      const w = `"tool_calls[${i}]"`;
+      if (!isPlainObject(c)) fail(`${w} must be an object, got ${typeName(c)}`);
+      const co = c as Record<string, unknown>;
+      checkKeys(co, new Set(["id", "name", "arguments"]), w, fail);
+      for (const k of ["id", "name", "arguments"]) {
+        if (typeof co[k] !== "string") fail(`${w}.${k} must be a string, got ${typeName(co[k])}`);
+      }
+      if (co.id === "") fail(`${w}.id must not be empty`);
+      return { id: co.id as string, name: co.name as string, arguments: co.arguments as string };
+    });
+  }
+  if (t.usage !== undefined) {
+    if (!isPlainObject(t.usage)) fail(`"usage" must be an object, got ${typeName(t.usage)}`);
+    const u = t.usage as Record<string, unknown>;
+    checkKeys(u, new Set([...USAGE_REQUIRED, ...USAGE_OPTIONAL]), '"usage"', fail);
+    const usage: Record<string, number> = {};
+    for (const k of USAGE_REQUIRED) usage[k] = checkCount(u[k], `"usage.${k}"`, fail);
+    for (const k of USAGE_OPTIONAL) if (u[k] !== undefined) usage[k] = checkCount(u[k], `"usage.${k}"`, fail);
+    out.usage = usage as unknown as ScriptedUsage;
+  }
+  if (t.delay_ms !== undefined) out.delay_ms = checkCount(t.delay_ms, '"delay_ms"', fail, { integer: false });
+  if (t.chunk_size !== undefined) out.chunk_size = checkCount(t.chunk_size, '"chunk_size"', fail, { min: 1 });
+  return out;
+}
+
+/** Parse a JSONL script with the strict core; errors name the 1-based line. */
+export function parseScript(text: string): ScriptedTurn[] {
+  const turns: ScriptedTurn[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
+    if (line.trim() === "") continue;
+    const r = parseStrict(line);
+    if (!r.ok) {
+      throw new ScriptError(`scripted model: line ${i + 1}: invalid JSON: ${r.error.message} (column ${r.error.column})`);
+    }
+    turns.push(validateScriptedTurn(r.value, `line ${i + 1}`));
+  }
+  return turns;
+}
+
+function pieces(text: string, size: number | undefined): string[] {
+  if (text === "") return [];
+  if (size === undefined) return [text];
+  const cps = Array.from(text);
+  if (size >= cps.length) return [text];
+  const out: string[] = [];
+  for (let i = 0; i < cps.length; i += size) out.push(cps.slice(i, i + size).join(""));
+  return out;
+}
+
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * A model that plays a fixed script. Each request consumes the next turn;
+ * past the end it fails with `provider_error` "scripted model has no more
+ * turns". Every request is recorded in {@link requests}.
+ */
+export class ScriptedModel implements ModelAdapter {
+  readonly #turns: ScriptedTurn[];
+  #next = 0;
+  /** Deep copies of every request received, in order. */
+  readonly requests: RecordedRequest[] = [];
+
+  constructor(turns: readonly unknown[]) {
+    if (!Array.isArray(turns)) throw new ScriptError("scripted model: turns must be an array");
+    this.#turns = turns.map((t, i) => validateScriptedTurn(t, `turn ${i + 1}`));
+  }
+
+  /** A model from JSONL text. */
+  static fromJsonl(text: string): ScriptedModel {
+    const m = new ScriptedModel([]);
+    m.#turns.push(...parseScript(text));
+    return m;
+  }
+
+  /** A model from a JSONL file (works on Bun, Node and Deno). */
+  static async fromFile(path: string): Promise<ScriptedModel> {
+    const { readFile } = await import("node:fs/promises");
+    const text = await readFile(path, "utf8");
+    try {
+      return ScriptedModel.fromJsonl(text);
+    } catch (e) {
+      if (e instanceof ScriptError) throw new ScriptError(e.message.replace(/^scripted model: /, `scripted model: ${path}: `));
+      throw e;
+    }
+  }
+
+  /** Turns not played yet. */
+  get remaining(): number {
+    return this.#turns.length - this.#next;
+  }
+
+  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    const signal = request.signal;
+    if (signal?.aborted) throw abortReason(signal);
+    this.requests.push({ messages: structuredClone(request.messages), tools: structuredClone(request.tools) });
+    if (this.#next >= this.#turns.length) {
+      throw new ModelProviderError("provider_error", "scripted model has no more turns");
+    }
+    const turn = this.#turns[this.#next++];
+    if (turn.delay_ms !== undefined && turn.delay_ms > 0) await wait(turn.delay_ms, signal);
+    if ("error" in turn) throw new ModelProviderError(turn.error.kind, turn.error.message);
+    for (const delta of pieces(turn.thinking ?? "", turn.chunk_size)) {
+      yield { type: "thinking_delta", delta };
+      if (signal?.aborted) throw abortReason(signal);
+    }
+    for (const delta of pieces(turn.content ?? "", turn.chunk_size)) {
+      yield { type: "text_delta", delta };
+      if (signal?.aborted) throw abortReason(signal);
+    }
+    const tool_calls: ModelToolCall[] = (turn.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+    const ev: ModelStreamEvent = { type: "completed", message: { content: turn.content, tool_calls } };
+    if (turn.usage) {
+      const usage: ModelUsage = { ...turn.usage, total_tokens: turn.usage.input_tokens + turn.usage.output_tokens };
+      ev.usage = usage;
+    }
+    yield ev;
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    for await (const ev of this.stream(request)) {
+      if (ev.type === "completed") return { message: ev.message, usage: ev.usage };
+    }
+    throw new ModelProviderError("provider_error", "scripted model: the stream ended without a result");
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Assembling streamed tool calls: fragments arrive keyed by `index`, the id
+ * and name usually only in the first one, the arguments in many pieces. Each
+ * call's argument pieces are pushed into its own {@link JsonStreamValidator}
+ * as they arrive, so validation is incremental (linear in the arguments'
+ * size) and never re-parses the accumulated text.
+ *
+ * @module
+ */
+import { JsonStreamValidator } from "../core/stream.ts";
+import type { JsonError, JsonLimits } from "../core/errors.ts";
+import type { ModelToolCall } from "./types.ts";
+
+/** One streamed fragment, in the OpenAI `delta.tool_calls[]` shape. */
+export interface ToolCallFragment {
+  index?: number;
+  id?: string | null;
+  type?: string | null;
+  function?: { name?: string | null; arguments?: string | null } | null;
+}
+
+interface PartialCall {
+  index: number;
+  id: string;
+  name: string;
+  parts: string[];
+  validator: JsonStreamValidator | undefined;
+  error: JsonError | undefined;
+}
+
+let generated = 0;
+function generatedId(): string {
+  const rnd = typeof crypto !== "undefined" && "randomUUID" in crypto ? crypto.randomUUID().replaceAll("-", "").slice(0, 24) : String(++generated);
+  return `call_${rnd}`;
+}
+
+/** Collects the tool calls of one streamed response. Call {@link dispose} when done. */
+export class ToolCallAssembler {
+  readonly #calls = new Map<number, PartialCall>();
+  readonly #limits: JsonLimits | undefined;
+  #last: PartialCall | undefined;
+
+  constructor(limits?: JsonLimits) {
+    this.#limits = limits;
+  }
+
+  /** Number of calls seen so far. */
+  get size(): number {
+    return this.#calls.size;
+  }
+
+  #open(index: number): PartialCall {
+    let c = this.#calls.get(index);
+    if (!c) {
+      c = { index, id: "", name: "", parts: [], validator: undefined, error: undefined };
+      this.#calls.set(index, c);
+    }
+    return c;
+  }
+
+  /** Take one fragment. */
+  add(fragment: ToolCallFragment): void {
+    let call: PartialCall;
+    if (typeof fragment.index === "number" && Number.isInteger(fragment.index) && fragment.index >= 0) {
+      call = this.#open(fragment.index);
+    } else if (this.#last && (!fragment.id || fragment.id === this.#last.id)) {
+      // No index: a continuation of the previous call unless it names a new id.
+      call = this.#last;
+    } else {
+      let next = 0;
+      for (const k of this.#calls.keys()) next = Math.max(next, k + 1);
+      call = this.#open(next);
+    }
+    this.#last = call;
+    if (fragment.id && call.id === "") call.id = fragment.id;
+    const fn = fragment.function;
+    if (fn) {
+      if (fn.name && call.name === "") call.name = fn.name;
+      if (typeof fn.arguments === "string" && fn.arguments !== "") this.#push(call, fn.arguments);
+    }
+  }
+
+  #push(call: PartialCall, piece: string): void {
+    call.parts.push(piece);
+    if (call.error) return;
+    call.validator ??= new JsonStreamValidator(this.#limits);
+    const status = call.validator.push(piece);
+    if (status.state === "error") {
+      call.error = status.error;
+      call.validator.dispose();
+      call.validator = undefined;
+    }
+  }
+
+  /** Finish every call's validation and return the calls in index order. */
+  finish(): ModelToolCall[] {
+    const out: ModelToolCall[] = [];
+    const calls = [...this.#calls.values()].sort((a, b) => a.index - b.index);
+    for (const c of calls) {
+      if (!c.error) {
+        c.validator ??= new JsonStreamValidator(this.#limits);
+        const status = c.validator.finish();
+        if (status.state === "error") c.error = status.error;
+      }
+      c.validator?.dispose();
+      c.validator = undefined;
+      const call: ModelToolCall = { id: c.id === "" ? generatedId() : c.id, name: c.name, arguments: c.parts.join("") };
+      if (c.error) call.arguments_error = { ...c.error };
+      out.push(call);
+    }
+    return out;
+  }
+
+  /** Release every validator (safe to call more than once). */
+  dispose(): void {
+    for (const c of this.#calls.values()) {
+      c.validator?.dispose();
+      c.validator = undefined;
+    }
+  }
+}
