@@ -6,8 +6,19 @@
  *
  * @module
  */
-import type { ToolContext } from "../tools/definition.ts";
+import type { ToolContext, ToolControl } from "../tools/definition.ts";
 import type { Logger } from "./logger.ts";
+
+/**
+ * Optional per-call observers a lower-level caller (the agent loop) passes to
+ * `runCall` / `Runtime.dispatchCall`. Plain dispatch passes none.
+ */
+export interface CallHooks {
+  /** Receives `ctx.progress(message, data)` reports while the call is open. */
+  onProgress?(message: string, data: unknown): void;
+  /** Receives the control of a handler result made with `toolOutcome()`, before the envelope is returned. */
+  onControl?(control: ToolControl): void;
+}
 
 export class CallContext implements ToolContext {
   readonly callId: string | null;
@@ -16,11 +27,36 @@ export class CallContext implements ToolContext {
   private controller: AbortController | undefined = undefined;
   private pendingAbort = false;
   private pendingReason: unknown = undefined;
+  private readonly hooks: CallHooks | undefined;
+  private closed = false;
 
-  constructor(callId: string | null, tool: string, logger: Logger) {
+  constructor(callId: string | null, tool: string, logger: Logger, hooks?: CallHooks) {
     this.callId = callId;
     this.tool = tool;
     this.logger = logger;
+    this.hooks = hooks;
+  }
+
+  /**
+   * Forward a progress report to the caller's hooks; a no-op without hooks,
+   * after the call has settled, or for an empty message. Never throws.
+   */
+  progress(message: string, data?: unknown): void {
+    if (this.closed || this.hooks?.onProgress === undefined) return;
+    if (typeof message !== "string" || message.length === 0) {
+      this.logger.debug("progress report without a message ignored", { tool: this.tool });
+      return;
+    }
+    try {
+      this.hooks.onProgress(message, data);
+    } catch (err) {
+      this.logger.warn("progress observer failed", { tool: this.tool, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Mark the call settled: later progress reports are dropped. */
+  close(): void {
+    this.closed = true;
   }
 
   get signal(): AbortSignal {

@@ -22,14 +22,19 @@
  * rejection) is ignored and logged at debug level; it can never surface as an
  * unhandled rejection.
  *
+ * Agent hooks: a handler may return `toolOutcome(data, { control })`; the
+ * envelope's `result` is then `data` (so plain dispatch output is unchanged)
+ * and the control goes to `hooks.onControl` when the caller passed hooks.
+ * `ctx.progress()` reports go to `hooks.onProgress` until the call settles.
+ *
  * @module
  */
 import type { Envelope, ErrorCode } from "./envelope.ts";
 import { ERROR_CODES } from "./envelope.ts";
 import { failureEnvelope, successEnvelope } from "./envelope_io.ts";
-import { CallContext } from "./context.ts";
+import { CallContext, type CallHooks } from "./context.ts";
 import type { Logger } from "./logger.ts";
-import { ToolError } from "../tools/definition.ts";
+import { isToolOutcome, ToolError } from "../tools/definition.ts";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.ts";
 import type { ToolCall } from "../core/toolcall.ts";
 
@@ -40,6 +45,19 @@ const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return v !== null && (typeof v === "object" || typeof v === "function") &&
     typeof (v as { then?: unknown }).then === "function";
+}
+
+/** A success envelope for a handler's value, unwrapping a `toolOutcome()` and reporting its control. */
+function valueEnvelope(id: string | null, tool: string, value: unknown, start: number, hooks: CallHooks | undefined, logger: Logger): Envelope {
+  if (!isToolOutcome(value)) return successEnvelope(id, tool, value, start);
+  if (hooks?.onControl !== undefined) {
+    try {
+      hooks.onControl(value.control);
+    } catch (err) {
+      logger.warn("control observer failed", { tool, error: errorMessage(err) });
+    }
+  }
+  return successEnvelope(id, tool, value.data, start);
 }
 
 /** Longest handler-supplied message kept in an envelope. */
@@ -96,6 +114,7 @@ class PendingCall {
     private readonly resolve: (env: Envelope) => void,
     timeoutMs: number,
     external: AbortSignal | undefined,
+    private readonly hooks: CallHooks | undefined,
   ) {
     this.external = external;
     if (external !== undefined) {
@@ -109,6 +128,7 @@ class PendingCall {
 
   private finish(env: Envelope): void {
     this.settled = true;
+    this.ctx.close();
     if (this.timer !== undefined) clearTimeout(this.timer);
     if (this.onExternalAbort !== undefined) this.external!.removeEventListener("abort", this.onExternalAbort);
     this.resolve(env);
@@ -119,7 +139,8 @@ class PendingCall {
       this.logger.debug("handler resolved after its call ended; result dropped", { tool: this.tool.name });
       return;
     }
-    this.finish(successEnvelope(this.call.id, this.tool.name, v, this.start));
+    this.ctx.close();
+    this.finish(valueEnvelope(this.call.id, this.tool.name, v, this.start, this.hooks, this.logger));
   }
 
   error(err: unknown): void {
@@ -155,7 +176,13 @@ export interface DispatchEnv {
  * Run one already-parsed call. Returns an Envelope synchronously when the
  * handler did, else a Promise that always resolves (never rejects).
  */
-export function runCall(env: DispatchEnv, call: ToolCall, signal: AbortSignal | undefined, start: number): Envelope | Promise<Envelope> {
+export function runCall(
+  env: DispatchEnv,
+  call: ToolCall,
+  signal: AbortSignal | undefined,
+  start: number,
+  hooks?: CallHooks,
+): Envelope | Promise<Envelope> {
   const id = call.id ?? null;
   const tool = env.registry.get(call.tool);
   if (tool === undefined) {
@@ -181,19 +208,23 @@ export function runCall(env: DispatchEnv, call: ToolCall, signal: AbortSignal | 
     return failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start);
   }
 
-  const ctx = new CallContext(id, tool.name, env.logger);
+  const ctx = new CallContext(id, tool.name, env.logger, hooks);
   let out: unknown;
   try {
     out = tool.handler(args, ctx);
   } catch (err) {
+    ctx.close();
     return thrownToEnvelope(err, id, tool.name, start);
   }
-  if (!isThenable(out)) return successEnvelope(id, tool.name, out, start);
+  if (!isThenable(out)) {
+    ctx.close();
+    return valueEnvelope(id, tool.name, out, start, hooks, env.logger);
+  }
 
   const thenable = out;
   const timeoutMs = tool.timeoutMs ?? env.defaultTimeoutMs;
   return new Promise<Envelope>((resolve) => {
-    const pending = new PendingCall(call, tool, ctx, env.logger, start, resolve, timeoutMs, signal);
+    const pending = new PendingCall(call, tool, ctx, env.logger, start, resolve, timeoutMs, signal, hooks);
     if (signal !== undefined && signal.aborted) pending.cancel(); // aborted while the handler ran
     try {
       Promise.resolve(thenable).then((v) => pending.value(v), (e) => pending.error(e));

@@ -12,3 +12,4 @@ export { createLogger, formatLogLine, LOG_LEVEL_ENV, LOG_LEVELS, parseLogLevel, 
 export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.ts";
 export { runCall, thrownToEnvelope } from "./dispatch.ts";
 export type { DispatchEnv } from "./dispatch.ts";
+export type { CallHooks } from "./context.ts";

@@ -31,6 +31,7 @@ import { DEFAULT_MAX_FILE_BYTES, resolveRoot } from "../tools/fs/rooted.ts";
 import type { Envelope } from "./envelope.ts";
 import { failureEnvelope } from "./envelope_io.ts";
 import { runCall } from "./dispatch.ts";
+import type { CallHooks } from "./context.ts";
 import { createLogger, type Logger } from "./logger.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -64,8 +65,11 @@ export interface Runtime {
   readonly defaultTimeoutMs: number;
   /** Parse one tool call (any accepted shape) and run it. Never throws. */
   dispatch(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope>;
-  /** Run an already-parsed call. Never throws. */
-  dispatchCall(call: ToolCall, signal?: AbortSignal): Envelope | Promise<Envelope>;
+  /**
+   * Run an already-parsed call. Never throws. `hooks` (used by the agent loop)
+   * observe `ctx.progress()` reports and the control of a `toolOutcome()`.
+   */
+  dispatchCall(call: ToolCall, signal?: AbortSignal, hooks?: CallHooks): Envelope | Promise<Envelope>;
 }
 
 function internalError(err: unknown, id: string | null, tool: string | null, start: number): Envelope {
@@ -142,10 +146,10 @@ class RuntimeImpl implements Runtime {
     }
   }
 
-  dispatchCall(call: ToolCall, signal?: AbortSignal): Envelope | Promise<Envelope> {
+  dispatchCall(call: ToolCall, signal?: AbortSignal, hooks?: CallHooks): Envelope | Promise<Envelope> {
     const start = performance.now();
     try {
-      const out = runCall(this, call, signal, start);
+      const out = runCall(this, call, signal, start, hooks);
       return this.#logCalls ? this.#logged(out) : out;
     } catch (err) {
       this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });

@@ -41,6 +41,54 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   /** The runtime's logger (writes to stderr, never stdout). */
   readonly logger: Logger;
+  /**
+   * Report progress of a long-running call (`message` must be non-empty).
+   * Inside an agent run each report becomes a `tool_progressed` event; reports
+   * made after the call has settled are ignored. Outside an agent (plain
+   * `dispatch`) this is a no-op. Optional so hand-made contexts stay valid.
+   */
+  progress?(message: string, data?: unknown): void;
+}
+
+/**
+ * How a tool result steers an agent run: `continue` (the default) lets the
+ * model see the result and go on; `complete`, `reject` and `cancel` end the
+ * run with that outcome.
+ */
+export type ToolControl = "continue" | "complete" | "reject" | "cancel";
+
+export const TOOL_CONTROLS: readonly ToolControl[] = ["continue", "complete", "reject", "cancel"];
+
+const OUTCOME_BRAND: unique symbol = Symbol.for("agentcore.toolOutcome");
+
+/** A handler's result that carries a {@link ToolControl} besides its data. Build it with {@link toolOutcome}. */
+export interface ToolOutcome<T = unknown> {
+  readonly [OUTCOME_BRAND]: true;
+  readonly data: T;
+  readonly control: ToolControl;
+}
+
+/**
+ * Wrap a handler's result with a control for the agent loop. Dispatch unwraps
+ * it: the envelope's `result` is `data` exactly as if the handler had returned
+ * it, and the control is reported only to callers that ask for it (the agent).
+ *
+ * @example
+ * ```ts
+ * handler: ({ answer }) => toolOutcome({ answer }, { control: "complete" })
+ * ```
+ */
+export function toolOutcome<T>(data: T, options: { control?: ToolControl } = {}): ToolOutcome<T> {
+  const control = options.control ?? "continue";
+  if (!TOOL_CONTROLS.includes(control)) {
+    throw new TypeError(`toolOutcome: control must be one of ${TOOL_CONTROLS.join(", ")}, got ${JSON.stringify(control)}`);
+  }
+  return Object.freeze({ [OUTCOME_BRAND]: true as const, data, control });
+}
+
+/** Whether `value` was made by {@link toolOutcome} (from any copy of agentcore). */
+export function isToolOutcome(value: unknown): value is ToolOutcome {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[OUTCOME_BRAND] === true;
 }
 
 /**

@@ -4,8 +4,8 @@
  *
  * @module
  */
-export { TOOL_NAME_PATTERN, ToolError } from "./definition.ts";
-export type { AnyToolDefinition, JsonSchema, ToolContext, ToolDefinition, ToolEffect } from "./definition.ts";
+export { isToolOutcome, TOOL_CONTROLS, TOOL_NAME_PATTERN, ToolError, toolOutcome } from "./definition.ts";
+export type { AnyToolDefinition, JsonSchema, ToolContext, ToolControl, ToolDefinition, ToolEffect, ToolOutcome } from "./definition.ts";
 export { ToolRegistrationError, ToolRegistry } from "./registry.ts";
 export type { RegisteredTool } from "./registry.ts";
 export { DEFAULT_MAX_SCHEMA_ERRORS, SchemaCompileError, SchemaCompiler } from "./schema.ts";

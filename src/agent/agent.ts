@@ -1,0 +1,648 @@
+/**
+ * The agent: the run loop (harness-contracts §3) and run control.
+ *
+ * @example
+ * ```ts
+ * const agent = createAgent({ model, tools: [myTool], policy: { maxSteps: 10 } });
+ * const result = await agent.run("summarise README.md");
+ * ```
+ *
+ * Calls on one agent are serialised: a second `run()` waits until the first
+ * (and the follow-ups it drains) has finished, including its `agent_finished`
+ * sink deliveries.
+ *
+ * @module
+ */
+import { type ModelAdapter, type ModelToolSpec, type ModelUsage, type AssistantMessage, type ChatMessage, ModelProviderError, streamModel } from "../providers/types.ts";
+import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { AnyToolDefinition } from "../tools/definition.ts";
+import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
+import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
+import {
+  type AgentMessage,
+  type AgentRunResult,
+  type AgentStatus,
+  CONTINUABLE_STOP_REASONS,
+  type ContinueRejectedReason,
+  ContinueRejectedError,
+  type ControlInput,
+  type ControlInputKind,
+  type ControlReceipt,
+  type FollowUpDiscardReason,
+  FollowUpDiscardedError,
+  type FollowUpFailurePolicy,
+  FollowUpRejectedError,
+  type RunStatus,
+  type RunUsage,
+  resolvePolicy,
+  type RuntimePolicy,
+  type RuntimePolicyOptions,
+  type StopReason,
+  UsageAccumulator,
+} from "./types.ts";
+
+export const DEFAULT_ABORT_REASON = "agent run was aborted";
+export const DEFAULT_QUEUE_CAPACITY = 16;
+
+/** What `afterTurn` sees: a copy of the state after a non-terminal turn. */
+export interface TurnSnapshot {
+  agent_id: string;
+  run_id: string;
+  turn: number;
+  /** The run's task; null for a continued run. */
+  task: string | null;
+  response: AssistantMessage;
+  usage: RunUsage;
+  messages: AgentMessage[];
+}
+
+/** A behavior hook's answer: `continue`, or `stop` (optionally with the run's output). */
+export type BehaviorDecision = { action: "continue" } | { action: "stop"; output?: string | null };
+
+/** Behavior hooks, called in declaration order after each non-terminal turn. */
+export interface AgentHooks {
+  afterTurn?(snapshot: TurnSnapshot, signal: AbortSignal): BehaviorDecision | void | Promise<BehaviorDecision | void>;
+}
+
+/** Options of {@link createAgent}. */
+export interface AgentOptions {
+  model: ModelAdapter;
+  /** A runtime from `createRuntime()`; its registry provides the tools. */
+  runtime?: Runtime;
+  /** Tools for a fresh runtime without built-ins (ignored when `runtime` is given). */
+  tools?: readonly AnyToolDefinition[];
+  systemPrompt?: string;
+  policy?: RuntimePolicyOptions;
+  hooks?: AgentHooks | readonly AgentHooks[];
+  sinks?: readonly AgentEventSink[];
+  /** Default: `agent-` + random hex. */
+  agentId?: string;
+  steeringQueueCapacity?: number;
+  followUpQueueCapacity?: number;
+  followUpFailurePolicy?: FollowUpFailurePolicy;
+}
+
+/** An accepted (or refused) follow-up. */
+export interface FollowUpHandle {
+  readonly receipt: ControlReceipt;
+  /**
+   * The follow-up run's result. Rejects with `FollowUpRejectedError` when the
+   * receipt was not accepted, `FollowUpDiscardedError` when it was dropped.
+   */
+  wait(): Promise<AgentRunResult>;
+}
+
+class TerminalResult {
+  constructor(readonly result: AgentRunResult) {}
+}
+
+interface ActiveOperation {
+  readonly controller: AbortController;
+  abortReason: string;
+  readonly steering: ControlInput[];
+  steeringClosed: boolean;
+}
+
+interface QueuedFollowUp {
+  control: ControlInput;
+  resolve(r: AgentRunResult): void;
+  reject(e: unknown): void;
+}
+
+function makeControl(kind: ControlInputKind, content: unknown): ControlInput {
+  if (typeof content !== "string") throw new TypeError("control content must be a string");
+  const c = content.trim();
+  if (c.length === 0) throw new RangeError("control content must not be empty");
+  return Object.freeze({ input_id: randomHex(16), kind, content: c });
+}
+
+function positiveCapacity(name: string, v: number | undefined): number {
+  const n = v ?? DEFAULT_QUEUE_CAPACITY;
+  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`${name} must be a positive integer, got ${n}`);
+  return n;
+}
+
+/** Wait for `p`, or throw AgentCancelledError as soon as `signal` aborts. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => string): Promise<T> {
+  if (signal.aborted) {
+    p.catch(() => {});
+    return Promise.reject(new AgentCancelledError(reason()));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new AgentCancelledError(reason()));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function result(status: RunStatus, stop: StopReason, turns: number, usage: UsageAccumulator, output: string | null = null, error: string | null = null): AgentRunResult {
+  return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
+}
+
+const EXPLICIT_FINISH_NOTE =
+  "This run ends only when you call a tool that finishes it. A reply in plain text does not end the run.";
+
+function retryNote(attempt: number, max: number): string {
+  const base = "Your previous reply was plain text, which does not finish this run. Call the tool that completes the task.";
+  return attempt >= 2 ? `Retry ${attempt}/${max}: ${base}` : base;
+}
+
+/** The agent. Create it with {@link createAgent}. */
+export class Agent {
+  readonly agentId: string;
+  readonly policy: RuntimePolicy;
+  readonly runtime: Runtime;
+  readonly #model: ModelAdapter;
+  readonly #systemPrompt: string | undefined;
+  readonly #hooks: readonly AgentHooks[];
+  readonly #emitter: EventEmitter;
+  readonly #executor: ToolExecutor;
+  readonly #steeringCapacity: number;
+  readonly #followUpCapacity: number;
+  readonly #followUpPolicy: FollowUpFailurePolicy;
+
+  #messages: AgentMessage[] = [];
+  #lastResult: AgentRunResult | null = null;
+  #status: AgentStatus = "idle";
+  #gate: Promise<void> = Promise.resolve();
+  #gateHeld = 0;
+  #pendingOps = 0;
+  #idleWaiters: (() => void)[] = [];
+  #active: ActiveOperation | null = null;
+  #followUps: QueuedFollowUp[] = [];
+  #followUpChainOpen = false;
+  #shuttingDown = false;
+  #started = false;
+
+  constructor(options: AgentOptions) {
+    if (typeof options !== "object" || options === null) throw new TypeError("createAgent: options must be an object");
+    const m = options.model;
+    if (typeof m !== "object" || m === null || typeof m.complete !== "function") {
+      throw new TypeError("createAgent: model must be a ModelAdapter with a complete() method");
+    }
+    if (options.systemPrompt !== undefined && typeof options.systemPrompt !== "string") throw new TypeError("createAgent: systemPrompt must be a string");
+    this.#model = m;
+    this.policy = resolvePolicy(options.policy);
+    this.runtime = options.runtime ?? createRuntime({ builtins: false, tools: options.tools ?? [] });
+    this.agentId = options.agentId ?? `agent-${randomHex(6)}`;
+    if (typeof this.agentId !== "string" || this.agentId.length === 0) throw new TypeError("createAgent: agentId must be a non-empty string");
+    this.#systemPrompt = options.systemPrompt;
+    const hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as AgentHooks];
+    this.#hooks = [...hooks];
+    this.#steeringCapacity = positiveCapacity("steeringQueueCapacity", options.steeringQueueCapacity);
+    this.#followUpCapacity = positiveCapacity("followUpQueueCapacity", options.followUpQueueCapacity);
+    this.#followUpPolicy = options.followUpFailurePolicy ?? "discard";
+    if (this.#followUpPolicy !== "discard" && this.#followUpPolicy !== "continue") {
+      throw new TypeError(`followUpFailurePolicy must be "discard" or "continue"`);
+    }
+    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
+    this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#messages.push(msg));
+  }
+
+  // -------------------------------------------------------------------------
+  // State
+
+  get status(): AgentStatus {
+    return this.#status;
+  }
+
+  /** A copy of the conversation (without system prompts). */
+  get messages(): AgentMessage[] {
+    return structuredClone(this.#messages);
+  }
+
+  get lastResult(): AgentRunResult | null {
+    return this.#lastResult;
+  }
+
+  /** Whether a run is active or queued, or follow-ups are pending. */
+  get isActive(): boolean {
+    return this.#pendingOps > 0 || this.#gateHeld > 0;
+  }
+
+  /** Subscribe to every event of this agent (see `EventStreamOptions` for slow consumers). Ends at `shutdown()`. */
+  events(options?: EventStreamOptions): AsyncIterableIterator<AgentEvent> {
+    return this.#emitter.subscribe(options);
+  }
+
+  // -------------------------------------------------------------------------
+  // Runs
+
+  /** Run a task (appended as a user message). Waits for earlier runs on this agent. */
+  run(task: string): Promise<AgentRunResult> {
+    if (typeof task !== "string" || task.trim().length === 0) return Promise.reject(new TypeError("task must be a non-empty string"));
+    if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
+    return this.#operation(() => this.#execute(task));
+  }
+
+  /** Why `continueRun()` would be rejected now, or null when it would start. */
+  get continueRejectionReason(): ContinueRejectedReason | null {
+    if (this.#shuttingDown) return "agent_shutting_down";
+    if (this.isActive) return "agent_active";
+    const last = this.#lastResult;
+    if (last === null) return "no_previous_run";
+    if (!CONTINUABLE_STOP_REASONS.has(last.stop_reason)) return "unsupported_stop_reason";
+    if (!toolStateComplete(this.#messages)) return "incomplete_tool_state";
+    return null;
+  }
+
+  get canContinue(): boolean {
+    return this.continueRejectionReason === null;
+  }
+
+  /** Resume the conversation without a new user message. Throws ContinueRejectedError. */
+  continueRun(): Promise<AgentRunResult> {
+    const reason = this.continueRejectionReason;
+    if (reason !== null) return Promise.reject(new ContinueRejectedError(reason));
+    return this.#operation(() => this.#execute(null));
+  }
+
+  /** Abort the active run. Returns false when nothing was running or it was already aborted. */
+  abort(reason: string = DEFAULT_ABORT_REASON): boolean {
+    const op = this.#active;
+    if (op === null || op.controller.signal.aborted) return false;
+    op.abortReason = String(reason);
+    op.controller.abort(new DOMException(op.abortReason, "AbortError"));
+    return true;
+  }
+
+  /** Resolves when no run, queued run or follow-up is pending and their sinks have settled. */
+  waitForIdle(): Promise<void> {
+    if (!this.isActive) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Queue a message for the active run. It is applied at the next safe point:
+   * before the next model request, after every started tool has settled.
+   */
+  steer(content: string): ControlReceipt {
+    const control = makeControl("steering", content);
+    const op = this.#active;
+    if (op === null) return { control, status: "agent_idle", queue_size: 0 };
+    if (op.controller.signal.aborted || op.steeringClosed) return { control, status: "run_closing", queue_size: op.steering.length };
+    if (op.steering.length >= this.#steeringCapacity) return { control, status: "queue_full", queue_size: op.steering.length };
+    op.steering.push(control);
+    return { control, status: "accepted", queue_size: op.steering.length };
+  }
+
+  /** Queue a task to run after the current run (if it succeeds, or per the failure policy). */
+  followUp(task: string): FollowUpHandle {
+    const control = makeControl("follow_up", task);
+    const refuse = (status: ControlReceipt["status"]): FollowUpHandle => {
+      const receipt = { control, status, queue_size: this.#followUps.length };
+      return { receipt, wait: () => Promise.reject(new FollowUpRejectedError(receipt)) };
+    };
+    if (this.#shuttingDown) return refuse("run_closing");
+    if (this.#active?.controller.signal.aborted) return refuse("run_closing");
+    if (!this.#followUpChainOpen) return refuse("agent_idle");
+    if (this.#followUps.length >= this.#followUpCapacity) return refuse("queue_full");
+    let resolve!: (r: AgentRunResult) => void;
+    let reject!: (e: unknown) => void;
+    const done = new Promise<AgentRunResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    done.catch(() => {}); // never an unhandled rejection when nobody waits
+    this.#followUps.push({ control, resolve, reject });
+    const receipt: ControlReceipt = { control, status: "accepted", queue_size: this.#followUps.length };
+    return { receipt, wait: () => done };
+  }
+
+  /** Clear the conversation and last result. Throws while a run is active. */
+  reset(messages: readonly AgentMessage[] = []): void {
+    if (this.isActive) throw new Error("cannot reset an active agent");
+    this.#messages = structuredClone([...messages]);
+    this.#lastResult = null;
+    this.#status = "idle";
+  }
+
+  /**
+   * Stop accepting work, discard queued follow-ups (`agent_shutdown`), wait for
+   * the active run (abort it first for a prompt stop), shut the model down and
+   * end `events()` subscriptions. Idempotent.
+   */
+  async shutdown(): Promise<void> {
+    if (!this.#shuttingDown) {
+      this.#shuttingDown = true;
+      this.#discardFollowUps("agent_shutdown");
+    }
+    await this.waitForIdle();
+    if (this.#started) {
+      this.#started = false;
+      await this.#model.shutdown?.();
+    }
+    await this.#emitter.closeSubscribers();
+  }
+
+  // -------------------------------------------------------------------------
+  // Serialisation
+
+  async #operation(fn: () => Promise<AgentRunResult>): Promise<AgentRunResult> {
+    this.#pendingOps++;
+    this.#gateHeld++;
+    const previous = this.#gate;
+    let release!: () => void;
+    this.#gate = new Promise((r) => (release = r));
+    try {
+      await previous;
+      this.#followUpChainOpen = true;
+      let res = await fn();
+      const first = res;
+      // Drain follow-ups before releasing the gate, so they run before queued direct runs.
+      while (this.#followUps.length > 0) {
+        if (!(res.status === "completed" || this.#followUpPolicy === "continue")) {
+          this.#discardFollowUps("previous_run_not_completed");
+          break;
+        }
+        const next = this.#followUps.shift()!;
+        try {
+          res = await this.#execute(next.control.content);
+          next.resolve(res);
+        } catch (err) {
+          next.reject(err);
+          this.#discardFollowUps("previous_run_not_completed");
+          break;
+        }
+      }
+      return first;
+    } finally {
+      this.#followUpChainOpen = false;
+      this.#gateHeld--;
+      release();
+      this.#pendingOps--;
+      if (!this.isActive) {
+        const waiters = this.#idleWaiters;
+        this.#idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    }
+  }
+
+  #discardFollowUps(reason: FollowUpDiscardReason): void {
+    const q = this.#followUps;
+    this.#followUps = [];
+    for (const f of q) f.reject(new FollowUpDiscardedError(reason));
+  }
+
+  // -------------------------------------------------------------------------
+  // The run
+
+  async #execute(task: string | null): Promise<AgentRunResult> {
+    const op: ActiveOperation = { controller: new AbortController(), abortReason: DEFAULT_ABORT_REASON, steering: [], steeringClosed: false };
+    this.#active = op;
+    this.#status = "running";
+    const emitter = this.#emitter;
+    const usage = new UsageAccumulator();
+    const runId = emitter.beginRun();
+    const counters = { turns: 0 };
+    let res: AgentRunResult;
+    try {
+      if (task === null) {
+        await emitter.emit({ kind: "agent_continued" });
+      } else {
+        this.#messages.push({ role: "user", content: task });
+        await emitter.emit({ kind: "agent_started", task });
+      }
+      try {
+        this.#executor.guard.reset();
+        if (!this.#started) {
+          await raceAbort(Promise.resolve(this.#model.startup?.()), op.controller.signal, () => op.abortReason);
+          this.#started = true;
+        }
+        res = await this.#loop(task, runId, op, usage, counters);
+      } catch (err) {
+        const turns = counters.turns;
+        if (err instanceof AgentCancelledError) res = result("cancelled", "external_abort", turns, usage, null, err.message);
+        else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
+        else if (err instanceof ModelProviderError && err.kind === "context_overflow") res = result("failed", "context_overflow", turns, usage, null, err.message);
+        else res = result("failed", "runtime_error", turns, usage, null, err instanceof Error ? err.message : String(err));
+      }
+      op.steeringClosed = true;
+      const left = op.steering.splice(0);
+      for (const c of left) await emitter.emit({ kind: "steering_discarded", control: c, reason: res.stop_reason });
+      this.#lastResult = res;
+      this.#status = res.status;
+      await emitter.emit({ kind: "agent_finished", result: res });
+      return res;
+    } finally {
+      op.steeringClosed = true;
+      if (this.#active === op) this.#active = null;
+    }
+  }
+
+  async #loop(task: string | null, runId: string, op: ActiveOperation, usage: UsageAccumulator, counters: { turns: number }): Promise<AgentRunResult> {
+    const policy = this.policy;
+    const signal = op.controller.signal;
+    const reason = () => op.abortReason;
+    const emit = (p: Parameters<EventEmitter["emit"]>[0]) => this.#emitter.emit(p);
+    const state = { noToolResponses: 0 };
+
+    for (let step = 0; step < policy.maxSteps; step++) {
+      if (signal.aborted) throw new AgentCancelledError(reason());
+      const budget = this.#budgetFailure(usage, counters.turns);
+      if (budget !== null) return budget;
+      const turn = ++counters.turns;
+      await emit({ kind: "turn_started", turn });
+      let response: AssistantMessage;
+      try {
+        response = await this.#modelTurn(turn, op, usage, state);
+        if (signal.aborted) throw new AgentCancelledError(reason());
+        if (response.tool_calls.length === 0) {
+          if (op.steering.length > 0) {
+            state.noToolResponses = 0; // not terminal: the loop applies the steering
+          } else if (!policy.requireExplicitFinish) {
+            const content = response.content;
+            if (content) return result("completed", "text_response", turn, usage, content);
+            return result("failed", "empty_response", turn, usage, null, "the model returned an empty response");
+          } else {
+            state.noToolResponses++;
+            if (state.noToolResponses >= policy.maxNoToolResponses) {
+              return result(
+                "failed",
+                "max_no_tool_responses",
+                turn,
+                usage,
+                null,
+                `explicit-finish mode: the model answered ${state.noToolResponses} consecutive times without a completing tool call`,
+              );
+            }
+          }
+        } else {
+          state.noToolResponses = 0;
+          const tr = await this.#executor.executeAll(response.tool_calls, turn, signal, reason);
+          if (tr.cancelled) throw new AgentCancelledError(reason());
+          if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
+          if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
+          if (tr.control === "cancel") return result("cancelled", "tool_cancelled", turn, usage, tr.output, "tool execution was cancelled");
+        }
+      } finally {
+        await emit({ kind: "turn_completed", turn });
+      }
+      for (const hook of this.#hooks) {
+        if (typeof hook.afterTurn !== "function") continue;
+        const snapshot: TurnSnapshot = {
+          agent_id: this.agentId,
+          run_id: runId,
+          turn,
+          task,
+          response: structuredClone(response),
+          usage: usage.snapshot(),
+          messages: structuredClone(this.#messages),
+        };
+        const decision = await raceAbort(Promise.resolve(hook.afterTurn(snapshot, signal)), signal, reason);
+        if (decision === undefined || decision === null) continue;
+        if (typeof decision !== "object" || (decision.action !== "continue" && decision.action !== "stop")) {
+          throw new TypeError("afterTurn must return a BehaviorDecision ({ action: \"continue\" | \"stop\" }) or nothing");
+        }
+        if (decision.action === "continue") {
+          if ((decision as { output?: unknown }).output != null) throw new TypeError("afterTurn: a \"continue\" decision cannot carry output");
+          continue;
+        }
+        const out = decision.output ?? response.content;
+        if (out !== null && typeof out !== "string") throw new TypeError("afterTurn: stop output must be a string or null");
+        return result("completed", "behavior_stop", turn, usage, out);
+      }
+    }
+    return result("failed", "max_steps", counters.turns, usage, null, `agent '${this.agentId}' did not finish within ${policy.maxSteps} steps`);
+  }
+
+  #budgetFailure(usage: UsageAccumulator, turns: number): AgentRunResult | null {
+    const limit = this.policy.maxRunTokens;
+    if (limit === null || usage.requestCount === 0) return null;
+    const u = usage.snapshot();
+    const missing = u.request_count - u.reported_request_count;
+    if (missing > 0) {
+      return result("failed", "usage_unavailable", turns, usage, null, `the run token budget cannot be enforced: ${missing} model request(s) did not report usage`);
+    }
+    if (u.total_tokens >= limit) {
+      return result("failed", "token_budget_exceeded", turns, usage, null, `the run used ${u.total_tokens} tokens, reaching its budget of ${limit}`);
+    }
+    return null;
+  }
+
+  /** Apply steering (the safe point), build the context, stream the model, record the message. */
+  async #modelTurn(turn: number, op: ActiveOperation, usage: UsageAccumulator, state: { noToolResponses: number }): Promise<AssistantMessage> {
+    const signal = op.controller.signal;
+    const reason = () => op.abortReason;
+    let messages: ChatMessage[];
+    for (;;) {
+      const drained = op.steering.splice(0);
+      if (drained.length > 0) state.noToolResponses = 0;
+      for (const c of drained) {
+        this.#messages.push({ role: "user", content: c.content });
+        await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
+      }
+      messages = this.#context(state.noToolResponses);
+      if (op.steering.length === 0) break;
+    }
+    if (signal.aborted) throw new AgentCancelledError(reason());
+
+    usage.beginRequest();
+    const tools: ModelToolSpec[] = this.runtime.registry.list().map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+      ...(t.strict ? { strict: true } : {}),
+    }));
+    const stream = streamModel(this.#model, { messages, tools, signal });
+    const it = stream[Symbol.asyncIterator]();
+    let completed: { message: AssistantMessage; usage?: ModelUsage } | undefined;
+    let finished = false;
+    try {
+      for (;;) {
+        const step = await raceAbort(it.next(), signal, reason);
+        if (step.done) {
+          finished = true;
+          break;
+        }
+        const ev = step.value;
+        if (ev.type === "text_delta") {
+          if (ev.delta.length > 0) await this.#emitter.emit({ kind: "assistant_text_delta", turn, delta: ev.delta });
+        } else if (ev.type === "thinking_delta") {
+          if (ev.delta.length > 0) await this.#emitter.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
+        } else if (ev.type === "completed") {
+          completed = { message: ev.message, usage: ev.usage };
+          finished = true;
+          break;
+        } else {
+          throw new TypeError(`model stream returned an unsupported event: ${JSON.stringify((ev as { type?: unknown }).type)}`);
+        }
+      }
+    } finally {
+      if (!finished || completed !== undefined) {
+        // Close the provider's stream without letting a hung return() block the run.
+        try {
+          const r = it.return?.();
+          if (r !== undefined) void Promise.resolve(r).catch(() => {});
+        } catch {
+          // ignore
+        }
+      }
+    }
+    if (completed === undefined) throw new Error("model stream ended without a completed response");
+
+    const message: AssistantMessage = {
+      content: completed.message.content ?? null,
+      tool_calls: (completed.message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+    };
+    usage.record(completed.usage);
+    const stored: AgentMessage = { role: "assistant", content: message.content };
+    if (message.tool_calls.length > 0) {
+      stored.tool_calls = message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+    }
+    if (completed.usage !== undefined) stored.usage = { ...completed.usage };
+    this.#messages.push(stored);
+    await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
+    return message;
+  }
+
+  /** The request context: system prompt (+ explicit-finish note), history without usage, transient retry note. */
+  #context(noToolResponses: number): ChatMessage[] {
+    const out: ChatMessage[] = [];
+    const system = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter((s) => s !== undefined && s.length > 0);
+    if (system.length > 0) out.push({ role: "system", content: system.join("\n\n") });
+    for (const m of this.#messages) {
+      if (m.role === "assistant") {
+        const a: ChatMessage = { role: "assistant", content: m.content };
+        if (m.tool_calls !== undefined) a.tool_calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function } }));
+        out.push(a);
+      } else {
+        out.push({ ...m });
+      }
+    }
+    if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
+    return out;
+  }
+}
+
+/** Every assistant tool call id has a later tool message. */
+function toolStateComplete(messages: readonly AgentMessage[]): boolean {
+  const open = new Set<string>();
+  for (const m of messages) {
+    if (m.role === "assistant" && m.tool_calls !== undefined) {
+      if (!Array.isArray(m.tool_calls)) return false;
+      for (const c of m.tool_calls) {
+        if (typeof c?.id !== "string") return false;
+        open.add(c.id);
+      }
+    } else if (m.role === "tool") {
+      open.delete(m.tool_call_id);
+    }
+  }
+  return open.size === 0;
+}
+
+/** Create an agent. Throws TypeError/RangeError for invalid options. */
+export function createAgent(options: AgentOptions): Agent {
+  return new Agent(options);
+}

@@ -1,0 +1,236 @@
+/**
+ * Lifecycle events: the envelope, the emitter (sinks awaited in order, one
+ * global order per agent) and `events()` subscriptions.
+ *
+ * @module
+ */
+import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
+
+/** A `ctx.progress()` report of a running tool. */
+export interface ToolProgressUpdate {
+  message: string;
+  data: unknown;
+}
+
+/** Event payloads by kind (snake_case fields, as on the wire). */
+export type AgentEventPayload =
+  | { kind: "agent_started"; task: string }
+  | { kind: "agent_continued" }
+  | { kind: "turn_started"; turn: number }
+  | { kind: "steering_applied"; control: ControlInput; target_turn: number }
+  | { kind: "steering_discarded"; control: ControlInput; reason: StopReason }
+  | { kind: "message_completed"; turn: number; message: AssistantMessage; usage: ModelUsage | null }
+  | { kind: "assistant_text_delta"; turn: number; delta: string }
+  | { kind: "assistant_thinking_delta"; turn: number; delta: string }
+  | { kind: "tool_started"; turn: number; tool_call: ModelToolCall }
+  | { kind: "tool_progressed"; turn: number; tool_call: ModelToolCall; update: ToolProgressUpdate }
+  | { kind: "tool_completed"; turn: number; tool_call: ModelToolCall; result: ToolCallResult }
+  | { kind: "turn_completed"; turn: number }
+  | { kind: "agent_finished"; result: AgentRunResult };
+
+export type AgentEventKind = AgentEventPayload["kind"];
+
+export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
+  "agent_started",
+  "agent_continued",
+  "turn_started",
+  "steering_applied",
+  "steering_discarded",
+  "message_completed",
+  "assistant_text_delta",
+  "assistant_thinking_delta",
+  "tool_started",
+  "tool_progressed",
+  "tool_completed",
+  "turn_completed",
+  "agent_finished",
+];
+
+/** The envelope: correlation fields, then the payload's fields. Frozen. */
+export type AgentEvent = Readonly<{ agent_id: string; run_id: string; sequence: number } & AgentEventPayload>;
+
+/** An event sink: a function, or an object with `handle`. Both may be async; they are awaited in order. */
+export type AgentEventSink =
+  | ((event: AgentEvent) => void | Promise<void>)
+  | { handle(event: AgentEvent): void | Promise<void> };
+
+/** Options of `agent.events()`. */
+export interface EventStreamOptions {
+  /** Events buffered for this subscriber before it counts as overflowing. Default 1024. */
+  bufferSize?: number;
+  /** Ends the iteration when aborted. */
+  signal?: AbortSignal;
+}
+
+/** Thrown from an `events()` iterator whose consumer fell more than `bufferSize` events behind. */
+export class EventBufferOverflowError extends Error {
+  override name = "EventBufferOverflowError";
+  constructor(readonly bufferSize: number) {
+    super(`event subscriber fell more than ${bufferSize} events behind; subscription closed`);
+  }
+}
+
+export const DEFAULT_EVENT_BUFFER = 1024;
+
+/**
+ * One subscriber of `events()`. Delivery never blocks the run: events are
+ * pushed into a bounded buffer. When a slow consumer lets the buffer fill up,
+ * the subscription is closed: the consumer still receives every event buffered
+ * so far, then the iterator throws {@link EventBufferOverflowError}. (We never
+ * drop events silently, and a slow consumer never stalls the agent.)
+ */
+class Subscription implements AsyncIterableIterator<AgentEvent> {
+  readonly #buffer: AgentEvent[] = [];
+  #waiter: ((r: IteratorResult<AgentEvent>) => void) | undefined;
+  #waiterReject: ((e: unknown) => void) | undefined;
+  #done = false;
+  #overflow: EventBufferOverflowError | undefined;
+  readonly #onAbort: (() => void) | undefined;
+
+  constructor(private readonly size: number, private readonly detach: (s: Subscription) => void, private readonly signal?: AbortSignal) {
+    if (signal !== undefined) {
+      this.#onAbort = () => this.close();
+      if (signal.aborted) this.#done = true;
+      else signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
+  }
+
+  push(event: AgentEvent): void {
+    if (this.#done || this.#overflow !== undefined) return;
+    if (this.#waiter !== undefined) {
+      const w = this.#waiter;
+      this.#waiter = this.#waiterReject = undefined;
+      w({ value: event, done: false });
+      return;
+    }
+    if (this.#buffer.length >= this.size) {
+      this.#overflow = new EventBufferOverflowError(this.size);
+      this.detach(this);
+      return;
+    }
+    this.#buffer.push(event);
+  }
+
+  close(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.detach(this);
+    if (this.#onAbort !== undefined) this.signal?.removeEventListener("abort", this.#onAbort);
+    if (this.#waiter !== undefined) {
+      const w = this.#waiter;
+      this.#waiter = this.#waiterReject = undefined;
+      w({ value: undefined, done: true });
+    }
+  }
+
+  next(): Promise<IteratorResult<AgentEvent>> {
+    const e = this.#buffer.shift();
+    if (e !== undefined) return Promise.resolve({ value: e, done: false });
+    if (this.#overflow !== undefined) {
+      const err = this.#overflow;
+      this.#done = true;
+      this.#overflow = undefined;
+      return Promise.reject(err);
+    }
+    if (this.#done) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.#waiter = resolve;
+      this.#waiterReject = reject;
+    });
+  }
+
+  return(): Promise<IteratorResult<AgentEvent>> {
+    this.#buffer.length = 0;
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<AgentEvent> {
+    return this;
+  }
+}
+
+/**
+ * Numbers, freezes and delivers events. Deliveries are chained, so events
+ * reach sinks in emission order even when emitted from concurrent tool calls;
+ * `emit()` resolves once every sink has handled the event.
+ */
+export class EventEmitter {
+  readonly #sinks: AgentEventSink[];
+  readonly #subs = new Set<Subscription>();
+  #tail: Promise<void> = Promise.resolve();
+  #runId = "";
+  #sequence = 0;
+
+  constructor(readonly agentId: string, sinks: readonly AgentEventSink[], private readonly logger: Logger) {
+    for (const s of sinks) {
+      if (typeof s !== "function" && (typeof s !== "object" || s === null || typeof s.handle !== "function")) {
+        throw new TypeError("sinks must be functions or objects with a handle(event) method");
+      }
+    }
+    this.#sinks = [...sinks];
+  }
+
+  /** Start a new event run: fresh random run id, sequence back to 0. */
+  beginRun(): string {
+    this.#runId = randomHex(16);
+    this.#sequence = 0;
+    return this.#runId;
+  }
+
+  get runId(): string {
+    return this.#runId;
+  }
+
+  emit(payload: AgentEventPayload): Promise<void> {
+    const event = Object.freeze({ agent_id: this.agentId, run_id: this.#runId, sequence: ++this.#sequence, ...payload }) as AgentEvent;
+    const p = this.#tail.then(() => this.#deliver(event));
+    this.#tail = p;
+    return p;
+  }
+
+  async #deliver(event: AgentEvent): Promise<void> {
+    for (const s of this.#subs) s.push(event);
+    let failed = 0;
+    for (const sink of this.#sinks) {
+      try {
+        if (typeof sink === "function") await sink(event);
+        else await sink.handle(event);
+      } catch (err) {
+        failed++;
+        this.logger.warn("agent event sink failed", {
+          agent_id: event.agent_id,
+          kind: event.kind,
+          sequence: event.sequence,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
+  }
+
+  subscribe(options: EventStreamOptions = {}): AsyncIterableIterator<AgentEvent> {
+    const size = options.bufferSize ?? DEFAULT_EVENT_BUFFER;
+    if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`bufferSize must be a positive integer, got ${size}`);
+    const sub = new Subscription(size, (s) => this.#subs.delete(s), options.signal);
+    this.#subs.add(sub);
+    return sub;
+  }
+
+  /** End every subscription (after the events already emitted are delivered). */
+  async closeSubscribers(): Promise<void> {
+    await this.#tail;
+    for (const s of [...this.#subs]) s.close();
+  }
+}
+
+/** Random lowercase hex of `bytes` bytes. */
+export function randomHex(bytes: number): string {
+  const b = new Uint8Array(bytes);
+  crypto.getRandomValues(b);
+  let s = "";
+  for (const x of b) s += x.toString(16).padStart(2, "0");
+  return s;
+}

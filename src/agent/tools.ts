@@ -1,0 +1,295 @@
+/**
+ * Tool execution for the agent loop: strict argument parsing (once per call),
+ * the repeat guard, dispatch through the runtime, progress, tool controls,
+ * cancellation and opt-in parallel read-only batches.
+ *
+ * Every tool call of an assistant message gets exactly one tool message,
+ * except when the repeat guard refuses a call (the run fails right there) or
+ * a terminal control ends the run before later calls.
+ *
+ * @module
+ */
+import { parseStrict } from "../core/parse.ts";
+import type { JsonError } from "../core/errors.ts";
+import type { ModelToolCall } from "../providers/types.ts";
+import type { Envelope } from "../runtime/envelope.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { ToolControl } from "../tools/definition.ts";
+import type { EventEmitter } from "./events.ts";
+import type { RuntimePolicy, ToolCallResult, ToolMessage } from "./types.ts";
+
+/** Thrown when the repeat guard refuses a call. */
+export class RepeatedToolCallError extends Error {
+  override name = "RepeatedToolCallError";
+}
+
+/** Thrown (inside the agent) when the run's signal aborted. */
+export class AgentCancelledError extends Error {
+  override name = "AgentCancelledError";
+}
+
+/** Outcome of all calls of one assistant message. */
+export interface ToolBatchResult {
+  control: ToolControl;
+  output: string | null;
+  cancelled: boolean;
+}
+
+/** Reason given to the calls skipped after a terminal read-only result. */
+export const SKIPPED_AFTER_TERMINAL = "skipped after a terminal read-only tool result";
+
+type ParsedArgs = { ok: true; value: unknown } | { ok: false; error: JsonError };
+
+interface PreparedCall {
+  readonly call: ModelToolCall;
+  readonly args: ParsedArgs;
+  readonly signature: string;
+}
+
+/** Key-sorted compact JSON of a parsed value (the repeat-guard signature). */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return "[" + value.map(canonicalJson).join(",") + "]";
+  const o = value as Record<string, unknown>;
+  const keys = Object.keys(o).sort();
+  return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonicalJson(o[k])).join(",") + "}";
+}
+
+function prepare(call: ModelToolCall): PreparedCall {
+  const raw = typeof call.arguments === "string" ? call.arguments : String(call.arguments);
+  const args = parseStrict(raw) as ParsedArgs;
+  const canon = args.ok ? canonicalJson(args.value) : raw;
+  return { call, args, signature: JSON.stringify([call.name, canon]) };
+}
+
+/** Consecutive identical calls within a run. */
+export class RepeatGuard {
+  #last: string | undefined;
+  #count = 0;
+  constructor(private readonly max: number) {}
+
+  reset(): void {
+    this.#last = undefined;
+    this.#count = 0;
+  }
+
+  /** Record a call; returns the refusal message when this call trips the guard. */
+  check(p: PreparedCall): string | null {
+    if (p.signature === this.#last) this.#count++;
+    else {
+      this.#last = p.signature;
+      this.#count = 1;
+    }
+    return this.#count >= this.max ? `tool '${p.call.name}' was called with the same arguments ${this.#count} consecutive times` : null;
+  }
+
+  /** Whether recording `calls` in order would trip the guard (state unchanged). */
+  wouldTrip(calls: readonly PreparedCall[]): boolean {
+    let last = this.#last;
+    let count = this.#count;
+    for (const p of calls) {
+      if (p.signature === last) count++;
+      else {
+        last = p.signature;
+        count = 1;
+      }
+      if (count >= this.max) return true;
+    }
+    return false;
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+function errorContent(tool: string, code: string, error: string, extra?: Record<string, unknown>): string {
+  return JSON.stringify({ status: "error", tool, code, error, ...extra });
+}
+
+/** What one call produced, before it is committed (event + message). */
+interface CallOutcome {
+  message: ToolMessage;
+  result: ToolCallResult;
+}
+
+/**
+ * Runs the tool calls of one turn. One instance per agent; `signal` is the
+ * active run's.
+ */
+export class ToolExecutor {
+  readonly guard: RepeatGuard;
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly policy: RuntimePolicy,
+    private readonly emitter: EventEmitter,
+    private readonly append: (m: ToolMessage) => void,
+  ) {
+    this.guard = new RepeatGuard(policy.maxRepeatedToolCalls);
+  }
+
+  #isReadOnly(call: ModelToolCall): boolean {
+    return this.runtime.registry.get(call.name)?.effect === "read_only";
+  }
+
+  /**
+   * Execute every call of an assistant message. Throws
+   * {@link RepeatedToolCallError} when the guard refuses a call.
+   */
+  async executeAll(calls: readonly ModelToolCall[], turn: number, signal: AbortSignal, abortReason: () => string): Promise<ToolBatchResult> {
+    const prepared = calls.map(prepare);
+    let i = 0;
+    while (i < prepared.length) {
+      if (signal.aborted) {
+        await this.#settleCancelled(prepared.slice(i), turn, abortReason());
+        return { control: "continue", output: null, cancelled: true };
+      }
+      if (this.policy.parallelToolCalls && this.#isReadOnly(prepared[i].call)) {
+        let j = i + 1;
+        while (j < prepared.length && this.#isReadOnly(prepared[j].call)) j++;
+        if (j - i > 1 && !this.guard.wouldTrip(prepared.slice(i, j))) {
+          const r = await this.#runGroup(prepared.slice(i, j), turn, signal, abortReason);
+          if (r.cancelled) {
+            await this.#settleCancelled(prepared.slice(j), turn, abortReason());
+            return r;
+          }
+          if (r.control !== "continue") return r;
+          i = j;
+          continue;
+        }
+      }
+      const p = prepared[i];
+      await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      const refusal = this.guard.check(p);
+      if (refusal !== null) {
+        await this.emitter.emit({
+          kind: "tool_completed",
+          turn,
+          tool_call: p.call,
+          result: { messages: [], control: "continue", output: null, error: refusal, cancelled: false },
+        });
+        throw new RepeatedToolCallError(refusal);
+      }
+      const out = await this.#run(p, turn, signal, abortReason);
+      await this.#commit(p, turn, out);
+      i++;
+      if (out.result.cancelled) {
+        await this.#settleCancelled(prepared.slice(i), turn, abortReason());
+        return { control: "continue", output: null, cancelled: true };
+      }
+      if (out.result.control !== "continue") return { control: out.result.control, output: out.result.output, cancelled: false };
+    }
+    return { control: "continue", output: null, cancelled: false };
+  }
+
+  /** A contiguous run of read-only calls, chunked; started in order, committed in order. */
+  async #runGroup(group: PreparedCall[], turn: number, signal: AbortSignal, abortReason: () => string): Promise<ToolBatchResult> {
+    const size = this.policy.maxParallelToolCalls ?? group.length;
+    for (let start = 0; start < group.length; start += size) {
+      const chunk = group.slice(start, start + size);
+      for (const p of chunk) this.guard.check(p); // cannot trip: checked by wouldTrip
+      for (const p of chunk) await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      const outs = await Promise.all(chunk.map((p) => this.#run(p, turn, signal, abortReason)));
+      for (let k = 0; k < chunk.length; k++) await this.#commit(chunk[k], turn, outs[k]);
+      const rest = group.slice(start + size);
+      if (outs.some((o) => o.result.cancelled)) {
+        await this.#settleCancelled(rest, turn, abortReason());
+        return { control: "continue", output: null, cancelled: true };
+      }
+      const terminal = outs.find((o) => o.result.control !== "continue");
+      if (terminal !== undefined) {
+        await this.#settleCancelled(rest, turn, SKIPPED_AFTER_TERMINAL);
+        return { control: terminal.result.control, output: terminal.result.output, cancelled: false };
+      }
+    }
+    return { control: "continue", output: null, cancelled: false };
+  }
+
+  async #commit(p: PreparedCall, turn: number, out: CallOutcome): Promise<void> {
+    this.append(out.message);
+    await this.emitter.emit({ kind: "tool_completed", turn, tool_call: p.call, result: out.result });
+  }
+
+  /** Settle calls that will not run: ToolStarted + ToolCompleted each, with a cancelled tool message. */
+  async #settleCancelled(calls: readonly PreparedCall[], turn: number, reason: string): Promise<void> {
+    for (const p of calls) {
+      await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      await this.#commit(p, turn, cancelledOutcome(p.call, reason));
+    }
+  }
+
+  /** Parse check, dispatch, progress; never throws. */
+  async #run(p: PreparedCall, turn: number, signal: AbortSignal, abortReason: () => string): Promise<CallOutcome> {
+    const { call } = p;
+    const fail = (code: string, error: string, extra?: Record<string, unknown>): CallOutcome =>
+      outcome(call, errorContent(call.name, code, error, extra), "continue", error, false);
+
+    if (signal.aborted) return cancelledOutcome(call, abortReason());
+    const tool = this.runtime.registry.get(call.name);
+    if (tool === undefined) {
+      const names = this.runtime.registry.list().map((t) => t.name);
+      return fail("UNKNOWN_TOOL", `unknown tool ${JSON.stringify(call.name)}; available tools: ${names.length > 0 ? names.join(", ") : "(none)"}`);
+    }
+    if (!p.args.ok) {
+      const e = p.args.error;
+      const empty = call.arguments.trim().length === 0 ? "arguments are empty, expected a JSON object: " : "";
+      return fail(e.code, `${empty}${e.message} at offset ${e.offset} (line ${e.line}, column ${e.column})`);
+    }
+    const value = p.args.value;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return fail("INVALID_ARGUMENTS", `tool arguments must be a JSON object, got ${describe(value)}`);
+    }
+
+    let control: ToolControl = "continue";
+    let open = true;
+    const env: Envelope = await this.runtime.dispatchCall(
+      { id: call.id, tool: call.name, arguments: value as Record<string, unknown>, shape: "openai_chat" },
+      signal,
+      {
+        onControl: (c) => {
+          control = c;
+        },
+        onProgress: (message, data) => {
+          if (!open) return;
+          // Queued on the emitter: it reaches sinks before this call's tool_completed.
+          void this.emitter.emit({ kind: "tool_progressed", turn, tool_call: call, update: { message, data: data ?? null } });
+        },
+      },
+    );
+    open = false;
+
+    if (env.success) {
+      const data = env.result;
+      let content: string;
+      try {
+        content = typeof data === "string" ? data : JSON.stringify(data) ?? "null";
+      } catch (err) {
+        return fail("TOOL_ERROR", `tool result is not JSON-serialisable: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      return outcome(call, content, control, null, false);
+    }
+    const e = env.error!;
+    if (e.code === "CANCELLED" && signal.aborted) return cancelledOutcome(call, abortReason());
+    const extra: Record<string, unknown> = {};
+    if (e.code === "INVALID_ARGUMENTS" && Array.isArray(e.details.errors)) {
+      extra.errors = e.details.errors;
+      if (e.details.truncated === true) extra.truncated = true;
+    }
+    return fail(e.code, e.message, extra);
+  }
+}
+
+function outcome(call: ModelToolCall, content: string, control: ToolControl, error: string | null, cancelled: boolean): CallOutcome {
+  const message: ToolMessage = { role: "tool", tool_call_id: call.id, content };
+  return {
+    message,
+    result: { messages: [message], control, output: control === "continue" ? null : content, error, cancelled },
+  };
+}
+
+function cancelledOutcome(call: ModelToolCall, reason: string): CallOutcome {
+  return outcome(call, JSON.stringify({ status: "cancelled", tool: call.name, error: reason }), "continue", reason, true);
+}
