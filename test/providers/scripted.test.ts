@@ -1,0 +1,217 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  ModelProviderError,
+  RetryingModelAdapter,
+  ScriptedModel,
+  ScriptError,
+  streamModel,
+  type ModelRequest,
+  type ModelStreamEvent,
+} from "../../src/providers/index.ts";
+
+const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
+  messages: [{ role: "user", content }],
+  tools: [{ name: "echo", description: "Echo", parameters: { type: "object" } }],
+  signal,
+});
+
+async function collect(it: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
+  const out: ModelStreamEvent[] = [];
+  for await (const ev of it) out.push(ev);
+  return out;
+}
+
+async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected a rejection");
+}
+
+function scriptError(text: string): string {
+  try {
+    ScriptedModel.fromJsonl(text);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ScriptError);
+    return (e as Error).message;
+  }
+  throw new Error("expected a ScriptError");
+}
+
+describe("ScriptedModel: JSONL", () => {
+  test("plays turns in order, skipping blank lines; raw (even malformed) arguments kept", async () => {
+    const m = ScriptedModel.fromJsonl(
+      [
+        '{"content": null, "tool_calls": [{"id": "c1", "name": "echo", "arguments": "{\\"text\\":\\"hi\\"}"}, {"id": "c2", "name": "echo", "arguments": "{bad"}], "usage": {"input_tokens": 10, "output_tokens": 4}}',
+        "",
+        "   ",
+        '{"content": "done", "usage": {"input_tokens": 20, "output_tokens": 2, "cache_read_tokens": 8}}\r',
+        "",
+      ].join("\n"),
+    );
+    expect(m.remaining).toBe(2);
+    const first = await m.complete(req());
+    expect(first).toEqual({
+      message: {
+        content: null,
+        tool_calls: [
+          { id: "c1", name: "echo", arguments: '{"text":"hi"}' },
+          { id: "c2", name: "echo", arguments: "{bad" },
+        ],
+      },
+      usage: { input_tokens: 10, output_tokens: 4, total_tokens: 14 },
+    });
+    const second = await m.complete(req());
+    expect(second).toEqual({
+      message: { content: "done", tool_calls: [] },
+      usage: { input_tokens: 20, output_tokens: 2, cache_read_tokens: 8, total_tokens: 22 },
+    });
+    expect(m.remaining).toBe(0);
+  });
+
+  test("invalid JSON names the line and the strict parser's message", () => {
+    expect(scriptError('{"content": "a"}\n\n{"content": "b",}')).toBe(
+      "scripted model: line 3: invalid JSON: unexpected character '}' (column 17)",
+    );
+    expect(scriptError('{"content": "a", "content": "b"}')).toMatch(/^scripted model: line 1: invalid JSON: duplicate key "content"/);
+  });
+
+  test("shape errors name the line and the problem", () => {
+    expect(scriptError('{"content": "a"}\n{"content": "b", "colour": 1}')).toMatch(/^scripted model: line 2: unknown key "colour" in a turn/);
+    expect(scriptError('{"thinking": "x"}')).toMatch(/line 1: a turn needs "content"/);
+    expect(scriptError('{"content": 5}')).toBe('scripted model: line 1: "content" must be a string or null, got number');
+    expect(scriptError("[1]")).toBe("scripted model: line 1: a turn must be a JSON object, got array");
+    expect(scriptError('{"content": "", "tool_calls": [{"id": "c", "name": "echo", "arguments": {}}]}')).toBe(
+      'scripted model: line 1: "tool_calls[0]".arguments must be a string, got object',
+    );
+    expect(scriptError('{"content": "", "tool_calls": [{"id": "", "name": "echo", "arguments": ""}]}')).toMatch(/id must not be empty/);
+    expect(scriptError('{"content": "", "usage": {"input_tokens": 1}}')).toMatch(/"usage.output_tokens" must be an integer >= 0/);
+    expect(scriptError('{"content": "", "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}')).toMatch(/unknown key "total_tokens" in "usage"/);
+    expect(scriptError('{"content": "", "chunk_size": 0}')).toMatch(/"chunk_size" must be an integer >= 1/);
+    expect(scriptError('{"content": "", "delay_ms": -1}')).toMatch(/"delay_ms" must be a number >= 0/);
+    expect(scriptError('{"error": {"kind": "overloaded", "message": "x"}}')).toMatch(
+      /"error.kind" must be one of context_overflow, rate_limit, timeout, authentication, provider_error/,
+    );
+    expect(scriptError('{"error": {"kind": "timeout", "message": "x"}, "content": "y"}')).toMatch(/unknown key "content" in an error turn/);
+    expect(scriptError('{"error": {"kind": "timeout"}}')).toMatch(/"error.message" must be a string/);
+  });
+
+  test("the constructor validates turns too, naming the turn", () => {
+    expect(() => new ScriptedModel([{ content: "a" }, { content: "b", extra: true }])).toThrow('scripted model: turn 2: unknown key "extra"');
+  });
+
+  test("fromFile reads a script, errors name the file and line", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentcore-scripted-"));
+    const good = join(dir, "good.jsonl");
+    writeFileSync(good, '{"content": "from a file"}\n');
+    const m = await ScriptedModel.fromFile(good);
+    expect((await m.complete(req())).message.content).toBe("from a file");
+    const bad = join(dir, "bad.jsonl");
+    writeFileSync(bad, '{"content": "ok"}\n{"content": "x" "y"}\n');
+    const err = (await failure(ScriptedModel.fromFile(bad))) as Error;
+    expect(err).toBeInstanceOf(ScriptError);
+    expect(err.message).toStartWith(`scripted model: ${bad}: line 2: invalid JSON:`);
+  });
+});
+
+describe("ScriptedModel: streaming", () => {
+  test("thinking then text in chunk_size pieces (by code point), then completed", async () => {
+    const m = new ScriptedModel([{ content: "héllo 😀!", thinking: "hmm?", chunk_size: 3 }]);
+    const events = await collect(m.stream(req()));
+    expect(events).toEqual([
+      { type: "thinking_delta", delta: "hmm" },
+      { type: "thinking_delta", delta: "?" },
+      { type: "text_delta", delta: "hél" },
+      { type: "text_delta", delta: "lo " },
+      { type: "text_delta", delta: "😀!" },
+      { type: "completed", message: { content: "héllo 😀!", tool_calls: [] } },
+    ]);
+  });
+
+  test("without chunk_size the text comes whole; no usage when none scripted", async () => {
+    const m = new ScriptedModel([{ content: "whole text" }]);
+    expect(await collect(streamModel(m, req()))).toEqual([
+      { type: "text_delta", delta: "whole text" },
+      { type: "completed", message: { content: "whole text", tool_calls: [] } },
+    ]);
+  });
+
+  test("error turns throw ModelProviderError of the scripted kind", async () => {
+    const m = ScriptedModel.fromJsonl('{"error": {"kind": "context_overflow", "message": "too big"}}\n{"content": "ok"}');
+    const err = (await failure(m.complete(req()))) as ModelProviderError;
+    expect(err).toBeInstanceOf(ModelProviderError);
+    expect(err.kind).toBe("context_overflow");
+    expect(err.message).toBe("too big");
+    expect(err.responseStarted).toBe(false);
+    expect((await m.complete(req())).message.content).toBe("ok");
+  });
+
+  test("running past the end → provider_error", async () => {
+    const m = new ScriptedModel([]);
+    const err = (await failure(m.complete(req()))) as ModelProviderError;
+    expect(err.kind).toBe("provider_error");
+    expect(err.message).toBe("scripted model has no more turns");
+  });
+
+  test("delay_ms is abortable: the abort reason is thrown, the turn is consumed", async () => {
+    const m = new ScriptedModel([{ content: "late", delay_ms: 60_000 }, { content: "next" }]);
+    const ctrl = new AbortController();
+    const p = m.complete(req("hi", ctrl.signal));
+    setTimeout(() => ctrl.abort(), 10);
+    const err = await failure(p);
+    expect(err).not.toBeInstanceOf(ModelProviderError);
+    expect((err as Error).name).toBe("AbortError");
+    expect((await m.complete(req())).message.content).toBe("next");
+  });
+
+  test("a short delay is waited for", async () => {
+    const m = new ScriptedModel([{ content: "after a pause", delay_ms: 5 }]);
+    expect((await m.complete(req())).message.content).toBe("after a pause");
+  });
+
+  test("abort between chunks stops the stream", async () => {
+    const m = new ScriptedModel([{ content: "abcdef", chunk_size: 1 }]);
+    const ctrl = new AbortController();
+    const seen: string[] = [];
+    const err = await failure(
+      (async () => {
+        for await (const ev of m.stream(req("hi", ctrl.signal))) {
+          if (ev.type === "text_delta") seen.push(ev.delta);
+          if (seen.length === 2) ctrl.abort(new Error("stop"));
+        }
+      })(),
+    );
+    expect(seen).toEqual(["a", "b"]);
+    expect((err as Error).message).toBe("stop");
+  });
+
+  test("requests are recorded as deep copies without the signal", async () => {
+    const m = new ScriptedModel([{ content: "a" }, { content: "b" }]);
+    const r = req("first", new AbortController().signal);
+    await m.complete(r);
+    (r.messages[0] as { content: string }).content = "mutated later";
+    await m.complete({ messages: [...r.messages, { role: "assistant", content: "a" }], tools: [] });
+    expect(m.requests).toEqual([
+      { messages: [{ role: "user", content: "first" }], tools: r.tools },
+      { messages: [{ role: "user", content: "mutated later" }, { role: "assistant", content: "a" }], tools: [] },
+    ]);
+  });
+
+  test("RetryingModelAdapter retries a scripted rate limit, not an authentication error", async () => {
+    const sleeps: number[] = [];
+    const m = ScriptedModel.fromJsonl(
+      '{"error": {"kind": "rate_limit", "message": "slow"}}\n{"content": "ok"}\n{"error": {"kind": "authentication", "message": "no"}}\n{"content": "unused"}',
+    );
+    const r = new RetryingModelAdapter(m, { sleep: async (ms) => void sleeps.push(ms), random: () => 0, baseDelayMs: 200 });
+    expect((await r.complete(req())).message.content).toBe("ok");
+    expect(sleeps).toEqual([100]);
+    const err = (await failure(r.complete(req()))) as ModelProviderError;
+    expect(err.kind).toBe("authentication");
+    expect(m.remaining).toBe(1);
+  });
+});
