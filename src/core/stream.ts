@@ -247,68 +247,26 @@ export class JsonStreamValidator {
   #pushShort(text: string, len: number): StreamStatus {
     const cap = len * 3;
     const ptr = cap <= this.#avail ? this.#ptr : this.#reserve(cap);
-    const mem = this.#core!.bytes();
-    let o = ptr;
-    // "plain": inside a string this text can neither end the string nor be
-    // an error (no '"', no control character, only complete simple escapes;
-    // a backslash at the very end is decided by the next chunk's first unit)
-    let plain = true;
-    let esc = false;
-    let i = 0;
-    if (this.#escOpen) {
-      const e = text.charCodeAt(0);
-      if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-        mem[o++] = e;
-        i = 1;
-      } else plain = false;
-    }
-    for (; i < len; i++) {
-      let c = text.charCodeAt(i);
-      if (c < 0x80) {
-        mem[o++] = c;
-        if (c < 0x20 || c === 0x22) plain = false;
-        else if (c === 0x5c) {
-          if (i + 1 < len) {
-            const e = text.charCodeAt(i + 1);
-            if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-              mem[o++] = e;
-              i++;
-            } else plain = false;
-          } else esc = true;
-        }
-      } else if (c < 0x800) {
-        mem[o++] = 0xc0 | (c >> 6);
-        mem[o++] = 0x80 | (c & 0x3f);
-      } else if ((c & 0xf800) !== 0xd800) {
-        mem[o++] = 0xe0 | (c >> 12);
-        mem[o++] = 0x80 | ((c >> 6) & 0x3f);
-        mem[o++] = 0x80 | (c & 0x3f);
-      } else if (c <= 0xdbff && i + 1 < len && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
-        mem[o++] = 0xf0 | (c >> 18);
-        mem[o++] = 0x80 | ((c >> 12) & 0x3f);
-        mem[o++] = 0x80 | ((c >> 6) & 0x3f);
-        mem[o++] = 0x80 | (c & 0x3f);
-      } else if (c <= 0xdbff && i + 1 === len) {
-        // a trailing high surrogate: hold it back until its low half comes
-        this.#pendingHigh = text.charAt(i);
-        break;
-      } else {
+    const r = encodeShort(text, len, this.#core!.bytes(), ptr, this.#escOpen);
+    const written = r >>> 4;
+    if ((r & (F_HIGH | F_LONE)) !== 0) {
+      if ((r & F_LONE) !== 0) {
         // an unpaired surrogate: the text before it first (an earlier error wins)
-        const st = this.#run(o - ptr, false);
+        const st = this.#run(written, false);
         if (st.state === "error") return st;
         return this.#loneSurrogate();
       }
+      // a trailing high surrogate: hold it back until its low half comes
+      this.#pendingHigh = text.charAt(len - 1);
     }
-    const written = o - ptr;
-    if (plain && this.#inString) {
+    if ((r & F_NOT_PLAIN) === 0 && this.#inString) {
       // inside a string, plain text can neither finish nor break the value:
       // keep the bytes and let the core scan them with the next chunk
       this.#len += written;
       this.#ptr += written;
       this.#avail -= written;
       this.#pending += written;
-      this.#escOpen = esc;
+      this.#escOpen = (r & F_ESC) !== 0;
       return NEED_MORE;
     }
     return this.#run(written, false);
@@ -388,6 +346,72 @@ export class JsonStreamValidator {
     releaseCore(this.#core);
     this.#core = null;
   }
+}
+
+const F_NOT_PLAIN = 1;
+const F_ESC = 2;
+const F_HIGH = 4;
+const F_LONE = 8;
+
+/**
+ * Encode a short chunk to UTF-8 at mem[o..] and classify it in the same pass.
+ * Returns (bytes written << 4) | flags: F_NOT_PLAIN (inside a string the text
+ * could end the string or be an error: '"', a control character, an escape
+ * that is not a complete simple one), F_ESC (ends with a backslash whose
+ * letter is still to come), F_HIGH (ends with a high surrogate, not encoded),
+ * F_LONE (an unpaired surrogate; only the text before it is encoded).
+ * `escOpen`: the text before this chunk ended with such a backslash.
+ */
+function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escOpen: boolean): number {
+  const o0 = o;
+  let flags = 0;
+  let bad = 0; // negative once a control character or '"' was seen
+  let i = 0;
+  if (escOpen) {
+    const e = text.charCodeAt(0);
+    if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+      mem[o++] = e;
+      i = 1;
+    } else flags = F_NOT_PLAIN;
+  }
+  while (i < len) {
+    let c = text.charCodeAt(i);
+    // the common case: a run of ASCII other than '\' (no branch per class)
+    while (c < 0x80 && c !== 0x5c) {
+      mem[o++] = c;
+      bad |= (c - 0x20) | ((c ^ 0x22) - 1);
+      if (++i === len) return ((o - o0) << 4) | flags | (bad >>> 31);
+      c = text.charCodeAt(i);
+    }
+    if (c === 0x5c) {
+      mem[o++] = c;
+      if (i + 1 < len) {
+        const e = text.charCodeAt(i + 1);
+        if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+          mem[o++] = e;
+          i++;
+        } else flags |= F_NOT_PLAIN;
+      } else flags |= F_ESC;
+    } else if (c < 0x800) {
+      mem[o++] = 0xc0 | (c >> 6);
+      mem[o++] = 0x80 | (c & 0x3f);
+    } else if ((c & 0xf800) !== 0xd800) {
+      mem[o++] = 0xe0 | (c >> 12);
+      mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+      mem[o++] = 0x80 | (c & 0x3f);
+    } else if (c <= 0xdbff && i + 1 < len && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      c = 0x10000 + ((c - 0xd800) << 10) + (text.charCodeAt(++i) - 0xdc00);
+      mem[o++] = 0xf0 | (c >> 18);
+      mem[o++] = 0x80 | ((c >> 12) & 0x3f);
+      mem[o++] = 0x80 | ((c >> 6) & 0x3f);
+      mem[o++] = 0x80 | (c & 0x3f);
+    } else {
+      flags |= c <= 0xdbff && i + 1 === len ? F_HIGH : F_LONE;
+      break;
+    }
+    i++;
+  }
+  return ((o - o0) << 4) | flags | (bad >>> 31);
 }
 
 /** Index of the first unpaired surrogate in `s`, or -1 (a trailing high was already held back). */
