@@ -54,11 +54,16 @@ export class FakeModel implements ModelAdapter {
 }
 
 /** A promise with its resolver exposed. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve(v: T): void; reject(e: unknown): void } {
-  let resolve!: (v: T) => void;
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(...v: T extends void ? [] : [T]): void;
+  reject(e: unknown): void;
+}
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (...v: T extends void ? [] : [T]) => void;
   let reject!: (e: unknown) => void;
   const promise = new Promise<T>((res, rej) => {
-    resolve = res;
+    resolve = ((...v: unknown[]) => res(v[0] as T)) as typeof resolve;
     reject = rej;
   });
   return { promise, resolve, reject };
