@@ -464,6 +464,38 @@ describe("OpenAIModelAdapter: errors and retries", () => {
   });
 });
 
+describe("OpenAIModelAdapter: consumers and the support server", () => {
+  test("breaking out of the stream closes the connection", async () => {
+    const { adapter, server } = await setup([{ kind: "stream", chunks: [chunk({ content: "one" }), chunk({ content: "two" })], end: "stall" }]);
+    for await (const ev of adapter.stream(userRequest())) {
+      expect(ev).toEqual({ type: "text_delta", delta: "one" });
+      break;
+    }
+    for (let i = 0; i < 200 && server.disconnects === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.disconnects).toBe(1);
+  });
+
+  test("a delayed reply is still taken", async () => {
+    const { adapter } = await setup([{ ...textReply("slow but fine"), delayMs: 20 }]);
+    expect((await adapter.complete(userRequest())).message.content).toBe("slow but fine");
+  });
+
+  test("the server also answers non-stream requests with plain JSON", async () => {
+    const body = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      created: 1,
+      model: "test-model",
+      choices: [{ index: 0, message: { role: "assistant", content: "plain", refusal: null }, logprobs: null, finish_reason: "stop" }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    };
+    const { adapter, server } = await setup([{ kind: "json", body }]);
+    const r = await adapter.client.chat.completions.create({ model: "test-model", messages: [{ role: "user", content: "x" }] });
+    expect(r.choices[0].message.content).toBe("plain");
+    expect(server.requests[0].body.stream).toBeUndefined();
+  });
+});
+
 describe("OpenAIModelAdapter: abort", () => {
   test("abort mid-stream rejects with the abort reason, not a provider error", async () => {
     const { adapter, server } = await setup([{ kind: "stream", chunks: [chunk({ content: "first" })], end: "stall" }]);

@@ -51,6 +51,8 @@ export interface ScriptedOpenAIServer {
   push(...replies: ScriptedReply[]): void;
   /** Replies not consumed yet. */
   readonly pending: number;
+  /** Streamed responses whose client went away before the response ended. */
+  readonly disconnects: number;
   close(): Promise<void>;
 }
 
@@ -116,6 +118,7 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
   const sockets = new Set<Socket>();
   const open = new Set<ServerResponse>();
   let closed = false;
+  let disconnects = 0;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const parts: Buffer[] = [];
@@ -159,6 +162,9 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
       }
       case "stream": {
         open.add(res);
+        res.on("close", () => {
+          if (!res.writableEnded && !closed) disconnects++;
+        });
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...reply.headers });
         res.flushHeaders();
         for (const p of reply.chunks) {
@@ -200,6 +206,9 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
     push: (...r) => queue.push(...r),
     get pending() {
       return queue.length;
+    },
+    get disconnects() {
+      return disconnects;
     },
     close: async () => {
       closed = true;
