@@ -13,7 +13,16 @@
  *
  * @module
  */
-import { type ModelAdapter, type ModelToolSpec, type ModelUsage, type AssistantMessage, type ChatMessage, ModelProviderError, streamModel } from "../providers/types.ts";
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  type ModelAdapter,
+  ModelProviderError,
+  type ModelToolCall,
+  type ModelToolSpec,
+  type ModelUsage,
+  streamModel,
+} from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
@@ -192,6 +201,9 @@ export class Agent {
     if (options.systemPrompt !== undefined && typeof options.systemPrompt !== "string") throw new TypeError("createAgent: systemPrompt must be a string");
     this.#model = m;
     this.policy = resolvePolicy(options.policy);
+    if (options.runtime !== undefined && options.tools !== undefined) {
+      throw new TypeError("createAgent: pass either runtime or tools, not both (register extra tools on the runtime)");
+    }
     this.runtime = options.runtime ?? createRuntime({ builtins: false, tools: options.tools ?? [] });
     this.agentId = options.agentId ?? `agent-${randomHex(6)}`;
     if (typeof this.agentId !== "string" || this.agentId.length === 0) throw new TypeError("createAgent: agentId must be a non-empty string");
@@ -591,10 +603,11 @@ export class Agent {
     }
     if (completed === undefined) throw new Error("model stream ended without a completed response");
 
-    const message: AssistantMessage = {
+    // Frozen: the same object goes to sinks and drives tool execution.
+    const message: AssistantMessage = Object.freeze({
       content: completed.message.content ?? null,
-      tool_calls: (completed.message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
-    };
+      tool_calls: Object.freeze((completed.message.tool_calls ?? []).map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
+    });
     usage.record(completed.usage);
     const stored: AgentMessage = { role: "assistant", content: message.content };
     if (message.tool_calls.length > 0) {

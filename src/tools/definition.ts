@@ -42,12 +42,13 @@ export interface ToolContext {
   /** The runtime's logger (writes to stderr, never stdout). */
   readonly logger: Logger;
   /**
-   * Report progress of a long-running call (`message` must be non-empty).
-   * Inside an agent run each report becomes a `tool_progressed` event; reports
-   * made after the call has settled are ignored. Outside an agent (plain
-   * `dispatch`) this is a no-op. Optional so hand-made contexts stay valid.
+   * Report progress of a long-running call (`message` must be non-empty;
+   * `data` should be JSON-serialisable). Inside an agent run each report
+   * becomes a `tool_progressed` event (never stored in the conversation);
+   * reports made after the call has settled are ignored. Outside an agent
+   * (plain `dispatch`) it is a no-op. Never throws.
    */
-  progress?(message: string, data?: unknown): void;
+  progress(message: string, data?: unknown): void;
 }
 
 /**

@@ -27,7 +27,7 @@ function gatedTools() {
       active++;
       maxActive = Math.max(maxActive, active);
       log.push(`start ${key}`);
-      ctx.progress?.(`working on ${key}`, { key });
+      ctx.progress(`working on ${key}`, { key });
       enteredGate(key).resolve();
       const control = await gate(key).promise;
       log.push(`end ${key}`);
@@ -176,9 +176,9 @@ describe("progress", () => {
       description: "",
       parameters: { type: "object" },
       handler: async (_a, ctx) => {
-        ctx.progress?.("half way", { pct: 50 });
-        ctx.progress?.("");
-        later = (m) => ctx.progress?.(m);
+        ctx.progress("half way", { pct: 50 });
+        ctx.progress("");
+        later = (m) => ctx.progress(m);
         return "ok";
       },
     };

@@ -28,7 +28,7 @@ describe("tool layer hooks for the agent", () => {
       description: "",
       parameters: { type: "object" },
       handler: (_a, ctx) => {
-        ctx.progress?.("step", 1);
+        ctx.progress("step", 1);
         return "ok";
       },
     };
