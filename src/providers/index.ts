@@ -63,6 +63,7 @@ export {
   validateScriptedTurn,
   type RecordedRequest,
   type ScriptedFailure,
+  type ScriptedModelOptions,
   type ScriptedReply,
   type ScriptedToolCall,
   type ScriptedTurn,

@@ -185,6 +185,19 @@ function pieces(text: string, size: number | undefined): string[] {
   return out;
 }
 
+/** A deep copy of JSON-like data (plain objects, arrays, primitives); much cheaper than structuredClone. */
+function copyData<T>(v: T): T {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) {
+    const out = new Array(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = copyData(v[i]);
+    return out as T;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) out[k] = copyData((v as Record<string, unknown>)[k]);
+  return out as T;
+}
+
 function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortReason(signal));
   return new Promise((resolve, reject) => {
@@ -200,6 +213,16 @@ function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/** Options of {@link ScriptedModel}. */
+export interface ScriptedModelOptions {
+  /**
+   * Keep a deep copy of every request in {@link ScriptedModel.requests}.
+   * Default true. Copying costs time proportional to the context, so
+   * long benchmark runs turn it off.
+   */
+  recordRequests?: boolean;
+}
+
 /**
  * A model that plays a fixed script. Each request consumes the next turn;
  * past the end it fails with `provider_error` "scripted model has no more
@@ -210,25 +233,27 @@ export class ScriptedModel implements ModelAdapter {
   #next = 0;
   /** Deep copies of every request received, in order. */
   readonly requests: RecordedRequest[] = [];
+  readonly #record: boolean;
 
-  constructor(turns: readonly unknown[]) {
+  constructor(turns: readonly unknown[], options: ScriptedModelOptions = {}) {
     if (!Array.isArray(turns)) throw new ScriptError("scripted model: turns must be an array");
     this.#turns = turns.map((t, i) => validateScriptedTurn(t, `turn ${i + 1}`));
+    this.#record = options.recordRequests ?? true;
   }
 
   /** A model from JSONL text. */
-  static fromJsonl(text: string): ScriptedModel {
-    const m = new ScriptedModel([]);
+  static fromJsonl(text: string, options: ScriptedModelOptions = {}): ScriptedModel {
+    const m = new ScriptedModel([], options);
     m.#turns.push(...parseScript(text));
     return m;
   }
 
   /** A model from a JSONL file (works on Bun, Node and Deno). */
-  static async fromFile(path: string): Promise<ScriptedModel> {
+  static async fromFile(path: string, options: ScriptedModelOptions = {}): Promise<ScriptedModel> {
     const { readFile } = await import("node:fs/promises");
     const text = await readFile(path, "utf8");
     try {
-      return ScriptedModel.fromJsonl(text);
+      return ScriptedModel.fromJsonl(text, options);
     } catch (e) {
       if (e instanceof ScriptError) throw new ScriptError(e.message.replace(/^scripted model: /, `scripted model: ${path}: `));
       throw e;
@@ -243,7 +268,7 @@ export class ScriptedModel implements ModelAdapter {
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const signal = request.signal;
     if (signal?.aborted) throw abortReason(signal);
-    this.requests.push({ messages: structuredClone(request.messages), tools: structuredClone(request.tools) });
+    if (this.#record) this.requests.push({ messages: copyData(request.messages), tools: copyData(request.tools) });
     if (this.#next >= this.#turns.length) {
       throw new ModelProviderError("provider_error", "scripted model has no more turns");
     }

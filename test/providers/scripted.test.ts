@@ -202,6 +202,12 @@ describe("ScriptedModel: streaming", () => {
     ]);
   });
 
+  test("recordRequests: false keeps nothing (for long benchmark runs)", async () => {
+    const m = ScriptedModel.fromJsonl('{"content": "a"}', { recordRequests: false });
+    await m.complete(req());
+    expect(m.requests).toEqual([]);
+  });
+
   test("RetryingModelAdapter retries a scripted rate limit, not an authentication error", async () => {
     const sleeps: number[] = [];
     const m = ScriptedModel.fromJsonl(
