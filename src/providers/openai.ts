@@ -248,6 +248,13 @@ export class OpenAIModelAdapter implements ModelAdapter {
         ...(usage ? { usage } : {}),
       };
     } catch (err) {
+      if (timedOut && !signal?.aborted) {
+        const waited = started ? "no chunk from the model" : "no response from the model";
+        throw new ModelProviderError("timeout", `${streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX}${waited} within ${timeoutMs} ms`, {
+          responseStarted: started,
+          cause: err === STOPPED ? ctrl.signal.reason : err,
+        });
+      }
       throw normalizeModelError(err === STOPPED ? ctrl.signal.reason : err, {
         signal,
         responseStarted: started,

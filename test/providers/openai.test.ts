@@ -388,6 +388,7 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(err).toBeInstanceOf(ModelProviderError);
     expect(err.kind).toBe("timeout");
     expect(err.responseStarted).toBe(false);
+    expect(err.message).toBe("chat completion failed: no response from the model within 150 ms");
     expect(server.requests).toHaveLength(1);
   });
 
