@@ -191,6 +191,7 @@ export class Agent {
   #followUpChainOpen = false;
   #shuttingDown = false;
   #started = false;
+  #specs: ModelToolSpec[] | undefined;
 
   constructor(options: AgentOptions) {
     if (typeof options !== "object" || options === null) throw new TypeError("createAgent: options must be an object");
@@ -560,12 +561,7 @@ export class Agent {
     if (signal.aborted) throw new AgentCancelledError(reason());
 
     usage.beginRequest();
-    const tools: ModelToolSpec[] = this.runtime.registry.list().map((t) => ({
-      name: t.name,
-      description: t.description,
-      parameters: t.parameters,
-      ...(t.strict ? { strict: true } : {}),
-    }));
+    const tools = this.#toolSpecs();
     const stream = streamModel(this.#model, { messages, tools, signal });
     const it = stream[Symbol.asyncIterator]();
     let completed: { message: AssistantMessage; usage?: ModelUsage } | undefined;
@@ -617,6 +613,20 @@ export class Agent {
     this.#messages.push(stored);
     await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
     return message;
+  }
+
+  /** Tool specs for the model, rebuilt only when the registry grew (tools are never removed). */
+  #toolSpecs(): ModelToolSpec[] {
+    const registry = this.runtime.registry;
+    if (this.#specs === undefined || this.#specs.length !== registry.size) {
+      this.#specs = registry.list().map((t) => ({
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        ...(t.strict ? { strict: true } : {}),
+      }));
+    }
+    return this.#specs;
   }
 
   /** The request context: system prompt (+ explicit-finish note), history without usage, transient retry note. */

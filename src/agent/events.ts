@@ -83,8 +83,8 @@ export const DEFAULT_EVENT_BUFFER = 1024;
  */
 class Subscription implements AsyncIterableIterator<AgentEvent> {
   readonly #buffer: AgentEvent[] = [];
-  #waiter: ((r: IteratorResult<AgentEvent>) => void) | undefined;
-  #waiterReject: ((e: unknown) => void) | undefined;
+  /** Pending `next()` calls, oldest first (the buffer is empty while any wait). */
+  readonly #waiters: { resolve(r: IteratorResult<AgentEvent>): void; reject(e: unknown): void }[] = [];
   #done = false;
   #overflow: EventBufferOverflowError | undefined;
   readonly #onAbort: (() => void) | undefined;
@@ -99,10 +99,9 @@ class Subscription implements AsyncIterableIterator<AgentEvent> {
 
   push(event: AgentEvent): void {
     if (this.#done || this.#overflow !== undefined) return;
-    if (this.#waiter !== undefined) {
-      const w = this.#waiter;
-      this.#waiter = this.#waiterReject = undefined;
-      w({ value: event, done: false });
+    const w = this.#waiters.shift();
+    if (w !== undefined) {
+      w.resolve({ value: event, done: false });
       return;
     }
     if (this.#buffer.length >= this.size) {
@@ -118,11 +117,7 @@ class Subscription implements AsyncIterableIterator<AgentEvent> {
     this.#done = true;
     this.detach(this);
     if (this.#onAbort !== undefined) this.signal?.removeEventListener("abort", this.#onAbort);
-    if (this.#waiter !== undefined) {
-      const w = this.#waiter;
-      this.#waiter = this.#waiterReject = undefined;
-      w({ value: undefined, done: true });
-    }
+    for (const w of this.#waiters.splice(0)) w.resolve({ value: undefined, done: true });
   }
 
   next(): Promise<IteratorResult<AgentEvent>> {
@@ -135,10 +130,7 @@ class Subscription implements AsyncIterableIterator<AgentEvent> {
       return Promise.reject(err);
     }
     if (this.#done) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve, reject) => {
-      this.#waiter = resolve;
-      this.#waiterReject = reject;
-    });
+    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
 
   return(): Promise<IteratorResult<AgentEvent>> {

@@ -324,6 +324,20 @@ describe("loop limits and hooks", () => {
     expect((await it.next()).done).toBe(true);
   });
 
+  test("events(): concurrent next() calls get consecutive events", async () => {
+    const { agent } = setup([text("one")]);
+    const it = agent.events();
+    const a = it.next();
+    const b = it.next();
+    await agent.run("x");
+    expect([(await a).value?.sequence, (await b).value?.sequence]).toEqual([1, 2]);
+    await it.return?.();
+  });
+
+  test("runtime and tools together are refused", () => {
+    expect(() => createAgent({ model: new FakeModel([]), runtime: createRuntime({ builtins: false }), tools: [] })).toThrow("either runtime or tools");
+  });
+
   test("events() ends at shutdown", async () => {
     const { agent } = setup([text("one")]);
     const it = agent.events();
