@@ -5,6 +5,8 @@
  *   `JsonStreamValidator`, `parseToolCall`, `normalizeToolCall`.
  * - Tools: `ToolRegistry`, `ToolError`, the built-in `echo` and `read_file`.
  * - Dispatch: `createRuntime`, `serializeEnvelope`, `createLogger`.
+ * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
+ *   `ModelAdapter` contract.
  *
  * @example
  * ```ts
@@ -20,5 +22,6 @@ export * from "./core/index.ts";
 export * from "./core/toolcall.ts";
 export * from "./tools/index.ts";
 export * from "./runtime/index.ts";
+export * from "./providers/index.ts";
 export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";

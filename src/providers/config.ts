@@ -30,7 +30,7 @@ export interface ModelConfig {
 /** A config as written by hand: everything but `model` has a default. */
 export type ModelConfigInput = Pick<ModelConfig, "model"> & Partial<Omit<ModelConfig, "model">>;
 
-export const DEFAULT_TIMEOUT_MS = 60_000;
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 export const DEFAULT_TEMPERATURE = 0.7;
 export const DEFAULT_INCLUDE_USAGE = true;
 
@@ -131,7 +131,7 @@ export function resolveModelConfig(input: ModelConfigInput): ModelConfig {
   if (model === "") {
     throw new ModelConfigError("no model configured: set CHAT_MODEL or pass `model` (for example \"gpt-4o-mini\")");
   }
-  const timeoutMs = input.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = input.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
   if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
     throw new ModelConfigError(`timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`);
   }

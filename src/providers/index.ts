@@ -7,7 +7,7 @@ export * from "./types.ts";
 export {
   DEFAULT_INCLUDE_USAGE,
   DEFAULT_TEMPERATURE,
-  DEFAULT_TIMEOUT_MS,
+  DEFAULT_MODEL_TIMEOUT_MS,
   MODEL_ENV_VARS,
   MODEL_PRESETS,
   ModelConfigError,
