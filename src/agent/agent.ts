@@ -180,6 +180,8 @@ export class Agent {
   readonly #followUpPolicy: FollowUpFailurePolicy;
 
   #messages: AgentMessage[] = [];
+  /** The same conversation in request shape (no `usage`), kept in step with `#messages`. */
+  #wire: ChatMessage[] = [];
   #lastResult: AgentRunResult | null = null;
   #status: AgentStatus = "idle";
   #gate: Promise<void> = Promise.resolve();
@@ -192,6 +194,7 @@ export class Agent {
   #shuttingDown = false;
   #started = false;
   #specs: ModelToolSpec[] | undefined;
+  #system: ChatMessage | null | undefined;
 
   constructor(options: AgentOptions) {
     if (typeof options !== "object" || options === null) throw new TypeError("createAgent: options must be an object");
@@ -218,7 +221,7 @@ export class Agent {
       throw new TypeError(`followUpFailurePolicy must be "discard" or "continue"`);
     }
     this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
-    this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#messages.push(msg));
+    this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
   }
 
   // -------------------------------------------------------------------------
@@ -334,7 +337,9 @@ export class Agent {
   /** Clear the conversation and last result. Throws while a run is active. */
   reset(messages: readonly AgentMessage[] = []): void {
     if (this.isActive) throw new Error("cannot reset an active agent");
-    this.#messages = structuredClone([...messages]);
+    this.#messages = [];
+    this.#wire = [];
+    for (const m of structuredClone([...messages])) this.#append(m);
     this.#lastResult = null;
     this.#status = "idle";
   }
@@ -423,7 +428,7 @@ export class Agent {
       if (task === null) {
         await emitter.emit({ kind: "agent_continued" });
       } else {
-        this.#messages.push({ role: "user", content: task });
+        this.#append({ role: "user", content: task });
         await emitter.emit({ kind: "agent_started", task });
       }
       try {
@@ -552,7 +557,7 @@ export class Agent {
       const drained = op.steering.splice(0);
       if (drained.length > 0) state.noToolResponses = 0;
       for (const c of drained) {
-        this.#messages.push({ role: "user", content: c.content });
+        this.#append({ role: "user", content: c.content });
         await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
       }
       messages = this.#context(state.noToolResponses);
@@ -610,9 +615,23 @@ export class Agent {
       stored.tool_calls = message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
     }
     if (completed.usage !== undefined) stored.usage = { ...completed.usage };
-    this.#messages.push(stored);
+    this.#append(stored);
     await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
     return message;
+  }
+
+  /** Add a message to the conversation (and its frozen request-shaped twin). */
+  #append(m: AgentMessage): void {
+    this.#messages.push(m);
+    let w: ChatMessage;
+    if (m.role === "assistant") {
+      const a: ChatMessage = { role: "assistant", content: m.content };
+      if (m.tool_calls !== undefined) a.tool_calls = m.tool_calls.map((c) => Object.freeze({ ...c, function: Object.freeze({ ...c.function }) }));
+      w = a;
+    } else {
+      w = { ...m };
+    }
+    this.#wire.push(Object.freeze(w));
   }
 
   /** Tool specs for the model, rebuilt only when the registry grew (tools are never removed). */
@@ -631,18 +650,12 @@ export class Agent {
 
   /** The request context: system prompt (+ explicit-finish note), history without usage, transient retry note. */
   #context(noToolResponses: number): ChatMessage[] {
-    const out: ChatMessage[] = [];
-    const system = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter((s) => s !== undefined && s.length > 0);
-    if (system.length > 0) out.push({ role: "system", content: system.join("\n\n") });
-    for (const m of this.#messages) {
-      if (m.role === "assistant") {
-        const a: ChatMessage = { role: "assistant", content: m.content };
-        if (m.tool_calls !== undefined) a.tool_calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function } }));
-        out.push(a);
-      } else {
-        out.push({ ...m });
-      }
+    if (this.#system === undefined) {
+      const parts = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter((s) => s !== undefined && s.length > 0);
+      this.#system = parts.length > 0 ? Object.freeze({ role: "system" as const, content: parts.join("\n\n") }) : null;
     }
+    // One native copy of the history (the messages themselves are shared and frozen).
+    const out = this.#system === null ? this.#wire.slice() : [this.#system].concat(this.#wire);
     if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
     return out;
   }
