@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
-import { call, calls, FakeModel, quietLogger, Recorder, text } from "./support.ts";
+import { call, calls, deferred, FakeModel, quietLogger, Recorder, text } from "./support.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 
 const echo: ToolDefinition<{ text: string }> = {
@@ -140,6 +140,15 @@ describe("repeat guard (harness test 5)", () => {
   });
 });
 
+describe("repeat guard: unparsable arguments", () => {
+  test("identical invalid argument text counts as a repeat (raw-string signature)", async () => {
+    const { agent, rec } = setup([call("1", "echo", "{oops"), call("2", "echo", "{oops"), call("3", "echo", "{oops")]);
+    const r = await agent.run("go");
+    expect(r.stop_reason).toBe("repeated_tool_call");
+    expect(rec.of("tool_completed").map((e) => e.result.messages.length)).toEqual([1, 1, 0]);
+  });
+});
+
 describe("explicit finish (harness test 6)", () => {
   test("plain text gets transient retry notes, then fails at the limit", async () => {
     const { agent, model } = setup([text("a"), text("b"), text("c")], { policy: { requireExplicitFinish: true } });
@@ -275,6 +284,17 @@ describe("loop limits and hooks", () => {
     expect(rec.kinds().slice(-2)).toEqual(["turn_completed", "agent_finished"]);
     expect(seen).toEqual([1]);
     expect(agent.canContinue).toBe(true);
+  });
+
+  test("abort interrupts a slow afterTurn hook", async () => {
+    const entered = deferred();
+    const { agent } = setup([call("1", "echo", { text: "a" })], {
+      hooks: { afterTurn: () => (entered.resolve(), new Promise<never>(() => {})) },
+    });
+    const p = agent.run("x");
+    await entered.promise;
+    agent.abort();
+    expect(await p).toMatchObject({ status: "cancelled", stop_reason: "external_abort", turns: 1 });
   });
 
   test("an invalid hook decision is a runtime error", async () => {

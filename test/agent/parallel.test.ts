@@ -168,6 +168,38 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
   });
 });
 
+describe("parallel batches: barriers and abort", () => {
+  test("an unknown tool is a barrier (treated as side-effecting)", async () => {
+    const t = gatedTools();
+    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["x", "ghost", {}], ["r2", "read", { key: "r2" }]]), text("ok")]);
+    const rec = new Recorder();
+    const agent = createAgent({ model, tools: [t.read as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
+    const p = agent.run("go");
+    await t.entered("r1");
+    t.release("r1");
+    await t.entered("r2");
+    t.release("r2");
+    await p;
+    expect(t.maxActive).toBe(1);
+    expect(rec.of("tool_completed").map((e) => e.tool_call.id)).toEqual(["r1", "x", "r2"]);
+  });
+
+  test("abort during a parallel group settles the group and every later call as cancelled", async () => {
+    const t = gatedTools();
+    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }], ["w", "write", { key: "w" }]])]);
+    const rec = new Recorder();
+    const agent = createAgent({ model, tools: [t.read as never, t.write as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
+    const p = agent.run("go");
+    await Promise.all([t.entered("r1"), t.entered("r2")]);
+    agent.abort("enough");
+    const r = await p;
+    expect(r).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "enough" });
+    expect(rec.of("tool_completed").map((e) => [e.tool_call.id, e.result.cancelled])).toEqual([["r1", true], ["r2", true], ["w", true]]);
+    expect(t.log).toEqual(["start r1", "start r2"]);
+    expect(agent.messages.filter((m) => m.role === "tool")).toHaveLength(3);
+  });
+});
+
 describe("progress", () => {
   test("progress reports become tool_progressed events; reports after the call settles are ignored", async () => {
     let later: ((m: string) => void) | undefined;
