@@ -1,6 +1,42 @@
 /**
  * Public API of the agent: the run loop, run control, events and results.
  *
+ * ```ts
+ * import { createAgent } from "./src/agent/index.ts";
+ * import { createRuntime } from "./src/runtime/index.ts";
+ * import { ScriptedModel } from "./src/providers/scripted.ts";
+ *
+ * const agent = createAgent({
+ *   model: new ScriptedModel([{ content: "hi" }]),
+ *   runtime: createRuntime(),            // or `tools: [...]` for a runtime without built-ins
+ *   policy: { maxSteps: 10, maxRunTokens: 50_000 },
+ *   sinks: [(e) => console.error(e.sequence, e.kind)],
+ * });
+ * const result = await agent.run("say hi"); // { status, stop_reason, turns, output, error, usage }
+ * ```
+ *
+ * Design notes:
+ * - **Tool controls.** A handler returns `toolOutcome(data, { control })`
+ *   (from `src/tools`). Dispatch unwraps it, so the envelope's `result` is
+ *   `data` (CLI output unchanged), and reports the control through the
+ *   optional `CallHooks.onControl` of `Runtime.dispatchCall(call, signal, hooks)`.
+ *   The agent passes hooks; plain dispatch does not.
+ * - **Progress.** `ctx.progress(message, data?)` forwards to
+ *   `CallHooks.onProgress` while the call is open (no-op outside the agent,
+ *   dropped after the call settles); the agent turns each report into a
+ *   `tool_progressed` event ordered before the call's `tool_completed`.
+ * - **Arguments** are parsed once with the strict core; every failure (invalid
+ *   JSON, duplicate key, non-object, empty text, unknown tool, schema errors,
+ *   handler errors, timeouts) becomes a tool message
+ *   `{"status":"error","tool":…,"code":…,"error":…}` and the run goes on.
+ * - **Events** are delivered in one order per agent; sinks are awaited in
+ *   order and a throwing sink is logged (warn) and ignored. `events()` never
+ *   blocks the run: a subscriber that falls `bufferSize` events behind gets
+ *   what was buffered, then an `EventBufferOverflowError`.
+ * - **Serialisation.** `run()`/`continueRun()` on one agent queue behind each
+ *   other; follow-ups accepted during a run are drained before the next queued
+ *   run starts.
+ *
  * @module
  */
 export { Agent, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from "./agent.ts";
