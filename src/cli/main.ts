@@ -21,6 +21,7 @@ import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
 import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
+import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
 
 const HELP = `agentcore ${VERSION} — strict, local dispatch of LLM tool calls
 
@@ -30,6 +31,7 @@ Usage:
   agentcore execute -               read one tool call from stdin
   agentcore run FILE.jsonl          dispatch one call per line, in order
   agentcore run -                   read JSONL calls from stdin
+  agentcore agent "TASK"            run an agent on TASK with the built-in tools (- reads TASK from stdin)
   agentcore --help | --version
 
 Tool-call shapes accepted:
@@ -45,6 +47,16 @@ Options:
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
                          default_timeout_ms); flags override it. Also AGENTCORE_CONFIG.
   --json                 tools: print the list as JSON
+
+Agent options (agentcore agent):
+  --script FILE          play a scripted model (JSONL, one turn per line); no network
+  --preset NAME          openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)
+  --model NAME           model name (else CHAT_MODEL)
+  --model-url URL        OpenAI-compatible base URL (else MODEL_URL, else the preset's)
+  --events jsonl         print every event as one JSON line on stdout, ending with agent_finished
+  --max-steps N          model turns per run (default 20)
+  --max-run-tokens N     token budget of the run (default: none)
+  --system TEXT          system prompt
   -h, --help             show this help
   -V, --version          print the version
 
@@ -56,18 +68,22 @@ Output:
   progress goes to stderr.
 
 Exit status:
-  0  every call succeeded
-  1  at least one call returned "success":false
+  0  every call succeeded (agent: the run completed)
+  1  at least one call returned "success":false (agent: the run did not complete)
   2  usage error, unreadable input file, output failure or runtime failure
 
 Environment:
   AGENTCORE_LOG_LEVEL    trace, debug, info, warn (default) or error; logs go to stderr
   AGENTCORE_CONFIG       settings file used when --config is not given
+  CHAT_MODEL, MODEL_URL, MODEL_API_KEY, LLM_TIMEOUT (s), LLM_TEMPERATURE, LLM_INCLUDE_USAGE
+                         the model for 'agent' when no --script is given
 
 Examples:
   agentcore execute '{"id":"c1","tool":"echo","arguments":{"message":"hello"}}'
   echo '{"id":"c2","tool":"read_file","arguments":{"path":"README.md"}}' | agentcore execute -
   agentcore run examples/tool_calls.jsonl
+  agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"
+  agentcore agent --preset ollama --model qwen3 "What is in README.md?"
 `;
 
 /** A usage problem: printed with a hint, exit status 2. */
@@ -319,6 +335,14 @@ export async function main(argv: string[]): Promise<number> {
         config: { type: "string" },
         "max-input-bytes": { type: "string" },
         "max-depth": { type: "string" },
+        script: { type: "string" },
+        preset: { type: "string" },
+        model: { type: "string" },
+        "model-url": { type: "string" },
+        events: { type: "string" },
+        "max-steps": { type: "string" },
+        "max-run-tokens": { type: "string" },
+        system: { type: "string" },
       },
     });
   } catch (e) {
@@ -338,6 +362,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
+    const agentOnly = ["script", "preset", "model", "model-url", "events", "max-steps", "max-run-tokens", "system"] as const;
+    if (command !== "agent") {
+      const used = agentOnly.find((k) => values[k] !== undefined);
+      if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
+    }
     const settings = settingsFrom(values);
     let status: number;
     switch (command) {
@@ -358,13 +387,37 @@ export async function main(argv: string[]): Promise<number> {
         status = await cmdRun(makeRuntime(settings), rest[0]!, out, progress);
         break;
       }
+      case "agent": {
+        if (rest.length !== 1) return usage('agent needs exactly one argument: the task in quotes, or - for stdin');
+        let task = rest[0]!;
+        if (task === "-") {
+          const bytes = await readAllBounded("-", 1 << 20);
+          if (bytes === null) return usage("the task read from stdin exceeds 1 MiB");
+          task = new TextDecoder().decode(bytes);
+        }
+        const flags: AgentFlags = {
+          task,
+          script: values.script as string | undefined,
+          preset: values.preset as string | undefined,
+          model: values.model as string | undefined,
+          modelUrl: values["model-url"] as string | undefined,
+          events: values.events as string | undefined,
+          system: values.system as string | undefined,
+        };
+        if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
+        if (typeof values["max-run-tokens"] === "string") {
+          flags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
+        }
+        status = await cmdAgent(makeRuntime(settings), flags, out);
+        break;
+      }
       default:
         return usage(`unknown command '${command}'`);
     }
     out.flush();
     return status;
   } catch (e) {
-    if (e instanceof UsageError) return usage(e.message);
+    if (e instanceof UsageError || e instanceof AgentSetupError) return usage(e.message);
     if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
       try {
         out.flush();

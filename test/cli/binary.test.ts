@@ -4,7 +4,8 @@
  * real child process from there.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { binaryPath } from "../support/binary.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -14,15 +15,7 @@ let bin: string;
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "agentcore-bin-"));
-  const built = join(work, "build", "agentcore");
-  const r = Bun.spawnSync([process.execPath, "build", "--compile", "src/cli/main.ts", "--outfile", built], { cwd: repo });
-  if (r.exitCode !== 0) throw new Error(`bun build --compile failed: ${r.stderr.toString()}`);
-  // Move it away from the sources: the binary must need nothing beside it.
-  mkdirSync(join(work, "bin"));
-  bin = join(work, "bin", "agentcore");
-  copyFileSync(built, bin);
-  chmodSync(bin, 0o755);
-  rmSync(join(work, "build"), { recursive: true });
+  bin = binaryPath();
   mkdirSync(join(work, "root", "docs"), { recursive: true });
   writeFileSync(join(work, "root", "docs", "note.txt"), "héllo\n");
 }, 120_000);

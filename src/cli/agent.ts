@@ -1,0 +1,147 @@
+/**
+ * `agentcore agent "task"`: one agent run with the built-in tools.
+ *
+ * The model comes from `--script FILE` (a {@link ScriptedModel}, no network),
+ * or from `--preset`, `--model` and `--model-url` over the environment
+ * (`CHAT_MODEL`, `MODEL_URL`, `MODEL_API_KEY`, `LLM_TIMEOUT`,
+ * `LLM_TEMPERATURE`, `LLM_INCLUDE_USAGE`).
+ *
+ * Output: by default the assistant's text streams to stdout; when stderr is a
+ * terminal, each tool call shows as one line there. With `--events jsonl`
+ * every event is one JSON line on stdout instead, ending with
+ * `agent_finished`, which carries the result. Exit status 0 when the run
+ * completed, 1 otherwise; Ctrl-C aborts the run (`cancelled` /
+ * `external_abort`).
+ *
+ * @module
+ */
+import { createAgent, type AgentEvent } from "../agent/index.ts";
+import type { RuntimePolicyOptions } from "../agent/types.ts";
+import { modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
+import { OpenAIModelAdapter } from "../providers/openai.ts";
+import { ScriptedModel } from "../providers/scripted.ts";
+import type { ModelAdapter } from "../providers/types.ts";
+import type { Runtime } from "../runtime/index.ts";
+import type { LineWriter } from "./output.ts";
+
+/** Flags of the `agent` command, as parsed by the CLI. */
+export interface AgentFlags {
+  task: string;
+  script?: string;
+  preset?: string;
+  model?: string;
+  modelUrl?: string;
+  events?: string;
+  maxSteps?: number;
+  maxRunTokens?: number;
+  system?: string;
+}
+
+/** A problem with the agent flags or the model settings: exit status 2. */
+export class AgentSetupError extends Error {
+  override name = "AgentSetupError";
+}
+
+const PRESETS = ["openai", "lmstudio", "ollama"];
+
+async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
+  if (flags.script !== undefined) {
+    if (flags.preset !== undefined || flags.model !== undefined || flags.modelUrl !== undefined) {
+      throw new AgentSetupError("--script replaces the model: drop --preset, --model and --model-url");
+    }
+    try {
+      return await ScriptedModel.fromFile(flags.script);
+    } catch (e) {
+      throw new AgentSetupError((e as Error).message);
+    }
+  }
+  if (flags.preset !== undefined && !PRESETS.includes(flags.preset)) {
+    throw new AgentSetupError(`--preset must be one of ${PRESETS.join(", ")}, got '${flags.preset}'`);
+  }
+  try {
+    const overrides: Parameters<typeof modelConfigFromEnv>[1] = {};
+    if (flags.preset !== undefined) overrides.preset = flags.preset as ModelPresetName;
+    if (flags.model !== undefined) overrides.model = flags.model;
+    if (flags.modelUrl !== undefined) overrides.baseURL = flags.modelUrl;
+    return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides));
+  } catch (e) {
+    throw new AgentSetupError((e as Error).message);
+  }
+}
+
+const isTTY = (stream: { isTTY?: boolean } | undefined) => stream?.isTTY === true;
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ");
+  return one.length > max ? one.slice(0, max - 1) + "…" : one;
+}
+
+/** Run the agent command; resolves to the exit status. */
+export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
+  if (flags.events !== undefined && flags.events !== "jsonl") {
+    throw new AgentSetupError(`--events takes 'jsonl', got '${flags.events}'`);
+  }
+  if (flags.task.trim() === "") throw new AgentSetupError("the task must not be empty");
+  const model = await makeModel(flags);
+  const policy: RuntimePolicyOptions = {};
+  if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
+  if (flags.maxRunTokens !== undefined) policy.maxRunTokens = flags.maxRunTokens;
+
+  const stderr = process.stderr;
+  const showTools = flags.events === undefined && isTTY(stderr);
+  let textOpen = false;
+  const sink = (event: AgentEvent): void => {
+    if (flags.events === "jsonl") {
+      out.line(JSON.stringify(event));
+      out.flush();
+      return;
+    }
+    switch (event.kind) {
+      case "assistant_text_delta":
+        process.stdout.write(event.delta);
+        textOpen = true;
+        break;
+      case "message_completed":
+        if (textOpen) process.stdout.write("\n");
+        textOpen = false;
+        break;
+      case "tool_started":
+        if (showTools) stderr.write(`→ ${event.tool_call.name} ${clip(event.tool_call.arguments, 100)}\n`);
+        break;
+      case "tool_progressed":
+        if (showTools) stderr.write(`  … ${clip(event.update.message, 100)}\n`);
+        break;
+      case "tool_completed":
+        if (showTools) {
+          const r = event.result;
+          const mark = r.cancelled ? "cancelled" : r.error !== null ? `error: ${clip(r.error, 80)}` : r.control;
+          stderr.write(`← ${event.tool_call.name} ${mark}\n`);
+        }
+        break;
+      default:
+        break;
+    }
+  };
+
+  let agent;
+  try {
+    agent = createAgent({ model, runtime, policy, sinks: [sink], systemPrompt: flags.system });
+  } catch (e) {
+    throw new AgentSetupError((e as Error).message);
+  }
+  const onSigint = () => {
+    agent.abort("interrupted by the user (Ctrl-C)");
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    const result = await agent.run(flags.task);
+    out.flush();
+    if (flags.events === undefined && result.status !== "completed") {
+      stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}\n`);
+    }
+    return result.status === "completed" ? 0 : 1;
+  } finally {
+    process.off("SIGINT", onSigint);
+    await agent.shutdown();
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * `agentcore agent` end to end through the compiled binary: a scripted model
+ * from a JSONL file, and the real OpenAI adapter over real HTTP against the
+ * scripted OpenAI-compatible server.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { binaryPath, REPO } from "../support/binary.ts";
+import { chunk, startOpenAIServer, textReply, toolChunk, usageChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
+
+let bin: string;
+let work: string;
+beforeAll(() => {
+  bin = binaryPath();
+  work = mkdtempSync(join(tmpdir(), "agentcore-agent-"));
+  writeFileSync(join(work, "note.txt"), "the secret word is pelican\n");
+}, 120_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const CLEAN_ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+
+function script(name: string, lines: unknown[]): string {
+  const path = join(work, name);
+  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  return path;
+}
+
+async function run(args: string[], env: Record<string, string> = {}) {
+  const p = Bun.spawn([bin, ...args], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...CLEAN_ENV, ...env } });
+  const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { status, stdout, stderr };
+}
+
+type Ev = { kind: string; sequence: number; run_id: string; [k: string]: unknown };
+const events = (stdout: string): Ev[] => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Ev);
+
+describe("agentcore agent --script", () => {
+  const lines = [
+    { content: null, tool_calls: [{ id: "c1", name: "read_file", arguments: '{"path":"note.txt"}' }], usage: { input_tokens: 50, output_tokens: 10 } },
+    { content: "The word is pelican.", usage: { input_tokens: 80, output_tokens: 6 } },
+  ];
+
+  test("streams the answer to stdout and exits 0", async () => {
+    const r = await run(["agent", "--script", script("ok.jsonl", lines), "What is the word?"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("The word is pelican.\n");
+    expect(r.status).toBe(0);
+  });
+
+  test("--events jsonl: every event on one line, in order, ending with agent_finished", async () => {
+    const r = await run(["agent", "--events", "jsonl", "--script", script("ok2.jsonl", lines), "What is the word?"]);
+    expect(r.status).toBe(0);
+    const ev = events(r.stdout);
+    expect(ev.map((e) => e.kind)).toEqual([
+      "agent_started", "turn_started", "message_completed", "tool_started", "tool_completed", "turn_completed",
+      "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished",
+    ]);
+    expect(ev.map((e) => e.sequence)).toEqual(ev.map((_, i) => i + 1));
+    expect(new Set(ev.map((e) => e.run_id)).size).toBe(1);
+    const tool = ev[4] as Ev & { result: { messages: { content: string }[] } };
+    expect(JSON.parse(tool.result.messages[0]!.content)).toEqual({ path: "note.txt", bytes: 27, content: "the secret word is pelican\n" });
+    const fin = ev.at(-1) as Ev & { result: Record<string, unknown> };
+    expect(fin.result).toMatchObject({ status: "completed", stop_reason: "text_response", turns: 2, output: "The word is pelican." });
+    expect(fin.result.usage).toMatchObject({ input_tokens: 130, output_tokens: 16, total_tokens: 146, request_count: 2, complete: true });
+  });
+
+  test("a bad tool call goes back to the model with the strict parser's message; the run goes on", async () => {
+    const bad = [
+      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1,"a":2}' }] },
+      { content: "fixed", usage: { input_tokens: 1, output_tokens: 1 } },
+    ];
+    const r = await run(["agent", "--events", "jsonl", "--script", script("bad.jsonl", bad), "go"]);
+    expect(r.status).toBe(0);
+    const done = events(r.stdout).find((e) => e.kind === "tool_completed") as Ev & { result: { messages: { content: string }[] } };
+    const payload = JSON.parse(done.result.messages[0]!.content) as Record<string, unknown>;
+    expect(payload).toMatchObject({ status: "error", tool: "echo", code: "JSON_DUPLICATE_KEY" });
+    expect(String(payload.error)).toContain('duplicate key "a"');
+  });
+
+  test("a failed run exits 1 and says why on stderr", async () => {
+    const r = await run(["agent", "--script", script("err.jsonl", [{ error: { kind: "authentication", message: "bad key" } }]), "go"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("run failed (runtime_error)");
+  });
+
+  test("--max-steps is the policy's step limit", async () => {
+    const loop = Array.from({ length: 5 }, (_, i) => ({ content: null, tool_calls: [{ id: `c${i}`, name: "echo", arguments: `{"i":${i}}` }] }));
+    const r = await run(["agent", "--events", "jsonl", "--max-steps", "2", "--script", script("loop.jsonl", loop), "go"]);
+    expect(r.status).toBe(1);
+    expect((events(r.stdout).at(-1) as Ev & { result: { stop_reason: string; turns: number } }).result).toMatchObject({ stop_reason: "max_steps", turns: 2 });
+  });
+
+  test("Ctrl-C aborts the run cleanly: cancelled / external_abort", async () => {
+    const slow = script("slow.jsonl", [{ content: "never", delay_ms: 60_000 }]);
+    const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--script", slow, "go"], { cwd: work, stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
+    const reader = p.stdout.getReader();
+    let seen = "";
+    while (!seen.includes('"turn_started"')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    p.kill("SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(await p.exited).toBe(1);
+    const fin = events(seen).at(-1) as Ev & { result: Record<string, unknown> };
+    expect(fin.kind).toBe("agent_finished");
+    expect(fin.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+  });
+
+  test("setup mistakes exit 2 with a clear message", async () => {
+    const missing = await run(["agent", "--script", join(work, "nope.jsonl"), "go"]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("nope.jsonl");
+    const badLine = join(work, "badline.jsonl");
+    writeFileSync(badLine, '{"content": "ok"}\n{"content": 5}\n');
+    const bl = await run(["agent", "--script", badLine, "go"]);
+    expect(bl.status).toBe(2);
+    expect(bl.stderr).toContain("line 2");
+    for (const args of [["agent", "--events", "xml", "--script", badLine, "go"], ["agent", "--preset", "bogus", "go"], ["run", "--script", badLine, "-"], ["agent"], ["agent", "--max-steps", "0", "go"]]) {
+      const r = await run(args);
+      expect(r.status).toBe(2);
+      expect(r.stdout).toBe("");
+    }
+  });
+});
+
+describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", () => {
+  let server: ScriptedOpenAIServer;
+  beforeAll(async () => {
+    server = await startOpenAIServer();
+  });
+  afterAll(() => server.close());
+
+  test("--model-url and --model drive the OpenAI-compatible adapter", async () => {
+    server.push(
+      {
+        kind: "stream",
+        chunks: [
+          chunk({ role: "assistant", content: null }),
+          toolChunk(0, { id: "call_a", name: "echo", args: '{"msg":' }),
+          toolChunk(0, { args: '"h\\u00e9llo"}' }),
+          chunk({}, "tool_calls"),
+          usageChunk(30, 7),
+        ],
+      },
+      textReply("echoed", [40, 2]),
+    );
+    const r = await run(["agent", "--events", "jsonl", "--model-url", server.baseURL, "--model", "test-model", "say hello"], { MODEL_API_KEY: "sk-test" });
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    const ev = events(r.stdout);
+    const done = ev.find((e) => e.kind === "tool_completed") as Ev & { result: { messages: { content: string }[] } };
+    expect(JSON.parse(done.result.messages[0]!.content)).toEqual({ msg: "héllo" });
+    expect((ev.at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({ status: "completed", output: "echoed" });
+    // the second request carried the tool result back to the model
+    const second = server.requests.at(-1)!.body as { model: string; messages: { role: string }[]; tools: { function: { name: string } }[] };
+    expect(second.model).toBe("test-model");
+    expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(second.tools.map((t) => t.function.name)).toEqual(["echo", "read_file"]);
+    expect(server.requests.at(-1)!.headers.authorization).toBe("Bearer sk-test");
+  });
+});
+
+test("the example agent script in the README runs", async () => {
+  const r = Bun.spawnSync([bin, "agent", "--script", "examples/agent_script.jsonl", "Read examples/hello.txt"], { cwd: REPO, env: CLEAN_ENV });
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout.toString()).toBe("The file says: Hello from agentcore.\n");
+});
