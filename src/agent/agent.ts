@@ -282,7 +282,13 @@ export class Agent {
     return this.#operation(() => this.#execute(null));
   }
 
-  /** Abort the active run. Returns false when nothing was running or it was already aborted. */
+  /**
+   * Abort the active run: the model request, running tools (through their
+   * `ctx.signal`) and hooks are interrupted, and the run ends
+   * `cancelled` / `external_abort` with `error = reason`. Returns false when
+   * nothing is running (a run still queued behind another is not affected) or
+   * the run was already aborted.
+   */
   abort(reason: string = DEFAULT_ABORT_REASON): boolean {
     const op = this.#active;
     if (op === null || op.controller.signal.aborted) return false;
@@ -440,7 +446,10 @@ export class Agent {
         res = await this.#loop(task, runId, op, usage, counters);
       } catch (err) {
         const turns = counters.turns;
-        if (err instanceof AgentCancelledError) res = result("cancelled", "external_abort", turns, usage, null, err.message);
+        // After abort(), whatever the model or a hook threw on the way out is the abort.
+        if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
+          res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
+        }
         else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
         else if (err instanceof ModelProviderError && err.kind === "context_overflow") res = result("failed", "context_overflow", turns, usage, null, err.message);
         else res = result("failed", "runtime_error", turns, usage, null, err instanceof Error ? err.message : String(err));

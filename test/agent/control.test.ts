@@ -157,6 +157,22 @@ describe("abort", () => {
     await agent.waitForIdle();
   });
 
+  test("a model that throws its own error on abort still ends external_abort", async () => {
+    const started = deferred();
+    const model = new FakeModel([
+      (req) =>
+        new Promise((_res, rej) => {
+          started.resolve();
+          req.signal!.addEventListener("abort", () => rej(new Error("request aborted by the SDK")));
+        }),
+    ]);
+    const agent = createAgent({ model });
+    const p = agent.run("t");
+    await started.promise;
+    agent.abort("bye");
+    expect(await p).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "bye" });
+  });
+
   test("abort with no run returns false", () => {
     const agent = createAgent({ model: new FakeModel([]) });
     expect(agent.abort()).toBe(false);
