@@ -1034,13 +1034,14 @@ function run(end: u32, final: bool): i32 {
             s = c == 0x2d ? ST_NUM_MINUS : c == 0x30 ? ST_NUM_ZERO : ST_NUM_INT;
           }
         } else if (c == 0x74 || c == 0x66 || c == 0x6e) {
-          litPtr = c == 0x74 ? LIT_TRUE : c == 0x66 ? LIT_FALSE : LIT_NULL;
-          litLen = c == 0x66 ? 5 : 4;
+          const ll: u32 = c == 0x66 ? 5 : 4;
           // fast path: whole literal available
-          if (p + <u32>litLen <= end && litMatch(b + <usize>p, c)) {
-            p += <u32>litLen;
+          if (p + ll <= end && litMatch(b + <usize>p, c)) {
+            p += ll;
             s = d == 0 ? ST_DONE : ST_AFTER;
           } else {
+            litPtr = c == 0x74 ? LIT_TRUE : c == 0x66 ? LIT_FALSE : LIT_NULL;
+            litLen = <i32>ll;
             litIdx = 1;
             p++;
             s = ST_LIT;
@@ -1057,16 +1058,26 @@ function run(end: u32, final: bool): i32 {
 
       case ST_STR: {
         while (true) {
-          p = scanString(b, p, end);
-          if (scanIssue != 0) {
-            // bad UTF-8, or a sequence cut by the end of the data
-            const r = utf8Tail(b, p, end);
-            if (r < 0) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
-            p = end;
-            s = ST_UTF8;
-            break;
+          // one inline 16-byte probe: a short ASCII rest of a string (most
+          // member names) ends here without a call. Stops at '"', '\\',
+          // bytes below 0x20 and (signed compare) bytes >= 0x80.
+          const v = v128.load(b + <usize>p);
+          const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_s(v, i8x16.splat(0x20))));
+          const q = p + <u32>ctz(m);
+          if (m != 0 && q < end && load<u8>(b + <usize>q) == 0x22) {
+            p = q;
+          } else {
+            p = scanString(b, p, end);
+            if (scanIssue != 0) {
+              // bad UTF-8, or a sequence cut by the end of the data
+              const r = utf8Tail(b, p, end);
+              if (r < 0) { depth = d; pos = p; return fail(E_UTF8, p, 0); }
+              p = end;
+              s = ST_UTF8;
+              break;
+            }
+            if (p >= end) break;
           }
-          if (p >= end) break;
           let c = <u32>load<u8>(b + <usize>p);
           if (c == 0x22) {
             p++;
