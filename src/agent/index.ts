@@ -45,6 +45,9 @@ export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } fro
 export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, EventStreamOptions, ToolProgressUpdate } from "./events.ts";
 export { canonicalJson, SKIPPED_AFTER_TERMINAL } from "./tools.ts";
 export {
+  AgentRunError,
+  assertRunSucceeded,
+  runSucceeded,
   CONTINUABLE_STOP_REASONS,
   ContinueRejectedError,
   DEFAULT_POLICY,

@@ -109,6 +109,25 @@ export interface AgentRunResult {
   usage: RunUsage;
 }
 
+/** Whether a run ended `completed`. */
+export function runSucceeded(result: AgentRunResult): boolean {
+  return result.status === "completed";
+}
+
+/** Thrown by {@link assertRunSucceeded}; carries the result. */
+export class AgentRunError extends Error {
+  override name = "AgentRunError";
+  constructor(readonly result: AgentRunResult) {
+    super(`agent run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}`);
+  }
+}
+
+/** Return `result` when it completed, else throw {@link AgentRunError}. */
+export function assertRunSucceeded(result: AgentRunResult): AgentRunResult {
+  if (!runSucceeded(result)) throw new AgentRunError(result);
+  return result;
+}
+
 /** A steering or follow-up input. */
 export interface ControlInput {
   input_id: string;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createAgent, DEFAULT_POLICY, resolvePolicy, UsageAccumulator } from "../../src/agent/index.ts";
+import { AgentRunError, assertRunSucceeded, createAgent, DEFAULT_POLICY, resolvePolicy, runSucceeded, UsageAccumulator } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { call, FakeModel, Recorder, text } from "./support.ts";
 
@@ -50,6 +50,18 @@ describe("token budget (harness test 14)", () => {
     expect(agent.messages[1]).toMatchObject({ role: "assistant", usage: { input_tokens: 3, output_tokens: 4, total_tokens: 7 } });
     expect(JSON.stringify(model.requests[1].messages)).not.toContain("usage");
     expect(rec.of("message_completed").map((e) => e.usage)).toEqual([{ input_tokens: 3, output_tokens: 4, total_tokens: 7 }, null]);
+  });
+});
+
+describe("result helpers", () => {
+  test("runSucceeded / assertRunSucceeded", async () => {
+    const ok = await createAgent({ model: new FakeModel([text("fine")]) }).run("x");
+    expect(runSucceeded(ok)).toBe(true);
+    expect(assertRunSucceeded(ok)).toBe(ok);
+    const bad = await createAgent({ model: new FakeModel([{ content: "" }]) }).run("x");
+    expect(runSucceeded(bad)).toBe(false);
+    expect(() => assertRunSucceeded(bad)).toThrow(AgentRunError);
+    expect(() => assertRunSucceeded(bad)).toThrow("agent run failed (empty_response)");
   });
 });
 
