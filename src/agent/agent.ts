@@ -449,8 +449,7 @@ export class Agent {
         // After abort(), whatever the model or a hook threw on the way out is the abort.
         if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
           res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
-        }
-        else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
+        } else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
         else if (err instanceof ModelProviderError && err.kind === "context_overflow") res = result("failed", "context_overflow", turns, usage, null, err.message);
         else res = result("failed", "runtime_error", turns, usage, null, err instanceof Error ? err.message : String(err));
       }

@@ -142,15 +142,18 @@ export class ToolExecutor {
   async executeAll(calls: readonly ModelToolCall[], turn: number, signal: AbortSignal, abortReason: () => string): Promise<ToolBatchResult> {
     const prepared = calls.map(prepare);
     let i = 0;
+    // End of a read-only group that must run one by one (it would trip the repeat guard).
+    let sequentialUntil = 0;
     while (i < prepared.length) {
       if (signal.aborted) {
         await this.#settleCancelled(prepared.slice(i), turn, abortReason());
         return { control: "continue", output: null, cancelled: true };
       }
-      if (this.policy.parallelToolCalls && this.#isReadOnly(prepared[i].call)) {
+      if (this.policy.parallelToolCalls && i >= sequentialUntil && this.#isReadOnly(prepared[i].call)) {
         let j = i + 1;
         while (j < prepared.length && this.#isReadOnly(prepared[j].call)) j++;
-        if (j - i > 1 && !this.guard.wouldTrip(prepared.slice(i, j))) {
+        if (j - i > 1 && this.guard.wouldTrip(prepared.slice(i, j))) sequentialUntil = j;
+        else if (j - i > 1) {
           const r = await this.#runGroup(prepared.slice(i, j), turn, signal, abortReason);
           if (r.cancelled) {
             await this.#settleCancelled(prepared.slice(j), turn, abortReason());
