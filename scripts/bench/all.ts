@@ -11,3 +11,5 @@ console.log();
 await import("./incremental.ts");
 console.log();
 await import("./run.ts");
+console.log();
+await import("./agent.ts");
