@@ -745,6 +745,11 @@ function escapeRun(b: usize, p: u32, end: u32): u32 {
   return p;
 }
 
+/** The letter of a two-byte escape: " \\ / b f n r t. */
+@inline function isSimpleEscape(e: u32): bool {
+  return e == 0x22 || e == 0x5c || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74;
+}
+
 /** Set by scanString when it stopped at a bad or incomplete UTF-8 sequence. */
 let scanIssue: i32 = 0;
 
@@ -766,13 +771,26 @@ function scanString(b: usize, p: u32, end: u32): u32 {
       const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x22)), i8x16.eq(v, i8x16.splat(0x5c))), i8x16.lt_u(v, i8x16.splat(0x20))));
       if (m != 0) {
         p += <u32>ctz(m);
+        // a complete simple escape (\n, \", ...): step over it and go on
+        if (load<u8>(b + <usize>p) == 0x5c && p + 1 < end && isSimpleEscape(<u32>load<u8>(b + <usize>p + 1))) {
+          p += 2;
+          strHasEsc = 1;
+          continue;
+        }
         break;
       }
       p += 16;
     } else {
       while (p < end) {
         const t = <u32>load<u8>(b + <usize>p);
-        if (t == 0x22 || t == 0x5c || t < 0x20) break;
+        if (t == 0x22 || t == 0x5c || t < 0x20) {
+          if (t == 0x5c && p + 1 < end && isSimpleEscape(<u32>load<u8>(b + <usize>p + 1))) {
+            p += 2;
+            strHasEsc = 1;
+            continue;
+          }
+          break;
+        }
         tailHigh |= t;
         p++;
       }
