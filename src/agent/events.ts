@@ -154,6 +154,7 @@ export class EventEmitter {
   readonly #subs = new Set<Subscription>();
   #tail: Promise<void> = Promise.resolve();
   #runId = "";
+  #closed = false;
   #sequence = 0;
 
   constructor(readonly agentId: string, sinks: readonly AgentEventSink[], private readonly logger: Logger) {
@@ -207,12 +208,14 @@ export class EventEmitter {
     const size = options.bufferSize ?? DEFAULT_EVENT_BUFFER;
     if (!Number.isSafeInteger(size) || size <= 0) throw new RangeError(`bufferSize must be a positive integer, got ${size}`);
     const sub = new Subscription(size, (s) => this.#subs.delete(s), options.signal);
-    this.#subs.add(sub);
+    if (this.#closed) sub.close();
+    else this.#subs.add(sub);
     return sub;
   }
 
   /** End every subscription (after the events already emitted are delivered). */
   async closeSubscribers(): Promise<void> {
+    this.#closed = true;
     await this.#tail;
     for (const s of [...this.#subs]) s.close();
   }

@@ -367,5 +367,6 @@ describe("loop limits and hooks", () => {
     for await (const e of it) kinds.push(e.kind);
     expect(kinds).toHaveLength(6);
     await expect(agent.run("y")).rejects.toThrow("shut down");
+    expect((await agent.events().next()).done).toBe(true);
   });
 });
