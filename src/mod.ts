@@ -7,6 +7,7 @@
  * - Dispatch: `createRuntime`, `serializeEnvelope`, `createLogger`.
  * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
  *   `ModelAdapter` contract.
+ * - Agents: `createAgent`, events, run control, `toolOutcome` for tool controls.
  *
  * @example
  * ```ts
@@ -23,5 +24,6 @@ export * from "./core/toolcall.ts";
 export * from "./tools/index.ts";
 export * from "./runtime/index.ts";
 export * from "./providers/index.ts";
+export * from "./agent/index.ts";
 export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";

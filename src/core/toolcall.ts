@@ -43,7 +43,7 @@ export interface ToolCallError {
   details: Record<string, unknown>;
 }
 
-export type ToolCallResult =
+export type ToolCallParseResult =
   | { ok: true; call: ToolCall }
   | { ok: false; error: ToolCallError; id: string | null; tool: string | null };
 
@@ -162,7 +162,7 @@ function detectShape(o: Obj): ToolCallShape | null {
  * `code: "INVALID_CALL"` (or a JSON code for string arguments) and a JSON Pointer
  * in `details.location`.
  */
-export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCallResult {
+export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCallParseResult {
   let id: string | null = null;
   let tool: string | null = null;
   try {
@@ -226,7 +226,7 @@ export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCall
  * else console.error(r.error.code, r.error.message);
  * ```
  */
-export function parseToolCall(input: string | Uint8Array, limits?: JsonLimits): ToolCallResult {
+export function parseToolCall(input: string | Uint8Array, limits?: JsonLimits): ToolCallParseResult {
   const parsed = parseStrict(input, limits);
   if (!parsed.ok) {
     const e = parsed.error;
