@@ -15,6 +15,7 @@
  */
 import { parseStrict } from "../core/index.ts";
 import { abortReason } from "./errors.ts";
+import { abortableSleep } from "./retry.ts";
 import {
   MODEL_ERROR_KINDS,
   ModelProviderError,
@@ -198,21 +199,6 @@ function copyData<T>(v: T): T {
   return out as T;
 }
 
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortReason(signal));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortReason(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /** Options of {@link ScriptedModel}. */
 export interface ScriptedModelOptions {
   /**
@@ -273,7 +259,7 @@ export class ScriptedModel implements ModelAdapter {
       throw new ModelProviderError("provider_error", "scripted model has no more turns");
     }
     const turn = this.#turns[this.#next++];
-    if (turn.delay_ms !== undefined && turn.delay_ms > 0) await wait(turn.delay_ms, signal);
+    if (turn.delay_ms !== undefined && turn.delay_ms > 0) await abortableSleep(turn.delay_ms, signal);
     if ("error" in turn) throw new ModelProviderError(turn.error.kind, turn.error.message);
     for (const delta of pieces(turn.thinking ?? "", turn.chunk_size)) {
       yield { type: "thinking_delta", delta };

@@ -19,6 +19,7 @@ import {
   toolChunk,
   usageChunk,
 } from "../support/openai-server.ts";
+import { collect, failure } from "./helpers.ts";
 
 let server: ScriptedOpenAIServer | undefined;
 afterEach(async () => {
@@ -56,20 +57,6 @@ const userRequest = (tools: ModelToolSpec[] = [], signal?: AbortSignal): ModelRe
   signal,
 });
 
-async function collect(it: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const out: ModelStreamEvent[] = [];
-  for await (const ev of it) out.push(ev);
-  return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected a rejection");
-}
 
 const readFile: ModelToolSpec = {
   name: "read_file",

@@ -11,6 +11,7 @@ import {
   type ModelRequest,
   type ModelStreamEvent,
 } from "../../src/providers/index.ts";
+import { collect, failure } from "./helpers.ts";
 
 const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
   messages: [{ role: "user", content }],
@@ -18,20 +19,6 @@ const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
   signal,
 });
 
-async function collect(it: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const out: ModelStreamEvent[] = [];
-  for await (const ev of it) out.push(ev);
-  return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error("expected a rejection");
-}
 
 function scriptError(text: string): string {
   try {
