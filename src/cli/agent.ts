@@ -76,6 +76,12 @@ function clip(text: string, max: number): string {
   return one.length > max ? one.slice(0, max - 1) + "…" : one;
 }
 
+/** The one terminal line shown for a finished tool call. */
+export function toolLine(name: string, args: string, r: { cancelled: boolean; error: string | null; control: string }): string {
+  const status = r.cancelled ? "cancelled" : r.error !== null ? `failed: ${clip(r.error, 80)}` : r.control === "continue" ? "ok" : r.control;
+  return `tool ${name} ${clip(args, 60)} → ${status}`;
+}
+
 /** Run the agent command; resolves to the exit status. */
 export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
   if (flags.events !== undefined && flags.events !== "jsonl") {
@@ -105,18 +111,11 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
         if (textOpen) process.stdout.write("\n");
         textOpen = false;
         break;
-      case "tool_started":
-        if (showTools) stderr.write(`→ ${event.tool_call.name} ${clip(event.tool_call.arguments, 100)}\n`);
-        break;
       case "tool_progressed":
-        if (showTools) stderr.write(`  … ${clip(event.update.message, 100)}\n`);
+        if (showTools) stderr.write(`  … ${event.tool_call.name}: ${clip(event.update.message, 100)}\n`);
         break;
       case "tool_completed":
-        if (showTools) {
-          const r = event.result;
-          const mark = r.cancelled ? "cancelled" : r.error !== null ? `error: ${clip(r.error, 80)}` : r.control;
-          stderr.write(`← ${event.tool_call.name} ${mark}\n`);
-        }
+        if (showTools) stderr.write(`${toolLine(event.tool_call.name, event.tool_call.arguments, event.result)}\n`);
         break;
       default:
         break;

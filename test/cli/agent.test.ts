@@ -114,6 +114,24 @@ describe("agentcore agent --script", () => {
     expect(fin.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
   });
 
+  test("on a terminal, each tool call is one line on stderr; on a pipe, none", async () => {
+    const two = script("two.jsonl", [
+      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1,"a":2}' }, { id: "c2", name: "read_file", arguments: '{"path":"note.txt"}' }] },
+      { content: "ok" },
+    ]);
+    const piped = await run(["agent", "--script", two, "go"]);
+    expect(piped).toEqual({ status: 0, stdout: "ok\n", stderr: "" });
+    if (process.platform !== "linux") return; // util-linux `script` provides the pseudo-terminal
+    const out = join(work, "two.out");
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --script '${two}' go > '${out}'`, "/dev/null"], { cwd: work, stdin: "ignore", env: CLEAN_ENV });
+    expect(r.exitCode).toBe(0);
+    const screen = r.stdout.toString().replace(/\r/g, "").trimEnd().split("\n");
+    expect(screen).toEqual([
+      'tool echo {"a":1,"a":2} → failed: duplicate key "a" at offset 7 (line 1, column 8)',
+      'tool read_file {"path":"note.txt"} → ok',
+    ]);
+  });
+
   test("setup mistakes exit 2 with a clear message", async () => {
     const missing = await run(["agent", "--script", join(work, "nope.jsonl"), "go"]);
     expect(missing.status).toBe(2);
