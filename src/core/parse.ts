@@ -43,6 +43,20 @@ function checkInt(name: string, v: unknown, min: number, max: number): number {
 export function resolveLimits(limits?: JsonLimits): ResolvedLimits {
   if (limits === undefined) return DEFAULTS;
   if (limits === null || typeof limits !== "object") throw new RangeError("limits must be an object");
+  // A frozen limits object (a runtime's) can't change: resolve it once.
+  const frozen = Object.isFrozen(limits);
+  if (frozen) {
+    const hit = resolvedFrozen.get(limits);
+    if (hit !== undefined) return hit;
+  }
+  const r = resolveFresh(limits);
+  if (frozen) resolvedFrozen.set(limits, r);
+  return r;
+}
+
+const resolvedFrozen = new WeakMap<JsonLimits, ResolvedLimits>();
+
+function resolveFresh(limits: JsonLimits): ResolvedLimits {
   const maxBytes = limits.maxBytes === undefined ? DEFAULT_MAX_BYTES : checkInt("maxBytes", limits.maxBytes, 1, HARD_MAX_BYTES);
   const maxDepth = limits.maxDepth === undefined ? DEFAULT_MAX_DEPTH : checkInt("maxDepth", limits.maxDepth, 0, HARD_MAX_DEPTH);
   const ap = limits.allowProtoKey;
