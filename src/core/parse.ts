@@ -69,7 +69,7 @@ const decoder = new TextDecoder("utf-8");
 const hasWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function";
 
 /** Index of the first unpaired surrogate in `s`, or -1. */
-function firstLoneSurrogate(s: string): number {
+export function firstLoneSurrogate(s: string): number {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c < 0xd800 || c > 0xdfff) continue;
@@ -85,7 +85,8 @@ function firstLoneSurrogate(s: string): number {
   return -1;
 }
 
-function isWellFormed(s: string): boolean {
+/** Whether `s` is well-formed UTF-16 (no unpaired surrogate), so it has an exact UTF-8 form. */
+export function isWellFormed(s: string): boolean {
   return hasWellFormed ? (s as unknown as { isWellFormed(): boolean }).isWellFormed() : firstLoneSurrogate(s) < 0;
 }
 

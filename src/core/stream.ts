@@ -7,7 +7,7 @@
  * @module
  */
 import type { JsonError, JsonLimits } from "./errors.ts";
-import { resolveLimits, type ResolvedLimits } from "./parse.ts";
+import { firstLoneSurrogate, isWellFormed, resolveLimits, type ResolvedLimits } from "./parse.ts";
 import {
   ST_STR,
   acquireCore,
@@ -30,11 +30,6 @@ const COMPLETE: StreamStatus = Object.freeze({ state: "complete" }) as StreamSta
 const encoder = new TextEncoder();
 /** String chunks up to this many UTF-16 units are encoded by hand. */
 const SMALL_CHUNK = 256;
-const hasWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function";
-
-function isWellFormed(s: string): boolean {
-  return hasWellFormed ? (s as unknown as { isWellFormed(): boolean }).isWellFormed() : firstLoneSurrogate(s) < 0;
-}
 
 function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
@@ -414,19 +409,3 @@ function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escO
   return ((o - o0) << 4) | flags | (bad >>> 31);
 }
 
-/** Index of the first unpaired surrogate in `s`, or -1 (a trailing high was already held back). */
-function firstLoneSurrogate(s: string): number {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdfff) continue;
-    if (c <= 0xdbff && i + 1 < s.length) {
-      const n = s.charCodeAt(i + 1);
-      if (n >= 0xdc00 && n <= 0xdfff) {
-        i++;
-        continue;
-      }
-    }
-    return i;
-  }
-  return -1;
-}
