@@ -23,7 +23,7 @@ import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
 
-const HELP = `agentcore ${VERSION} — strict, local dispatch of LLM tool calls
+const HELP = `agentcore ${VERSION} — a strict local runtime for LLM tool calls and agent runs
 
 Usage:
   agentcore tools [--json]          list the registered tools
