@@ -1,0 +1,171 @@
+/**
+ * `agentcore history`: read the execution history log back.
+ *
+ * ```
+ * agentcore history [--file FILE] [--tool T] [--since 2026-11-30T08:00:00Z|10m|2h|1d] [--failed] [--json]
+ * ```
+ *
+ * The file is `--file` (or `--history`), else the config file's `history` key
+ * (`--config FILE` or `AGENTCORE_CONFIG`, once the config accepts that key),
+ * else a usage error. Output: a table on stdout, or with `--json` one record
+ * per line exactly as stored. Exit status: 0 when the log was read (whatever
+ * the calls' results); 2 for usage errors, a missing or unreadable file, or a
+ * corrupt line.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import type { LineWriter } from "./output.ts";
+
+/** Usage lines of the command (also shown by `agentcore history --help`). */
+export const HISTORY_USAGE = `Usage: agentcore history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]
+  --file FILE    the history log (default: --history FILE, else the config's "history")
+  --tool T       only calls of tool T
+  --since WHEN   only calls at or after WHEN: an ISO 8601 time (2026-11-30T08:00:00Z) or an age: 30s, 10m, 2h, 1d
+  --failed       only failed calls
+  --json         print the matching records as JSONL, as stored`;
+
+/** What the history command needs from its caller. */
+export interface HistoryCommandIO {
+  out: LineWriter;
+  /** Where usage and error messages go. Default: `process.stderr`. */
+  err?: (text: string) => void;
+  /** Environment lookup. Default: the process environment. */
+  env?: (name: string) => string | undefined;
+  /** The current time, for relative `--since`. Default: now. */
+  now?: () => Date;
+}
+
+/** A usage problem of `history`: exit status 2. */
+export class HistoryUsageError extends Error {
+  override name = "HistoryUsageError";
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parse a `--since` value: an ISO 8601 date or date-time (`2026-11-30`,
+ * `2026-11-30T08:00:00Z`, `2026-11-30T08:00:00.000+01:00`), or an age
+ * `<n>s|m|h|d` counted back from `now`. Throws {@link HistoryUsageError}.
+ */
+export function parseSince(raw: string, now: Date = new Date()): Date {
+  const rel = /^([0-9]{1,9})([smhd])$/.exec(raw);
+  if (rel) return new Date(now.getTime() - Number(rel[1]) * UNIT_MS[rel[2]!]!);
+  const iso = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+  if (iso.test(raw)) {
+    const t = Date.parse(raw);
+    if (!Number.isNaN(t)) return new Date(t);
+  }
+  throw new HistoryUsageError(`--since needs an ISO 8601 time (2026-11-30T08:00:00Z) or an age like 10m, 2h, 1d; got '${raw}'`);
+}
+
+function processEnv(name: string): string | undefined {
+  return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name];
+}
+
+/**
+ * Run `agentcore history` with `argv` (the arguments after `history`).
+ * Resolves to the exit status; messages go to `io.err`.
+ */
+export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
+  const err = io.err ?? ((t: string) => void process.stderr.write(t));
+  const usage = (message: string) => {
+    err(`agentcore: ${message}\nRun 'agentcore history --help' for usage.\n`);
+    return 2;
+  };
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        file: { type: "string" },
+        history: { type: "string" },
+        config: { type: "string" },
+        tool: { type: "string" },
+        since: { type: "string" },
+        failed: { type: "boolean" },
+        json: { type: "boolean" },
+      },
+    }));
+  } catch (e) {
+    return usage((e as Error).message);
+  }
+  if (values.help) {
+    io.out.line(HISTORY_USAGE);
+    io.out.flush();
+    return 0;
+  }
+  if (positionals.length > 0) return usage(`history takes no arguments, got '${positionals[0]}'`);
+  if (typeof values.file === "string" && typeof values.history === "string" && values.file !== values.history) {
+    return usage("--file and --history name different files; give one");
+  }
+  try {
+    const path = historyPath(values, io.env ?? processEnv);
+    const filter: HistoryFilter = {};
+    if (typeof values.tool === "string") filter.tool = values.tool;
+    if (typeof values.since === "string") filter.since = parseSince(values.since, (io.now ?? (() => new Date()))());
+    if (values.failed === true) filter.failed = true;
+    const records = readHistory(path, filter);
+    if (values.json === true) for (const r of records) io.out.line(JSON.stringify(r));
+    else printTable(records, io.out);
+    io.out.flush();
+    return 0;
+  } catch (e) {
+    if (e instanceof HistoryUsageError) return usage(e.message);
+    if (e instanceof HistoryError || e instanceof ConfigError) {
+      err(`agentcore: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+function historyPath(values: Record<string, string | boolean | undefined>, env: (name: string) => string | undefined): string {
+  if (typeof values.file === "string") return values.file;
+  if (typeof values.history === "string") return values.history;
+  const configPath = typeof values.config === "string" ? values.config : env("AGENTCORE_CONFIG");
+  if (configPath) {
+    const cfg = loadConfig(configPath) as { history?: unknown };
+    if (typeof cfg.history === "string" && cfg.history.length > 0) return cfg.history;
+  }
+  throw new HistoryUsageError("history needs a log file: --file FILE (or a \"history\" key in the config file)");
+}
+
+/** A cell safe for a terminal: control characters escaped, long text cut. */
+function cell(text: string, max = 40): string {
+  // eslint-disable-next-line no-control-regex
+  const safe = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return safe.length > max ? safe.slice(0, max - 1) + "…" : safe;
+}
+
+function decisionText(r: HistoryRecord): string {
+  const d = r.decision;
+  if (d === null) return "-";
+  const approved = d.approved === undefined ? "" : d.approved ? " (approved)" : " (refused)";
+  return `${d.action}${approved} by ${d.by}`;
+}
+
+function printTable(records: HistoryRecord[], out: LineWriter): void {
+  const head = ["TIME", "TOOL", "CALL ID", "DECISION", "MS", "RESULT"];
+  const rows = records.map((r) => [
+    r.time,
+    cell(r.tool, 64),
+    r.call_id === null ? "-" : cell(r.call_id),
+    cell(decisionText(r), 60),
+    r.duration_ms.toFixed(1),
+    r.success ? "ok" : cell(r.code ?? "failed"),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const fmt = (row: string[]) =>
+    row
+      .map((c, i) => (i === 4 ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ");
+  out.line(fmt(head));
+  for (const row of rows) out.line(fmt(row));
+}

@@ -1,0 +1,134 @@
+/**
+ * `agentcore history`: the command function (table, --json, filters, exit
+ * statuses) and the `--since` parser.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cmdHistory, parseSince } from "../../src/cli/history.ts";
+import { LineWriter } from "../../src/cli/output.ts";
+import { record, tempDir } from "./helpers.ts";
+
+let dir: string;
+let cleanup: () => void;
+let file: string;
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir());
+  file = join(dir, "history.jsonl");
+  const recs = [
+    record({ call_id: "c1", tool: "echo", time: "2026-11-30T08:00:00.000Z", decision: { action: "allow", by: "rule:0" } }),
+    record({ call_id: "c2", tool: "read_file", time: "2026-11-30T08:30:00.000Z", success: false, code: "NOT_FOUND", duration_ms: 3.25 }),
+    record({ call_id: "c3", tool: "write_file", effect: "side_effecting", time: "2026-11-30T09:00:00.000Z", success: false, code: "DENIED", decision: { action: "deny", by: "default" } }),
+  ];
+  writeFileSync(file, recs.map((r) => JSON.stringify(r)).join("\n") + "\n");
+});
+afterEach(() => cleanup());
+
+const NOW = new Date("2026-11-30T09:10:00.000Z");
+
+function run(argv: string[], env: Record<string, string> = {}) {
+  const outPath = join(dir, `out-${Math.random()}`);
+  const fd = openSync(outPath, "w");
+  let stderr = "";
+  let status: number;
+  try {
+    status = cmdHistory(argv, { out: new LineWriter(fd), err: (t) => (stderr += t), env: (n) => env[n], now: () => NOW });
+  } finally {
+    closeSync(fd);
+  }
+  return { status, stdout: readFileSync(outPath, "utf8"), stderr };
+}
+
+describe("agentcore history (command function)", () => {
+  test("a table with time, tool, call id, decision, ms and result", () => {
+    const r = run(["--file", file]);
+    expect(r.status).toBe(0);
+    const rows = r.stdout.trimEnd().split("\n");
+    expect(rows[0]).toMatch(/^TIME\s+TOOL\s+CALL ID\s+DECISION\s+MS\s+RESULT$/);
+    expect(rows.length).toBe(4);
+    expect(rows[1]).toMatch(/^2026-11-30T08:00:00\.000Z\s+echo\s+c1\s+allow by rule:0\s+1\.3\s+ok$/);
+    expect(rows[2]).toMatch(/read_file\s+c2\s+-\s+3\.3\s+NOT_FOUND$/);
+    expect(rows[3]).toMatch(/write_file\s+c3\s+deny by default\s+1\.3\s+DENIED$/);
+  });
+
+  test("--json prints the stored records as JSONL", () => {
+    const r = run(["--file", file, "--json"]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(readFileSync(file, "utf8"));
+  });
+
+  test("--tool, --failed and --since filter", () => {
+    const ids = (argv: string[]) => run(["--file", file, "--json", ...argv]).stdout.trimEnd().split("\n").filter(Boolean).map((l) => JSON.parse(l).call_id);
+    expect(ids(["--tool", "echo"])).toEqual(["c1"]);
+    expect(ids(["--failed"])).toEqual(["c2", "c3"]);
+    expect(ids(["--since", "2026-11-30T08:30:00Z"])).toEqual(["c2", "c3"]);
+    expect(ids(["--since", "15m"])).toEqual(["c3"]);
+    expect(ids(["--since", "1h", "--failed", "--tool", "read_file"])).toEqual(["c2"]);
+    expect(ids(["--tool", "nothing"])).toEqual([]);
+  });
+
+  test("--history is accepted as the file too", () => {
+    expect(run(["--history", file, "--json"]).stdout.split("\n").length).toBe(4);
+  });
+
+  test("a control character in a call id does not reach the terminal raw", () => {
+    writeFileSync(file, JSON.stringify(record({ call_id: "a\u001b[31mred\nx" })) + "\n");
+    const r = run(["--file", file]);
+    expect(r.stdout).not.toContain("\u001b");
+    expect(r.stdout).toContain("a\\u001b[31mred\\u000ax");
+  });
+
+  test("bad --since is a usage error, exit 2", () => {
+    for (const bad of ["yesterday", "10", "10w", "2026-13-45", "-5m"]) {
+      const r = run(["--file", file, "--since", bad]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain("--since");
+      expect(r.stdout).toBe("");
+    }
+  });
+
+  test("a missing file: exit 2 with a clear message", () => {
+    const missing = join(dir, "absent.jsonl");
+    const r = run(["--file", missing]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`cannot open history file ${missing}: ENOENT`);
+  });
+
+  test("no file given: usage error, exit 2", () => {
+    const r = run([]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("--file FILE");
+  });
+
+  test("a corrupt line: exit 2 naming the file and line", () => {
+    writeFileSync(file, readFileSync(file, "utf8").replace('"c2"', '"c2",,'));
+    const r = run(["--file", file]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`${file}:2`);
+  });
+
+  test("unknown options and extra arguments are usage errors", () => {
+    expect(run(["--file", file, "--bogus"]).status).toBe(2);
+    expect(run(["--file", file, "extra"]).status).toBe(2);
+  });
+
+  test("--help prints the usage", () => {
+    const r = run(["--help"]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("Usage: agentcore history");
+  });
+});
+
+describe("parseSince", () => {
+  test("ages count back from now", () => {
+    expect(parseSince("30s", NOW).toISOString()).toBe("2026-11-30T09:09:30.000Z");
+    expect(parseSince("10m", NOW).toISOString()).toBe("2026-11-30T09:00:00.000Z");
+    expect(parseSince("2h", NOW).toISOString()).toBe("2026-11-30T07:10:00.000Z");
+    expect(parseSince("1d", NOW).toISOString()).toBe("2026-11-29T09:10:00.000Z");
+  });
+  test("ISO 8601 times and dates", () => {
+    expect(parseSince("2026-11-30T08:00:00Z").toISOString()).toBe("2026-11-30T08:00:00.000Z");
+    expect(parseSince("2026-11-30T08:00:00.250+01:00").toISOString()).toBe("2026-11-30T07:00:00.250Z");
+    expect(parseSince("2026-11-30").toISOString()).toBe("2026-11-30T00:00:00.000Z");
+  });
+});
