@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import type { LineWriter } from "./output.ts";
+import { OutputError, type LineWriter } from "./output.ts";
 
 /** Usage lines of the command (also shown by `agentcore history --help`). */
 export const HISTORY_USAGE = `Usage: agentcore history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]
@@ -67,7 +67,7 @@ function processEnv(name: string): string | undefined {
 
 /**
  * Run `agentcore history` with `argv` (the arguments after `history`).
- * Resolves to the exit status; messages go to `io.err`.
+ * Returns the exit status; messages go to `io.err`. Never throws.
  */
 export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
   const err = io.err ?? ((t: string) => void process.stderr.write(t));
@@ -96,16 +96,16 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
   } catch (e) {
     return usage((e as Error).message);
   }
-  if (values.help) {
-    io.out.line(HISTORY_USAGE);
-    io.out.flush();
-    return 0;
-  }
   if (positionals.length > 0) return usage(`history takes no arguments, got '${positionals[0]}'`);
   if (typeof values.file === "string" && typeof values.history === "string" && values.file !== values.history) {
     return usage("--file and --history name different files; give one");
   }
   try {
+    if (values.help) {
+      io.out.line(HISTORY_USAGE);
+      io.out.flush();
+      return 0;
+    }
     const path = historyPath(values, io.env ?? processEnv);
     const filter: HistoryFilter = {};
     if (typeof values.tool === "string") filter.tool = values.tool;
@@ -118,11 +118,12 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
     return 0;
   } catch (e) {
     if (e instanceof HistoryUsageError) return usage(e.message);
-    if (e instanceof HistoryError || e instanceof ConfigError) {
+    if (e instanceof HistoryError || e instanceof ConfigError || e instanceof OutputError) {
       err(`agentcore: ${e.message}\n`);
       return 2;
     }
-    throw e;
+    err(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    return 2;
   }
 }
 

@@ -22,6 +22,7 @@ import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
+import { cmdHistory } from "./history.ts";
 
 const HELP = `agentcore ${VERSION} — a strict local runtime for LLM tool calls and agent runs
 
@@ -32,6 +33,8 @@ Usage:
   agentcore run FILE.jsonl          dispatch one call per line, in order
   agentcore run -                   read JSONL calls from stdin
   agentcore agent "TASK"            run an agent on TASK with the built-in tools (- reads TASK from stdin)
+  agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
+                                    [--failed] [--json] (agentcore history --help)
   agentcore --help | --version
 
 Tool-call shapes accepted:
@@ -321,6 +324,8 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 /** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const out = new LineWriter(1);
+  // `history` parses its own options (--file, --tool, --since, --failed, --json).
+  if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
   let parsed;
   try {
     parsed = parseArgs({
@@ -370,6 +375,9 @@ export async function main(argv: string[]): Promise<number> {
     const settings = settingsFrom(values);
     let status: number;
     switch (command) {
+      case "history": // options given before the command (agentcore --config C history …)
+        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(values.json ? ["--json"] : [])], { out });
+        break;
       case "tools":
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
         status = cmdTools(makeRuntime(settings), values.json === true, out);

@@ -132,3 +132,52 @@ describe("parseSince", () => {
     expect(parseSince("2026-11-30").toISOString()).toBe("2026-11-30T00:00:00.000Z");
   });
 });
+
+describe("agentcore history (through src/cli/main.ts)", () => {
+  const MAIN = join(import.meta.dir, "../../src/cli/main.ts");
+  async function cli(args: string[], env: Record<string, string> = {}) {
+    const p = Bun.spawn([process.execPath, MAIN, ...args], {
+      cwd: dir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    });
+    const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { status, stdout, stderr };
+  }
+
+  test("table and --json, exit 0", async () => {
+    const t = await cli(["history", "--file", file, "--failed"]);
+    expect(t.status).toBe(0);
+    expect(t.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[2])).toEqual(["CALL", "c2", "c3"]);
+    const j = await cli(["history", "--file", file, "--json", "--tool", "echo"]);
+    expect(j.status).toBe(0);
+    expect(JSON.parse(j.stdout).call_id).toBe("c1");
+  });
+
+  test("bad --since: exit 2", async () => {
+    const r = await cli(["history", "--file", file, "--since", "soon"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("--since");
+  });
+
+  test("missing file: exit 2 with a clear message", async () => {
+    const r = await cli(["history", "--file", "absent.jsonl"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("cannot open history file absent.jsonl: ENOENT");
+    expect(r.stdout).toBe("");
+  });
+
+  test("no file: usage error, exit 2", async () => {
+    const r = await cli(["history"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("history needs a log file");
+  });
+
+  test("--help mentions the history command", async () => {
+    const r = await cli(["--help"]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("agentcore history --file FILE");
+  });
+});
