@@ -27,3 +27,4 @@ export * from "./providers/index.ts";
 export * from "./agent/index.ts";
 export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";
+export * from "./middleware/index.ts";

@@ -505,7 +505,7 @@ export class Agent {
           }
         } else {
           state.noToolResponses = 0;
-          const tr = await this.#executor.executeAll(response.tool_calls, turn, signal, reason);
+          const tr = await this.#executor.executeAll(response.tool_calls, turn, signal, reason, { agentId: this.agentId, runId, turn });
           if (tr.cancelled) throw new AgentCancelledError(reason());
           if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
           if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");

@@ -15,6 +15,10 @@ import type { ModelToolCall } from "../providers/types.ts";
 import type { Envelope } from "../runtime/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolControl } from "../tools/definition.ts";
+import type { RunInfo } from "../runtime/middleware.ts";
+import { invalidArgumentsPayload } from "../middleware/validation.ts";
+import { rejectionPayload } from "../middleware/policy.ts";
+import type { ArgumentError } from "../tools/schema.ts";
 import type { EventEmitter } from "./events.ts";
 import type { RuntimePolicy, ToolCallResult, ToolMessage } from "./types.ts";
 
@@ -121,6 +125,8 @@ interface CallOutcome {
  */
 export class ToolExecutor {
   readonly guard: RepeatGuard;
+  /** The current batch's run info, passed to middleware as `ctx.run`. */
+  #runInfo: RunInfo | undefined = undefined;
 
   constructor(
     private readonly runtime: Runtime,
@@ -139,7 +145,8 @@ export class ToolExecutor {
    * Execute every call of an assistant message. Throws
    * {@link RepeatedToolCallError} when the guard refuses a call.
    */
-  async executeAll(calls: readonly ModelToolCall[], turn: number, signal: AbortSignal, abortReason: () => string): Promise<ToolBatchResult> {
+  async executeAll(calls: readonly ModelToolCall[], turn: number, signal: AbortSignal, abortReason: () => string, run?: RunInfo): Promise<ToolBatchResult> {
+    this.#runInfo = run;
     const prepared = calls.map(prepare);
     let i = 0;
     // End of a read-only group that must run one by one (it would trip the repeat guard).
@@ -252,6 +259,7 @@ export class ToolExecutor {
       { id: call.id, tool: call.name, arguments: value as Record<string, unknown>, shape: "openai_chat" },
       signal,
       {
+        ...(this.#runInfo !== undefined ? { run: this.#runInfo } : {}),
         onControl: (c) => {
           control = c;
         },
@@ -276,12 +284,17 @@ export class ToolExecutor {
     }
     const e = env.error!;
     if (e.code === "CANCELLED" && signal.aborted) return cancelledOutcome(call, abortReason());
-    const extra: Record<string, unknown> = {};
     if (e.code === "INVALID_ARGUMENTS" && Array.isArray(e.details.errors)) {
-      extra.errors = e.details.errors;
-      if (e.details.truncated === true) extra.truncated = true;
+      // Non-terminal §6 payload: the model sees which members are wrong, never their values.
+      const payload = invalidArgumentsPayload(call.name, e.details.errors as ArgumentError[], e.details.truncated === true);
+      return outcome(call, JSON.stringify(payload), "continue", e.message, false);
     }
-    return fail(e.code, e.message, extra);
+    if (e.code === "DENIED") {
+      // A policy refusal: the payload names the tool, the reason and the rule, never the arguments.
+      const ruleId = typeof e.details.rule_id === "string" ? e.details.rule_id : null;
+      return outcome(call, JSON.stringify(rejectionPayload(call.name, e.message, ruleId)), control, e.message, false);
+    }
+    return fail(e.code, e.message);
   }
 }
 

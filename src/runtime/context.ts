@@ -8,6 +8,7 @@
  */
 import type { ToolContext, ToolControl } from "../tools/definition.ts";
 import type { Logger } from "./logger.ts";
+import type { RunInfo } from "./middleware.ts";
 
 /**
  * Optional per-call observers a lower-level caller (the agent loop) passes to
@@ -18,6 +19,8 @@ export interface CallHooks {
   onProgress?(message: string, data: unknown): void;
   /** Receives the control of a handler result made with `toolOutcome()`, before the envelope is returned. */
   onControl?(control: ToolControl): void;
+  /** Where the call comes from (the agent loop passes its agent id, run id and turn); middleware see it as `ctx.run`. */
+  run?: RunInfo;
 }
 
 export class CallContext implements ToolContext {

@@ -22,6 +22,15 @@
  * rejection) is ignored and logged at debug level; it can never surface as an
  * unhandled rejection.
  *
+ * Middleware: when the runtime has middleware beyond the default schema
+ * validation, the call (after the unknown-tool and non-object checks) runs
+ * through the chain (see {@link ToolMiddleware}); the validation then happens
+ * where its middleware sits in the chain. Timeouts arm around the handler only
+ * (a slow approver is not a slow tool); the caller's cancel settles the whole
+ * call at once with `CANCELLED` and aborts `ctx.signal`, which middleware
+ * (approvers) and the handler share. With only the default validation the
+ * call takes the synchronous fast path described above, unchanged.
+ *
  * Agent hooks: a handler may return `toolOutcome(data, { control })`; the
  * envelope's `result` is then `data` (so plain dispatch output is unchanged)
  * and the control goes to `hooks.onControl` when the caller passed hooks.
@@ -31,12 +40,16 @@
  */
 import type { Envelope, ErrorCode } from "./envelope.ts";
 import { ERROR_CODES } from "./envelope.ts";
-import { failureEnvelope, successEnvelope } from "./envelope_io.ts";
+import { elapsedMs, failureEnvelope, successEnvelope } from "./envelope_io.ts";
 import { CallContext, type CallHooks } from "./context.ts";
 import type { Logger } from "./logger.ts";
 import { isToolOutcome, ToolError } from "../tools/definition.ts";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.ts";
 import type { ToolCall } from "../core/toolcall.ts";
+import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
+import { composeMiddleware } from "../middleware/compose.ts";
+import { validateArguments } from "../middleware/validation.ts";
+import type { ToolControl } from "../tools/definition.ts";
 
 /** setTimeout's ceiling; longer timeouts mean "no timer". */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -170,6 +183,11 @@ export interface DispatchEnv {
   readonly registry: ToolRegistry;
   readonly logger: Logger;
   readonly defaultTimeoutMs: number;
+  /**
+   * The middleware chain, first = outermost; `undefined` when it is only the
+   * default schema validation (the synchronous fast path).
+   */
+  readonly middleware?: readonly ToolMiddleware[] | undefined;
 }
 
 /**
@@ -192,18 +210,9 @@ export function runCall(
   if (typeof args !== "object" || args === null || Array.isArray(args)) {
     return failureEnvelope(id, tool.name, "INVALID_ARGUMENTS", "arguments must be a JSON object", { errors: [{ path: "", keyword: "type", message: "must be object" }], truncated: false }, start);
   }
-  const check = tool.validate(args);
-  if (!check.ok) {
-    const n = check.errors.length;
-    return failureEnvelope(
-      id,
-      tool.name,
-      "INVALID_ARGUMENTS",
-      `arguments do not match the tool's parameters (${n}${check.truncated ? "+" : ""} error${n === 1 && !check.truncated ? "" : "s"})`,
-      { errors: check.errors, truncated: check.truncated },
-      start,
-    );
-  }
+  if (env.middleware !== undefined) return runChain(env, env.middleware, tool, id, args, signal, start, hooks);
+  const invalid = validateArguments(tool, id, args, start);
+  if (invalid !== null) return invalid;
   if (signal !== undefined && signal.aborted) {
     return failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start);
   }
@@ -231,5 +240,123 @@ export function runCall(
     } catch (err) {
       pending.error(err); // a hostile thenable whose `then` getter throws
     }
+  });
+}
+
+function fixDuration(e: Envelope, start: number): Envelope {
+  return { ...e, duration_ms: elapsedMs(start) };
+}
+
+function isOutcome(o: unknown): o is ToolCallOutcome {
+  if (typeof o !== "object" || o === null) return false;
+  const { envelope, control } = o as ToolCallOutcome;
+  return typeof envelope === "object" && envelope !== null && typeof envelope.success === "boolean" &&
+    (control === "continue" || control === "complete" || control === "reject" || control === "cancel");
+}
+
+/** Run one call through the middleware chain. Always resolves. */
+function runChain(
+  env: DispatchEnv,
+  middleware: readonly ToolMiddleware[],
+  tool: RegisteredTool,
+  id: string | null,
+  args: Record<string, unknown>,
+  signal: AbortSignal | undefined,
+  start: number,
+  hooks: CallHooks | undefined,
+): Envelope | Promise<Envelope> {
+  if (signal !== undefined && signal.aborted) {
+    return failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start);
+  }
+  const cctx = new CallContext(id, tool.name, env.logger, hooks);
+  const callSignal = cctx.signal;
+  let handlerReported = false;
+  const ctx: ToolCallContext = {
+    tool: tool.name,
+    definition: tool,
+    arguments: args,
+    toolCallId: id,
+    signal: callSignal,
+    progress: (message, data) => cctx.progress(message, data),
+    run: hooks?.run,
+  };
+
+  // The innermost step: the handler, with its timeout; cancelled through ctx.signal.
+  const terminal = (c: ToolCallContext): Promise<ToolCallOutcome> => {
+    let control: ToolControl = "continue";
+    const capture: CallHooks = {
+      onControl: (k) => {
+        control = k;
+        handlerReported = true;
+      },
+    };
+    const done = (e: Envelope): ToolCallOutcome => ({ envelope: e, control });
+    if (callSignal.aborted) {
+      return Promise.resolve(done(failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start)));
+    }
+    let out: unknown;
+    try {
+      out = tool.handler(c.arguments, cctx);
+    } catch (err) {
+      return Promise.resolve(done(thrownToEnvelope(err, id, tool.name, start)));
+    }
+    if (!isThenable(out)) return Promise.resolve(done(valueEnvelope(id, tool.name, out, start, capture, env.logger)));
+    const thenable = out;
+    const timeoutMs = tool.timeoutMs ?? env.defaultTimeoutMs;
+    return new Promise<ToolCallOutcome>((resolve) => {
+      const pending = new PendingCall({ id, tool: tool.name, arguments: c.arguments, shape: "agentcore" } as ToolCall, tool, cctx, env.logger, start, (e) => resolve(done(e)), timeoutMs, callSignal, capture);
+      if (callSignal.aborted) pending.cancel();
+      try {
+        Promise.resolve(thenable).then((v) => pending.value(v), (e) => pending.error(e));
+      } catch (err) {
+        pending.error(err);
+      }
+    });
+  };
+
+  const chain = composeMiddleware(middleware, terminal);
+  return new Promise<Envelope>((resolve) => {
+    let settled = false;
+    const onAbort = () => {
+      if (settled) return;
+      finish(failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller", {}, start), "continue");
+      cctx.abort(signal!.reason ?? new DOMException("call cancelled", "AbortError"));
+    };
+    const finish = (e: Envelope, control: ToolControl) => {
+      settled = true;
+      cctx.close();
+      if (signal !== undefined) signal.removeEventListener("abort", onAbort);
+      if (hooks?.onControl !== undefined && (control !== "continue" || handlerReported)) {
+        try {
+          hooks.onControl(control);
+        } catch (err) {
+          env.logger.warn("control observer failed", { tool: tool.name, error: errorMessage(err) });
+        }
+      }
+      resolve(fixDuration(e, start));
+    };
+    if (signal !== undefined) signal.addEventListener("abort", onAbort, { once: true });
+    let p: Promise<ToolCallOutcome>;
+    try {
+      p = chain(ctx);
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    p.then(
+      (o) => {
+        if (settled) return;
+        if (!isOutcome(o)) {
+          env.logger.error("middleware returned an invalid outcome", { tool: tool.name });
+          finish(failureEnvelope(id, tool.name, "INTERNAL_ERROR", "internal error: a middleware returned an invalid outcome", {}, start), "continue");
+          return;
+        }
+        finish(o.envelope, o.control);
+      },
+      (err) => {
+        if (settled) return;
+        finish(thrownToEnvelope(err, id, tool.name, start), "continue");
+      },
+    );
+    if (signal !== undefined && signal.aborted) onAbort();
   });
 }

@@ -33,6 +33,9 @@ import { failureEnvelope } from "./envelope_io.ts";
 import { runCall } from "./dispatch.ts";
 import type { CallHooks } from "./context.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import type { ToolMiddleware } from "./middleware.ts";
+import { isSchemaValidation, schemaValidation } from "../middleware/validation.ts";
+import { isPolicyMiddleware } from "../middleware/policy.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
@@ -52,6 +55,14 @@ export interface RuntimeOptions {
   builtins?: boolean;
   /** Extra tools, registered after the built-ins, in order. */
   tools?: readonly AnyToolDefinition[];
+  /**
+   * Tool middleware, first = outermost, run around every call (CLI, agent,
+   * …). Unless the list already contains `schemaValidation()` (then its
+   * position is kept), the schema validation is inserted right before the
+   * first `ruleBasedPolicy()` middleware, or innermost when there is none. With no
+   * middleware beyond validation, calls keep the synchronous fast path.
+   */
+  middleware?: readonly ToolMiddleware[];
 }
 
 /** A configured runtime. */
@@ -63,6 +74,8 @@ export interface Runtime {
   readonly limits: JsonLimits;
   readonly maxFileBytes: number;
   readonly defaultTimeoutMs: number;
+  /** The effective middleware chain (first = outermost), schema validation included. */
+  readonly middlewareChain: readonly ToolMiddleware[];
   /** Parse one tool call (any accepted shape) and run it. Never throws. */
   dispatch(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope>;
   /**
@@ -96,6 +109,9 @@ class RuntimeImpl implements Runtime {
   readonly limits: JsonLimits;
   readonly maxFileBytes: number;
   readonly defaultTimeoutMs: number;
+  readonly middlewareChain: readonly ToolMiddleware[];
+  /** `undefined` when the chain is only the default validation (fast path). */
+  readonly middleware: readonly ToolMiddleware[] | undefined;
   /** Cached once: the logger's level never changes, and the hot path pays one boolean test. */
   readonly #logCalls: boolean;
   readonly #traceCalls: boolean;
@@ -121,6 +137,18 @@ class RuntimeImpl implements Runtime {
       this.registry.register(createReadFileTool({ root: this.root, maxFileBytes }));
     }
     for (const def of options.tools ?? []) this.registry.register(def);
+    const list = [...(options.middleware ?? [])];
+    list.forEach((m, i) => {
+      if (typeof m !== "function") throw new TypeError(`middleware[${i}] must be a function`);
+    });
+    if (!list.some(isSchemaValidation)) {
+      // Right before the first policy (invalid arguments never consume limits or
+      // approvals), else innermost; outer middleware (history, tracing) see every call.
+      const at = list.findIndex(isPolicyMiddleware);
+      list.splice(at < 0 ? list.length : at, 0, schemaValidation());
+    }
+    this.middlewareChain = Object.freeze(list);
+    this.middleware = list.length === 1 ? undefined : this.middlewareChain;
   }
 
   #logged(out: Envelope | Promise<Envelope>): Envelope | Promise<Envelope> {

@@ -226,8 +226,14 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
     const { agent, model } = setup([call("c1", "echo", { text: 5 }), text("ok")]);
     await agent.run("go");
     const msg = JSON.parse(model.requests[1].messages.at(-1)!.content as string);
-    expect(msg).toMatchObject({ status: "error", tool: "echo", code: "INVALID_ARGUMENTS" });
-    expect(msg.errors[0]).toMatchObject({ path: "/text", keyword: "type" });
+    // The non-terminal payload of harness-contracts §6 (issue 4 §2).
+    expect(msg).toEqual({
+      status: "error",
+      tool: "echo",
+      code: "invalid_tool_arguments",
+      errors: [{ path: "/text", keyword: "type", message: "value does not match the required type" }],
+      truncated: false,
+    });
   });
 
   test("a throwing handler is an ordinary tool result", async () => {
