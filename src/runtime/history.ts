@@ -16,7 +16,9 @@
  * line is torn is opened again, the first append starts with a newline, so
  * the torn fragment stays on a line of its own; readers recognise such a
  * fragment (a truncated JSON object: the strict parser reports "unexpected
- * end of data" exactly at the end of the line) and skip it. Any other
+ * end of data" exactly at the end of the line) and skip it. A fragment torn
+ * by one process and directly followed by a record that another process
+ * appended (it could not know about the tear) is read as that record. Any other
  * unreadable complete line is corruption and {@link readHistory} throws
  * {@link HistoryError} naming the file and the line.
  *
@@ -465,14 +467,44 @@ function isBlank(line: Uint8Array): boolean {
   return true;
 }
 
+/** Whether `bytes` is a truncated JSON object: the strict parser runs out of data exactly at its end. */
+function isTornFragment(bytes: Uint8Array, error?: { code: string; offset: number; message: string }): boolean {
+  if (bytes.length === 0 || bytes[0] !== 0x7b) return false;
+  const e = error ?? (() => {
+    const r = parseStrict(bytes, READ_LIMITS);
+    return r.ok ? undefined : r.error;
+  })();
+  return e !== undefined && e.code === "JSON_PARSE" && e.offset === bytes.length && e.message === "unexpected end of data";
+}
+
+/** The bytes of `{"v":`, where every record starts. */
+const RECORD_START = ENCODER.encode('{"v":');
+
+/**
+ * A torn fragment written by one process, directly followed by a whole record
+ * appended by another process that did not know about the tear: the record
+ * after the fragment, or `null` when the line is not that.
+ */
+function recordAfterFragment(line: Uint8Array): HistoryRecord | null {
+  outer: for (let at = 1; at + RECORD_START.length <= line.length; at++) {
+    for (let k = 0; k < RECORD_START.length; k++) if (line[at + k] !== RECORD_START[k]) continue outer;
+    const rest = parseStrict<unknown>(line.subarray(at), READ_LIMITS);
+    if (rest.ok && recordProblem(rest.value) === null && isTornFragment(line.subarray(0, at))) return rest.value as HistoryRecord;
+  }
+  return null;
+}
+
 /** One complete line: a record, `null` to skip, or a thrown {@link HistoryError}. */
 function parseLine(path: string, lineNo: number, line: Uint8Array): HistoryRecord | null {
   if (isBlank(line)) return null;
   const parsed = parseStrict<unknown>(line, READ_LIMITS);
   if (!parsed.ok) {
-    const e = parsed.error;
+    // Checked first: fragment + record can itself look like a truncated object.
+    const after = recordAfterFragment(line);
+    if (after !== null) return after;
     // A torn fragment isolated by a later append: a truncated object.
-    if (line[0] === 0x7b && e.code === "JSON_PARSE" && e.offset === line.length && e.message === "unexpected end of data") return null;
+    if (isTornFragment(line, parsed.error)) return null;
+    const e = parsed.error;
     throw new HistoryError(path, `${path}:${lineNo}: corrupt history line: ${e.message} at column ${e.column}`, lineNo);
   }
   const problem = recordProblem(parsed.value);

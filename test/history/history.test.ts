@@ -334,3 +334,28 @@ describe("filters", () => {
   test("combined", () => expect(ids({ tool: "read_file", failed: true, since: new Date("2026-11-30T08:01:00Z") })).toEqual(["2"]));
   test("none", () => expect(ids({})).toEqual(["1", "2", "3", "4"]));
 });
+
+describe("torn tails from another writer", () => {
+  test("a fragment torn by one process followed by another process's record reads as that record", () => {
+    const frag = JSON.stringify(record({ call_id: "torn", arguments: { v: 1, inner: { v: 2 } } })).slice(0, 150);
+    const after = record({ call_id: "after", arguments: { v: 3 } });
+    writeFileSync(file, JSON.stringify(record({ call_id: "a" })) + "\n" + frag + JSON.stringify(after) + "\n");
+    expect(readHistory(file).map((r) => r.call_id)).toEqual(["a", "after"]);
+  });
+
+  test("at every cut point of the torn record", () => {
+    const full = JSON.stringify(record({ call_id: "torn", arguments: { v: 1, s: "a\"b\u00e9\n", inner: { v: [2] } } }));
+    const after = JSON.stringify(record({ call_id: "after" }));
+    for (let cut = 1; cut < full.length; cut++) {
+      writeFileSync(file, full.slice(0, cut) + after + "\n" + full.slice(0, cut) + "\n" + after + "\n");
+      expect(readHistory(file).map((r) => r.call_id)).toEqual(["after", "after"]);
+    }
+  });
+
+  test("garbage before a record is still corruption", () => {
+    writeFileSync(file, "garbage" + JSON.stringify(record()) + "\n");
+    expect(() => readHistory(file)).toThrow(`${file}:1`);
+    writeFileSync(file, '{"v":1}' + JSON.stringify(record()) + "\n");
+    expect(() => readHistory(file)).toThrow(`${file}:1`);
+  });
+});
