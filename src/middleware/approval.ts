@@ -100,9 +100,10 @@ export function redactArguments(value: unknown, options: RedactOptions = {}): un
 /** A readable stream the TTY approver reads lines from (process.stdin by default). */
 export interface ApproverInput {
   isTTY?: boolean;
-  on(event: "data", listener: (chunk: string | Uint8Array) => void): unknown;
-  on(event: "end" | "close", listener: () => void): unknown;
-  off(event: string, listener: (...a: never[]) => void): unknown;
+  // deno-lint-ignore no-explicit-any
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  // deno-lint-ignore no-explicit-any
+  off(event: string, listener: (...args: any[]) => void): unknown;
   resume?(): unknown;
   pause?(): unknown;
 }
@@ -162,9 +163,9 @@ export function createTtyApprover(options: TtyApproverOptions = {}): ToolApprove
         done = true;
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
-        input.off("data", onData as never);
-        input.off("end", onEnd as never);
-        input.off("close", onEnd as never);
+        input.off("data", onData);
+        input.off("end", onEnd);
+        input.off("close", onEnd);
         input.pause?.();
         if (note !== undefined) output.write(`\n  ${note}\n`);
         resolve(d);
