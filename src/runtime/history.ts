@@ -38,6 +38,7 @@ import { parseStrict } from "../core/index.ts";
 import { HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import type { ToolEffect } from "../tools/definition.ts";
 import { thrownToEnvelope } from "./dispatch.ts";
+import { elapsedMs } from "./envelope_io.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
 
@@ -63,7 +64,12 @@ export interface HistoryRecord {
   effect: ToolEffect;
   /** `null` when no policy middleware decided (no policy configured). */
   decision: HistoryDecision | null;
-  /** The envelope's `duration_ms`. */
+  /**
+   * Milliseconds the call spent in the chain below the history middleware
+   * (policy, approval wait, validation, handler), from a monotonic clock,
+   * rounded to 3 decimals. It excludes the history write itself, so it can be
+   * slightly below the `duration_ms` of the envelope the caller receives.
+   */
   duration_ms: number;
   success: boolean;
   /** The envelope's error code, `null` on success. */
@@ -291,7 +297,9 @@ export interface HistoryMiddlewareOptions {
  *
  * It digests the arguments as it receives them (before any inner middleware
  * or the handler sees them), calls `next`, and appends the record before
- * returning the outcome. The decision is read from `ctx.decision` (set by
+ * returning the outcome. `success` and `code` come from the outcome's
+ * envelope; `duration_ms` is measured around `next` (so a refusal after a
+ * long approval wait shows that wait). The decision is read from `ctx.decision` (set by
  * the policy middleware on the context passed down); `null` when absent.
  *
  * A failed append (disk full, file closed, …) does NOT fail the call: it is
@@ -326,11 +334,11 @@ export function historyMiddleware(log: HistoryLog, options: HistoryMiddlewareOpt
       outcome = await next(ctx);
     } catch (err) {
       const env = thrownToEnvelope(err, ctx.toolCallId, ctx.tool, start);
-      record(ctx, time, canonical, env.success, env.error?.code ?? null, env.duration_ms);
+      record(ctx, time, canonical, false, env.error?.code ?? "TOOL_ERROR", elapsedMs(start));
       throw err;
     }
     const env = outcome.envelope;
-    record(ctx, time, canonical, env.success, env.error?.code ?? null, env.duration_ms);
+    record(ctx, time, canonical, env.success, env.error?.code ?? null, elapsedMs(start));
     return outcome;
   };
 

@@ -3,9 +3,10 @@
  * statuses) and the `--since` parser.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cmdHistory, parseSince } from "../../src/cli/history.ts";
+import { readHistory } from "../../src/runtime/history.ts";
 import { LineWriter } from "../../src/cli/output.ts";
 import { record, tempDir } from "./helpers.ts";
 
@@ -179,5 +180,79 @@ describe("agentcore history (through src/cli/main.ts)", () => {
     const r = await cli(["--help"]);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("agentcore history --file FILE");
+  });
+});
+
+describe("--history FILE on execute, run and agent (through src/cli/main.ts)", () => {
+  const MAIN = join(import.meta.dir, "../../src/cli/main.ts");
+  async function cli(args: string[], stdin?: string) {
+    const p = Bun.spawn([process.execPath, MAIN, ...args], {
+      cwd: dir,
+      stdin: stdin === undefined ? "ignore" : new Blob([stdin]),
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
+    const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { status, stdout, stderr };
+  }
+  let log: string;
+  beforeEach(() => {
+    log = join(dir, "calls.jsonl");
+    writeFileSync(join(dir, "note.txt"), "hello\n");
+  });
+
+  test("execute appends one record per call; the file is created 0600", async () => {
+    const a = await cli(["execute", "--history", log, '{"id":"e1","tool":"echo","arguments":{"message":"secret-msg-xyz"}}']);
+    expect(a.status).toBe(0);
+    const b = await cli(["execute", "--history", log, '{"id":"e2","tool":"read_file","arguments":{"path":"missing.txt"}}']);
+    expect(b.status).toBe(1);
+    const recs = readHistory(log);
+    expect(recs.map((r) => [r.call_id, r.tool, r.success, r.code, r.decision])).toEqual([
+      ["e1", "echo", true, null, null],
+      ["e2", "read_file", false, "NOT_FOUND", null],
+    ]);
+    expect(statSync(log).mode & 0o777).toBe(0o600);
+    expect(readFileSync(log, "utf8")).not.toContain("secret-msg-xyz");
+  });
+
+  test("run records every dispatched line; history reads them back", async () => {
+    const calls = [
+      '{"id":"r1","tool":"echo","arguments":{"x":1}}',
+      '{"id":"r2","tool":"read_file","arguments":{"path":"note.txt"}}',
+      '{"id":"r3","tool":"read_file","arguments":{"bad":true}}',
+    ].join("\n");
+    const r = await cli(["run", "--history", log, "-"], calls + "\n");
+    expect(r.status).toBe(1);
+    const h = await cli(["history", "--file", log, "--json", "--failed"]);
+    expect(h.status).toBe(0);
+    expect(h.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).call_id)).toEqual(["r3"]);
+    const all = await cli(["--history", log, "history", "--json"]); // the flag before the command works too
+    expect(all.stdout.trimEnd().split("\n").length).toBe(3);
+  });
+
+  test("agent records its tool calls with run information", async () => {
+    const script = join(dir, "script.jsonl");
+    writeFileSync(script, [
+      JSON.stringify({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: '{"path":"note.txt"}' }] }),
+      JSON.stringify({ content: "done" }),
+    ].join("\n") + "\n");
+    const r = await cli(["agent", "--script", script, "--history", log, "read note.txt"]);
+    expect(r.status).toBe(0);
+    const [rec, ...more] = readHistory(log);
+    expect(more).toEqual([]);
+    expect(rec!.call_id).toBe("call_1");
+    expect(rec!.success).toBe(true);
+    expect(typeof rec!.run_id).toBe("string");
+    expect(typeof rec!.agent_id).toBe("string");
+    expect(rec!.turn).toBe(1);
+  });
+
+  test("--history with tools is a usage error; an unopenable file exits 2", async () => {
+    expect((await cli(["tools", "--history", log])).status).toBe(2);
+    const bad = await cli(["execute", "--history", join(dir, "no", "such", "dir.jsonl"), '{"id":"x","tool":"echo","arguments":{}}']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("cannot open history file");
+    expect(bad.stdout).toBe("");
   });
 });

@@ -75,7 +75,8 @@ describe("historyMiddleware", () => {
     expect(rec!.call_id).toBe("call-7");
     expect(rec!.effect).toBe("read_only");
     expect(rec!.decision).toEqual({ action: "allow", by: "rule:reads" });
-    expect(rec!.duration_ms).toBe(outcome.envelope.duration_ms);
+    expect(typeof rec!.duration_ms).toBe("number");
+    expect(rec!.duration_ms).toBeGreaterThanOrEqual(0);
     expect(rec!.success).toBe(true);
     expect(rec!.code).toBeNull();
     expect(rec!.args_sha256).toBe(argumentsDigest({ a: 1, message: "secret-value" }));
