@@ -11,7 +11,17 @@
  *   "max_input_bytes": 1048576,
  *   "max_depth": 64,
  *   "max_file_bytes": 1048576,
- *   "default_timeout_ms": 30000
+ *   "default_timeout_ms": 30000,
+ *   // optional: without it every call runs (no policy middleware)
+ *   "policy": {
+ *     "default": "deny",                 // allow | deny | require_approval (default deny)
+ *     "default_reason": "not allowed",   // optional
+ *     "approval_timeout_ms": 60000,      // the TTY approver denies after this long
+ *     "rules": [                         // ordered, first match wins
+ *       { "id": "reads", "action": "allow", "effects": ["read_only"], "max_calls_per_run": 100 },
+ *       { "id": "ask", "action": "require_approval", "tools": ["deploy"], "reason": "deploys are reviewed" }
+ *     ]
+ *   }
  * }
  * ```
  *
@@ -20,6 +30,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, printParseErrorCode, type ParseError } from "jsonc-parser";
+import type { PolicyConfig } from "../middleware/policy.ts";
 
 /** Settings read from the config file. Every field is optional. */
 export interface FileConfig {
@@ -28,6 +39,8 @@ export interface FileConfig {
   max_depth?: number;
   max_file_bytes?: number;
   default_timeout_ms?: number;
+  /** Tool policy; its presence turns the policy middleware on. */
+  policy?: PolicyConfig & { approval_timeout_ms?: number };
 }
 
 /** A config problem; the CLI prints it and exits 2. */
@@ -73,13 +86,82 @@ export function loadConfig(path: string): FileConfig {
     if (key === "root") {
       if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "root" must be a non-empty string`);
       out.root = resolve(dirname(path), v);
+    } else if (key === "policy") {
+      out.policy = parsePolicy(path, v);
     } else if ((INTEGER_KEYS as readonly string[]).includes(key)) {
       if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
         throw new ConfigError(`${path}: "${key}" must be a positive integer`);
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")})`);
+      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, policy)`);
+    }
+  }
+  return out;
+}
+
+const POLICY_ACTIONS = ["allow", "deny", "require_approval"] as const;
+const RULE_KEYS = ["id", "action", "tools", "effects", "max_calls_per_run", "reason"];
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function stringList(path: string, where: string, v: unknown, allowed?: readonly string[]): string[] {
+  if (!Array.isArray(v) || v.some((x) => typeof x !== "string" || x.length === 0)) {
+    throw new ConfigError(`${path}: "${where}" must be an array of non-empty strings`);
+  }
+  if (allowed !== undefined) {
+    const bad = v.find((x) => !allowed.includes(x as string));
+    if (bad !== undefined) throw new ConfigError(`${path}: "${where}": unknown value ${JSON.stringify(bad)} (known: ${allowed.join(", ")})`);
+  }
+  return v as string[];
+}
+
+/** Check the `policy` section: rules without predicates (those exist only in code). */
+function parsePolicy(path: string, v: unknown): NonNullable<FileConfig["policy"]> {
+  if (!isObject(v)) throw new ConfigError(`${path}: "policy" must be an object`);
+  const out: NonNullable<FileConfig["policy"]> = {};
+  for (const key of Object.keys(v)) {
+    const x = v[key];
+    if (key === "default") {
+      if (!(POLICY_ACTIONS as readonly unknown[]).includes(x)) throw new ConfigError(`${path}: "policy.default" must be one of ${POLICY_ACTIONS.join(", ")}`);
+      out.default = x as PolicyConfig["default"];
+    } else if (key === "default_reason") {
+      if (typeof x !== "string" || x.length === 0) throw new ConfigError(`${path}: "policy.default_reason" must be a non-empty string`);
+      out.default_reason = x;
+    } else if (key === "approval_timeout_ms") {
+      if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw new ConfigError(`${path}: "policy.approval_timeout_ms" must be a positive integer`);
+      out.approval_timeout_ms = x;
+    } else if (key === "rules") {
+      if (!Array.isArray(x)) throw new ConfigError(`${path}: "policy.rules" must be an array`);
+      const ids = new Set<string>();
+      out.rules = x.map((r, i) => {
+        const at = `policy.rules[${i}]`;
+        if (!isObject(r)) throw new ConfigError(`${path}: "${at}" must be an object`);
+        const unknown = Object.keys(r).find((k) => !RULE_KEYS.includes(k));
+        if (unknown !== undefined) throw new ConfigError(`${path}: "${at}": unknown key "${unknown}" (known: ${RULE_KEYS.join(", ")})`);
+        if (typeof r.id !== "string" || r.id.length === 0) throw new ConfigError(`${path}: "${at}.id" must be a non-empty string`);
+        if (ids.has(r.id)) throw new ConfigError(`${path}: "${at}.id": duplicate rule id "${r.id}"`);
+        ids.add(r.id);
+        if (!(POLICY_ACTIONS as readonly unknown[]).includes(r.action)) throw new ConfigError(`${path}: "${at}.action" must be one of ${POLICY_ACTIONS.join(", ")}`);
+        const rule: NonNullable<PolicyConfig["rules"]>[number] = { id: r.id, action: r.action as (typeof POLICY_ACTIONS)[number] };
+        if (r.tools !== undefined) rule.tools = stringList(path, `${at}.tools`, r.tools);
+        if (r.effects !== undefined) rule.effects = stringList(path, `${at}.effects`, r.effects, ["read_only", "side_effecting"]) as ("read_only" | "side_effecting")[];
+        if (r.max_calls_per_run !== undefined) {
+          const m = r.max_calls_per_run;
+          if (typeof m !== "number" || !Number.isSafeInteger(m) || m < 1) throw new ConfigError(`${path}: "${at}.max_calls_per_run" must be a positive integer`);
+          if (r.action === "deny") throw new ConfigError(`${path}: "${at}.max_calls_per_run" is not allowed on a deny rule`);
+          rule.max_calls_per_run = m;
+        }
+        if (r.reason !== undefined) {
+          if (typeof r.reason !== "string" || r.reason.length === 0) throw new ConfigError(`${path}: "${at}.reason" must be a non-empty string`);
+          rule.reason = r.reason;
+        }
+        return rule;
+      });
+    } else {
+      throw new ConfigError(`${path}: unknown key "policy.${key}" (known: default, default_reason, approval_timeout_ms, rules)`);
     }
   }
   return out;

@@ -18,13 +18,13 @@ import type { Envelope } from "../runtime/envelope.ts";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
 import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
+import { createTtyApprover, policyFromConfig } from "../middleware/index.ts";
+import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.ts";
 import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
 import { cmdHistory } from "./history.ts";
-import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
-import type { ToolMiddleware } from "../runtime/middleware.ts";
 
 const HELP = `agentcore ${VERSION} — a strict local runtime for LLM tool calls and agent runs
 
@@ -50,11 +50,10 @@ Options:
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms); flags override it. Also AGENTCORE_CONFIG.
+                         default_timeout_ms, policy); flags override it. Also AGENTCORE_CONFIG.
+                         A "policy" section (default, rules) allows, denies (DENIED) or asks on the
+                         terminal before each tool call.
   --json                 tools: print the list as JSON
-  --history FILE         execute, run, agent: append every call to FILE, a JSONL audit log (one fsynced
-                         line per call: time, tool, call id, effect, decision, ms, result, SHA-256 of
-                         the arguments); read it with 'agentcore history --file FILE'
 
 Agent options (agentcore agent):
   --script FILE          play a scripted model (JSONL, one turn per line); no network
@@ -105,8 +104,10 @@ interface Settings {
   maxDepth: number;
   maxFileBytes?: number;
   defaultTimeoutMs?: number;
-  /** --history FILE: the execution history log. */
-  history?: string;
+  /** The config file's `policy` section: turns the policy middleware on. */
+  policy?: FileConfig["policy"];
+  /** The command reads its input from stdin (`-`): no TTY approver then (approval fails closed). */
+  stdinIsInput?: boolean;
 }
 
 function env(name: string): string | undefined {
@@ -130,6 +131,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     maxDepth: file.max_depth ?? DEFAULT_MAX_DEPTH,
     maxFileBytes: file.max_file_bytes,
     defaultTimeoutMs: file.default_timeout_ms,
+    policy: file.policy,
   };
   if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
   if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
@@ -138,7 +140,6 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     s.maxBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);
   }
   if (typeof values["max-depth"] === "string") s.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
-  if (typeof values.history === "string") s.history = values.history;
   return s;
 }
 
@@ -152,24 +153,24 @@ function makeRuntime(s: Settings): Runtime {
     }
     if (!isDir) throw new UsageError(`root ${s.root}: not a folder`);
   }
-  const middleware: ToolMiddleware[] = [];
-  // The history goes first (outermost), so that it also records refused calls.
-  if (s.history !== undefined) middleware.push(historyMiddleware(openHistory(s.history)));
   return createRuntime({
     root: s.root,
     limits: { maxBytes: s.maxBytes, maxDepth: s.maxDepth },
     maxFileBytes: s.maxFileBytes,
     defaultTimeoutMs: s.defaultTimeoutMs,
-    middleware,
+    middleware: policyMiddleware(s),
   });
 }
 
-function openHistory(path: string): HistoryLog {
-  try {
-    return HistoryLog.open(path);
-  } catch (e) {
-    throw new InputError((e as Error).message);
-  }
+/**
+ * The policy middleware of the config's `policy` section (none without it).
+ * `require_approval` is answered on the terminal (stderr prompt, one line of
+ * stdin); when stdin is the command's input or not a TTY, approval is denied.
+ */
+function policyMiddleware(s: Settings): PolicyMiddleware[] {
+  if (s.policy === undefined) return [];
+  const approver = s.stdinIsInput === true ? undefined : createTtyApprover({ timeoutMs: s.policy.approval_timeout_ms });
+  return [policyFromConfig(s.policy, approver === undefined ? {} : { approver })];
 }
 
 // ---------------------------------------------------------------- tools
@@ -360,7 +361,6 @@ export async function main(argv: string[]): Promise<number> {
         config: { type: "string" },
         "max-input-bytes": { type: "string" },
         "max-depth": { type: "string" },
-        history: { type: "string" },
         script: { type: "string" },
         preset: { type: "string" },
         model: { type: "string" },
@@ -394,13 +394,13 @@ export async function main(argv: string[]): Promise<number> {
       if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
     }
     const settings = settingsFrom(values);
+    settings.stdinIsInput = rest[0] === "-";
     let status: number;
     switch (command) {
       case "history": // options given before the command (agentcore --config C history …)
-        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(typeof values.history === "string" ? ["--history", values.history] : []), ...(values.json ? ["--json"] : [])], { out });
+        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(values.json ? ["--json"] : [])], { out });
         break;
       case "tools":
-        if (values.history !== undefined) return usage("--history applies to execute, run and agent");
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
         status = cmdTools(makeRuntime(settings), values.json === true, out);
         break;
