@@ -25,6 +25,8 @@ import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
 import { cmdHistory } from "./history.ts";
+import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
+import type { ToolMiddleware } from "../runtime/middleware.ts";
 
 const HELP = `agentcore ${VERSION} — a strict local runtime for LLM tool calls and agent runs
 
@@ -54,6 +56,9 @@ Options:
                          A "policy" section (default, rules) allows, denies (DENIED) or asks on the
                          terminal before each tool call.
   --json                 tools: print the list as JSON
+  --history FILE         execute, run, agent: append every call to FILE, a JSONL audit log (one fsynced
+                         line per call: time, tool, call id, effect, decision, ms, result, SHA-256 of
+                         the arguments); read it with 'agentcore history --file FILE'
 
 Agent options (agentcore agent):
   --script FILE          play a scripted model (JSONL, one turn per line); no network
@@ -108,6 +113,8 @@ interface Settings {
   policy?: FileConfig["policy"];
   /** The command reads its input from stdin (`-`): no TTY approver then (approval fails closed). */
   stdinIsInput?: boolean;
+  /** --history FILE: the execution history log. */
+  history?: string;
 }
 
 function env(name: string): string | undefined {
@@ -140,6 +147,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     s.maxBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);
   }
   if (typeof values["max-depth"] === "string") s.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
+  if (typeof values.history === "string") s.history = values.history;
   return s;
 }
 
@@ -153,13 +161,24 @@ function makeRuntime(s: Settings): Runtime {
     }
     if (!isDir) throw new UsageError(`root ${s.root}: not a folder`);
   }
+  const middleware: ToolMiddleware[] = [];
+  // The history goes first (outermost), so that it also records refused calls.
+  if (s.history !== undefined) middleware.push(historyMiddleware(openHistory(s.history)));
   return createRuntime({
     root: s.root,
     limits: { maxBytes: s.maxBytes, maxDepth: s.maxDepth },
     maxFileBytes: s.maxFileBytes,
     defaultTimeoutMs: s.defaultTimeoutMs,
-    middleware: policyMiddleware(s),
+    middleware: [...middleware, ...policyMiddleware(s)],
   });
+}
+
+function openHistory(path: string): HistoryLog {
+  try {
+    return HistoryLog.open(path);
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
 }
 
 /**
@@ -361,6 +380,7 @@ export async function main(argv: string[]): Promise<number> {
         config: { type: "string" },
         "max-input-bytes": { type: "string" },
         "max-depth": { type: "string" },
+        history: { type: "string" },
         script: { type: "string" },
         preset: { type: "string" },
         model: { type: "string" },
@@ -398,9 +418,10 @@ export async function main(argv: string[]): Promise<number> {
     let status: number;
     switch (command) {
       case "history": // options given before the command (agentcore --config C history …)
-        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(values.json ? ["--json"] : [])], { out });
+        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(typeof values.history === "string" ? ["--history", values.history] : []), ...(values.json ? ["--json"] : [])], { out });
         break;
       case "tools":
+        if (values.history !== undefined) return usage("--history applies to execute, run and agent");
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
         status = cmdTools(makeRuntime(settings), values.json === true, out);
         break;
