@@ -69,6 +69,22 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
     }
   });
 
+  test("agent: a deny rule from the config ends the run rejected (tool_rejected), the arguments never printed", () => {
+    const cfg = withConfig({ rules: [{ id: "no-echo", action: "deny", tools: ["echo"], reason: "echo is off" }] });
+    const script = join(cfg.path, "..", "script.jsonl");
+    writeFileSync(script, '{"content":null,"tool_calls":[{"id":"c1","name":"echo","arguments":"{\\"password\\":\\"hunter2\\"}"}]}\n{"content":"done"}\n');
+    try {
+      const r = cli(["agent", "--config", cfg.path, "--script", script, "go"]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain("tool_rejected");
+      expect(r.stdout + r.stderr).not.toContain("hunter2");
+      const free = cli(["agent", "--script", script, "go"]);
+      expect([free.status, free.stdout.trim()]).toEqual([0, "done"]);
+    } finally {
+      cfg.dispose();
+    }
+  });
+
   test("bad policy sections exit 2 naming the key", () => {
     for (const [policy, needle] of [
       [{ default: "maybe" }, '"policy.default"'],
