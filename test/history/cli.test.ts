@@ -248,6 +248,20 @@ describe("--history FILE on execute, run and agent (through src/cli/main.ts)", (
     expect(rec!.turn).toBe(1);
   });
 
+  test("with a config policy, denials are recorded with the rule or default that decided", async () => {
+    const config = join(dir, "config.jsonc");
+    writeFileSync(config, JSON.stringify({ policy: { default: "deny", rules: [{ id: "echo-only", action: "allow", tools: ["echo"] }] } }));
+    const calls = ['{"id":"p1","tool":"echo","arguments":{}}', '{"id":"p2","tool":"read_file","arguments":{"path":"note.txt"}}'].join("\n");
+    const r = await cli(["run", "--config", config, "--history", log, "-"], calls + "\n");
+    expect(r.status).toBe(1);
+    expect(readHistory(log).map((x) => [x.call_id, x.decision, x.code])).toEqual([
+      ["p1", { action: "allow", by: "rule:echo-only" }, null],
+      ["p2", { action: "deny", by: "default" }, "DENIED"],
+    ]);
+    const t = await cli(["history", "--file", log, "--failed"]);
+    expect(t.stdout).toMatch(/p2\s+deny by default\s+\S+\s+DENIED/);
+  });
+
   test("--history with tools is a usage error; an unopenable file exits 2", async () => {
     expect((await cli(["tools", "--history", log])).status).toBe(2);
     const bad = await cli(["execute", "--history", join(dir, "no", "such", "dir.jsonl"), '{"id":"x","tool":"echo","arguments":{}}']);
@@ -255,4 +269,25 @@ describe("--history FILE on execute, run and agent (through src/cli/main.ts)", (
     expect(bad.stderr).toContain("cannot open history file");
     expect(bad.stdout).toBe("");
   });
+});
+
+describe("the compiled binary", () => {
+  test("execute --history, then history --json", async () => {
+    const { binaryPath } = await import("../support/binary.ts");
+    const bin = binaryPath();
+    const log = join(dir, "bin-history.jsonl");
+    const run = async (args: string[]) => {
+      const p = Bun.spawn([bin, ...args], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+      const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      return { status, stdout, stderr };
+    };
+    expect((await run(["execute", "--history", log, '{"id":"b1","tool":"echo","arguments":{"k":"v"}}'])).status).toBe(0);
+    const h = await run(["history", "--file", log, "--json"]);
+    expect(h.status).toBe(0);
+    const rec = JSON.parse(h.stdout);
+    expect([rec.call_id, rec.tool, rec.success]).toEqual(["b1", "echo", true]);
+    const t = await run(["history", "--file", log, "--since", "1h"]);
+    expect(t.status).toBe(0);
+    expect(t.stdout).toContain("b1");
+  }, 120_000);
 });
