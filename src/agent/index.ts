@@ -43,7 +43,8 @@ export { Agent, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from
 export type { AgentHooks, AgentOptions, BehaviorDecision, FollowUpHandle, TurnSnapshot } from "./agent.ts";
 export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } from "./events.ts";
 export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, EventStreamOptions, ToolProgressUpdate } from "./events.ts";
-export { canonicalJson, SKIPPED_AFTER_TERMINAL } from "./tools.ts";
+export { SKIPPED_AFTER_TERMINAL } from "./tools.ts";
+export { canonicalJson } from "../core/canonical.ts";
 export {
   AgentRunError,
   assertRunSucceeded,

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { canonicalJson } from "../core/canonical.ts";
 import { parseStrict } from "../core/parse.ts";
 import type { JsonError } from "../core/errors.ts";
 import type { ModelToolCall } from "../providers/types.ts";
@@ -48,15 +49,6 @@ interface PreparedCall {
   readonly call: ModelToolCall;
   readonly args: ParsedArgs;
   readonly signature: string;
-}
-
-/** Key-sorted compact JSON of a parsed value (the repeat-guard signature). */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return "[" + value.map(canonicalJson).join(",") + "]";
-  const o = value as Record<string, unknown>;
-  const keys = Object.keys(o).sort();
-  return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonicalJson(o[k])).join(",") + "}";
 }
 
 function prepare(call: ModelToolCall): PreparedCall {

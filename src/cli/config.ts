@@ -12,6 +12,8 @@
  *   "max_depth": 64,
  *   "max_file_bytes": 1048576,
  *   "default_timeout_ms": 30000,
+ *   // optional: append every call to this JSONL audit log (read it with `agentcore history`)
+ *   "history": "./agentcore-history.jsonl",
  *   // optional: without it every call runs (no policy middleware)
  *   "policy": {
  *     "default": "deny",                 // allow | deny | require_approval (default deny)
@@ -39,6 +41,8 @@ export interface FileConfig {
   max_depth?: number;
   max_file_bytes?: number;
   default_timeout_ms?: number;
+  /** The execution history log (JSONL); relative paths are resolved from the config file's folder. */
+  history?: string;
   /** Tool policy; its presence turns the policy middleware on. */
   policy?: PolicyConfig & { approval_timeout_ms?: number };
 }
@@ -88,13 +92,16 @@ export function loadConfig(path: string): FileConfig {
       out.root = resolve(dirname(path), v);
     } else if (key === "policy") {
       out.policy = parsePolicy(path, v);
+    } else if (key === "history") {
+      if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "history" must be a non-empty string`);
+      out.history = resolve(dirname(path), v);
     } else if ((INTEGER_KEYS as readonly string[]).includes(key)) {
       if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
         throw new ConfigError(`${path}: "${key}" must be a positive integer`);
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, policy)`);
+      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy)`);
     }
   }
   return out;

@@ -139,6 +139,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     maxFileBytes: file.max_file_bytes,
     defaultTimeoutMs: file.default_timeout_ms,
     policy: file.policy,
+    history: file.history,
   };
   if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
   if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);

@@ -13,3 +13,6 @@ export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.ts";
 export { runCall, thrownToEnvelope } from "./dispatch.ts";
 export type { DispatchEnv } from "./dispatch.ts";
 export type { CallHooks } from "./context.ts";
+
+export { HistoryLog, historyMiddleware, readHistory, HistoryError, argumentsDigest, HISTORY_RECORD_VERSION } from "./history.ts";
+export type { HistoryRecord, HistoryFilter } from "./history.ts";

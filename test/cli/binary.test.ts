@@ -230,6 +230,14 @@ describe("compiled binary", () => {
     expect(ok.status).toBe(0);
     const deep = run(["execute", "--config", cfg, '{"tool":"echo","arguments":{"a":[[1]]}}']);
     expect((envelopes(deep.stdout)[0]!.error as { code: string }).code).toBe("JSON_DEPTH");
+    // a "history" key: relative to the config file, written by execute, read back by `history`
+    writeFileSync(cfg, '{"root": "root", "history": "audit/calls.jsonl"}');
+    mkdirSync(join(work, "audit"), { recursive: true });
+    const logged = run(["execute", "--config", cfg, '{"id":"h1","tool":"echo","arguments":{"x":1}}'], { cwd: "/" });
+    expect(logged.status).toBe(0);
+    const hist = run(["history", "--config", cfg, "--json"], { cwd: "/" });
+    expect(hist.status).toBe(0);
+    expect(JSON.parse(hist.stdout.trim())).toMatchObject({ tool: "echo", call_id: "h1", success: true, code: null });
     writeFileSync(cfg, '{"max_dept": 3}');
     const bad = run(["tools", "--config", cfg]);
     expect(bad.status).toBe(2);

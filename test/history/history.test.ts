@@ -7,9 +7,9 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { appendFileSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { canonicalJson } from "../../src/core/canonical.ts";
 import {
   argumentsDigest,
-  canonicalJson,
   HistoryError,
   HistoryLog,
   historyMiddleware,
