@@ -52,13 +52,15 @@ Options:
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms, policy); flags override it. Also AGENTCORE_CONFIG.
+                         default_timeout_ms, history, policy); flags override it. Also AGENTCORE_CONFIG.
                          A "policy" section (default, rules) allows, denies (DENIED) or asks on the
                          terminal before each tool call.
   --json                 tools: print the list as JSON
   --history FILE         execute, run, agent: append every call to FILE, a JSONL audit log (one fsynced
                          line per call: time, tool, call id, effect, decision, ms, result, SHA-256 of
                          the arguments); read it with 'agentcore history --file FILE'
+  -h, --help             show this help
+  -V, --version          print the version
 
 Agent options (agentcore agent):
   --script FILE          play a scripted model (JSONL, one turn per line); no network
@@ -69,8 +71,6 @@ Agent options (agentcore agent):
   --max-steps N          model turns per run (default 20)
   --max-run-tokens N     token budget of the run (default: none)
   --system TEXT          system prompt
-  -h, --help             show this help
-  -V, --version          print the version
 
 Output:
   One compact JSON envelope per call on stdout:
