@@ -23,7 +23,7 @@ import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.t
 import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
-import { AgentSetupError, cmdAgent, type AgentFlags } from "./agent.ts";
+import type { AgentFlags } from "./agent.ts";
 import { cmdHistory } from "./history.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
@@ -460,6 +460,9 @@ export async function main(argv: string[]): Promise<number> {
         if (typeof values["max-run-tokens"] === "string") {
           flags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
         }
+        // Loaded on demand: the agent pulls in the model providers (and the
+        // openai SDK), which `execute` and `run` never need at start-up.
+        const { cmdAgent } = await import("./agent.ts");
         status = await cmdAgent(makeRuntime(settings), flags, out);
         break;
       }
@@ -469,7 +472,7 @@ export async function main(argv: string[]): Promise<number> {
     out.flush();
     return status;
   } catch (e) {
-    if (e instanceof UsageError || e instanceof AgentSetupError) return usage(e.message);
+    if (e instanceof UsageError || (e instanceof Error && e.name === "AgentSetupError")) return usage((e as Error).message);
     if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
       try {
         out.flush();
