@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { raceSignal } from "../runtime/abort.ts";
 import {
   type AssistantMessage,
   type ChatMessage,
@@ -133,24 +134,7 @@ function positiveCapacity(name: string, v: number | undefined): number {
 
 /** Wait for `p`, or throw AgentCancelledError as soon as `signal` aborts. */
 function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => string): Promise<T> {
-  if (signal.aborted) {
-    p.catch(() => {});
-    return Promise.reject(new AgentCancelledError(reason()));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new AgentCancelledError(reason()));
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
+  return raceSignal(p, signal, () => new AgentCancelledError(reason()));
 }
 
 function result(status: RunStatus, stop: StopReason, turns: number, usage: UsageAccumulator, output: string | null = null, error: string | null = null): AgentRunResult {

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { raceSignal } from "../runtime/abort.ts";
 import { failureEnvelope } from "../runtime/envelope_io.ts";
 import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "../runtime/middleware.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -207,7 +208,7 @@ export function ruleBasedPolicy(options: RuleBasedPolicyOptions): ToolMiddleware
         ruleId,
         ...(ctx.run !== undefined ? { run: ctx.run } : {}),
       };
-      answer = await raceSignal(approver(request, ctx.signal), ctx.signal);
+      answer = await raceSignal(approver(request, ctx.signal), ctx.signal, () => ctx.signal.reason ?? new Error("aborted"));
     } catch (err) {
       if (ctx.signal.aborted) {
         // Interrupted by the call's cancel or timeout: the call is cancelled, not refused.
@@ -233,25 +234,6 @@ export function ruleBasedPolicy(options: RuleBasedPolicyOptions): ToolMiddleware
     return next(ctx);
   };
   return Object.assign(middleware, { [POLICY_BRAND]: true });
-}
-
-/** Settle with `p`, or reject as soon as `signal` aborts (a slow approver cannot hold the call). */
-function raceSignal<T>(p: Promise<T> | T, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason ?? new Error("aborted"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new Error("aborted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    Promise.resolve(p).then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** The config file's `policy` section (rules without predicates). */
