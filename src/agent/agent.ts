@@ -335,6 +335,16 @@ export class Agent {
   }
 
   /**
+   * Restore a saved conversation and last result (e.g. from a session journal)
+   * so `continueRun()` can follow on after a restart. Throws while active.
+   */
+  restore(messages: readonly AgentMessage[], lastResult: AgentRunResult | null): void {
+    if (this.isActive) throw new Error("cannot restore an active agent");
+    this.reset(messages);
+    this.#lastResult = lastResult === null ? null : structuredClone(lastResult);
+  }
+
+  /**
    * Stop accepting work, discard queued follow-ups (`agent_shutdown`), wait for
    * the active run (abort it first for a prompt stop), shut the model down and
    * end `events()` subscriptions. Idempotent.
