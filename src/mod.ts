@@ -28,3 +28,4 @@ export * from "./agent/index.ts";
 export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";
 export * from "./middleware/index.ts";
+export * from "./context/index.ts";
