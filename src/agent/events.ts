@@ -6,6 +6,7 @@
  */
 import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
 import type { Logger } from "../runtime/logger.ts";
+import type { CompactionDecision, CompactionPreparation, CompactionRequest, CompactionResult } from "../context/types.ts";
 import type { AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
 
 /** A `ctx.progress()` report of a running tool. */
@@ -21,6 +22,13 @@ export type AgentEventPayload =
   | { kind: "turn_started"; turn: number }
   | { kind: "steering_applied"; control: ControlInput; target_turn: number }
   | { kind: "steering_discarded"; control: ControlInput; reason: StopReason }
+  /** Every pressure evaluation; `preparation` only when `decision.should_compact`. */
+  | { kind: "context_pressure_evaluated"; turn: number; decision: CompactionDecision; preparation: CompactionPreparation | null }
+  | { kind: "compaction_started"; request: CompactionRequest }
+  /** `result.status` is `completed` or `skipped`. */
+  | { kind: "compaction_completed"; result: CompactionResult }
+  /** `result.status` is `failed` or `cancelled`; the history is unchanged. */
+  | { kind: "compaction_failed"; result: CompactionResult }
   | { kind: "message_completed"; turn: number; message: AssistantMessage; usage: ModelUsage | null }
   | { kind: "assistant_text_delta"; turn: number; delta: string }
   | { kind: "assistant_thinking_delta"; turn: number; delta: string }
@@ -38,6 +46,10 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "turn_started",
   "steering_applied",
   "steering_discarded",
+  "context_pressure_evaluated",
+  "compaction_started",
+  "compaction_completed",
+  "compaction_failed",
   "message_completed",
   "assistant_text_delta",
   "assistant_thinking_delta",

@@ -8,6 +8,7 @@
  */
 import type { ModelUsage } from "../providers/types.ts";
 import type { ToolControl } from "../tools/definition.ts";
+import type { SummaryEntry } from "../context/types.ts";
 
 export type { ToolControl } from "../tools/definition.ts";
 
@@ -162,7 +163,7 @@ export interface ToolMessage {
 
 /** A conversation message as the agent stores it: assistant messages keep their `usage` when reported. */
 export type AgentMessage =
-  | { role: "system"; content: string }
+  | { role: "system"; content: string; /** Set on compaction summary messages; never sent to a model. */ _agentcore_summary?: SummaryEntry }
   | { role: "user"; content: string }
   | {
     role: "assistant";
