@@ -29,3 +29,4 @@ export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";
 export * from "./middleware/index.ts";
 export * from "./context/index.ts";
+export * from "./session/index.ts";

@@ -1,0 +1,11 @@
+/**
+ * Durable agent sessions: a JSONL journal with branches (harness contract §4).
+ *
+ * @module
+ */
+export * from "./types.ts";
+export { JournalStorage, MemorySessionStorage, type AppendOptions, type BranchOptions, serializeRecord } from "./journal.ts";
+export { JsonlSessionStorage, type JsonlSessionStorageOptions } from "./jsonl.ts";
+export { SessionRecorder, recordDraft } from "./recorder.ts";
+export { restoreSession } from "./restore.ts";
+export { withFileLock } from "./lock.ts";

@@ -1,0 +1,370 @@
+/**
+ * The journal index (records, branch heads, head projections) and the tree
+ * API shared by the memory and JSONL storages (harness contract §4).
+ *
+ * @module
+ */
+import { canonicalJson } from "../core/canonical.ts";
+import {
+  applyRecord,
+  emptySession,
+  JOURNAL_SCHEMA_VERSION,
+  Projection,
+  type AgentSession,
+  type SessionBranch,
+  SessionConflictError,
+  type SessionCheckout,
+  type SessionRecord,
+  type SessionRecordDraft,
+  SESSION_RECORD_KINDS,
+  type SessionRetry,
+  SessionValidationError,
+  sessionToDocument,
+  unfinishedRuns,
+} from "./types.ts";
+
+const randomHex = (n: number): string => crypto.randomUUID().replace(/-/g, "").slice(0, n);
+export const newRecordId = (): string => crypto.randomUUID().replace(/-/g, "");
+
+/** Throws when a value is not plain JSON (no NaN/Infinity, undefined, functions, cycles). */
+export function assertJson(value: unknown, path = "data", seen = new Set<object>()): void {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new SessionValidationError(`${path} is not JSON: ${value}`);
+    return;
+  }
+  if (typeof value !== "object") throw new SessionValidationError(`${path} is not JSON (${typeof value})`);
+  if (seen.has(value)) throw new SessionValidationError(`${path} is a cycle`);
+  seen.add(value);
+  if (Array.isArray(value)) value.forEach((v, i) => assertJson(v, `${path}[${i}]`, seen));
+  else {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) throw new SessionValidationError(`${path} is not a plain object`);
+    for (const [k, v] of Object.entries(value)) assertJson(v, `${path}.${k}`, seen);
+  }
+  seen.delete(value);
+}
+
+/** One journal line: compact JSON, sorted keys, newline-terminated. */
+export function serializeRecord(record: SessionRecord): string {
+  return canonicalJson(record) + "\n";
+}
+
+/** Envelope shape check of a parsed line; returns a message or null. */
+export function envelopeProblem(v: unknown): string | null {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return "a record must be a JSON object";
+  const r = v as Record<string, unknown>;
+  if (r.journal_schema_version !== JOURNAL_SCHEMA_VERSION) return `unsupported journal_schema_version ${JSON.stringify(r.journal_schema_version)}; expected ${JOURNAL_SCHEMA_VERSION}`;
+  if (typeof r.record_id !== "string" || r.record_id === "") return "record_id must be a non-empty string";
+  if (r.parent_id !== null && typeof r.parent_id !== "string") return "parent_id must be a string or null";
+  if (typeof r.branch_id !== "string" || r.branch_id === "") return "branch_id must be a non-empty string";
+  if (typeof r.session_id !== "string") return "session_id must be a string";
+  if (r.agent_id !== null && typeof r.agent_id !== "string") return "agent_id must be a string or null";
+  for (const k of ["revision", "sequence"]) if (typeof r[k] !== "number" || !Number.isInteger(r[k])) return `${k} must be an integer`;
+  if (!SESSION_RECORD_KINDS.includes(r.type as never)) return `unknown record type ${JSON.stringify(r.type)}`;
+  if (r.data === null || typeof r.data !== "object" || Array.isArray(r.data)) return "data must be an object";
+  return null;
+}
+
+interface BranchState extends SessionBranch {
+  projection: Projection;
+}
+
+/** Records of one session in file order, with branch heads and their projections. */
+export class JournalIndex {
+  readonly records: SessionRecord[] = [];
+  readonly byId = new Map<string, SessionRecord>();
+  readonly branches = new Map<string, BranchState>();
+
+  constructor(readonly sessionId: string) {}
+
+  get agentId(): string | null {
+    for (const b of this.branches.values()) if (b.projection.session.agent_id !== null) return b.projection.session.agent_id;
+    return null;
+  }
+
+  /** Validate a record against the index and add it (the record's revision must be next). */
+  add(record: SessionRecord): void {
+    const fail = (why: string): never => {
+      throw new SessionValidationError(`invalid record ${record.record_id} at revision ${record.revision}: ${why}`);
+    };
+    if (record.revision !== this.records.length + 1) fail(`revision jumped (expected ${this.records.length + 1})`);
+    if (this.byId.has(record.record_id)) fail("duplicate record_id");
+    if (record.session_id !== this.sessionId) fail(`session_id '${record.session_id}' does not match '${this.sessionId}'`);
+    if (record.parent_id !== null && !this.byId.has(record.parent_id)) fail("parent changed or is missing");
+    const agent = this.agentId;
+    if (record.agent_id !== null && agent !== null && record.agent_id !== agent) fail(`agent_id changed from '${agent}' to '${record.agent_id}'`);
+    if (record.type === "branch_created") {
+      this.#addBranch(record, fail);
+    } else {
+      let b = this.branches.get(record.branch_id);
+      if (b === undefined) {
+        if (record.branch_id !== "main") fail(`branch '${record.branch_id}' must start with branch_created`);
+        if (record.parent_id !== null) fail("the first record of main must have no parent");
+        b = { branch_id: "main", head_id: null, created_revision: record.revision, base_record_id: null, source_branch_id: null, intent: null, projection: new Projection(emptySession(this.sessionId, null)) };
+        applyRecord(b.projection, record);
+        this.branches.set("main", b);
+      } else {
+        if (record.parent_id !== b.head_id) fail(`Session branch '${record.branch_id}' head changed`);
+        applyRecord(b.projection, record);
+      }
+      b.head_id = record.record_id;
+    }
+    this.records.push(record);
+    this.byId.set(record.record_id, record);
+  }
+
+  #addBranch(record: SessionRecord, fail: (why: string) => never): void {
+    if (this.branches.has(record.branch_id)) fail(`branch '${record.branch_id}' already exists`);
+    const d = record.data;
+    const base = d.base_record_id;
+    const source = d.source_branch_id;
+    const intent = d.intent;
+    if (intent !== "fork" && intent !== "rollback" && intent !== "retry") fail(`invalid intent ${JSON.stringify(intent)}`);
+    if ((intent === "retry") !== (typeof d.retried_run_id === "string")) fail("retried_run_id is required exactly for intent retry");
+    if (typeof source !== "string") fail("source_branch_id must be a string");
+    const src = this.branches.get(source as string);
+    if (src === undefined) fail(`unknown source branch '${String(source)}'`);
+    if (d.source_head_id !== src!.head_id) fail(`source_head_id does not match the head of '${String(source)}'`);
+    if (record.parent_id !== base) fail("parent_id must equal base_record_id");
+    if (base === null) {
+      if (intent !== "retry") fail("base_record_id may be null only for a retry of the first run");
+    } else if (typeof base !== "string" || !this.isAncestor(base, src!.head_id)) {
+      fail(`base record ${String(base)} is not an ancestor of the head of '${String(source)}'`);
+    }
+    const projection = base === null ? new Projection(emptySession(this.sessionId, this.agentId)) : this.projectionAt(base as string);
+    const open = unfinishedRuns(projection.session);
+    if (open.length > 0) fail(`cannot branch from record ${String(base)} with unfinished run(s): ${open.join(", ")}`);
+    if (record.agent_id !== null && projection.session.agent_id === null) projection.session.agent_id = record.agent_id;
+    this.branches.set(record.branch_id, {
+      branch_id: record.branch_id,
+      head_id: record.record_id,
+      created_revision: record.revision,
+      base_record_id: base as string | null,
+      source_branch_id: source as string,
+      intent: intent as string,
+      projection,
+    });
+  }
+
+  /** Whether `ancestor` is `of` or one of its ancestors. */
+  isAncestor(ancestor: string, of: string | null): boolean {
+    for (let id = of; id !== null; id = this.byId.get(id)?.parent_id ?? null) if (id === ancestor) return true;
+    return false;
+  }
+
+  chain(recordId: string): SessionRecord[] {
+    const out: SessionRecord[] = [];
+    for (let id: string | null = recordId; id !== null; id = this.byId.get(id)!.parent_id) out.push(this.byId.get(id)!);
+    return out.reverse();
+  }
+
+  /** The projection at any record: a branch head's copy, or a replay of its ancestor chain. */
+  projectionAt(recordId: string): Projection {
+    for (const b of this.branches.values()) if (b.head_id === recordId) return b.projection.clone();
+    const chain = this.chain(recordId);
+    let p = new Projection(emptySession(this.sessionId, null));
+    for (const r of chain) {
+      if (r.type === "branch_created") {
+        if (r.parent_id === null) p = new Projection(emptySession(this.sessionId, r.agent_id ?? this.agentId));
+        continue;
+      }
+      applyRecord(p, r);
+    }
+    return p;
+  }
+
+  head(branchId: string): SessionRecord | null {
+    const b = this.branches.get(branchId);
+    return b === undefined || b.head_id === null ? null : this.byId.get(b.head_id)!;
+  }
+
+  branchInfo(b: BranchState): SessionBranch {
+    const { projection: _p, ...info } = b;
+    return { ...info };
+  }
+
+  checkout(branchId: string, recordId?: string): SessionCheckout | null {
+    const b = this.branches.get(branchId);
+    if (recordId !== undefined) {
+      const r = this.byId.get(recordId);
+      if (r === undefined) return null;
+      const info: SessionBranch = b !== undefined ? this.branchInfo(b) : { branch_id: r.branch_id, head_id: r.record_id, created_revision: r.revision, base_record_id: null, source_branch_id: null, intent: null };
+      return { session: this.projectionAt(recordId).session, branch: info, head: r };
+    }
+    if (b === undefined) return null;
+    return { session: structuredClone(b.projection.session), branch: this.branchInfo(b), head: this.head(branchId) };
+  }
+
+  /** Build the next record for a draft (not yet added). */
+  build(draft: SessionRecordDraft, parentId: string | null): SessionRecord {
+    return {
+      journal_schema_version: JOURNAL_SCHEMA_VERSION,
+      record_id: newRecordId(),
+      parent_id: parentId,
+      branch_id: draft.branch_id,
+      revision: this.records.length + 1,
+      session_id: draft.session_id,
+      agent_id: draft.agent_id,
+      sequence: draft.sequence,
+      type: draft.type,
+      data: structuredClone(draft.data),
+    };
+  }
+}
+
+export interface AppendOptions {
+  /** With `checkHead`, the head the caller saw (null: the branch is new). */
+  expectedHeadId?: string | null;
+  checkHead?: boolean;
+}
+
+export interface BranchOptions {
+  sourceBranch?: string;
+  branchId?: string;
+}
+
+/**
+ * A locked transaction over one session's index: `write` validates and
+ * persists a record. Implemented by each storage.
+ */
+export type Transaction = <T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T) => Promise<T>;
+
+/** The tree API over a storage's transactions. */
+export abstract class JournalStorage {
+  protected abstract transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T, readOnly: boolean): Promise<T>;
+  /** Session ids stored. */
+  abstract listSessions(): Promise<string[]>;
+
+  /** Append a record (not branch_created). With `checkHead`, fails with SessionConflictError when the branch head moved. */
+  async append(draft: SessionRecordDraft, options: AppendOptions = {}): Promise<SessionRecord> {
+    if (draft.type === "branch_created") throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
+    assertJson(draft.data);
+    const sessionId = normalizeId(draft.session_id);
+    return await this.transact(sessionId, (index, write) => {
+      const b = index.branches.get(draft.branch_id);
+      if (b === undefined && draft.branch_id !== "main") throw new SessionValidationError(`unknown branch '${draft.branch_id}'`);
+      const head = b?.head_id ?? null;
+      if (options.checkHead === true && head !== (options.expectedHeadId ?? null)) {
+        throw new SessionConflictError(`Session branch '${draft.branch_id}' head changed from ${options.expectedHeadId ?? "none"} to ${head ?? "none"}`);
+      }
+      const record = index.build({ ...draft, session_id: sessionId }, head);
+      write(record);
+      return record;
+    }, false);
+  }
+
+  async records(sessionId: string): Promise<SessionRecord[]> {
+    return await this.transact(normalizeId(sessionId), (index) => structuredClone(index.records), true);
+  }
+
+  async head(sessionId: string, branchId = "main"): Promise<SessionRecord | null> {
+    return await this.transact(normalizeId(sessionId), (index) => structuredClone(index.head(branchId)), true);
+  }
+
+  async listBranches(sessionId: string): Promise<SessionBranch[]> {
+    return await this.transact(normalizeId(sessionId), (index) => [...index.branches.values()].sort((a, b) => a.created_revision - b.created_revision).map((b) => index.branchInfo(b)), true);
+  }
+
+  async checkout(sessionId: string, branchId = "main", recordId?: string): Promise<SessionCheckout | null> {
+    return await this.transact(normalizeId(sessionId), (index) => index.checkout(branchId, recordId), true);
+  }
+
+  /** The main branch's projection, or null. */
+  async load(sessionId: string): Promise<AgentSession | null> {
+    return (await this.checkout(sessionId, "main"))?.session ?? null;
+  }
+
+  /** Write a checkpoint of `session` on main. */
+  async save(session: AgentSession): Promise<SessionRecord> {
+    return await this.append({
+      session_id: session.session_id,
+      agent_id: session.agent_id,
+      branch_id: "main",
+      sequence: 0,
+      type: "checkpoint",
+      data: { document: sessionToDocument(session) },
+    });
+  }
+
+  async fork(sessionId: string, options: BranchOptions & { fromRecordId?: string } = {}): Promise<SessionCheckout> {
+    return await this.#branch(normalizeId(sessionId), "fork", options.fromRecordId, options);
+  }
+
+  async rollback(sessionId: string, toRecordId: string, options: BranchOptions = {}): Promise<SessionCheckout> {
+    if (typeof toRecordId !== "string" || toRecordId === "") throw new SessionValidationError("rollback needs the record to roll back to");
+    return await this.#branch(normalizeId(sessionId), "rollback", toRecordId, options);
+  }
+
+  /** Branch at the state just before run `runId` started; returns that run's task. */
+  async prepareRetry(sessionId: string, runId: string, options: BranchOptions = {}): Promise<SessionRetry> {
+    const id = normalizeId(sessionId);
+    const source = options.sourceBranch ?? "main";
+    let task = "";
+    let base: string | null = null;
+    await this.transact(id, (index) => {
+      const head = index.head(source);
+      if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${id}'`);
+      const started = index.chain(head.record_id).find((r) => r.type === "run_started" && r.data.run_id === runId);
+      if (started === undefined) throw new SessionValidationError(`run ${runId} was not started on branch '${source}' (continue runs cannot be retried)`);
+      if (typeof started.data.task !== "string" || started.data.task.trim() === "") throw new SessionValidationError(`run ${runId} has no task`);
+      task = started.data.task;
+      base = started.parent_id;
+    }, true);
+    const checkout = await this.#branch(id, "retry", base, options, runId);
+    return { checkout, task, retried_run_id: runId };
+  }
+
+  async #branch(sessionId: string, intent: "fork" | "rollback" | "retry", from: string | null | undefined, options: BranchOptions, retried?: string): Promise<SessionCheckout> {
+    const source = options.sourceBranch ?? "main";
+    const branchId = options.branchId ?? `${intent}-${randomHex(12)}`;
+    if (branchId.trim() === "") throw new SessionValidationError("the branch name must not be empty");
+    return await this.transact(sessionId, (index, write) => {
+      const head = index.head(source);
+      if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${sessionId}'`);
+      if (index.branches.has(branchId)) throw new SessionValidationError(`branch '${branchId}' already exists`);
+      const base = from === undefined ? head.record_id : from;
+      if (base !== null) {
+        if (!index.byId.has(base)) throw new SessionValidationError(`record ${base} does not exist`);
+        if (!index.isAncestor(base, head.record_id)) throw new SessionValidationError(`record ${base} is not an ancestor of the head of '${source}'`);
+      }
+      const data: Record<string, unknown> = { base_record_id: base, intent, source_branch_id: source, source_head_id: head.record_id };
+      if (retried !== undefined) data.retried_run_id = retried;
+      const record = index.build({ session_id: sessionId, agent_id: index.agentId, branch_id: branchId, sequence: 0, type: "branch_created", data }, base);
+      write(record);
+      return index.checkout(branchId)!;
+    }, false);
+  }
+}
+
+export function normalizeId(sessionId: string): string {
+  if (typeof sessionId !== "string" || sessionId.trim() === "") throw new SessionValidationError("the session id must be a non-empty string");
+  return sessionId.trim();
+}
+
+/** Sessions in memory (tests, ephemeral agents). */
+export class MemorySessionStorage extends JournalStorage {
+  #sessions = new Map<string, JournalIndex>();
+  #tail: Promise<unknown> = Promise.resolve();
+
+  protected async transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T): Promise<T> {
+    const run = this.#tail.then(() => {
+      let index = this.#sessions.get(sessionId);
+      const fresh = index === undefined;
+      if (index === undefined) index = new JournalIndex(sessionId);
+      const write = (record: SessionRecord) => {
+        // Round-trip through the wire form so memory and files behave alike.
+        const copy = JSON.parse(serializeRecord(record)) as SessionRecord;
+        index!.add(copy);
+        if (fresh) this.#sessions.set(sessionId, index!);
+      };
+      return fn(index, write);
+    });
+    this.#tail = run.catch(() => {});
+    return await run;
+  }
+
+  async listSessions(): Promise<string[]> {
+    return [...this.#sessions.keys()].sort();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * A cross-process exclusive lock built on node:fs only (works in Bun and
+ * Deno): a sidecar file created atomically (written to a private temp file,
+ * then hard-linked into place, so it is never seen half-written) holding the
+ * owner's pid and a random token. Waiters poll every 10 ms until a deadline.
+ * A lock whose owner pid is dead is stale and is broken under a short-lived
+ * breaker lock, after re-checking that it is still the same stale lock, so a
+ * SIGKILLed holder never blocks others beyond the lock timeout. A
+ * process-local mutex (keyed by the lock path) orders holders inside one
+ * process.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { SessionLockTimeoutError, SessionStorageError } from "./types.ts";
+
+const POLL_MS = 10;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Process-local queues keyed by lock path. */
+const localTails = new Map<string, Promise<void>>();
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function readLock(file: string): string | null {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Create `file` holding `content` atomically; false when it exists. */
+function tryCreate(file: string, content: string, token: string): boolean {
+  const tmp = `${file}.${token}.tmp`;
+  fs.writeFileSync(tmp, content, { mode: 0o600 });
+  try {
+    fs.linkSync(tmp, file);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw e;
+  } finally {
+    try {
+      fs.unlinkSync(tmp);
+    } catch { /* already gone */ }
+  }
+}
+
+/** Break `file` if it still holds `content` whose owner is dead. */
+function breakStale(file: string, content: string, token: string): void {
+  const breaker = `${file}.break`;
+  const mine = `${process.pid} ${token}\n`;
+  if (!tryCreate(breaker, mine, token)) {
+    // A breaker whose owner died is itself stale: remove it (held for microseconds otherwise).
+    const b = readLock(breaker);
+    if (b !== null && !pidAlive(Number(b.split(" ")[0]))) {
+      try {
+        fs.unlinkSync(breaker);
+      } catch { /* raced */ }
+    }
+    return;
+  }
+  try {
+    if (readLock(file) === content) fs.unlinkSync(file);
+  } catch { /* raced */ } finally {
+    try {
+      fs.unlinkSync(breaker);
+    } catch { /* gone */ }
+  }
+}
+
+/** Hold the lock at `lockFile` while `fn` runs. `timeoutMs` null waits forever. */
+export async function withFileLock<T>(lockFile: string, timeoutMs: number | null, fn: () => T | Promise<T>): Promise<T> {
+  const deadline = timeoutMs === null ? Infinity : Date.now() + timeoutMs;
+  const key = path.resolve(lockFile);
+  // 1. the process-local mutex
+  const prev = localTails.get(key) ?? Promise.resolve();
+  let release!: () => void;
+  const mine = new Promise<void>((r) => (release = r));
+  const tail = prev.then(() => mine);
+  localTails.set(key, tail);
+  try {
+    const waited = await Promise.race([prev.then(() => true), sleep(Math.max(0, Math.min(deadline - Date.now(), 2 ** 31 - 1))).then(() => false)]);
+    if (!waited) throw new SessionLockTimeoutError(`timed out acquiring Session journal lock ${lockFile} after ${timeoutMs} ms`);
+    // 2. the cross-process lock
+    const token = crypto.randomUUID().replace(/-/g, "");
+    const content = `${process.pid} ${token}\n`;
+    for (;;) {
+      let created: boolean;
+      try {
+        created = tryCreate(key, content, token);
+      } catch (e) {
+        throw new SessionStorageError(`cannot create the Session journal lock ${lockFile}: ${(e as Error).message}`);
+      }
+      if (created) break;
+      const held = readLock(key);
+      if (held !== null && !pidAlive(Number(held.split(" ")[0]))) {
+        breakStale(key, held, token);
+        continue;
+      }
+      if (Date.now() >= deadline) throw new SessionLockTimeoutError(`timed out acquiring Session journal lock ${lockFile} after ${timeoutMs} ms`);
+      await sleep(POLL_MS);
+    }
+    try {
+      return await fn();
+    } finally {
+      if (readLock(key) === content) {
+        try {
+          fs.unlinkSync(key);
+        } catch { /* gone */ }
+      }
+    }
+  } finally {
+    release();
+    if (localTails.get(key) === tail) localTails.delete(key);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * `SessionRecorder`: an agent event sink that journals a run. Only
+ * agent_started, agent_continued, message_completed, steering_applied,
+ * tool_completed, agent_finished and completed compactions become records;
+ * deltas, progress, pressure and discarded steering are not persisted. Each
+ * record is a conditional append against the branch head the recorder just
+ * read, so a concurrent writer on the same branch surfaces as a
+ * SessionConflictError instead of interleaving.
+ *
+ * @module
+ */
+import type { AgentEvent } from "../agent/events.ts";
+import type { AgentMessage } from "../agent/types.ts";
+import type { JournalStorage } from "./journal.ts";
+import { type SessionRecord, type SessionRecordDraft, SessionValidationError } from "./types.ts";
+
+export interface SessionRecorderOptions {
+  /**
+   * The conversation after a completed compaction (e.g. `() => agent.messages`);
+   * without it compactions are not journaled.
+   */
+  messages?: () => AgentMessage[];
+}
+
+export class SessionRecorder {
+  /** Errors raised while recording (the agent only logs sink failures). */
+  readonly errors: Error[] = [];
+  /** The last record written. */
+  lastRecord: SessionRecord | null = null;
+
+  constructor(readonly sessionId: string, readonly storage: JournalStorage, readonly branchId = "main", readonly options: SessionRecorderOptions = {}) {}
+
+  /** The sink entry point; also usable as `sinks: [recorder]`. */
+  async handle(event: AgentEvent): Promise<void> {
+    const draft = recordDraft(event, this.sessionId, this.branchId, this.options.messages);
+    if (draft === null) return;
+    try {
+      const head = await this.storage.head(this.sessionId, this.branchId);
+      if (head === null && this.branchId !== "main") throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
+      this.lastRecord = await this.storage.append(draft, { expectedHeadId: head?.record_id ?? null, checkHead: true });
+    } catch (e) {
+      this.errors.push(e as Error);
+      throw e;
+    }
+  }
+}
+
+/** The record for an event, or null when the event is not persisted. */
+export function recordDraft(event: AgentEvent, sessionId: string, branchId: string, messages?: () => AgentMessage[]): SessionRecordDraft | null {
+  const base = { session_id: sessionId, agent_id: event.agent_id, branch_id: branchId, sequence: event.sequence };
+  const runId = event.run_id;
+  switch (event.kind) {
+    case "agent_started":
+      return { ...base, type: "run_started", data: { run_id: runId, task: event.task } };
+    case "agent_continued":
+      return { ...base, type: "run_continued", data: { run_id: runId } };
+    case "message_completed": {
+      const m = event.message;
+      const message: Record<string, unknown> = { role: "assistant", content: m.content };
+      if (m.tool_calls.length > 0) message.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      if (event.usage !== null) message.usage = { ...event.usage };
+      return { ...base, type: "message_appended", data: { run_id: runId, message } };
+    }
+    case "steering_applied":
+      return { ...base, type: "steering_applied", data: { run_id: runId, input_id: event.control.input_id, content: event.control.content, target_turn: event.target_turn } };
+    case "tool_completed":
+      return { ...base, type: "messages_appended", data: { run_id: runId, messages: event.result.messages.map((m) => ({ ...m })) } };
+    case "agent_finished":
+      return { ...base, type: "run_finished", data: { run_id: runId, result: structuredClone(event.result) } };
+    case "compaction_completed": {
+      const r = event.result;
+      if (r.status !== "completed" || messages === undefined) return null;
+      return { ...base, type: "compaction_applied", data: { operation_id: r.operation_id, summary: structuredClone(r.summary ?? null), messages: structuredClone(messages()) } };
+    }
+    default:
+      return null;
+  }
+}

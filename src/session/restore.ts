@@ -1,0 +1,19 @@
+/**
+ * Restore a session into an agent so `continueRun()` works after a restart.
+ *
+ * @module
+ */
+import type { Agent } from "../agent/agent.ts";
+import { type AgentSession, type SessionCheckout, sessionMessages, SessionValidationError, unfinishedRuns } from "./types.ts";
+
+/** Load a checkout's (or session's) conversation and last result into `agent`. Throws while the agent is active. */
+export function restoreSession(agent: Agent, from: SessionCheckout | AgentSession): void {
+  const session = "session" in from ? from.session : from;
+  if (agent.isActive) throw new SessionValidationError("cannot restore a session into an active agent");
+  if (session.agent_id !== null && session.agent_id !== agent.agentId) {
+    throw new SessionValidationError(`session '${session.session_id}' belongs to agent '${session.agent_id}', not '${agent.agentId}'`);
+  }
+  const open = unfinishedRuns(session);
+  if (open.length > 0) throw new SessionValidationError(`session '${session.session_id}' has unfinished run(s): ${open.join(", ")}`);
+  agent.restore(sessionMessages(session), session.runs.at(-1)?.result ?? null);
+}

@@ -1,0 +1,320 @@
+/**
+ * Session journal records, errors and the projection of records onto an
+ * {@link AgentSession} (harness contract §4).
+ *
+ * @module
+ */
+import type { AgentMessage, AgentRunResult } from "../agent/types.ts";
+
+export const JOURNAL_SCHEMA_VERSION = 1;
+export const SESSION_DOCUMENT_SCHEMA_VERSION = 1;
+/** Prefix of internal metadata keys inside stored messages. */
+export const INTERNAL_PREFIX = "_agentcore_";
+
+export type SessionRecordKind =
+  | "checkpoint"
+  | "branch_created"
+  | "run_started"
+  | "run_continued"
+  | "message_appended"
+  | "messages_appended"
+  | "steering_applied"
+  | "compaction_applied"
+  | "run_finished";
+
+export const SESSION_RECORD_KINDS: readonly SessionRecordKind[] = [
+  "checkpoint",
+  "branch_created",
+  "run_started",
+  "run_continued",
+  "message_appended",
+  "messages_appended",
+  "steering_applied",
+  "compaction_applied",
+  "run_finished",
+];
+
+/** One journal line. */
+export interface SessionRecord {
+  journal_schema_version: 1;
+  record_id: string;
+  parent_id: string | null;
+  branch_id: string;
+  /** Global 1-based position in the file. */
+  revision: number;
+  session_id: string;
+  agent_id: string | null;
+  /** The AgentEvent sequence; 0 for checkpoint and branch_created. */
+  sequence: number;
+  type: SessionRecordKind;
+  data: Record<string, unknown>;
+}
+
+/** What a caller appends; the storage fills in ids, parent and revision. */
+export interface SessionRecordDraft {
+  session_id: string;
+  agent_id: string | null;
+  branch_id: string;
+  sequence: number;
+  type: SessionRecordKind;
+  data: Record<string, unknown>;
+}
+
+export interface SessionEntry {
+  sequence: number;
+  run_id: string;
+  message: AgentMessage;
+}
+
+export interface SessionRun {
+  run_id: string;
+  intent: "task" | "continue";
+  task: string | null;
+  start_sequence: number;
+  finish_sequence: number | null;
+  result: AgentRunResult | null;
+}
+
+export interface SessionCompaction {
+  operation_id: string;
+  sequence: number;
+  covered_entry_count: number;
+  summary: unknown;
+  messages: AgentMessage[];
+}
+
+/** The projection of a branch: what an agent needs to resume. Never holds system prompts. */
+export interface AgentSession {
+  session_id: string;
+  agent_id: string | null;
+  entries: SessionEntry[];
+  runs: SessionRun[];
+  compactions: SessionCompaction[];
+}
+
+export interface SessionBranch {
+  branch_id: string;
+  head_id: string | null;
+  created_revision: number;
+  base_record_id: string | null;
+  source_branch_id: string | null;
+  intent: string | null;
+}
+
+export interface SessionCheckout {
+  session: AgentSession;
+  branch: SessionBranch;
+  head: SessionRecord | null;
+}
+
+export interface SessionRetry {
+  checkout: SessionCheckout;
+  task: string;
+  retried_run_id: string;
+}
+
+export class SessionError extends Error {
+  override name = "SessionError";
+}
+/** A journal that cannot be read: names the file and the line. */
+export class SessionSerializationError extends SessionError {
+  override name = "SessionSerializationError";
+  constructor(message: string, readonly file: string | null = null, readonly line: number | null = null) {
+    super(message);
+  }
+}
+/** A journal written with a journal_schema_version this code does not read. */
+export class SessionSchemaVersionError extends SessionSerializationError {
+  override name = "SessionSchemaVersionError";
+}
+/** A record that breaks the journal's rules (ids, parents, branches, runs). */
+export class SessionValidationError extends SessionError {
+  override name = "SessionValidationError";
+}
+/** A conditional append found the branch head moved. */
+export class SessionConflictError extends SessionError {
+  override name = "SessionConflictError";
+}
+export class SessionLockTimeoutError extends SessionError {
+  override name = "SessionLockTimeoutError";
+}
+/** An I/O failure; the journal's previous content is preserved. */
+export class SessionStorageError extends SessionError {
+  override name = "SessionStorageError";
+}
+
+export function emptySession(sessionId: string, agentId: string | null): AgentSession {
+  return { session_id: sessionId, agent_id: agentId, entries: [], runs: [], compactions: [] };
+}
+
+/** The conversation of a session: the latest compaction's messages plus the entries after it. */
+export function sessionMessages(session: AgentSession): AgentMessage[] {
+  const last = session.compactions.at(-1);
+  if (last === undefined) return session.entries.map((e) => structuredClone(e.message));
+  return [...structuredClone(last.messages), ...session.entries.slice(last.covered_entry_count).map((e) => structuredClone(e.message))];
+}
+
+export function unfinishedRuns(session: AgentSession): string[] {
+  return session.runs.filter((r) => r.result === null).map((r) => r.run_id);
+}
+
+/** A session plus what validation needs but the document does not hold. */
+export class Projection {
+  /** Last sequence seen per run. */
+  lastSeq = new Map<string, number>();
+  constructor(public session: AgentSession) {}
+  clone(): Projection {
+    const p = new Projection(structuredClone(this.session));
+    p.lastSeq = new Map(this.lastSeq);
+    return p;
+  }
+}
+
+const fail = (record: SessionRecord, why: string): never => {
+  throw new SessionValidationError(`invalid ${record.type} record ${record.record_id} (revision ${record.revision}): ${why}`);
+};
+
+function str(record: SessionRecord, key: string): string {
+  const v = record.data[key];
+  if (typeof v !== "string" || v.length === 0) fail(record, `data.${key} must be a non-empty string`);
+  return v as string;
+}
+
+function isMessage(m: unknown): m is AgentMessage {
+  if (m === null || typeof m !== "object" || Array.isArray(m)) return false;
+  const role = (m as { role?: unknown }).role;
+  return role === "system" || role === "user" || role === "assistant" || role === "tool";
+}
+
+/** Parse a stored session document (checkpoint data.document). */
+export function sessionFromDocument(doc: unknown): AgentSession {
+  const d = doc as { schema_version?: unknown; session?: AgentSession } | null;
+  if (d === null || typeof d !== "object" || d.schema_version !== SESSION_DOCUMENT_SCHEMA_VERSION || typeof d.session !== "object" || d.session === null) {
+    throw new SessionValidationError(`unsupported session document (schema_version ${String(d?.schema_version)}; expected ${SESSION_DOCUMENT_SCHEMA_VERSION})`);
+  }
+  const s = d.session;
+  if (typeof s.session_id !== "string" || !Array.isArray(s.entries) || !Array.isArray(s.runs) || !Array.isArray(s.compactions)) {
+    throw new SessionValidationError("invalid session document: session_id, entries, runs and compactions are required");
+  }
+  return structuredClone({ session_id: s.session_id, agent_id: s.agent_id ?? null, entries: s.entries, runs: s.runs, compactions: s.compactions });
+}
+
+export function sessionToDocument(session: AgentSession): { schema_version: number; session: AgentSession } {
+  return { schema_version: SESSION_DOCUMENT_SCHEMA_VERSION, session: structuredClone(session) };
+}
+
+/**
+ * Apply one record to a projection. All checks run before any change, so a
+ * rejected record leaves the projection as it was. `branch_created` is handled
+ * by the storage (the projection of its parent).
+ */
+export function applyRecord(p: Projection, record: SessionRecord): void {
+  const s = p.session;
+  if (record.session_id !== s.session_id) fail(record, `session_id '${record.session_id}' does not match '${s.session_id}'`);
+  if (record.agent_id === null) {
+    if (record.type !== "checkpoint" && record.type !== "branch_created") fail(record, "agent_id may be null only for checkpoint and branch_created");
+  } else if (s.agent_id !== null && s.agent_id !== record.agent_id) {
+    fail(record, `agent_id changed from '${s.agent_id}' to '${record.agent_id}'`);
+  }
+  const bindAgent = () => {
+    if (record.agent_id !== null) s.agent_id = record.agent_id;
+  };
+  const openRun = (runId: string): SessionRun => {
+    const run = s.runs.find((r) => r.run_id === runId);
+    if (run === undefined) return fail(record, `unknown run ${runId}`);
+    if (run.result !== null) fail(record, `run ${runId} has already finished`);
+    const last = p.lastSeq.get(runId) ?? run.start_sequence;
+    if (record.sequence < last) fail(record, `sequence ${record.sequence} goes backwards in run ${runId} (last ${last})`);
+    return run;
+  };
+  const beginRun = (runId: string) => {
+    if (s.runs.some((r) => r.run_id === runId)) fail(record, `run ${runId} already exists`);
+    const open = unfinishedRuns(s);
+    if (open.length > 0) fail(record, `run ${open[0]} has not finished`);
+  };
+  switch (record.type) {
+    case "run_started": {
+      const runId = str(record, "run_id");
+      const task = record.data.task;
+      if (typeof task !== "string") fail(record, "data.task must be a string");
+      beginRun(runId);
+      bindAgent();
+      s.runs.push({ run_id: runId, intent: "task", task: task as string, start_sequence: record.sequence, finish_sequence: null, result: null });
+      s.entries.push({ sequence: record.sequence, run_id: runId, message: { role: "user", content: task as string } });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "run_continued": {
+      const runId = str(record, "run_id");
+      beginRun(runId);
+      bindAgent();
+      s.runs.push({ run_id: runId, intent: "continue", task: null, start_sequence: record.sequence, finish_sequence: null, result: null });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "message_appended": {
+      const runId = str(record, "run_id");
+      const m = record.data.message;
+      if (!isMessage(m) || m.role !== "assistant") fail(record, "data.message must be an assistant message");
+      openRun(runId);
+      s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m as AgentMessage) });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "messages_appended": {
+      const runId = str(record, "run_id");
+      const ms = record.data.messages;
+      if (!Array.isArray(ms) || !ms.every(isMessage)) fail(record, "data.messages must be a list of messages");
+      openRun(runId);
+      for (const m of ms as AgentMessage[]) s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m) });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "steering_applied": {
+      const runId = str(record, "run_id");
+      str(record, "input_id");
+      const content = record.data.content;
+      const turn = record.data.target_turn;
+      if (typeof content !== "string") fail(record, "data.content must be a string");
+      if (typeof turn !== "number" || !Number.isInteger(turn) || turn <= 0) fail(record, "data.target_turn must be a positive integer");
+      openRun(runId);
+      s.entries.push({ sequence: record.sequence, run_id: runId, message: { role: "user", content: content as string } });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "compaction_applied": {
+      const op = str(record, "operation_id");
+      const ms = record.data.messages;
+      if (!Array.isArray(ms) || !ms.every(isMessage)) fail(record, "data.messages must be a list of messages");
+      if (s.compactions.some((c) => c.operation_id === op)) fail(record, `compaction ${op} already applied`);
+      bindAgent();
+      s.compactions.push({ operation_id: op, sequence: record.sequence, covered_entry_count: s.entries.length, summary: structuredClone(record.data.summary ?? null), messages: structuredClone(ms as AgentMessage[]) });
+      return;
+    }
+    case "run_finished": {
+      const runId = str(record, "run_id");
+      const result = record.data.result;
+      if (result === null || typeof result !== "object" || typeof (result as AgentRunResult).status !== "string") fail(record, "data.result must be a run result");
+      const run = openRun(runId);
+      const last = p.lastSeq.get(runId) ?? run.start_sequence;
+      if (record.sequence <= last) fail(record, `sequence ${record.sequence} must follow the run's last sequence ${last}`);
+      run.finish_sequence = record.sequence;
+      run.result = structuredClone(result as AgentRunResult);
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "checkpoint": {
+      const doc = sessionFromDocument(record.data.document);
+      if (doc.session_id !== record.session_id) fail(record, `document session '${doc.session_id}' does not match '${record.session_id}'`);
+      if (doc.agent_id !== record.agent_id) fail(record, `document agent '${doc.agent_id}' does not match '${record.agent_id}'`);
+      if (s.agent_id !== null && doc.agent_id !== null && doc.agent_id !== s.agent_id) fail(record, `agent_id changed from '${s.agent_id}' to '${doc.agent_id}'`);
+      p.session = doc;
+      p.lastSeq = new Map();
+      for (const r of doc.runs) p.lastSeq.set(r.run_id, r.finish_sequence ?? r.start_sequence);
+      for (const e of doc.entries) p.lastSeq.set(e.run_id, Math.max(p.lastSeq.get(e.run_id) ?? 0, e.sequence));
+      return;
+    }
+    case "branch_created":
+      fail(record, "branch_created is applied by the storage");
+  }
+}

@@ -1,0 +1,232 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createAgent } from "../../src/agent/index.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { createRuntime } from "../../src/runtime/runtime.ts";
+import {
+  JsonlSessionStorage,
+  MemorySessionStorage,
+  restoreSession,
+  SessionConflictError,
+  SessionRecorder,
+  SessionSchemaVersionError,
+  SessionSerializationError,
+  sessionMessages,
+  type SessionRecordDraft,
+} from "../../src/session/index.ts";
+
+const dirs: string[] = [];
+export function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-session-"));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
+  session_id: "s1",
+  agent_id: "agent-a",
+  branch_id: branch,
+  sequence,
+  type,
+  data,
+});
+
+const result = (output: string) => ({ status: "completed", stop_reason: "text_response", turns: 1, output, error: null, usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, request_count: 1, reported_request_count: 0, complete: false } });
+
+async function twoRuns(store: JsonlSessionStorage | MemorySessionStorage) {
+  const a = await store.append(draft("run_started", { run_id: "r1", task: "first task" }, 1));
+  await store.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "one" } }, 2));
+  const f1 = await store.append(draft("run_finished", { run_id: "r1", result: result("one") }, 3));
+  const b = await store.append(draft("run_started", { run_id: "r2", task: "second task" }, 1));
+  await store.append(draft("message_appended", { run_id: "r2", message: { role: "assistant", content: "two" } }, 2));
+  await store.append(draft("run_finished", { run_id: "r2", result: result("two") }, 3));
+  return { a, f1, b };
+}
+
+describe("JsonlSessionStorage", () => {
+  test("file layout, sorted compact lines, projection", async () => {
+    const dir = tmp();
+    const store = new JsonlSessionStorage(dir);
+    await twoRuns(store);
+    const file = store.fileFor("s1");
+    expect(path.basename(file)).toMatch(/^[0-9a-f]{64}\.jsonl$/);
+    const lines = fs.readFileSync(file, "utf8").split("\n");
+    expect(lines.at(-1)).toBe("");
+    const first = lines[0];
+    expect(first.startsWith('{"agent_id":"agent-a","branch_id":"main","data":{"run_id":"r1","task":"first task"},"journal_schema_version":1,"parent_id":null,"record_id":"')).toBe(true);
+    const session = (await new JsonlSessionStorage(dir).load("s1"))!;
+    expect(sessionMessages(session)).toEqual([
+      { role: "user", content: "first task" },
+      { role: "assistant", content: "one" },
+      { role: "user", content: "second task" },
+      { role: "assistant", content: "two" },
+    ]);
+    expect(session.runs.map((r) => [r.run_id, r.intent, r.finish_sequence])).toEqual([["r1", "task", 3], ["r2", "task", 3]]);
+    expect(await new JsonlSessionStorage(dir).listSessions()).toEqual(["s1"]);
+    expect(await store.load("nope")).toBeNull();
+    expect(fs.existsSync(store.fileFor("nope"))).toBe(false);
+  });
+
+  test("torn tail is ignored on read and truncated by the next append", async () => {
+    const dir = tmp();
+    const store = new JsonlSessionStorage(dir);
+    await twoRuns(store);
+    const file = store.fileFor("s1");
+    const good = fs.readFileSync(file);
+    fs.appendFileSync(file, '{"agent_id":"agent-a","bra');
+    const fresh = new JsonlSessionStorage(dir);
+    expect((await fresh.records("s1")).length).toBe(6);
+    const r = await fresh.append(draft("run_started", { run_id: "r3", task: "third" }, 1));
+    expect(r.revision).toBe(7);
+    const after = fs.readFileSync(file);
+    expect(after.subarray(0, good.length).equals(good)).toBe(true);
+    expect(after.toString("utf8").split("\n").length).toBe(8);
+    expect((await new JsonlSessionStorage(dir).records("s1")).map((x) => x.revision)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  test("a corrupt complete line names the file and line; never a missing session", async () => {
+    const dir = tmp();
+    const store = new JsonlSessionStorage(dir);
+    await twoRuns(store);
+    const file = store.fileFor("s1");
+    const lines = fs.readFileSync(file, "utf8").split("\n");
+    lines[2] = lines[2].replace('"revision":3', '"revision":3,"revision":3');
+    fs.writeFileSync(file, lines.join("\n"));
+    const err = await new JsonlSessionStorage(dir).load("s1").catch((e) => e);
+    expect(err).toBeInstanceOf(SessionSerializationError);
+    expect(err.file).toBe(file);
+    expect(err.line).toBe(3);
+    expect(err.message).toContain(file);
+    expect(err.message).toContain("line 3");
+  });
+
+  test("an unsupported journal_schema_version is a clear error", async () => {
+    const dir = tmp();
+    const store = new JsonlSessionStorage(dir);
+    await twoRuns(store);
+    const file = store.fileFor("s1");
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"journal_schema_version":1', '"journal_schema_version":999'));
+    const err = await new JsonlSessionStorage(dir).checkout("s1").catch((e) => e);
+    expect(err).toBeInstanceOf(SessionSchemaVersionError);
+    expect(err.message).toContain("unsupported journal_schema_version 999; expected 1");
+    expect(err.line).toBe(1);
+  });
+
+  test("an incomplete first record is an error, not an empty session", async () => {
+    const dir = tmp();
+    const store = new JsonlSessionStorage(dir);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(store.fileFor("s1"), '{"agent_id":');
+    await expect(store.load("s1")).rejects.toThrow("incomplete first record");
+  });
+
+  test("conditional append against a stale head raises SessionConflictError", async () => {
+    const dir = tmp();
+    const a = new JsonlSessionStorage(dir);
+    const b = new JsonlSessionStorage(dir);
+    const first = await a.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
+    const seen = (await b.head("s1"))!;
+    expect(seen.record_id).toBe(first.record_id);
+    await a.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2), { expectedHeadId: first.record_id, checkHead: true });
+    const err = await b.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "y" } }, 3), { expectedHeadId: seen.record_id, checkHead: true }).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionConflictError);
+    expect(err.message).toContain("Session branch 'main' head changed from");
+    expect((await b.records("s1")).length).toBe(2);
+  });
+
+  test("invalid drafts are rejected before any file is created", async () => {
+    const dir = path.join(tmp(), "sub");
+    const store = new JsonlSessionStorage(dir);
+    await expect(store.append(draft("run_started", { run_id: "r1", task: "t", n: NaN }, 1))).rejects.toThrow("not JSON");
+    await expect(store.append(draft("branch_created", {}, 0))).rejects.toThrow("fork(), rollback(), or prepareRetry()");
+    expect(fs.existsSync(dir)).toBe(false);
+    await expect(store.append(draft("message_appended", { run_id: "zz", message: { role: "assistant", content: "x" } }, 1))).rejects.toThrow("unknown run");
+    expect((await store.records("s1")).length).toBe(0);
+  });
+});
+
+describe("tree API", () => {
+  for (const kind of ["memory", "jsonl"] as const) {
+    test(`${kind}: fork, rollback, retry with the original task, save/load`, async () => {
+      const store = kind === "memory" ? new MemorySessionStorage() : new JsonlSessionStorage(tmp());
+      const { a, f1, b } = await twoRuns(store);
+      const fork = await store.fork("s1", { branchId: "exp" });
+      expect(fork.branch).toMatchObject({ branch_id: "exp", intent: "fork", source_branch_id: "main" });
+      expect(sessionMessages(fork.session).length).toBe(4);
+      const rb = await store.rollback("s1", f1.record_id, { branchId: "rolled" });
+      expect(sessionMessages(rb.session).map((m) => m.content)).toEqual(["first task", "one"]);
+      const retry = await store.prepareRetry("s1", "r2");
+      expect(retry.task).toBe("second task");
+      expect(retry.retried_run_id).toBe("r2");
+      expect(retry.checkout.branch.base_record_id).toBe(b.parent_id);
+      expect(retry.checkout.branch.branch_id).toMatch(/^retry-[0-9a-f]{12}$/);
+      expect(sessionMessages(retry.checkout.session).map((m) => m.content)).toEqual(["first task", "one"]);
+      const root = await store.prepareRetry("s1", "r1", { branchId: "again" });
+      expect(root.task).toBe("first task");
+      expect(root.checkout.head?.parent_id).toBeNull();
+      expect(root.checkout.session.entries).toEqual([]);
+      await expect(store.fork("s1", { branchId: "exp" })).rejects.toThrow("already exists");
+      await expect(store.rollback("s1", "missing")).rejects.toThrow("does not exist");
+      // main is never rewritten; the branch continues from its base
+      await store.append({ ...draft("run_started", { run_id: "r3", task: "on the branch" }, 1, "rolled") });
+      expect((await store.checkout("s1", "main"))!.head!.revision).toBe(6);
+      expect((await store.listBranches("s1")).map((x) => x.branch_id)).toEqual(["main", "exp", "rolled", retry.checkout.branch.branch_id, "again"]);
+      const audit = await store.checkout("s1", "main", a.record_id);
+      expect(audit!.session.runs[0].result).toBeNull();
+      const cp = await store.save((await store.load("s1"))!);
+      expect(cp.type).toBe("checkpoint");
+      expect(sessionMessages((await store.load("s1"))!).length).toBe(4);
+      await expect(store.append(draft("run_started", { run_id: "r4", task: "t" }, 1, "nope"))).rejects.toThrow("unknown branch");
+    });
+  }
+});
+
+describe("recorder and restore", () => {
+  const script = () => [
+    { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }], usage: { input_tokens: 10, output_tokens: 5 } },
+    { content: "done", usage: { input_tokens: 20, output_tokens: 2 } },
+    { content: "continued", usage: { input_tokens: 30, output_tokens: 2 } },
+  ];
+
+  test("the recorder keeps user, assistant and tool messages; continue after restore in a new agent", async () => {
+    const dir = tmp();
+    const model = new ScriptedModel(script());
+    const recorder = new SessionRecorder("s1", new JsonlSessionStorage(dir));
+    const agent = createAgent({ agentId: "agent-a", model, runtime: createRuntime(), sinks: [recorder] });
+    const r = await agent.run("echo hi");
+    expect(r.status).toBe("completed");
+    expect(recorder.errors).toEqual([]);
+    await agent.shutdown();
+
+    const storage = new JsonlSessionStorage(dir);
+    const records = await storage.records("s1");
+    expect(records.map((x) => x.type)).toEqual(["run_started", "message_appended", "messages_appended", "message_appended", "run_finished"]);
+    expect(records[1].data.message).toMatchObject({ role: "assistant", usage: { input_tokens: 10 } });
+    const checkout = (await storage.checkout("s1"))!;
+    expect(sessionMessages(checkout.session).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+
+    // a restart: new agent, new model (the rest of the script), restore, continue
+    const model2 = new ScriptedModel(script().slice(2));
+    const agent2 = createAgent({ agentId: "agent-a", model: model2, runtime: createRuntime(), sinks: [new SessionRecorder("s1", storage)] });
+    expect(agent2.canContinue).toBe(false);
+    restoreSession(agent2, checkout);
+    expect(agent2.lastResult?.output).toBe("done");
+    expect(agent2.canContinue).toBe(true);
+    const r2 = await agent2.continueRun();
+    expect(r2.output).toBe("continued");
+    expect(model2.requests[0].messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    const after = (await new JsonlSessionStorage(dir).checkout("s1"))!;
+    expect(after.session.runs.map((x) => x.intent)).toEqual(["task", "continue"]);
+    expect(sessionMessages(after.session).at(-1)).toMatchObject({ role: "assistant", content: "continued" });
+    await agent2.shutdown();
+
+    const other = createAgent({ agentId: "agent-b", model: new ScriptedModel([]), runtime: createRuntime() });
+    expect(() => restoreSession(other, after)).toThrow("belongs to agent 'agent-a'");
+    await other.shutdown();
+  });
+});
