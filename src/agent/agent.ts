@@ -25,6 +25,11 @@ import {
   streamModel,
 } from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import { summaryMessage, summaryOf, toModelMessage } from "../context/builder.ts";
+import type { Compactor } from "../context/compactor.ts";
+import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from "../context/estimate.ts";
+import type { CompactionPolicy } from "../context/policy.ts";
+import type { CompactionPreparation, CompactionRequest, CompactionResult, CompactionStatus, CompactionTrigger, SummaryEntry } from "../context/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
@@ -90,6 +95,65 @@ export interface AgentOptions {
   steeringQueueCapacity?: number;
   followUpQueueCapacity?: number;
   followUpFailurePolicy?: FollowUpFailurePolicy;
+  /** Context pressure and compaction; off when absent. */
+  compaction?: CompactionOptions;
+}
+
+/** Automatic compaction during runs (all default to on; `maxOverflowRetries` is 0 or 1, default 1). */
+export interface AutoCompactionOptions {
+  enabled?: boolean;
+  /** Compact before a model request when the policy reports pressure. */
+  compactOnPressure?: boolean;
+  /** Compact and retry once when the model reports a context overflow before any delta. */
+  recoverOnOverflow?: boolean;
+  maxOverflowRetries?: number;
+}
+
+/**
+ * Context pressure and compaction. With a policy alone, pressure is only
+ * observed (`context_pressure_evaluated` events). With a compactor too,
+ * `compact()` works and automatic compaction is on unless `auto.enabled` is false.
+ */
+export interface CompactionOptions {
+  policy: CompactionPolicy;
+  compactor?: Compactor;
+  auto?: AutoCompactionOptions;
+}
+
+interface ResolvedCompaction {
+  policy: CompactionPolicy;
+  compactor: Compactor | undefined;
+  auto: Readonly<Required<AutoCompactionOptions>>;
+}
+
+function resolveCompaction(c: CompactionOptions | undefined): ResolvedCompaction | null {
+  if (c === undefined) return null;
+  if (typeof c !== "object" || c === null) throw new TypeError("createAgent: compaction must be an object");
+  const policy = c.policy;
+  if (typeof policy?.evaluate !== "function" || typeof policy.prepare !== "function") throw new TypeError("createAgent: compaction.policy must be a CompactionPolicy");
+  if (c.compactor !== undefined && typeof c.compactor?.compact !== "function") throw new TypeError("createAgent: compaction.compactor must have a compact() method");
+  const a = c.auto ?? {};
+  for (const k of ["enabled", "compactOnPressure", "recoverOnOverflow"] as const) {
+    if (a[k] !== undefined && typeof a[k] !== "boolean") throw new TypeError(`createAgent: compaction.auto.${k} must be a boolean`);
+  }
+  if (a.enabled === true && c.compactor === undefined) throw new TypeError("createAgent: compaction.auto.enabled needs compaction.compactor");
+  const retries = a.maxOverflowRetries ?? 1;
+  if (retries !== 0 && retries !== 1) throw new RangeError(`createAgent: compaction.auto.maxOverflowRetries must be 0 or 1, got ${retries}`);
+  return {
+    policy,
+    compactor: c.compactor,
+    auto: Object.freeze({
+      enabled: (a.enabled ?? true) && c.compactor !== undefined,
+      compactOnPressure: a.compactOnPressure ?? true,
+      recoverOnOverflow: a.recoverOnOverflow ?? true,
+      maxOverflowRetries: retries,
+    }),
+  };
+}
+
+/** An automatic compaction failed: the run ends `failed` / `compaction_failed`. */
+class CompactionFailedError extends Error {
+  override name = "CompactionFailedError";
 }
 
 /** An accepted (or refused) follow-up. */
@@ -111,6 +175,8 @@ interface ActiveOperation {
   abortReason: string;
   readonly steering: ControlInput[];
   steeringClosed: boolean;
+  /** An explicit compaction: abortable, but takes no steering. */
+  compaction?: boolean;
 }
 
 interface QueuedFollowUp {
@@ -162,6 +228,9 @@ export class Agent {
   readonly #steeringCapacity: number;
   readonly #followUpCapacity: number;
   readonly #followUpPolicy: FollowUpFailurePolicy;
+  readonly #compaction: ResolvedCompaction | null;
+  /** Bumped on every history change (to detect changes during a compaction). */
+  #historyVersion = 0;
 
   #messages: AgentMessage[] = [];
   /** The same conversation in request shape (no `usage`), kept in step with `#messages`. */
@@ -204,6 +273,7 @@ export class Agent {
     if (this.#followUpPolicy !== "discard" && this.#followUpPolicy !== "continue") {
       throw new TypeError(`followUpFailurePolicy must be "discard" or "continue"`);
     }
+    this.#compaction = resolveCompaction(options.compaction);
     this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
   }
@@ -294,7 +364,7 @@ export class Agent {
   steer(content: string): ControlReceipt {
     const control = makeControl("steering", content);
     const op = this.#active;
-    if (op === null) return { control, status: "agent_idle", queue_size: 0 };
+    if (op === null || op.compaction === true) return { control, status: "agent_idle", queue_size: 0 };
     if (op.controller.signal.aborted || op.steeringClosed) return { control, status: "run_closing", queue_size: op.steering.length };
     if (op.steering.length >= this.#steeringCapacity) return { control, status: "queue_full", queue_size: op.steering.length };
     op.steering.push(control);
@@ -324,11 +394,35 @@ export class Agent {
     return { receipt, wait: () => done };
   }
 
+  /**
+   * Compact the history now (trigger `explicit`), in its own event run:
+   * `compaction_started`, then `compaction_completed` (completed or skipped)
+   * or `compaction_failed` (failed or cancelled; the history is unchanged).
+   * Waits for earlier runs; `abort()` cancels it. Needs
+   * `compaction.policy` and `compaction.compactor`.
+   */
+  compact(): Promise<CompactionResult> {
+    const c = this.#compaction;
+    if (c === null || c.compactor === undefined) return Promise.reject(new Error("compact() needs the compaction.policy and compaction.compactor options"));
+    if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
+    return this.#operation(async () => {
+      const op: ActiveOperation = { controller: new AbortController(), abortReason: DEFAULT_ABORT_REASON, steering: [], steeringClosed: true, compaction: true };
+      this.#active = op;
+      try {
+        this.#emitter.beginRun();
+        return await this.#runCompaction("explicit", null, op);
+      } finally {
+        if (this.#active === op) this.#active = null;
+      }
+    }, false);
+  }
+
   /** Clear the conversation and last result. Throws while a run is active. */
   reset(messages: readonly AgentMessage[] = []): void {
     if (this.isActive) throw new Error("cannot reset an active agent");
     this.#messages = [];
     this.#wire = [];
+    this.#historyVersion++;
     for (const m of structuredClone([...messages])) this.#append(m);
     this.#lastResult = null;
     this.#status = "idle";
@@ -365,7 +459,9 @@ export class Agent {
   // -------------------------------------------------------------------------
   // Serialisation
 
-  async #operation(fn: () => Promise<AgentRunResult>): Promise<AgentRunResult> {
+  async #operation(fn: () => Promise<AgentRunResult>): Promise<AgentRunResult>;
+  async #operation<T>(fn: () => Promise<T>, isRun: false): Promise<T>;
+  async #operation<T>(fn: () => Promise<T>, isRun = true): Promise<T> {
     this.#pendingOps++;
     this.#gateHeld++;
     const previous = this.#gate;
@@ -373,9 +469,10 @@ export class Agent {
     this.#gate = new Promise((r) => (release = r));
     try {
       await previous;
+      if (!isRun) return await fn();
       this.#followUpChainOpen = true;
-      let res = await fn();
-      const first = res;
+      let res = (await fn()) as AgentRunResult;
+      const first = res as T;
       // Drain follow-ups before releasing the gate, so they run before queued direct runs.
       while (this.#followUps.length > 0) {
         if (!(res.status === "completed" || this.#followUpPolicy === "continue")) {
@@ -444,6 +541,7 @@ export class Agent {
         if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
           res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
         } else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
+        else if (err instanceof CompactionFailedError) res = result("failed", "compaction_failed", turns, usage, null, err.message);
         else if (err instanceof ModelProviderError && err.kind === "context_overflow") res = result("failed", "context_overflow", turns, usage, null, err.message);
         else res = result("failed", "runtime_error", turns, usage, null, err instanceof Error ? err.message : String(err));
       }
@@ -550,29 +648,59 @@ export class Agent {
     return null;
   }
 
-  /** Apply steering (the safe point), build the context, stream the model, record the message. */
+  /**
+   * Apply steering (the safe point), build and evaluate the context, compact
+   * on pressure, stream the model (compacting and retrying once after an
+   * overflow), record the message.
+   */
   async #modelTurn(turn: number, op: ActiveOperation, usage: UsageAccumulator, state: { noToolResponses: number }): Promise<AssistantMessage> {
     const signal = op.controller.signal;
     const reason = () => op.abortReason;
-    let messages: ChatMessage[];
-    for (;;) {
-      const drained = op.steering.splice(0);
-      if (drained.length > 0) state.noToolResponses = 0;
-      for (const c of drained) {
-        this.#append({ role: "user", content: c.content });
-        await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
+    const build = async (): Promise<{ messages: ChatMessage[]; preparation: CompactionPreparation | null }> => {
+      for (;;) {
+        const drained = op.steering.splice(0);
+        if (drained.length > 0) state.noToolResponses = 0;
+        for (const c of drained) {
+          this.#append({ role: "user", content: c.content });
+          await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
+        }
+        const messages = this.#context(state.noToolResponses);
+        const preparation = await this.#evaluatePressure(turn, messages);
+        if (op.steering.length === 0) return { messages, preparation };
       }
-      messages = this.#context(state.noToolResponses);
-      if (op.steering.length === 0) break;
-    }
+    };
+    let { messages, preparation } = await build();
     if (signal.aborted) throw new AgentCancelledError(reason());
+    const auto = this.#compaction?.auto;
+    if (preparation !== null && auto?.enabled && auto.compactOnPressure) {
+      if ((await this.#compactInRun("pressure", preparation, op)) === "completed") ({ messages } = await build());
+    }
+    let retries = 0;
+    for (;;) {
+      if (signal.aborted) throw new AgentCancelledError(reason());
+      try {
+        return await this.#requestModel(turn, messages, op, usage);
+      } catch (err) {
+        if (!(err instanceof ModelProviderError) || err.kind !== "context_overflow" || err.responseStarted || signal.aborted) throw err;
+        if (!auto?.enabled || !auto.recoverOnOverflow || retries >= auto.maxOverflowRetries) throw err;
+        if ((await this.#compactInRun("overflow", null, op)) !== "completed") throw err;
+        retries++;
+        ({ messages } = await build());
+      }
+    }
+  }
 
+  /** One model request: stream it, emit deltas, record the assistant message. */
+  async #requestModel(turn: number, messages: ChatMessage[], op: ActiveOperation, usage: UsageAccumulator): Promise<AssistantMessage> {
+    const signal = op.controller.signal;
+    const reason = () => op.abortReason;
     usage.beginRequest();
     const tools = this.#toolSpecs();
     const stream = streamModel(this.#model, { messages, tools, signal });
     const it = stream[Symbol.asyncIterator]();
     let completed: { message: AssistantMessage; usage?: ModelUsage } | undefined;
     let finished = false;
+    let shown = false;
     try {
       for (;;) {
         const step = await raceAbort(it.next(), signal, reason);
@@ -582,9 +710,15 @@ export class Agent {
         }
         const ev = step.value;
         if (ev.type === "text_delta") {
-          if (ev.delta.length > 0) await this.#emitter.emit({ kind: "assistant_text_delta", turn, delta: ev.delta });
+          if (ev.delta.length > 0) {
+            shown = true;
+            await this.#emitter.emit({ kind: "assistant_text_delta", turn, delta: ev.delta });
+          }
         } else if (ev.type === "thinking_delta") {
-          if (ev.delta.length > 0) await this.#emitter.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
+          if (ev.delta.length > 0) {
+            shown = true;
+            await this.#emitter.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
+          }
         } else if (ev.type === "completed") {
           completed = { message: ev.message, usage: ev.usage };
           finished = true;
@@ -593,6 +727,12 @@ export class Agent {
           throw new TypeError(`model stream returned an unsupported event: ${JSON.stringify((ev as { type?: unknown }).type)}`);
         }
       }
+    } catch (err) {
+      // An overflow after deltas were shown is never recovered.
+      if (shown && err instanceof ModelProviderError && err.kind === "context_overflow" && !err.responseStarted) {
+        throw new ModelProviderError("context_overflow", err.message, { responseStarted: true, status: err.status, cause: err });
+      }
+      throw err;
     } finally {
       if (!finished || completed !== undefined) {
         // Close the provider's stream without letting a hung return() block the run.
@@ -625,15 +765,94 @@ export class Agent {
   /** Add a message to the conversation (and its frozen request-shaped twin). */
   #append(m: AgentMessage): void {
     this.#messages.push(m);
-    let w: ChatMessage;
-    if (m.role === "assistant") {
-      const a: ChatMessage = { role: "assistant", content: m.content };
-      if (m.tool_calls !== undefined) a.tool_calls = m.tool_calls.map((c) => Object.freeze({ ...c, function: Object.freeze({ ...c.function }) }));
-      w = a;
-    } else {
-      w = { ...m };
+    this.#wire.push(toModelMessage(m));
+    this.#historyVersion++;
+  }
+
+  /** Replace the whole history at once (a completed compaction). */
+  #replaceHistory(messages: AgentMessage[]): void {
+    this.#messages = messages;
+    this.#wire = messages.map(toModelMessage);
+    this.#historyVersion++;
+  }
+
+  /** Estimate the request context and ask the policy; emits `context_pressure_evaluated`. */
+  async #evaluatePressure(turn: number, messages: readonly ChatMessage[]): Promise<CompactionPreparation | null> {
+    const c = this.#compaction;
+    if (c === null) return null;
+    // The request context, but with the stored messages (their reported usage counts).
+    const offset = this.#system ? 1 : 0;
+    const estimated: EstimatedMessage[] = messages.slice();
+    for (let i = 0; i < this.#messages.length; i++) estimated[offset + i] = this.#messages[i];
+    const estimate = estimateContextUsage(estimated, toolsForEstimate(this.#toolSpecs()), c.policy.estimator);
+    const decision = c.policy.evaluate(estimate);
+    const preparation = decision.should_compact ? c.policy.prepare(this.#messages) : null;
+    await this.#emitter.emit({ kind: "context_pressure_evaluated", turn, decision, preparation });
+    return preparation;
+  }
+
+  /** An automatic compaction inside a run: cancelled aborts the run, failed ends it `compaction_failed`. */
+  async #compactInRun(trigger: CompactionTrigger, preparation: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionStatus> {
+    const r = await this.#runCompaction(trigger, preparation, op);
+    if (r.status === "cancelled") throw new AgentCancelledError(op.abortReason);
+    if (r.status === "failed") throw new CompactionFailedError(r.error ?? "compaction failed");
+    return r.status;
+  }
+
+  /**
+   * One compaction: `compaction_started`, then skipped when nothing would be
+   * summarised, else the compactor's summary replaces the summarised turns
+   * (protected + summary + kept, atomically). Failures and aborts leave the
+   * history unchanged and emit `compaction_failed`.
+   */
+  async #runCompaction(trigger: CompactionTrigger, given: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionResult> {
+    const c = this.#compaction!;
+    const signal = op.controller.signal;
+    const version = this.#historyVersion;
+    const before = this.#messages.length;
+    const preparation = given ?? c.policy.prepare(this.#messages);
+    let previous: SummaryEntry | null = null;
+    for (const m of preparation.protected_messages) previous = summaryOf(m) ?? previous;
+    const request: CompactionRequest = { operation_id: randomHex(16), trigger, preparation, previous_summary: previous === null ? null : { ...previous } };
+    const base = { operation_id: request.operation_id, trigger, summary: null, messages_before: before, messages_after: before, error: null };
+    await this.#emitter.emit({ kind: "compaction_started", request });
+    if (!preparation.can_compact) {
+      const r: CompactionResult = { ...base, status: "skipped" };
+      await this.#emitter.emit({ kind: "compaction_completed", result: r });
+      return r;
     }
-    this.#wire.push(Object.freeze(w));
+    let r: CompactionResult;
+    try {
+      if (c.compactor === undefined) throw new Error("no compactor is configured");
+      if (signal.aborted) throw new AgentCancelledError(op.abortReason);
+      const compactor = c.compactor;
+      const out = await raceAbort(Promise.resolve().then(() => compactor.compact(request, signal)), signal, () => op.abortReason);
+      const content = typeof out?.content === "string" ? out.content.trim() : "";
+      const source = typeof out?.source === "string" ? out.source.trim() : "";
+      if (content === "") throw new Error("the compactor returned empty content");
+      if (source === "") throw new Error("the compactor returned an empty source");
+      if (signal.aborted) throw new AgentCancelledError(op.abortReason);
+      if (this.#historyVersion !== version) throw new Error("agent history changed during compaction");
+      const entry: SummaryEntry = {
+        content,
+        source,
+        history_start_index: preparation.history_start_index,
+        first_kept_index: preparation.first_kept_index,
+        summarized_message_count: (previous?.summarized_message_count ?? 0) + preparation.messages_to_summarize.length,
+        tokens_before: preparation.estimated_history_tokens,
+      };
+      const kept = this.#messages.slice(preparation.first_kept_index);
+      const protectedNow = this.#messages.slice(0, preparation.history_start_index).filter((m) => summaryOf(m) === null);
+      this.#replaceHistory([...protectedNow, summaryMessage(entry), ...kept]);
+      r = { ...base, status: "completed", summary: { ...entry }, messages_after: this.#messages.length };
+    } catch (err) {
+      const cancelled = err instanceof AgentCancelledError || signal.aborted;
+      r = { ...base, status: cancelled ? "cancelled" : "failed", error: cancelled ? op.abortReason : err instanceof Error ? err.message : String(err) };
+      await this.#emitter.emit({ kind: "compaction_failed", result: r });
+      return r;
+    }
+    await this.#emitter.emit({ kind: "compaction_completed", result: r });
+    return r;
   }
 
   /** Tool specs for the model, rebuilt only when the registry grew (tools are never removed). */
