@@ -91,7 +91,14 @@ export async function withFileLock<T>(lockFile: string, timeoutMs: number | null
   const tail = prev.then(() => mine);
   localTails.set(key, tail);
   try {
-    const waited = await Promise.race([prev.then(() => true), sleep(Math.max(0, Math.min(deadline - Date.now(), 2 ** 31 - 1))).then(() => false)]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = await Promise.race([
+      prev.then(() => true),
+      new Promise<boolean>((r) => {
+        if (deadline !== Infinity) timer = setTimeout(() => r(false), Math.max(0, Math.min(deadline - Date.now(), 2 ** 31 - 1)));
+      }),
+    ]);
+    clearTimeout(timer);
     if (!waited) throw new SessionLockTimeoutError(`timed out acquiring Session journal lock ${lockFile} after ${timeoutMs} ms`);
     // 2. the cross-process lock
     const token = crypto.randomUUID().replace(/-/g, "");
