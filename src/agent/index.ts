@@ -33,6 +33,14 @@
  *   order and a throwing sink is logged (warn) and ignored. `events()` never
  *   blocks the run: a subscriber that falls `bufferSize` events behind gets
  *   what was buffered, then an `EventBufferOverflowError`.
+ * - **Context and compaction.** With `compaction: { policy, compactor }` the
+ *   agent evaluates context pressure before every model request
+ *   (`context_pressure_evaluated`), compacts automatically when the policy's
+ *   threshold is reached, and after a `context_overflow` error that came
+ *   before any delta compacts and retries the request once. `compact()`
+ *   compacts on demand in its own event run. Summaries are system messages
+ *   carrying `_agentcore_summary` metadata, which (like `usage`) never
+ *   reaches a model. See `src/context`.
  * - **Serialisation.** `run()`/`continueRun()` on one agent queue behind each
  *   other; follow-ups accepted during a run are drained before the next queued
  *   run starts.
@@ -40,7 +48,7 @@
  * @module
  */
 export { Agent, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from "./agent.ts";
-export type { AgentHooks, AgentOptions, BehaviorDecision, FollowUpHandle, TurnSnapshot } from "./agent.ts";
+export type { AgentHooks, AgentOptions, AutoCompactionOptions, BehaviorDecision, CompactionOptions, FollowUpHandle, TurnSnapshot } from "./agent.ts";
 export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } from "./events.ts";
 export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, EventStreamOptions, ToolProgressUpdate } from "./events.ts";
 export { SKIPPED_AFTER_TERMINAL } from "./tools.ts";

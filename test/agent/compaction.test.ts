@@ -313,3 +313,23 @@ describe("context overflow", () => {
     expect(r).toMatchObject({ status: "failed", stop_reason: "context_overflow" });
   });
 });
+
+describe("projection", () => {
+  test("restored internal metadata and usage never reach the model", async () => {
+    const model = new ScriptedModel([{ content: "ok" }]);
+    const agent = createAgent({ model });
+    agent.reset([
+      { role: "system", content: "Summary: earlier", _agentcore_summary: { content: "earlier", source: "s", history_start_index: 0, first_kept_index: 2, summarized_message_count: 2, tokens_before: 9 } },
+      { role: "user", content: "q" },
+      { role: "assistant", content: "a", usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
+    ]);
+    await agent.run("next");
+    expect(model.requests[0].messages).toEqual([
+      { role: "system", content: "Summary: earlier" },
+      { role: "user", content: "q" },
+      { role: "assistant", content: "a" },
+      { role: "user", content: "next" },
+    ]);
+    expect(agent.messages[0]).toHaveProperty("_agentcore_summary");
+  });
+});
