@@ -36,7 +36,10 @@ function lines(proc: ReturnType<typeof spawn>) {
   const waiters: { match: (l: string) => boolean; resolve: () => void }[] = [];
   const done = (async () => {
     const decoder = new TextDecoder();
-    for await (const chunk of proc.stdout) {
+    const reader = proc.stdout.getReader();
+    for (;;) {
+      const { value: chunk, done: end } = await reader.read();
+      if (end) break;
       partial += decoder.decode(chunk, { stream: true });
       const parts = partial.split("\n");
       partial = parts.pop()!;
