@@ -333,3 +333,24 @@ describe("projection", () => {
     expect(agent.messages[0]).toHaveProperty("_agentcore_summary");
   });
 });
+
+describe("default heuristic estimator", () => {
+  test("pressure from the §5 heuristic (system prompt and tools counted) triggers an automatic compaction", async () => {
+    const model = new ScriptedModel([{ content: "a".repeat(200) }, { content: "done" }]);
+    const rec = new Recorder();
+    const agent = createAgent({
+      model,
+      systemPrompt: "You are terse.",
+      sinks: [rec.sink],
+      compaction: { policy: new CompactionPolicy({ contextWindow: 120, reserveTokens: 20, keepRecentTokens: 10 }), compactor: new StubCompactor() },
+    });
+    await agent.run("first task");
+    const r = await agent.run("second task " + "b".repeat(200));
+    expect(r.status).toBe("completed");
+    const evals = rec.of("context_pressure_evaluated");
+    expect(evals[0].decision).toMatchObject({ should_compact: false, source: "estimated", threshold_tokens: 100 });
+    expect(evals[1].decision).toMatchObject({ should_compact: true, source: "estimated" });
+    expect(rec.of("compaction_completed")[0].result).toMatchObject({ status: "completed", trigger: "pressure" });
+    expect(agent.messages.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
+  });
+});
