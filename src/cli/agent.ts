@@ -15,6 +15,7 @@
  *
  * @module
  */
+import * as path from "node:path";
 import { createAgent, type AgentEvent } from "../agent/index.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
 import { modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
@@ -22,6 +23,10 @@ import { OpenAIModelAdapter } from "../providers/openai.ts";
 import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
+import { restoreSession } from "../session/restore.ts";
+import { JsonlSessionStorage } from "../session/jsonl.ts";
+import { SessionRecorder } from "../session/recorder.ts";
+import { SessionError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
@@ -35,6 +40,12 @@ export interface AgentFlags {
   maxSteps?: number;
   maxRunTokens?: number;
   system?: string;
+  /** Record the run in this session (resuming its messages first). */
+  session?: string;
+  branch?: string;
+  sessionsDir?: string;
+  /** continueRun() after restoring the session, instead of a new task. */
+  continue?: boolean;
 }
 
 /** A problem with the agent flags or the model settings: exit status 2. */
@@ -87,7 +98,28 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
   if (flags.events !== undefined && flags.events !== "jsonl") {
     throw new AgentSetupError(`--events takes 'jsonl', got '${flags.events}'`);
   }
-  if (flags.task.trim() === "") throw new AgentSetupError("the task must not be empty");
+  if (flags.continue === true) {
+    if (flags.session === undefined) throw new AgentSetupError("--continue needs --session ID");
+  } else if (flags.task.trim() === "") throw new AgentSetupError("the task must not be empty");
+  if (flags.session === undefined && (flags.branch !== undefined || flags.sessionsDir !== undefined)) {
+    throw new AgentSetupError("--branch and --sessions-dir need --session ID");
+  }
+  // The session first: a bad journal or branch is reported before the model starts.
+  let storage: JsonlSessionStorage | null = null;
+  let checkout = null;
+  const branch = flags.branch ?? "main";
+  if (flags.session !== undefined) {
+    if (flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
+    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"));
+    try {
+      checkout = await storage.checkout(flags.session, branch);
+    } catch (e) {
+      if (e instanceof SessionError) throw new AgentSetupError(e.message);
+      throw e;
+    }
+    if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${flags.session}' has no branch '${branch}'`);
+    if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
+  }
   const model = await makeModel(flags);
   const policy: RuntimePolicyOptions = {};
   if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
@@ -123,18 +155,39 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
   };
 
   let agent;
+  const recorder = storage === null ? null : new SessionRecorder(flags.session!, storage, branch);
   try {
-    agent = createAgent({ model, runtime, policy, sinks: [sink], systemPrompt: flags.system });
+    agent = createAgent({
+      model,
+      runtime,
+      policy,
+      sinks: recorder === null ? [sink] : [sink, recorder],
+      systemPrompt: flags.system,
+      // A session belongs to one agent id: keep it across processes.
+      ...(flags.session !== undefined ? { agentId: checkout?.session.agent_id ?? "agentcore-cli" } : {}),
+    });
+    if (checkout !== null) restoreSession(agent, checkout);
   } catch (e) {
+    await agent?.shutdown();
     throw new AgentSetupError((e as Error).message);
+  }
+  if (recorder !== null) recorder.options.messages = () => agent.messages;
+  if (flags.continue === true && !agent.canContinue) {
+    const reason = agent.continueRejectionReason;
+    await agent.shutdown();
+    throw new AgentSetupError(`cannot continue session '${flags.session}': ${reason}`);
   }
   const onSigint = () => {
     agent.abort("interrupted by the user (Ctrl-C)");
   };
   process.on("SIGINT", onSigint);
   try {
-    const result = await agent.run(flags.task);
+    const result = flags.continue === true ? await agent.continueRun() : await agent.run(flags.task);
     out.flush();
+    if (recorder !== null && recorder.errors.length > 0) {
+      stderr.write(`agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`);
+      return 2;
+    }
     if (flags.events === undefined && result.status !== "completed") {
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}\n`);
     }

@@ -37,6 +37,9 @@ Usage:
   agentcore run FILE.jsonl          dispatch one call per line, in order
   agentcore run -                   read JSONL calls from stdin
   agentcore agent "TASK"            run an agent on TASK with the built-in tools (- reads TASK from stdin)
+  agentcore agent --session ID "TASK"  record the run in a durable session (resuming its messages first);
+                                    --continue instead of TASK continues the session's last run
+  agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
                                     [--failed] [--json] (agentcore history --help)
   agentcore --help | --version
@@ -71,6 +74,10 @@ Agent options (agentcore agent):
   --max-steps N          model turns per run (default 20)
   --max-run-tokens N     token budget of the run (default: none)
   --system TEXT          system prompt
+  --session ID           record the run in session ID (a JSONL journal); its messages are restored first
+  --branch B             the session branch to resume and record on (default main; see 'sessions fork')
+  --sessions-dir DIR     journal directory (default: .agentcore/sessions under --root, created 0700)
+  --continue             continue the session's last run (continueRun) instead of a new task
 
 Output:
   One compact JSON envelope per call on stdout:
@@ -367,6 +374,8 @@ export async function main(argv: string[]): Promise<number> {
   const out = new LineWriter(1);
   // `history` parses its own options (--file, --tool, --since, --failed, --json).
   if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
+  // `sessions` parses its own options too (loaded on demand).
+  if (argv[0] === "sessions") return (await import("./sessions.ts")).cmdSessions(argv.slice(1), { out });
   let parsed;
   try {
     parsed = parseArgs({
@@ -390,6 +399,10 @@ export async function main(argv: string[]): Promise<number> {
         "max-steps": { type: "string" },
         "max-run-tokens": { type: "string" },
         system: { type: "string" },
+        session: { type: "string" },
+        branch: { type: "string" },
+        "sessions-dir": { type: "string" },
+        continue: { type: "boolean" },
       },
     });
   } catch (e) {
@@ -409,7 +422,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["script", "preset", "model", "model-url", "events", "max-steps", "max-run-tokens", "system"] as const;
+    const agentOnly = ["script", "preset", "model", "model-url", "events", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "continue"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
       if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
@@ -440,8 +453,10 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case "agent": {
-        if (rest.length !== 1) return usage('agent needs exactly one argument: the task in quotes, or - for stdin');
-        let task = rest[0]!;
+        if (values.continue === true) {
+          if (rest.length !== 0) return usage("agent --continue takes no task: it continues the session's last run");
+        } else if (rest.length !== 1) return usage('agent needs exactly one argument: the task in quotes, or - for stdin');
+        let task = rest[0] ?? "";
         if (task === "-") {
           const bytes = await readAllBounded("-", 1 << 20);
           if (bytes === null) return usage("the task read from stdin exceeds 1 MiB");
@@ -455,6 +470,10 @@ export async function main(argv: string[]): Promise<number> {
           modelUrl: values["model-url"] as string | undefined,
           events: values.events as string | undefined,
           system: values.system as string | undefined,
+          session: values.session as string | undefined,
+          branch: values.branch as string | undefined,
+          sessionsDir: values["sessions-dir"] as string | undefined,
+          continue: values.continue === true,
         };
         if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
         if (typeof values["max-run-tokens"] === "string") {
