@@ -162,7 +162,16 @@ export function unfinishedRuns(session: AgentSession): string[] {
 export class Projection {
   /** Last sequence seen per run. */
   lastSeq = new Map<string, number>();
-  constructor(public session: AgentSession) {}
+  /** Runs by id, and the unfinished ones (constant-time checks on long sessions). */
+  runIndex = new Map<string, SessionRun>();
+  openRuns = new Set<string>();
+  constructor(public session: AgentSession) {
+    this.reindex();
+  }
+  reindex(): void {
+    this.runIndex = new Map(this.session.runs.map((r) => [r.run_id, r]));
+    this.openRuns = new Set(this.session.runs.filter((r) => r.result === null).map((r) => r.run_id));
+  }
   clone(): Projection {
     const p = new Projection(structuredClone(this.session));
     p.lastSeq = new Map(this.lastSeq);
@@ -220,7 +229,7 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
     if (record.agent_id !== null) s.agent_id = record.agent_id;
   };
   const openRun = (runId: string): SessionRun => {
-    const run = s.runs.find((r) => r.run_id === runId);
+    const run = p.runIndex.get(runId);
     if (run === undefined) return fail(record, `unknown run ${runId}`);
     if (run.result !== null) fail(record, `run ${runId} has already finished`);
     const last = p.lastSeq.get(runId) ?? run.start_sequence;
@@ -228,8 +237,8 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
     return run;
   };
   const beginRun = (runId: string) => {
-    if (s.runs.some((r) => r.run_id === runId)) fail(record, `run ${runId} already exists`);
-    const open = unfinishedRuns(s);
+    if (p.runIndex.has(runId)) fail(record, `run ${runId} already exists`);
+    const open = [...p.openRuns];
     if (open.length > 0) fail(record, `run ${open[0]} has not finished`);
   };
   switch (record.type) {
@@ -239,7 +248,10 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       if (typeof task !== "string") fail(record, "data.task must be a string");
       beginRun(runId);
       bindAgent();
-      s.runs.push({ run_id: runId, intent: "task", task: task as string, start_sequence: record.sequence, finish_sequence: null, result: null });
+      const run: SessionRun = { run_id: runId, intent: "task", task: task as string, start_sequence: record.sequence, finish_sequence: null, result: null };
+      s.runs.push(run);
+      p.runIndex.set(runId, run);
+      p.openRuns.add(runId);
       s.entries.push({ sequence: record.sequence, run_id: runId, message: { role: "user", content: task as string } });
       p.lastSeq.set(runId, record.sequence);
       return;
@@ -248,7 +260,10 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const runId = str(record, "run_id");
       beginRun(runId);
       bindAgent();
-      s.runs.push({ run_id: runId, intent: "continue", task: null, start_sequence: record.sequence, finish_sequence: null, result: null });
+      const run: SessionRun = { run_id: runId, intent: "continue", task: null, start_sequence: record.sequence, finish_sequence: null, result: null };
+      s.runs.push(run);
+      p.runIndex.set(runId, run);
+      p.openRuns.add(runId);
       p.lastSeq.set(runId, record.sequence);
       return;
     }
@@ -300,6 +315,7 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       if (record.sequence <= last) fail(record, `sequence ${record.sequence} must follow the run's last sequence ${last}`);
       run.finish_sequence = record.sequence;
       run.result = structuredClone(result as AgentRunResult);
+      p.openRuns.delete(runId);
       p.lastSeq.set(runId, record.sequence);
       return;
     }
@@ -309,6 +325,7 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       if (doc.agent_id !== record.agent_id) fail(record, `document agent '${doc.agent_id}' does not match '${record.agent_id}'`);
       if (s.agent_id !== null && doc.agent_id !== null && doc.agent_id !== s.agent_id) fail(record, `agent_id changed from '${s.agent_id}' to '${doc.agent_id}'`);
       p.session = doc;
+      p.reindex();
       p.lastSeq = new Map();
       for (const r of doc.runs) p.lastSeq.set(r.run_id, r.finish_sequence ?? r.start_sequence);
       for (const e of doc.entries) p.lastSeq.set(e.run_id, Math.max(p.lastSeq.get(e.run_id) ?? 0, e.sequence));
