@@ -28,7 +28,10 @@ function pidAlive(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    // Only "no such process" proves the owner is gone. Anything else (EPERM,
+    // or Deno refusing the probe without --allow-run) counts as alive: the
+    // waiter then times out instead of breaking a lock that may be held.
+    return (e as NodeJS.ErrnoException).code !== "ESRCH";
   }
 }
 

@@ -29,6 +29,17 @@ function spawn(...args: string[]) {
   return Bun.spawn([process.execPath, FIXTURE, ...args], { stdout: "pipe", stderr: "pipe" });
 }
 
+const DENO = path.resolve(import.meta.dir, "../../node_modules/.bin/deno");
+/** The same fixture under Deno: the lock must work across runtimes too. */
+function spawnDeno(...args: string[]) {
+  return Bun.spawn([DENO, "run", "--allow-read", "--allow-write", "--allow-env", FIXTURE, ...args], {
+    cwd: path.resolve(import.meta.dir, "../.."),
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+  });
+}
+
 /** Read stdout lines as they come; `until` resolves when a line matches. */
 function lines(proc: ReturnType<typeof spawn>) {
   const got: string[] = [];
@@ -116,6 +127,22 @@ describe("session journal across processes", () => {
     expect(records.map((r) => r.revision)).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1));
     expect(new Set(records.map((r) => r.data.pid)).size).toBe(2);
     for (let i = 1; i < records.length; i++) expect(records[i].parent_id).toBe(records[i - 1].record_id);
+  }, 120_000);
+
+  test("contention across runtimes: a Bun and a Deno process append 300 records each → 600 contiguous revisions", async () => {
+    const dir = tmp();
+    const a = spawn("count", dir, "mixed", "300");
+    const b = spawnDeno("count", dir, "mixed", "300");
+    const [oa, ob] = [lines(a), lines(b as unknown as ReturnType<typeof spawn>)];
+    const [ea, eb] = [await a.exited, await b.exited];
+    await Promise.all([oa.done, ob.done]);
+    if (eb !== 0) throw new Error(`deno appender failed: ${await new Response(b.stderr).text()}`);
+    expect(ea).toBe(0);
+    expect(oa.got).toEqual(["done"]);
+    expect(ob.got).toEqual(["done"]);
+    const records = await new JsonlSessionStorage(dir).records("mixed");
+    expect(records.map((r) => r.revision)).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+    expect(new Set(records.map((r) => r.data.pid)).size).toBe(2);
   }, 120_000);
 
   test("two competing processes appending once against the same head: one succeeds, one conflicts", async () => {
