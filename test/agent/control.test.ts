@@ -1,3 +1,4 @@
+import { MemorySessionStorage, SessionRecorder } from "../../src/session/index.ts";
 import { describe, expect, test } from "bun:test";
 import { ContinueRejectedError, createAgent, FollowUpDiscardedError, FollowUpRejectedError } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
@@ -61,13 +62,22 @@ describe("steering (harness tests 8-10)", () => {
     };
     const model = new FakeModel([call("c1", "slow", {}), text("answer")]);
     const rec = new Recorder();
-    const agent = createAgent({ model, tools: [slow], sinks: [rec.sink] });
+    const storage = new MemorySessionStorage();
+    const journal = new SessionRecorder("s9", storage);
+    const agent = createAgent({ model, tools: [slow], sinks: [rec.sink, journal] });
     const running = agent.run("task");
     await toolRunning.promise;
     expect(agent.steer("be brief").status).toBe("accepted");
     toolGate.resolve();
     const result = await running;
     expect(result.turns).toBe(2);
+    // the journal, in order (harness test 9)
+    expect(journal.errors).toEqual([]);
+    const records = await storage.records("s9");
+    expect(records.map((r) => r.type)).toEqual([
+      "run_started", "message_appended", "messages_appended", "steering_applied", "message_appended", "run_finished",
+    ]);
+    expect((records[3]!.data as { target_turn: number }).target_turn).toBe(2);
     const k = rec.lifecycle();
     const toolDone = k.indexOf("tool_completed");
     const turn1Done = k.indexOf("turn_completed");
@@ -97,7 +107,9 @@ describe("steering (harness tests 8-10)", () => {
     };
     const model = new FakeModel([call("c1", "slow", {}), text("never")]);
     const rec = new Recorder();
-    const agent = createAgent({ model, tools: [slow], sinks: [rec.sink] });
+    const storage = new MemorySessionStorage();
+    const journal = new SessionRecorder("s10", storage);
+    const agent = createAgent({ model, tools: [slow], sinks: [rec.sink, journal] });
     const running = agent.run("task");
     await toolRunning.promise;
     expect(agent.steer("queued").status).toBe("accepted");
@@ -116,6 +128,11 @@ describe("steering (harness tests 8-10)", () => {
     expect(rec.of("tool_completed")[0].result.cancelled).toBe(true);
     expect(model.calls).toBe(1);
     expect(agent.steer("idle now")).toMatchObject({ status: "agent_idle", queue_size: 0 });
+    // the journal never holds the discarded steering (harness test 10)
+    expect(journal.errors).toEqual([]);
+    const types = (await storage.records("s10")).map((r) => r.type);
+    expect(types).not.toContain("steering_applied");
+    expect(types.at(-1)).toBe("run_finished");
   });
 
   test("steering queue capacity", async () => {
