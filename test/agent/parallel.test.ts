@@ -1,3 +1,4 @@
+import { MemorySessionStorage, SessionRecorder, sessionMessages } from "../../src/session/index.ts";
 import { describe, expect, test } from "bun:test";
 import { createAgent, SKIPPED_AFTER_TERMINAL } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
@@ -52,7 +53,9 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
     const t = gatedTools();
     const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }]]), text("done")]);
     const rec = new Recorder();
-    const agent = createAgent({ model, tools: [t.read as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
+    const storage = new MemorySessionStorage();
+    const journal = new SessionRecorder("s11", storage);
+    const agent = createAgent({ model, tools: [t.read as never], sinks: [rec.sink, journal], policy: { parallelToolCalls: true } });
     const p = agent.run("go");
     await Promise.all([t.entered("r1"), t.entered("r2")]);
     expect(t.maxActive).toBe(2);
@@ -71,6 +74,11 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
     ]);
     expect(agent.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id)).toEqual(["r1", "r2"]);
     expect(model.requests[1].messages.slice(-2).map((m) => m.content)).toEqual(['{"key":"r1"}', '{"key":"r2"}']);
+    // the session journal holds the tool messages in source order too (harness test 11)
+    expect(journal.errors).toEqual([]);
+    const checkout = await storage.checkout("s11");
+    const sessionTools = sessionMessages(checkout!.session).filter((m) => m.role === "tool");
+    expect(sessionTools.map((m) => (m as { tool_call_id: string }).tool_call_id)).toEqual(["r1", "r2"]);
   });
 
   test("without the policy, read-only calls run one by one", async () => {
