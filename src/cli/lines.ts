@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { concatBytes } from "../core/bytes.ts";
 
 /** One framed line: its bytes, or the fact that it was too long. */
 export type Line =
@@ -43,10 +44,10 @@ export class LineFramer {
           this.#carry = null;
         } else if (nl === -1) {
           const piece = chunk.subarray(start, end);
-          this.#carry = carried === 0 ? piece.slice() : concat(this.#carry!, piece);
+          this.#carry = carried === 0 ? piece.slice() : concatBytes([this.#carry!, piece]);
         } else {
           const piece = chunk.subarray(start, end);
-          const whole = carried === 0 ? piece : concat(this.#carry!, piece);
+          const whole = carried === 0 ? piece : concatBytes([this.#carry!, piece]);
           this.#carry = null;
           this.#number++;
           const bytes = whole.length > 0 && whole[whole.length - 1] === CR ? whole.subarray(0, whole.length - 1) : whole;
@@ -80,12 +81,6 @@ export class LineFramer {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
 
 /** True when the bytes are only JSON whitespace (space, tab, CR, LF). */
 export function isBlank(bytes: Uint8Array): boolean {

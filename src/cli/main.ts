@@ -17,6 +17,7 @@ import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index
 import type { Envelope } from "../runtime/envelope.ts";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { VERSION } from "../version.ts";
+import { concatBytes } from "../core/bytes.ts";
 import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
 import { createTtyApprover, policyFromConfig } from "../middleware/index.ts";
 import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.ts";
@@ -236,13 +237,7 @@ async function readAllBounded(source: string, limit: number): Promise<Uint8Array
     if (total > limit) return null;
     parts.push(chunk.slice());
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 /**

@@ -32,6 +32,7 @@
  * @module
  */
 import { canonicalJson } from "../core/canonical.ts";
+import { concatBytes } from "../core/bytes.ts";
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
@@ -421,7 +422,7 @@ function* iterateLines(path: string): Generator<HistoryRecord> {
         if (carry.length === 0) line = piece;
         else {
           carry.push(piece);
-          line = concat(carry);
+          line = concatBytes(carry);
           carry = [];
         }
         from = i + 1;
@@ -435,17 +436,6 @@ function* iterateLines(path: string): Generator<HistoryRecord> {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
 
 function isBlank(line: Uint8Array): boolean {
   for (const b of line) if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
