@@ -10,8 +10,8 @@ import { JSON_ERROR_CODES } from "../core/errors.ts";
 /**
  * Every error code a result envelope can carry, in the order of the README's
  * table (a test keeps the two equal): the strict core's JSON codes, then call
- * and dispatch codes, then rooted file access (`read_file`), then
- * `INTERNAL_ERROR`, a bug inside agentcore reported instead of thrown.
+ * and dispatch codes, then rooted file access (`read_file`), then the
+ * daemon's HTTP refusals (`agentcore serve`), then `INTERNAL_ERROR`, a bug inside agentcore reported instead of thrown.
  */
 export const ERROR_CODES = [
   ...JSON_ERROR_CODES,
@@ -31,6 +31,11 @@ export const ERROR_CODES = [
   "FILE_TOO_LARGE",
   "FILE_NOT_UTF8",
   "IO_ERROR",
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "INVALID_REQUEST",
+  "CONFLICT",
+  "OVERLOADED",
   "INTERNAL_ERROR",
 ] as const;
 
