@@ -28,6 +28,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { SessionError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
+import { createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, type Plan, type PlanTracker } from "../agent/plan.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
 export interface AgentFlags {
@@ -46,6 +47,8 @@ export interface AgentFlags {
   sessionsDir?: string;
   /** continueRun() after restoring the session, instead of a new task. */
   continue?: boolean;
+  /** Register the update_plan tool and ask the model to plan first (default true; --no-plan). */
+  plan?: boolean;
 }
 
 /** A problem with the agent flags or the model settings: exit status 2. */
@@ -55,7 +58,8 @@ export class AgentSetupError extends Error {
 
 const PRESETS = ["openai", "lmstudio", "ollama"];
 
-async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
+/** The model of the flags: a ScriptedModel for --script, else the OpenAI-compatible adapter. */
+export async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
   if (flags.script !== undefined) {
     if (flags.preset !== undefined || flags.model !== undefined || flags.modelUrl !== undefined) {
       throw new AgentSetupError("--script replaces the model: drop --preset, --model and --model-url");
@@ -91,6 +95,32 @@ function clip(text: string, max: number): string {
 export function toolLine(name: string, args: string, r: { cancelled: boolean; error: string | null; control: string }): string {
   const status = r.cancelled ? "cancelled" : r.error !== null ? `failed: ${clip(r.error, 80)}` : r.control === "continue" ? "ok" : r.control;
   return `tool ${name} ${clip(args, 60)} → ${status}`;
+}
+
+/**
+ * Register the update_plan tool on `runtime` (unless `enabled` is false) and
+ * return it with the system prompt to use (the plan note appended).
+ */
+export function setupPlan(runtime: Runtime, system: string | undefined, enabled: boolean | undefined, onChange?: (plan: Plan) => void): { planner: PlanTracker | null; systemPrompt: string | undefined } {
+  if (enabled === false) return { planner: null, systemPrompt: system };
+  if (runtime.registry.has(PLAN_TOOL_NAME)) throw new AgentSetupError(`a tool named ${PLAN_TOOL_NAME} is already registered; pass --no-plan`);
+  const planner = createPlanTool(onChange === undefined ? {} : { onChange });
+  runtime.registry.register(planner.tool);
+  return { planner, systemPrompt: system === undefined ? PLAN_PROMPT : `${system}\n\n${PLAN_PROMPT}` };
+}
+
+/** The stderr explanation of a run that ended on a refused tool call. */
+export function rejectionNote(output: string | null): string {
+  let tool = "a tool call";
+  let reason = "refused";
+  try {
+    const p = JSON.parse(output ?? "") as { tool?: unknown; reason?: unknown };
+    if (typeof p.tool === "string") tool = p.tool;
+    if (typeof p.reason === "string") reason = p.reason;
+  } catch {
+    // not the policy's payload: keep the generic words
+  }
+  return `agentcore: ${tool} was refused: ${reason}. Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.`;
 }
 
 /** Run the agent command; resolves to the exit status. */
@@ -156,13 +186,14 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
 
   let agent;
   const recorder = storage === null ? null : new SessionRecorder(flags.session!, storage, branch);
+  const { systemPrompt } = setupPlan(runtime, flags.system, flags.plan);
   try {
     agent = createAgent({
       model,
       runtime,
       policy,
       sinks: recorder === null ? [sink] : [sink, recorder],
-      systemPrompt: flags.system,
+      systemPrompt,
       // A session belongs to one agent id: keep it across processes.
       ...(flags.session !== undefined ? { agentId: checkout?.session.agent_id ?? "agentcore-cli" } : {}),
     });
@@ -190,6 +221,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     }
     if (flags.events === undefined && result.status !== "completed") {
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}\n`);
+      if (result.stop_reason === "tool_rejected") stderr.write(`${rejectionNote(result.output)}\n`);
     }
     return result.status === "completed" ? 0 : 1;
   } finally {

@@ -19,7 +19,8 @@ import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } 
 import { VERSION } from "../version.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
-import { createTtyApprover, policyFromConfig } from "../middleware/index.ts";
+import type { ToolApprover } from "../middleware/index.ts";
+import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
 import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.ts";
 import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
@@ -79,6 +80,10 @@ Agent options (agentcore agent):
   --branch B             the session branch to resume and record on (default main; see 'sessions fork')
   --sessions-dir DIR     journal directory (default: .agentcore/sessions under --root, created 0700)
   --continue             continue the session's last run (continueRun) instead of a new task
+  --approve-all          agent, chat: approve every tool call that would ask first, and say so on stderr
+                         (without a config "policy", read-only tools run and side-effecting tools ask on
+                         the terminal; with stdin not a terminal they are refused)
+  --no-plan              agent, chat: do not offer the update_plan tool nor ask the model to plan first
 
 Output:
   One compact JSON envelope per call on stdout:
@@ -123,6 +128,12 @@ interface Settings {
   stdinIsInput?: boolean;
   /** --history FILE: the execution history log. */
   history?: string;
+  /** agent and chat: side-effecting tools ask first even without a config policy (see gate.ts). */
+  defaultGate?: boolean;
+  /** --approve-all: approve every call that would ask. */
+  approveAll?: boolean;
+  /** The command's own approver (the chat REPL's) instead of the TTY approver. */
+  approver?: ToolApprover;
 }
 
 function env(name: string): string | undefined {
@@ -191,14 +202,14 @@ function openHistory(path: string): HistoryLog {
 }
 
 /**
- * The policy middleware of the config's `policy` section (none without it).
+ * The policy middleware: the config's `policy` section, or for agent and chat
+ * the default gate (side-effecting tools ask first); see gate.ts.
  * `require_approval` is answered on the terminal (stderr prompt, one line of
- * stdin); when stdin is the command's input or not a TTY, approval is denied.
+ * stdin), by the chat REPL, or by --approve-all; when stdin is the command's
+ * input or not a TTY, approval is denied.
  */
 function policyMiddleware(s: Settings): PolicyMiddleware[] {
-  if (s.policy === undefined) return [];
-  const approver = s.stdinIsInput === true ? undefined : createTtyApprover({ timeoutMs: s.policy.approval_timeout_ms });
-  return [policyFromConfig(s.policy, approver === undefined ? {} : { approver })];
+  return gateMiddleware(s);
 }
 
 // ---------------------------------------------------------------- tools
@@ -398,6 +409,8 @@ export async function main(argv: string[]): Promise<number> {
         branch: { type: "string" },
         "sessions-dir": { type: "string" },
         continue: { type: "boolean" },
+        "approve-all": { type: "boolean" },
+        "no-plan": { type: "boolean" },
       },
     });
   } catch (e) {
@@ -417,13 +430,26 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["script", "preset", "model", "model-url", "events", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "continue"] as const;
+    const agentOnly = ["events", "continue"] as const;
+    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
       if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
     }
+    if (command !== "agent" && command !== "chat") {
+      const used = agentOrChat.find((k) => values[k] !== undefined);
+      if (used !== undefined) return usage(`--${used} applies to 'agent' and 'chat' only`);
+    }
     const settings = settingsFrom(values);
     settings.stdinIsInput = rest[0] === "-";
+    if (command === "agent" || command === "chat") {
+      // Side-effecting tools ask first unless the config's policy says otherwise.
+      settings.defaultGate = true;
+      if (values["approve-all"] === true) {
+        settings.approveAll = true;
+        process.stderr.write(`${APPROVE_ALL_WARNING}\n`);
+      }
+    }
     let status: number;
     switch (command) {
       case "history": // options given before the command (agentcore --config C history …)
@@ -469,6 +495,7 @@ export async function main(argv: string[]): Promise<number> {
           branch: values.branch as string | undefined,
           sessionsDir: values["sessions-dir"] as string | undefined,
           continue: values.continue === true,
+          plan: values["no-plan"] !== true,
         };
         if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
         if (typeof values["max-run-tokens"] === "string") {

@@ -180,8 +180,9 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
     // the second request carried the tool result back to the model
     const second = server.requests.at(-1)!.body as { model: string; messages: { role: string }[]; tools: { function: { name: string } }[] };
     expect(second.model).toBe("test-model");
-    expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
-    expect(second.tools.map((t) => t.function.name)).toEqual(["echo", "read_file"]);
+    // the system message is the planning note; update_plan is offered unless --no-plan
+    expect(second.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(second.tools.map((t) => t.function.name)).toEqual(["echo", "read_file", "update_plan"]);
     expect(server.requests.at(-1)!.headers.authorization).toBe("Bearer sk-test");
   });
 });
