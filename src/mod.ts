@@ -3,7 +3,9 @@
  *
  * - Strict JSON core (WebAssembly): `parseStrict`, `validateStrict`,
  *   `JsonStreamValidator`, `parseToolCall`, `normalizeToolCall`.
- * - Tools: `ToolRegistry`, `ToolError`, the built-in `echo` and `read_file`.
+ * - Tools: `ToolRegistry`, `ToolError`, the built-in `echo` and `read_file`;
+ *   the opt-in workspace tools (`workspaceTools`: list_dir, glob, grep,
+ *   git_diff, write_file, apply_patch, exec).
  * - Dispatch: `createRuntime`, `serializeEnvelope`, `createLogger`.
  * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
  *   `ModelAdapter` contract.
@@ -22,6 +24,7 @@
 export * from "./core/index.ts";
 export * from "./core/toolcall.ts";
 export * from "./tools/index.ts";
+export * from "./tools/workspace/index.ts";
 export * from "./runtime/index.ts";
 export * from "./providers/index.ts";
 export * from "./agent/index.ts";

@@ -23,7 +23,10 @@
  *       { "id": "reads", "action": "allow", "effects": ["read_only"], "max_calls_per_run": 100 },
  *       { "id": "ask", "action": "require_approval", "tools": ["deploy"], "reason": "deploys are reviewed" }
  *     ]
- *   }
+ *   },
+ *   // optional: workspace tools (all off by default; see docs/workspace-tools.md)
+ *   "tools": { "list_dir": true, "write_file": { "max_bytes": 1048576 },
+ *              "exec": { "allow": ["git", "ls"], "timeout_ms": 30000, "isolation": "auto" } }
  * }
  * ```
  *
@@ -33,6 +36,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, printParseErrorCode, type ParseError } from "jsonc-parser";
 import type { PolicyConfig } from "../middleware/policy.ts";
+import { parseToolsConfig, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 
 /** Settings read from the config file. Every field is optional. */
 export interface FileConfig {
@@ -45,6 +49,8 @@ export interface FileConfig {
   history?: string;
   /** Tool policy; its presence turns the policy middleware on. */
   policy?: PolicyConfig & { approval_timeout_ms?: number };
+  /** Workspace tools to enable (list_dir, glob, grep, git_diff, write_file, apply_patch, exec) and their settings. */
+  tools?: WorkspaceToolsOptions;
 }
 
 /** A config problem; the CLI prints it and exits 2. */
@@ -92,6 +98,13 @@ export function loadConfig(path: string): FileConfig {
       out.root = resolve(dirname(path), v);
     } else if (key === "policy") {
       out.policy = parsePolicy(path, v);
+    } else if (key === "tools") {
+      try {
+        out.tools = parseToolsConfig(v);
+      } catch (e) {
+        if (e instanceof ToolsConfigError) throw new ConfigError(`${path}: ${e.message}`);
+        throw e;
+      }
     } else if (key === "history") {
       if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "history" must be a non-empty string`);
       out.history = resolve(dirname(path), v);
@@ -101,7 +114,7 @@ export function loadConfig(path: string): FileConfig {
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy)`);
+      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools)`);
     }
   }
   return out;

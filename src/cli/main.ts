@@ -27,6 +27,8 @@ import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
 import { cmdHistory } from "./history.ts";
+import { selectTools, workspaceTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
+import type { AnyToolDefinition } from "../tools/definition.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
 
@@ -57,10 +59,14 @@ Options:
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms, history, policy); flags override it. Also AGENTCORE_CONFIG.
+                         default_timeout_ms, history, policy, tools); flags override it. Also AGENTCORE_CONFIG.
                          A "policy" section (default, rules) allows, denies (DENIED) or asks on the
                          terminal before each tool call.
   --json                 tools: print the list as JSON
+  --tools LIST           enable workspace tools (comma-separated): list_dir, glob, grep, git_diff,
+                         write_file, apply_patch, exec; 'read' = the four read-only ones, 'workspace' =
+                         all but exec. exec needs the config's "tools.exec" section (its allowlist).
+                         Without --tools the config's "tools" section decides; default: none.
   --history FILE         execute, run, agent: append every call to FILE, a JSONL audit log (one fsynced
                          line per call: time, tool, call id, effect, decision, ms, result, SHA-256 of
                          the arguments); read it with 'agentcore history --file FILE'
@@ -128,6 +134,8 @@ interface Settings {
   stdinIsInput?: boolean;
   /** --history FILE: the execution history log. */
   history?: string;
+  /** Workspace tools to register (config "tools" section, or --tools). */
+  tools?: WorkspaceToolsOptions;
   /** agent and chat: side-effecting tools ask first even without a config policy (see gate.ts). */
   defaultGate?: boolean;
   /** --approve-all: approve every call that would ask. */
@@ -159,6 +167,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     defaultTimeoutMs: file.default_timeout_ms,
     policy: file.policy,
     history: file.history,
+    tools: file.tools,
   };
   if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
   if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
@@ -168,6 +177,13 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
   }
   if (typeof values["max-depth"] === "string") s.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
   if (typeof values.history === "string") s.history = values.history;
+  if (typeof values.tools === "string") {
+    try {
+      s.tools = selectTools(values.tools, file.tools);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
   return s;
 }
 
@@ -184,8 +200,17 @@ function makeRuntime(s: Settings): Runtime {
   const middleware: ToolMiddleware[] = [];
   // The history goes first (outermost), so that it also records refused calls.
   if (s.history !== undefined) middleware.push(historyMiddleware(openHistory(s.history)));
+  let tools: AnyToolDefinition[] = [];
+  if (s.tools !== undefined) {
+    try {
+      tools = workspaceTools(s.tools, s.root ?? process.cwd());
+    } catch (e) {
+      throw new ConfigError(`tools: ${(e as Error).message}`);
+    }
+  }
   return createRuntime({
     root: s.root,
+    tools,
     limits: { maxBytes: s.maxBytes, maxDepth: s.maxDepth },
     maxFileBytes: s.maxFileBytes,
     defaultTimeoutMs: s.defaultTimeoutMs,
@@ -409,6 +434,7 @@ export async function main(argv: string[]): Promise<number> {
         branch: { type: "string" },
         "sessions-dir": { type: "string" },
         continue: { type: "boolean" },
+        tools: { type: "string" },
         "approve-all": { type: "boolean" },
         "no-plan": { type: "boolean" },
       },

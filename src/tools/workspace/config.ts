@@ -1,0 +1,116 @@
+/**
+ * Strict checking of the `tools` configuration section, and the `--tools`
+ * flag's list.
+ *
+ * The section maps tool names to `true`, `false` or an object of settings:
+ *
+ * ```jsonc
+ * "tools": {
+ *   "list_dir": true, "glob": true, "grep": { "max_results": 200 }, "git_diff": true,
+ *   "write_file": { "max_bytes": 1048576 }, "apply_patch": true,
+ *   "exec": { "allow": ["git", "ls", "cat"], "env": ["PATH", "HOME", "LANG"],
+ *             "timeout_ms": 30000, "max_output_bytes": 65536, "isolation": "auto" }
+ * }
+ * ```
+ *
+ * Unknown tool names, unknown settings and wrong types throw
+ * {@link ToolsConfigError} naming the key (e.g. `tools.exec.allow[2]`).
+ *
+ * @module
+ */
+import type { WorkspaceToolsOptions } from "./index.ts";
+
+/** A bad `tools` section or `--tools` list; the message names the key. */
+export class ToolsConfigError extends Error {
+  override name = "ToolsConfigError";
+}
+
+type Kind = "posint" | "strings" | "isolation";
+const SPEC: Record<string, Record<string, Kind>> = {
+  list_dir: { max_entries: "posint" },
+  glob: { max_results: "posint" },
+  grep: { max_results: "posint", max_file_bytes: "posint" },
+  git_diff: { max_bytes: "posint", timeout_ms: "posint" },
+  write_file: { max_bytes: "posint" },
+  apply_patch: { max_bytes: "posint" },
+  exec: { allow: "strings", env: "strings", timeout_ms: "posint", max_output_bytes: "posint", isolation: "isolation" },
+};
+
+/** The tools `read` selects in `--tools`. */
+export const READ_ONLY_TOOLS = ["list_dir", "glob", "grep", "git_diff"] as const;
+/** The tools `workspace` selects in `--tools` (all but exec). */
+export const NON_EXEC_TOOLS = [...READ_ONLY_TOOLS, "write_file", "apply_patch"] as const;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Check a `tools` section (an untrusted JSON value). */
+export function parseToolsConfig(value: unknown, where = "tools"): WorkspaceToolsOptions {
+  if (!isObject(value)) throw new ToolsConfigError(`"${where}" must be an object`);
+  const out: Record<string, unknown> = {};
+  for (const tool of Object.keys(value)) {
+    const spec = SPEC[tool];
+    if (!Object.hasOwn(SPEC, tool) || spec === undefined) {
+      throw new ToolsConfigError(`unknown key "${where}.${tool}" (known: ${Object.keys(SPEC).join(", ")})`);
+    }
+    const v = value[tool];
+    if (typeof v === "boolean") {
+      if (tool === "exec" && v) throw new ToolsConfigError(`"${where}.exec" needs an object with an "allow" list of program names`);
+      out[tool] = v;
+      continue;
+    }
+    if (!isObject(v)) throw new ToolsConfigError(`"${where}.${tool}" must be true, false or an object`);
+    const settings: Record<string, unknown> = {};
+    for (const key of Object.keys(v)) {
+      const kind = Object.hasOwn(spec, key) ? spec[key] : undefined;
+      const at = `${where}.${tool}.${key}`;
+      if (kind === undefined) throw new ToolsConfigError(`unknown key "${at}" (known: ${Object.keys(spec).join(", ")})`);
+      const x = v[key];
+      if (kind === "posint") {
+        if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw new ToolsConfigError(`"${at}" must be a positive integer`);
+      } else if (kind === "strings") {
+        if (!Array.isArray(x)) throw new ToolsConfigError(`"${at}" must be an array of strings`);
+        x.forEach((s, i) => {
+          if (typeof s !== "string" || s.length === 0) throw new ToolsConfigError(`"${at}[${i}]" must be a non-empty string`);
+        });
+      } else if (x !== "auto" && x !== "required" && x !== "off") {
+        throw new ToolsConfigError(`"${at}" must be "auto", "required" or "off"`);
+      }
+      settings[key] = x;
+    }
+    if (tool === "exec" && settings.allow === undefined) throw new ToolsConfigError(`"${where}.exec.allow" is required (the programs exec may run)`);
+    out[tool] = settings;
+  }
+  return out as WorkspaceToolsOptions;
+}
+
+/**
+ * Apply a `--tools` list (comma-separated names; `read` = list_dir, glob,
+ * grep, git_diff; `workspace` = all but exec) to the configured section:
+ * exactly the listed tools are enabled, each with its configured settings
+ * when the section has them. `exec` needs the section's `exec` settings (its
+ * allowlist). Throws {@link ToolsConfigError}.
+ */
+export function selectTools(list: string, configured: WorkspaceToolsOptions = {}): WorkspaceToolsOptions {
+  const names = new Set<string>();
+  for (const raw of list.split(",")) {
+    const name = raw.trim();
+    if (name === "") continue;
+    if (name === "read") for (const t of READ_ONLY_TOOLS) names.add(t);
+    else if (name === "workspace") for (const t of NON_EXEC_TOOLS) names.add(t);
+    else if (Object.hasOwn(SPEC, name)) names.add(name);
+    else throw new ToolsConfigError(`--tools: unknown tool "${name}" (known: read, workspace, ${Object.keys(SPEC).join(", ")})`);
+  }
+  if (names.size === 0) throw new ToolsConfigError("--tools needs at least one tool name");
+  const conf = configured as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const name of names) {
+    const c = conf[name];
+    if (name === "exec" && !isObject(c)) {
+      throw new ToolsConfigError('--tools exec needs a config file with a "tools.exec" section (its "allow" list of programs)');
+    }
+    out[name] = isObject(c) ? c : true;
+  }
+  return out as WorkspaceToolsOptions;
+}

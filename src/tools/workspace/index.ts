@@ -1,0 +1,75 @@
+/**
+ * The workspace tools, opt-in and rooted: `list_dir`, `glob`, `grep`,
+ * `git_diff` (read-only) and `write_file`, `apply_patch`, `exec`
+ * (side-effecting).
+ *
+ * {@link workspaceTools} turns a `tools` configuration (the config file's
+ * section, same snake_case keys) into tool definitions for
+ * `createRuntime({ tools })`. A tool that is absent or `false` is not
+ * created. {@link parseToolsConfig} checks an untrusted configuration value
+ * strictly: unknown keys and wrong types throw an error naming the key.
+ *
+ * @example
+ * ```ts
+ * import { createRuntime } from "agentcore";
+ * import { workspaceTools } from "agentcore";
+ * const root = "/srv/project";
+ * const rt = createRuntime({ root, tools: workspaceTools({ list_dir: true, write_file: { max_bytes: 65536 } }, root) });
+ * ```
+ *
+ * @module
+ */
+import type { AnyToolDefinition } from "../definition.ts";
+import { createWriteFileTool, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
+export { parseToolsConfig, selectTools, ToolsConfigError, READ_ONLY_TOOLS, NON_EXEC_TOOLS } from "./config.ts";
+export { createWriteFileTool, writeRootedFile, WRITE_FILE_PARAMETERS, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
+export type { WriteFileArgs, WriteFileResult, WriteFileToolOptions } from "./write_file.ts";
+
+/** `exec` settings: the allowlist is required. */
+export interface ExecSettings {
+  /** Program names (bare, no `/`), resolved through PATH once, at creation. */
+  allow: string[];
+  /** Environment variables passed through (default PATH, HOME, LANG, LC_ALL, TERM, TZ). */
+  env?: string[];
+  /** Per-command timeout, the default and the most a call may ask for (default 30000). */
+  timeout_ms?: number;
+  /** Cap on each of stdout and stderr, in bytes (default 65536). */
+  max_output_bytes?: number;
+  /** `auto` (bubblewrap when present, default), `required` (fail at creation without it) or `off`. */
+  isolation?: "auto" | "required" | "off";
+}
+
+/** Per-tool settings; `true` means defaults, absent or `false` means off. */
+export interface WorkspaceToolsOptions {
+  list_dir?: boolean | { max_entries?: number };
+  glob?: boolean | { max_results?: number };
+  grep?: boolean | { max_results?: number; max_file_bytes?: number };
+  git_diff?: boolean | { max_bytes?: number; timeout_ms?: number };
+  write_file?: boolean | { max_bytes?: number };
+  apply_patch?: boolean | { max_bytes?: number };
+  exec?: false | ExecSettings;
+}
+
+/** Names of every workspace tool, in registration order. */
+export const WORKSPACE_TOOL_NAMES = ["list_dir", "glob", "grep", "git_diff", "write_file", "apply_patch", "exec"] as const;
+export type WorkspaceToolName = (typeof WORKSPACE_TOOL_NAMES)[number];
+
+function settings<T extends object>(v: boolean | T | undefined): T | null {
+  if (v === undefined || v === false) return null;
+  return v === true ? ({} as T) : v;
+}
+
+/**
+ * Create the enabled workspace tools, rooted at `root` (resolved with
+ * `realpath` once, now). Throws when the root is not a folder or an option
+ * is out of range.
+ */
+export function workspaceTools(options: WorkspaceToolsOptions, root: string): AnyToolDefinition[] {
+  const out: AnyToolDefinition[] = [];
+  for (const name of ["list_dir", "glob", "grep", "git_diff", "apply_patch", "exec"] as const) {
+    if (settings(options[name] as boolean | object | undefined) !== null) throw new Error(`workspace tool ${name} is not available yet`);
+  }
+  const wf = settings(options.write_file);
+  if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES }) as unknown as AnyToolDefinition);
+  return out;
+}
