@@ -10,6 +10,7 @@
  * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
  *   `ModelAdapter` contract.
  * - Agents: `createAgent`, events, run control, `toolOutcome` for tool controls.
+ * - Skills: `discoverSkills`, `SkillCatalog`, the index and active-skill messages.
  *
  * @example
  * ```ts
@@ -33,3 +34,4 @@ export { VERSION } from "./version.ts";
 export * from "./middleware/index.ts";
 export * from "./context/index.ts";
 export * from "./session/index.ts";
+export * from "./skills/index.ts";

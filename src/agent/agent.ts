@@ -31,6 +31,8 @@ import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from ".
 import type { CompactionPolicy } from "../context/policy.ts";
 import type { CompactionPreparation, CompactionRequest, CompactionResult, CompactionStatus, CompactionTrigger, SummaryEntry } from "../context/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
+import { discoverSkills, type Skill, SkillCatalog } from "../skills/catalog.ts";
+import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
 import {
@@ -97,6 +99,13 @@ export interface AgentOptions {
   followUpFailurePolicy?: FollowUpFailurePolicy;
   /** Context pressure and compaction; off when absent. */
   compaction?: CompactionOptions;
+  /**
+   * Skills: a catalog from `discoverSkills()`, or a skills root to discover
+   * now (throws `SkillError`). Each model request then carries the skills
+   * index, and the active skill's files while one is active (both only in
+   * the request, never in the history). See `src/skills`.
+   */
+  skills?: SkillCatalog | string;
 }
 
 /** Automatic compaction during runs (all default to on; `maxOverflowRetries` is 0 or 1, default 1). */
@@ -248,6 +257,8 @@ export class Agent {
   #started = false;
   #specs: ModelToolSpec[] | undefined;
   #system: ChatMessage | null | undefined;
+  readonly #skills: SkillCatalog | null;
+  #activeSkill: Skill | null = null;
 
   constructor(options: AgentOptions) {
     if (typeof options !== "object" || options === null) throw new TypeError("createAgent: options must be an object");
@@ -274,6 +285,11 @@ export class Agent {
       throw new TypeError(`followUpFailurePolicy must be "discard" or "continue"`);
     }
     this.#compaction = resolveCompaction(options.compaction);
+    const sk = options.skills;
+    if (sk !== undefined && typeof sk !== "string" && !(sk instanceof SkillCatalog)) {
+      throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills) or a skills folder path");
+    }
+    this.#skills = sk === undefined ? null : typeof sk === "string" ? discoverSkills(sk) : sk;
     this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
   }
@@ -292,6 +308,16 @@ export class Agent {
 
   get lastResult(): AgentRunResult | null {
     return this.#lastResult;
+  }
+
+  /** The skills catalog (null without the `skills` option). */
+  get skills(): SkillCatalog | null {
+    return this.#skills;
+  }
+
+  /** The name of the skill active in the current (or last) run, or null. */
+  get activeSkill(): string | null {
+    return this.#activeSkill?.name ?? null;
   }
 
   /** Whether a run is active or queued, or follow-ups are pending. */
@@ -530,6 +556,8 @@ export class Agent {
       }
       try {
         this.#executor.guard.reset();
+        this.#activeSkill = null;
+        await this.#activateSkill("run_start");
         if (!this.#started) {
           await raceAbort(Promise.resolve(this.#model.startup?.()), op.controller.signal, () => op.abortReason);
           this.#started = true;
@@ -664,6 +692,7 @@ export class Agent {
           this.#append({ role: "user", content: c.content });
           await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
         }
+        if (drained.length > 0) await this.#activateSkill("steering");
         const messages = this.#context(state.noToolResponses);
         const preparation = await this.#evaluatePressure(turn, messages);
         if (op.steering.length === 0) return { messages, preparation };
@@ -781,9 +810,13 @@ export class Agent {
     const c = this.#compaction;
     if (c === null) return null;
     // The request context, but with the stored messages (their reported usage counts).
-    const offset = this.#system ? 1 : 0;
+    // The history's request copies are the #wire objects themselves, in order
+    // (other messages, such as the skill messages, may sit between them).
     const estimated: EstimatedMessage[] = messages.slice();
-    for (let i = 0; i < this.#messages.length; i++) estimated[offset + i] = this.#messages[i];
+    const wire = this.#wire;
+    for (let i = 0, j = 0; i < estimated.length && j < wire.length; i++) {
+      if (estimated[i] === wire[j]) estimated[i] = this.#messages[j++];
+    }
     const estimate = estimateContextUsage(estimated, toolsForEstimate(this.#toolSpecs()), c.policy.estimator);
     const decision = c.policy.evaluate(estimate);
     const preparation = decision.should_compact ? c.policy.prepare(this.#messages) : null;
@@ -878,7 +911,39 @@ export class Agent {
     // One native copy of the history (the messages themselves are shared and frozen).
     const out = this.#system === null ? this.#wire.slice() : [this.#system].concat(this.#wire);
     if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
+    if (this.#skills !== null) this.#insertSkillMessages(out);
     return out;
+  }
+
+  /**
+   * Put the skills index (and the active skill's message) right after the
+   * leading system messages of a request context. Request-only: never stored.
+   */
+  #insertSkillMessages(context: ChatMessage[]): void {
+    const catalog = this.#skills!;
+    const index = skillIndexMessage(catalog);
+    if (index === null) return;
+    const extra = this.#activeSkill === null ? [index] : [index, activeSkillMessage(catalog, this.#activeSkill)];
+    let k = 0;
+    while (k < context.length && context[k]!.role === "system") k++;
+    context.splice(k, 0, ...extra);
+  }
+
+  /**
+   * Scan the latest user message for `$name` / `skill:name`; the first skill
+   * (in discovery order) it mentions becomes active. A message that mentions
+   * none leaves the active skill as it is. Emits `skill_activated` when the
+   * active skill changes.
+   */
+  async #activateSkill(trigger: "run_start" | "steering"): Promise<void> {
+    const catalog = this.#skills;
+    if (catalog === null) return;
+    const text = latestUserText(this.#messages);
+    if (text === null) return;
+    const skill = findSkillMention(catalog, text);
+    if (skill === null || skill === this.#activeSkill) return;
+    this.#activeSkill = skill;
+    await this.#emitter.emit({ kind: "skill_activated", name: skill.name, path: skill.path, trigger });
   }
 }
 

@@ -22,6 +22,8 @@ export type AgentEventPayload =
   | { kind: "turn_started"; turn: number }
   | { kind: "steering_applied"; control: ControlInput; target_turn: number }
   | { kind: "steering_discarded"; control: ControlInput; reason: StopReason }
+  /** A `$name` / `skill:name` mention in the latest user message made a skill active (at run start or after steering). */
+  | { kind: "skill_activated"; name: string; path: string; trigger: "run_start" | "steering" }
   /** Every pressure evaluation; `preparation` only when `decision.should_compact`. */
   | { kind: "context_pressure_evaluated"; turn: number; decision: CompactionDecision; preparation: CompactionPreparation | null }
   | { kind: "compaction_started"; request: CompactionRequest }
@@ -46,6 +48,7 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "turn_started",
   "steering_applied",
   "steering_discarded",
+  "skill_activated",
   "context_pressure_evaluated",
   "compaction_started",
   "compaction_completed",

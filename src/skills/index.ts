@@ -1,0 +1,22 @@
+/**
+ * Skills: folders of instructions (`SKILL.md` with YAML front matter, plus an
+ * optional `template.md` and `examples/sample.md`) that a user turns on by
+ * writing `$name` or `skill:name`.
+ *
+ * ```ts
+ * import { createAgent, discoverSkills, ScriptedModel } from "./src/mod.ts";
+ * const agent = createAgent({ model: new ScriptedModel([{ content: "ok" }]), skills: discoverSkills("examples/skills") });
+ * await agent.run("$release-notes for 1.2: fixed the parser");
+ * agent.activeSkill; // "release-notes"
+ * ```
+ *
+ * The agent adds an index of the skills (one system message) to every model
+ * request, and while a skill is active a second system message with its
+ * files; neither is ever stored in the history or a session. No skill tool
+ * is registered. See docs/skills.md.
+ *
+ * @module
+ */
+export { discoverSkills, loadSkill, MAX_SKILL_FILE_BYTES, parseSkillFile, readSkillFile, SkillCatalog, SkillError } from "./catalog.ts";
+export type { ParsedSkillFile, Skill, SkillErrorCode } from "./catalog.ts";
+export { activeSkillMessage, findSkillMention, latestUserText, mentionsSkill, NO_DESCRIPTION, skillIndexMessage, withSkillMessages } from "./context.ts";
