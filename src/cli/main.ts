@@ -26,6 +26,7 @@ import { LineFramer, isBlank, type Line } from "./lines.ts";
 import { LineWriter, OutputError } from "./output.ts";
 import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
+import type { ChatFlags } from "./chat.ts";
 import { cmdHistory } from "./history.ts";
 import { selectTools, workspaceTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
@@ -44,6 +45,7 @@ Usage:
   agentcore agent --session ID "TASK"  record the run in a durable session (resuming its messages first);
                                     --continue instead of TASK continues the session's last run
   agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
+  agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
                                     [--failed] [--json] (agentcore history --help)
   agentcore --help | --version
@@ -59,7 +61,7 @@ Options:
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms, history, policy, tools); flags override it. Also AGENTCORE_CONFIG.
+                         default_timeout_ms, history, policy, tools, skills_dir); flags override it. Also AGENTCORE_CONFIG.
                          A "policy" section (default, rules) allows, denies (DENIED) or asks on the
                          terminal before each tool call.
   --json                 tools: print the list as JSON
@@ -90,6 +92,9 @@ Agent options (agentcore agent):
                          (without a config "policy", read-only tools run and side-effecting tools ask on
                          the terminal; with stdin not a terminal they are refused)
   --no-plan              agent, chat: do not offer the update_plan tool nor ask the model to plan first
+  --skills DIR           agent: skills folder (default: the config's skills_dir, else .agentcore/skills under
+                         --root when it exists); its index goes to the model, $name or skill:name in the
+                         task activates one (agentcore skills --help)
 
 Output:
   One compact JSON envelope per call on stdout:
@@ -134,6 +139,8 @@ interface Settings {
   stdinIsInput?: boolean;
   /** --history FILE: the execution history log. */
   history?: string;
+  /** The config's skills_dir (agent). */
+  skillsDir?: string;
   /** Workspace tools to register (config "tools" section, or --tools). */
   tools?: WorkspaceToolsOptions;
   /** agent and chat: side-effecting tools ask first even without a config policy (see gate.ts). */
@@ -168,6 +175,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     policy: file.policy,
     history: file.history,
     tools: file.tools,
+    skillsDir: file.skills_dir,
   };
   if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
   if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
@@ -407,6 +415,8 @@ export async function main(argv: string[]): Promise<number> {
   if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
   // `sessions` parses its own options too (loaded on demand).
   if (argv[0] === "sessions") return (await import("./sessions.ts")).cmdSessions(argv.slice(1), { out });
+  // `skills` as well (it loads the yaml parser).
+  if (argv[0] === "skills") return (await import("./skills.ts")).cmdSkills(argv.slice(1), { out });
   let parsed;
   try {
     parsed = parseArgs({
@@ -437,6 +447,7 @@ export async function main(argv: string[]): Promise<number> {
         tools: { type: "string" },
         "approve-all": { type: "boolean" },
         "no-plan": { type: "boolean" },
+        skills: { type: "string" },
       },
     });
   } catch (e) {
@@ -456,7 +467,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["events", "continue"] as const;
+    const agentOnly = ["events", "continue", "skills"] as const;
     const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
@@ -522,6 +533,7 @@ export async function main(argv: string[]): Promise<number> {
           sessionsDir: values["sessions-dir"] as string | undefined,
           continue: values.continue === true,
           plan: values["no-plan"] !== true,
+          skills: (values.skills as string | undefined) ?? settings.skillsDir,
         };
         if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
         if (typeof values["max-run-tokens"] === "string") {
@@ -531,6 +543,33 @@ export async function main(argv: string[]): Promise<number> {
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
         status = await cmdAgent(makeRuntime(settings), flags, out);
+        break;
+      }
+      case "chat": {
+        if (rest.length !== 0) return usage(`chat takes no arguments (type the task at its prompt), got '${rest[0]}'`);
+        if (values.json) return usage("--json applies to 'tools' only");
+        const chatFlags: ChatFlags = {
+          task: "",
+          script: values.script as string | undefined,
+          preset: values.preset as string | undefined,
+          model: values.model as string | undefined,
+          modelUrl: values["model-url"] as string | undefined,
+          system: values.system as string | undefined,
+          session: values.session as string | undefined,
+          branch: values.branch as string | undefined,
+          sessionsDir: values["sessions-dir"] as string | undefined,
+          plan: values["no-plan"] !== true,
+          approvalTimeoutMs: settings.policy?.approval_timeout_ms,
+        };
+        if (typeof values["max-steps"] === "string") chatFlags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
+        if (typeof values["max-run-tokens"] === "string") {
+          chatFlags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
+        }
+        // Loaded on demand, like agent. The REPL answers approvals itself.
+        const chat = await import("./chat.ts");
+        const gate = chat.createReplApprover();
+        settings.approver = gate.approver;
+        status = await chat.cmdChat(makeRuntime(settings), chatFlags, gate);
         break;
       }
       default:

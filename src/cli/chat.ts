@@ -1,0 +1,486 @@
+/**
+ * `agentcore chat`: the interactive agent, a REPL over one agent and one
+ * durable session.
+ *
+ * - Type a task; the assistant's text streams, each tool call shows as one
+ *   line (`→ write_file path="a.txt" content="…" ✓ 3 ms`) with its progress
+ *   below it, and the plan (update_plan) as a checklist each time it changes.
+ * - Side-effecting tools ask first (the default gate, src/cli/gate.ts): the
+ *   question appears in the REPL and the next typed line answers it (y, n —
+ *   the default — or a for always in this run). When stdin is not a terminal
+ *   such calls are refused.
+ * - While a run is in flight, a plain line is queued as a follow-up (it runs
+ *   after the current run, if that one completes); `/steer TEXT` steers the
+ *   running run; `/abort` or Ctrl-C aborts it.
+ * - At the prompt: `/continue`, `/compact`, `/sessions`, `/fork [NAME]`,
+ *   `/plan`, `/help`, `/exit` (also Ctrl-D, or Ctrl-C twice).
+ * - The history is journaled in a session: a new id is printed at start;
+ *   `--session ID` (and `--branch`) resumes one. `/fork` branches it at its
+ *   current head and records on the new branch from then on.
+ *
+ * When stdin is not a terminal (a pipe, a file), lines are taken one at a
+ * time: each waits for the previous one's run to finish. That makes a piped
+ * chat a script of the session.
+ *
+ * @module
+ */
+import * as path from "node:path";
+import * as readline from "node:readline";
+import { createAgent, type Agent, type AgentEvent } from "../agent/index.ts";
+import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
+import type { AgentRunResult, RuntimePolicyOptions } from "../agent/types.ts";
+import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
+import type { ChatMessage } from "../providers/types.ts";
+import type { Runtime } from "../runtime/index.ts";
+import { JsonlSessionStorage } from "../session/jsonl.ts";
+import { SessionRecorder } from "../session/recorder.ts";
+import { restoreSession } from "../session/restore.ts";
+import { SessionError, sessionMessages, type SessionCheckout } from "../session/types.ts";
+import { AgentSetupError, makeModel, setupPlan, type AgentFlags } from "./agent.ts";
+import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
+import { chatHelp, parseChatInput } from "./chat/commands.ts";
+import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
+
+export { ReplApprover } from "./chat/approver.ts";
+
+/** Flags of the `chat` command (the agent's, without --events and --continue). */
+export interface ChatFlags extends Omit<AgentFlags, "events" | "continue"> {
+  /** The config's `policy.approval_timeout_ms`: deny a question left unanswered this long (default: wait). */
+  approvalTimeoutMs?: number;
+}
+
+/** The streams the REPL uses (the process's by default). */
+export interface ChatIO {
+  input: NodeJS.ReadableStream & { isTTY?: boolean };
+  output: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Warnings and errors. */
+  error: { write(text: string): unknown };
+}
+
+/** The REPL's approver; main.ts gives its `approver` to the policy middleware before the runtime is made. */
+export function createReplApprover(): ReplApprover {
+  return new ReplApprover();
+}
+
+const PROMPT = "> ";
+const CHAT_AGENT_ID = "agentcore-cli";
+
+/** A new session id: `chat-` + UTC date and time + 4 random hex digits. */
+export function newChatSessionId(now: Date = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  const r = new Uint8Array(2);
+  crypto.getRandomValues(r);
+  return `chat-${stamp}-${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** The summarisation prompt of `/compact`. */
+function summaryPrompt(request: CompactionRequest): ChatMessage[] {
+  const lines: string[] = [];
+  if (request.previous_summary !== null) lines.push(`Earlier summary:\n${request.previous_summary.content}`, "");
+  for (const m of request.preparation.messages_to_summarize) {
+    if (m.role === "assistant") {
+      if (m.content) lines.push(`assistant: ${m.content}`);
+      for (const c of m.tool_calls ?? []) lines.push(`assistant called ${c.function.name}(${c.function.arguments})`);
+    } else if (m.role === "tool") lines.push(`tool result: ${m.content}`);
+    else lines.push(`${m.role}: ${m.content}`);
+  }
+  return [
+    {
+      role: "system",
+      content: "Summarise this conversation for your own later use: the user's goals, decisions, files and facts found, and open steps. Be brief and concrete.",
+    },
+    { role: "user", content: lines.join("\n") },
+  ];
+}
+
+/** Writes to the terminal and remembers whether the cursor is at the start of a line. */
+class Screen {
+  #atStart = true;
+  constructor(private readonly out: { write(s: string): unknown }) {}
+
+  write(text: string): void {
+    if (text === "") return;
+    this.out.write(text);
+    this.#atStart = text.endsWith("\n");
+  }
+
+  /** Write `text` on a line of its own. */
+  line(text: string): void {
+    if (!this.#atStart) this.write("\n");
+    this.write(`${text}\n`);
+  }
+
+  /** Start a line with `text` and leave the cursor after it. */
+  begin(text: string): void {
+    if (!this.#atStart) this.write("\n");
+    this.write(text);
+  }
+
+  /** End the current line, if anything is on it. */
+  endLine(): void {
+    if (!this.#atStart) this.write("\n");
+  }
+
+  /** Something else (readline's prompt, or an echoed Enter) moved the cursor. */
+  moved(atStart: boolean): void {
+    this.#atStart = atStart;
+  }
+}
+
+/**
+ * Run the REPL until /exit, Ctrl-D, or Ctrl-C twice at the prompt. Resolves
+ * to the exit status: 0, or 1 when the session journal could not be written.
+ * Setup problems (a bad session, model or script) throw AgentSetupError.
+ */
+export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, io?: ChatIO): Promise<number> {
+  const proc = process;
+  const { input, output, error } = io ?? { input: proc.stdin, output: proc.stdout, error: proc.stderr };
+  const interactive = input.isTTY === true;
+
+  // ---- session (first, so a bad journal or branch is reported before anything starts)
+  if (flags.session !== undefined && flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
+  const sessionId = flags.session ?? newChatSessionId();
+  let branch = flags.branch ?? "main";
+  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"));
+  let checkout: SessionCheckout | null;
+  try {
+    checkout = await storage.checkout(sessionId, branch);
+  } catch (e) {
+    if (e instanceof SessionError) throw new AgentSetupError(e.message);
+    throw e;
+  }
+  if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${sessionId}' has no branch '${branch}'`);
+
+  const model = await makeModel({ ...flags, task: "" });
+  const screen = new Screen(output);
+  const { planner, systemPrompt } = setupPlan(runtime, flags.system, flags.plan, (plan) => {
+    pendingPlan = plan;
+  });
+  /** The plan to draw after the update_plan line that produced it. */
+  let pendingPlan: Plan | null = null;
+
+  // ---- rendering of agent events
+  const started = new Map<string, number>();
+  let openTool: string | null = null;
+  let textOpen = false;
+  const render = (event: AgentEvent): void => {
+    switch (event.kind) {
+      case "assistant_text_delta":
+        textOpen = true;
+        openTool = null;
+        screen.write(event.delta.replace(/\r?\n/g, "\n"));
+        break;
+      case "message_completed":
+        if (textOpen) screen.endLine();
+        textOpen = false;
+        break;
+      case "tool_started": {
+        started.set(event.tool_call.id, performance.now());
+        // The outcome goes on the same line unless something is printed in between.
+        screen.begin(`→ ${event.tool_call.name} ${argsSummary(event.tool_call.arguments)}`.trimEnd());
+        openTool = event.tool_call.id;
+        break;
+      }
+      case "tool_progressed":
+        if (event.tool_call.name === PLAN_TOOL_NAME && planner !== null) break; // drawn after the line
+        screen.line(`    … ${event.update.message.replace(/[\r\n]+/g, " ")}`);
+        openTool = null;
+        break;
+      case "tool_completed": {
+        const t0 = started.get(event.tool_call.id);
+        started.delete(event.tool_call.id);
+        const status = outcomeText(event.result, t0 === undefined ? null : performance.now() - t0);
+        if (openTool === event.tool_call.id) screen.write(` ${status}\n`);
+        else screen.line(`→ ${event.tool_call.name} ${argsSummary(event.tool_call.arguments)} ${status}`);
+        openTool = null;
+        if (event.tool_call.name === PLAN_TOOL_NAME && pendingPlan !== null) {
+          for (const l of renderPlan(pendingPlan)) screen.line(l);
+          pendingPlan = null;
+        }
+        break;
+      }
+      case "steering_applied":
+        screen.line(`[steering applied before turn ${event.target_turn}: ${JSON.stringify(event.control.content)}]`);
+        break;
+      case "steering_discarded":
+        screen.line(`[steering dropped (${event.reason}): ${JSON.stringify(event.control.content)}]`);
+        break;
+      case "compaction_completed": {
+        const r = event.result;
+        screen.line(r.status === "completed" ? `[compacted: ${r.messages_before} messages → ${r.messages_after}]` : "[nothing to compact yet: only the last turn is there]");
+        break;
+      }
+      case "compaction_failed":
+        screen.line(`[compaction ${event.result.status}: ${event.result.error ?? "no reason given"}]`);
+        break;
+      case "agent_finished": {
+        const line = runStatusLine(event.result);
+        if (line !== null) screen.line(line);
+        break;
+      }
+      default:
+        break;
+    }
+  };
+
+  // ---- the session recorder (swapped by /fork)
+  let agent!: Agent;
+  const recordingErrors: Error[] = [];
+  let recorder = new SessionRecorder(sessionId, storage, branch, { messages: () => agent.messages });
+  const recordSink = {
+    async handle(event: AgentEvent) {
+      const r = recorder;
+      const before = r.errors.length;
+      try {
+        await r.handle(event);
+      } finally {
+        if (r.errors.length > before) {
+          const e = r.errors.at(-1)!;
+          recordingErrors.push(e);
+          error.write(`agentcore chat: the session journal was not written: ${e.message}\n`);
+        }
+      }
+    },
+  };
+
+  const policy: RuntimePolicyOptions = {};
+  if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
+  if (flags.maxRunTokens !== undefined) policy.maxRunTokens = flags.maxRunTokens;
+  try {
+    agent = createAgent({
+      model,
+      runtime,
+      policy,
+      systemPrompt,
+      sinks: [render, recordSink],
+      agentId: checkout?.session.agent_id ?? CHAT_AGENT_ID,
+      // /compact summarises everything but the last turn; nothing compacts on its own.
+      compaction: {
+        policy: new CompactionPolicy({ contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1 }),
+        compactor: new ModelCompactor(model, summaryPrompt, "chat"),
+        auto: { enabled: false },
+      },
+    });
+    if (checkout !== null) {
+      restoreSession(agent, checkout);
+      planner?.set(planFromMessages(sessionMessages(checkout.session)));
+    }
+  } catch (e) {
+    await agent?.shutdown();
+    throw new AgentSetupError((e as Error).message);
+  }
+
+  // ---- the REPL
+  const rl = readline.createInterface({ input, output, terminal: interactive, prompt: PROMPT, historySize: 200 });
+  let busy: Promise<void> | null = null;
+  let interruptArmed = false;
+  let exiting = false;
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+
+  const showPrompt = () => {
+    if (exiting || !interactive) return;
+    rl.setPrompt(gate.waiting ? rl.getPrompt() : busy === null ? PROMPT : "");
+    rl.prompt(true);
+    screen.moved(rl.getPrompt() === "");
+  };
+
+  const view: ApprovalView = {
+    ask(question, prompt) {
+      screen.line(question);
+      openTool = null;
+      rl.setPrompt(prompt);
+      rl.prompt(true);
+      screen.moved(false);
+    },
+    note(text) {
+      screen.line(text);
+    },
+    done() {
+      rl.setPrompt(busy === null ? PROMPT : "");
+    },
+  };
+  gate.attach(view, { interactive, ...(flags.approvalTimeoutMs !== undefined ? { timeoutMs: flags.approvalTimeoutMs } : {}) });
+
+  const startRun = (what: () => Promise<AgentRunResult>): Promise<void> => {
+    rl.setPrompt("");
+    const p = (async () => {
+      try {
+        await what();
+      } catch (e) {
+        screen.line(`[error: ${(e as Error).message}]`);
+      } finally {
+        busy = null;
+        showPrompt();
+      }
+    })();
+    busy = p;
+    return p;
+  };
+
+  const exit = async (): Promise<void> => {
+    if (exiting) return;
+    exiting = true;
+    gate.close();
+    if (busy !== null) {
+      agent.abort("the chat is closing");
+      await busy;
+    }
+    rl.close();
+    finish();
+  };
+
+  const listSessions = async () => {
+    const ids = await storage.listSessions();
+    if (!ids.includes(sessionId)) ids.push(sessionId);
+    for (const id of ids.sort()) {
+      const branches = id === sessionId && (await storage.head(id)) === null && branch === "main" ? [] : await storage.listBranches(id);
+      const runs = (await storage.load(id))?.runs.length ?? 0;
+      const mark = id === sessionId ? "*" : " ";
+      const names = branches.map((b) => (id === sessionId && b.branch_id === branch ? `${b.branch_id} (current)` : b.branch_id));
+      screen.line(`${mark} ${id}  runs ${runs}  branches ${names.length > 0 ? names.join(", ") : "(none yet)"}`);
+    }
+  };
+
+  const fork = async (name: string) => {
+    try {
+      const c = await storage.fork(sessionId, { sourceBranch: branch, ...(name !== "" ? { branchId: name } : {}) });
+      const from = branch;
+      branch = c.branch.branch_id;
+      recorder = new SessionRecorder(sessionId, storage, branch, { messages: () => agent.messages });
+      screen.line(`[forked ${from} at ${c.branch.base_record_id ?? "the start"}: now on branch ${branch}]`);
+    } catch (e) {
+      if (!(e instanceof SessionError)) throw e;
+      const empty = (await storage.head(sessionId, branch)) === null;
+      screen.line(`[cannot fork: ${empty ? "nothing is recorded in this session yet" : e.message}]`);
+    }
+  };
+
+  /** Handle one line. In interactive mode a run is started and not awaited. */
+  const handle = async (line: string): Promise<void> => {
+    if (exiting) return;
+    interruptArmed = false;
+    if (gate.answer(line)) return;
+    const input = parseChatInput(line);
+    const idle = busy === null;
+    const wait = async (p: Promise<void>) => {
+      if (!interactive) await p;
+    };
+    switch (input.kind) {
+      case "blank":
+        break;
+      case "invalid":
+        screen.line(`[${input.message}]`);
+        break;
+      case "text":
+        if (idle) return wait(startRun(() => agent.run(input.text)));
+        {
+          const h = agent.followUp(input.text);
+          if (h.receipt.status === "accepted") {
+            screen.line(`[queued as a follow-up (${h.receipt.queue_size} waiting); /steer changes the running run instead]`);
+            h.wait().catch((e: Error) => screen.line(`[follow-up dropped: ${e.message}]`));
+          } else screen.line(`[not queued: ${h.receipt.status}]`);
+        }
+        break;
+      case "command":
+        switch (input.name) {
+          case "help":
+            screen.line(chatHelp());
+            break;
+          case "exit":
+            await exit();
+            return;
+          case "abort":
+            if (idle) screen.line("[nothing is running]");
+            else if (agent.abort("aborted by the user (/abort)")) screen.line("[aborting…]");
+            else screen.line("[the run is already stopping]");
+            break;
+          case "steer": {
+            const r = agent.steer(input.arg);
+            if (r.status === "accepted") screen.line(`[steering queued (${r.queue_size}): it reaches the model before its next request]`);
+            else if (r.status === "agent_idle") screen.line("[nothing is running: type the message as a new task]");
+            else screen.line(`[steering not accepted: ${r.status}]`);
+            break;
+          }
+          case "continue":
+            if (!idle) screen.line("[a run is in flight; /continue works at the prompt]");
+            else if (!agent.canContinue) screen.line(`[cannot continue: ${agent.continueRejectionReason}]`);
+            else return wait(startRun(() => agent.continueRun()));
+            break;
+          case "compact":
+            if (!idle) screen.line("[a run is in flight; /compact works at the prompt]");
+            else {
+              return wait(startRun(async () => {
+                await agent.compact();
+                return agent.lastResult!;
+              }));
+            }
+            break;
+          case "sessions":
+            await listSessions();
+            break;
+          case "fork":
+            if (!idle) screen.line("[a run is in flight; /fork works at the prompt]");
+            else await fork(input.arg);
+            break;
+          case "plan": {
+            const plan = planner?.plan ?? null;
+            if (planner === null) screen.line("[planning is off (--no-plan)]");
+            else if (plan === null) screen.line("[no plan yet]");
+            else for (const l of renderPlan(plan)) screen.line(l);
+            break;
+          }
+        }
+    }
+  };
+
+  let chain: Promise<void> = Promise.resolve();
+  rl.on("line", (line: string) => {
+    screen.moved(true); // the Enter that ended the line moved the cursor
+    chain = chain.then(() => handle(line)).catch((e) => {
+      screen.line(`[error: ${(e as Error).message}]`);
+    }).then(() => {
+      if (busy === null && !gate.waiting) showPrompt();
+    });
+  });
+  rl.on("close", () => {
+    if (exiting) return;
+    // Ctrl-D or the end of piped input: no more answers can come.
+    gate.close();
+    void chain.then(async () => {
+      if (busy !== null) await busy;
+      await exit();
+    });
+  });
+  const onInterrupt = () => {
+    if (exiting) return;
+    if (busy !== null) {
+      screen.line(agent.abort("interrupted by the user (Ctrl-C)") ? "^C aborting the run…" : "^C the run is already stopping");
+      return;
+    }
+    if (interruptArmed) {
+      screen.line("^C");
+      void exit();
+      return;
+    }
+    interruptArmed = true;
+    screen.line("^C (press Ctrl-C again, Ctrl-D or type /exit to quit)");
+    showPrompt();
+  };
+  rl.on("SIGINT", onInterrupt);
+  proc.on("SIGINT", onInterrupt);
+
+  const resumed = checkout !== null ? `, resumed with ${sessionMessages(checkout.session).length} messages` : "";
+  screen.line(`agentcore chat — session ${sessionId} (branch ${branch}${resumed}). /help lists the commands; Ctrl-D quits.`);
+  if (planner?.plan) for (const l of renderPlan(planner.plan)) screen.line(l);
+  showPrompt();
+
+  try {
+    await finished;
+  } finally {
+    proc.off("SIGINT", onInterrupt);
+    await agent.shutdown();
+  }
+  screen.line(`[session ${sessionId}, branch ${branch}: resume with --session ${sessionId}${branch !== "main" ? ` --branch ${branch}` : ""}]`);
+  return recordingErrors.length > 0 ? 1 : 0;
+}
