@@ -288,6 +288,21 @@ export function push(n: u32, final: i32): i32 {
   return r | (state << 4);
 }
 
+/**
+ * Accept `n` freshly written bytes without scanning them: the caller has
+ * proved they are plain string content (no '"', no byte below 0x20, only
+ * complete simple escapes, valid UTF-8; `esc` = they hold an escape). Only
+ * valid inside a string whose scan stopped at the end of the data; in any
+ * other state the bytes are simply appended and the next push scans them.
+ */
+export function skip(n: u32, esc: i32): void {
+  if (state == ST_STR && pos == inLen) {
+    pos += n;
+    if (esc != 0) strHasEsc = 1;
+  }
+  inLen += n;
+}
+
 /** One-shot: reset, then validate `n` bytes already written at reserve(n). */
 export function validate(n: u32): i32 {
   inLen = n;

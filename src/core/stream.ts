@@ -51,6 +51,7 @@ export class JsonStreamValidator {
   #pending = 0; // bytes written but not yet run (plain text inside a string)
   #inString = false; // the core was inside a string after the last run
   #escOpen = false; // the deferred bytes end with a backslash whose escape letter has not come yet
+  #pendingEsc = false; // the deferred bytes hold an escape (matters when the string is a member name)
 
   constructor(limits?: JsonLimits) {
     this.#lim = resolveLimits(limits);
@@ -135,9 +136,18 @@ export class JsonStreamValidator {
     this.#len += n;
     this.#ptr += n;
     this.#avail -= n;
-    const total = this.#pending + n;
-    this.#pending = 0;
-    this.#escOpen = false;
+    let total = this.#pending + n;
+    if (this.#pending > 0) {
+      // The deferred bytes were proved plain string content by the JS pass:
+      // the core accepts them without scanning them again. A trailing
+      // backslash whose letter came in this chunk is scanned with it.
+      const plain = this.#escOpen ? this.#pending - 1 : this.#pending;
+      core.x.skip(plain, this.#pendingEsc ? 1 : 0);
+      total -= plain;
+      this.#pending = 0;
+      this.#pendingEsc = false;
+      this.#escOpen = false;
+    }
     const ret = core.x.push(total, final ? 1 : 0);
     const r = ret & 3;
     this.#inString = ret >> 4 === ST_STR;
@@ -182,6 +192,7 @@ export class JsonStreamValidator {
       // an error (no '"', no control character, only complete simple escapes;
       // non-ASCII is fine since the text is well-formed)
       let plain = true;
+      let esc = false;
       for (let i = 0; i < len; i++) {
         let c = text.charCodeAt(i);
         if (c < 0x80) {
@@ -193,6 +204,7 @@ export class JsonStreamValidator {
             if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
               mem[o++] = e;
               i++;
+              esc = true;
             } else plain = false;
           }
         } else if (c < 0x800) {
@@ -223,6 +235,7 @@ export class JsonStreamValidator {
         this.#ptr += written;
         this.#avail -= written;
         this.#pending += written;
+        if (esc) this.#pendingEsc = true;
         return NEED_MORE;
       }
       return this.#run(written, false);
@@ -243,7 +256,7 @@ export class JsonStreamValidator {
     const cap = len * 3;
     const ptr = cap <= this.#avail ? this.#ptr : this.#reserve(cap);
     const r = encodeShort(text, len, this.#core!.bytes(), ptr, this.#escOpen);
-    const written = r >>> 4;
+    const written = r >>> 5;
     if ((r & (F_HIGH | F_LONE)) !== 0) {
       if ((r & F_LONE) !== 0) {
         // an unpaired surrogate: the text before it first (an earlier error wins)
@@ -262,6 +275,7 @@ export class JsonStreamValidator {
       this.#avail -= written;
       this.#pending += written;
       this.#escOpen = (r & F_ESC) !== 0;
+      if ((r & F_BS) !== 0) this.#pendingEsc = true;
       return NEED_MORE;
     }
     return this.#run(written, false);
@@ -330,6 +344,7 @@ export class JsonStreamValidator {
     this.#pending = 0;
     this.#inString = false;
     this.#escOpen = false;
+    this.#pendingEsc = false;
     this.#status = NEED_MORE;
     this.#pendingHigh = "";
     this.#finished = false;
@@ -347,14 +362,15 @@ const F_NOT_PLAIN = 1;
 const F_ESC = 2;
 const F_HIGH = 4;
 const F_LONE = 8;
+const F_BS = 16;
 
 /**
  * Encode a short chunk to UTF-8 at mem[o..] and classify it in the same pass.
- * Returns (bytes written << 4) | flags: F_NOT_PLAIN (inside a string the text
+ * Returns (bytes written << 5) | flags: F_NOT_PLAIN (inside a string the text
  * could end the string or be an error: '"', a control character, an escape
  * that is not a complete simple one), F_ESC (ends with a backslash whose
  * letter is still to come), F_HIGH (ends with a high surrogate, not encoded),
- * F_LONE (an unpaired surrogate; only the text before it is encoded).
+ * F_LONE (an unpaired surrogate; only the text before it is encoded), F_BS (holds a backslash).
  * `escOpen`: the text before this chunk ended with such a backslash.
  */
 function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escOpen: boolean): number {
@@ -375,11 +391,12 @@ function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escO
     while (c < 0x80 && c !== 0x5c) {
       mem[o++] = c;
       bad |= (c - 0x20) | ((c ^ 0x22) - 1);
-      if (++i === len) return ((o - o0) << 4) | flags | (bad >>> 31);
+      if (++i === len) return ((o - o0) << 5) | flags | (bad >>> 31);
       c = text.charCodeAt(i);
     }
     if (c === 0x5c) {
       mem[o++] = c;
+      flags |= F_BS;
       if (i + 1 < len) {
         const e = text.charCodeAt(i + 1);
         if (e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
@@ -406,6 +423,6 @@ function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escO
     }
     i++;
   }
-  return ((o - o0) << 4) | flags | (bad >>> 31);
+  return ((o - o0) << 5) | flags | (bad >>> 31);
 }
 

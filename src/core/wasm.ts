@@ -25,6 +25,7 @@ interface CoreExports {
   validateFresh(n: number, maxDepth: number, allowProto: number): number;
   setSeed(lo: number, hi: number): void;
   push(n: number, final: number): number;
+  skip(n: number, esc: number): void;
   validate(n: number): number;
   getState(): number;
   getInputPtr(): number;

@@ -1,0 +1,101 @@
+import { describe, expect, test } from "bun:test";
+import { JsonStreamValidator, validateStrict, type JsonError, type StreamStatus } from "../../src/core/index.ts";
+
+// Short string chunks that provably stay inside a string are kept by the
+// JavaScript side and later accepted by the core without a second scan. These
+// tests aim at what that shortcut must still get right: member names whose
+// escapes arrived in deferred chunks (duplicates are compared after
+// unescaping), a backslash deferred at the end of a chunk, and errors that
+// follow deferred text.
+
+function verdict(st: StreamStatus): { ok: boolean; error: JsonError | null } {
+  if (st.state === "error") return { ok: false, error: st.error };
+  return { ok: st.state === "complete", error: null };
+}
+
+function streamed(chunks: string[]): { ok: boolean; error: JsonError | null } {
+  const v = new JsonStreamValidator();
+  try {
+    for (const c of chunks) {
+      const st = v.push(c);
+      if (st.state === "error") return verdict(st);
+    }
+    return verdict(v.finish());
+  } finally {
+    v.dispose();
+  }
+}
+
+function oneShot(text: string): { ok: boolean; error: JsonError | null } {
+  const e = validateStrict(text);
+  return { ok: e === null, error: e };
+}
+
+/** Every chunking of `text` into pieces of `size` units (all start offsets). */
+function chunkings(text: string, size: number): string[][] {
+  const out: string[][] = [];
+  for (let first = 1; first <= size; first++) {
+    const chunks = [text.slice(0, first)];
+    for (let i = first; i < text.length; i += size) chunks.push(text.slice(i, i + size));
+    out.push(chunks);
+  }
+  return out;
+}
+
+describe("deferred plain string text", () => {
+  const long = "x".repeat(30);
+  const docs = [
+    // duplicate names whose escapes are in the deferred middle of the name
+    `{"${long}\\n${long}":1,"${long}\\u000a${long}":2}`,
+    `{"${long}\\n${long}":1,"${long}\\n${long}":2}`,
+    `{"${long}\\/${long}":1,"${long}/${long}":2}`,
+    `{"${long}\\"${long}":1,"${long}\\u0022${long}":2}`,
+    `{"${long}é\\t${long}":1,"${long}\\u00e9\\t${long}":2}`,
+    // distinct names that only differ inside the deferred part
+    `{"${long}\\n${long}":1,"${long}\\t${long}":2}`,
+    `{"${long}\\\\n${long}":1,"${long}\\n${long}":2}`,
+    // __proto__ spelled with escapes after a long deferred value
+    `{"v":"${long}\\n${long}","\\u005f_proto__":1}`,
+    // errors right after deferred text: bad escape, control character, raw quote then garbage
+    `{"k":"${long}\\q${long}"}`,
+    `{"k":"${long}\\${long}"}`,
+    `{"k":"${long}\t${long}"}`,
+    `{"k":"${long}"${long}"}`,
+    `{"k":"${long}\\u12G4${long}"}`,
+    `{"k":"${long}\\ud800${long}"}`,
+    // valid documents: the verdict and every later byte must still be right
+    `{"k":"${long}\\\\${long}\\"${long}","n":[1,2,{"a":"${long}😀${long}"}]}`,
+    `["${long}\\\\","${long}\\\\\\"${long}"]`,
+  ];
+  test("equals one-shot for every chunk size from 1 to 24 and every start", () => {
+    let runs = 0;
+    for (const doc of docs) {
+      const want = oneShot(doc);
+      for (let size = 1; size <= 24; size++) {
+        for (const chunks of chunkings(doc, size)) {
+          expect({ doc, size, first: chunks[0]!.length, got: streamed(chunks) }).toEqual({ doc, size, first: chunks[0]!.length, got: want });
+          runs++;
+        }
+      }
+    }
+    expect(runs).toBeGreaterThan(1000);
+  });
+  test("the duplicate is found and named after unescaping", () => {
+    const doc = `{"${long}\\n${long}":1,"${long}\\u000a${long}":2}`;
+    const got = streamed(chunkings(doc, 7)[3]!);
+    expect(got.ok).toBe(false);
+    expect(got.error!.code).toBe("JSON_DUPLICATE_KEY");
+    expect(got.error!.offset).toBe(doc.indexOf(',"') + 1);
+  });
+  test("bytesSeen counts deferred bytes and the stream goes on after them", () => {
+    const v = new JsonStreamValidator();
+    try {
+      expect(v.push('{"a":"')).toEqual({ state: "need_more" });
+      expect(v.push("plain é text \\n")).toEqual({ state: "need_more" });
+      expect(v.bytesSeen).toBe(6 + new TextEncoder().encode("plain é text \\n").length);
+      expect(v.push('","a":1}')).toMatchObject({ state: "error", error: { code: "JSON_DUPLICATE_KEY" } });
+    } finally {
+      v.dispose();
+    }
+  });
+});
