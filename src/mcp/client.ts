@@ -1,0 +1,405 @@
+/**
+ * The MCP client: one {@link McpToolHandler} per configured MCP server. It
+ * connects (stdio, or Streamable HTTP falling back to SSE), lists the
+ * server's tools and turns them into agentcore tool definitions whose
+ * handlers call the server.
+ *
+ * Guarantees:
+ * - `connect()` either succeeds within `connect_timeout_ms` or throws an
+ *   {@link McpConnectError} naming the server, and leaves no process behind;
+ * - a call's `AbortSignal` (the runtime's timeout or the caller's cancel)
+ *   becomes an MCP `notifications/cancelled`; the SDK request also has its own
+ *   timeout (`timeout_ms`);
+ * - a call in flight when the server exits, drops the connection or breaks the
+ *   protocol fails with `UNAVAILABLE` and is never replayed; the next call
+ *   reconnects, waiting a bounded backoff (100 ms doubling up to 5 s) after
+ *   consecutive failed attempts;
+ * - results are mapped by {@link mapCallToolResult} and capped at
+ *   `max_result_bytes`; `isError: true` becomes `TOOL_ERROR`;
+ * - `close()` resolves once the connection is closed and, for stdio, the
+ *   server process has exited.
+ *
+ * @example
+ * ```ts
+ * const fs = new McpToolHandler("fs", { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp/x"] });
+ * await fs.connect();
+ * const { tools } = await fs.toolDefinitions();   // fs__read_file, fs__list_directory, …
+ * for (const t of tools) runtime.registry.register(t);
+ * // …
+ * await fs.close();
+ * ```
+ *
+ * @module
+ */
+import {
+  Client,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  ProtocolError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type Tool,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import { ToolError, TOOL_NAME_PATTERN, type AnyToolDefinition, type ToolEffect } from "../tools/definition.ts";
+import type { Logger } from "../runtime/logger.ts";
+import { createLogger } from "../runtime/logger.ts";
+import { VERSION } from "../version.ts";
+import { MCP_DEFAULTS, type McpServerConfig } from "./config.ts";
+import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
+import { McpProtocolError, StdioTransport } from "./stdio.ts";
+
+/** The server could not be started or did not complete the MCP handshake in time. */
+export class McpConnectError extends Error {
+  override name = "McpConnectError";
+  readonly server: string;
+  constructor(server: string, message: string) {
+    super(message);
+    this.server = server;
+  }
+}
+
+/** A tool the server listed but agentcore did not take, with the reason. */
+export interface SkippedMcpTool {
+  server: string;
+  tool: string;
+  reason: string;
+}
+
+export interface McpToolHandlerOptions {
+  /** Where warnings (skipped tools, reconnects, protocol violations) go. Default: a stderr logger. */
+  logger?: Logger;
+}
+
+/** How the handler is connected right now. */
+export type McpTransportKind = "stdio" | "streamable_http" | "sse";
+
+const MAX_DESCRIPTION = 2048;
+const BACKOFF_BASE_MS = 100;
+const BACKOFF_MAX_MS = 5000;
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function sleep(ms: number): Promise<void> {
+  return ms <= 0 ? Promise.resolve() : new Promise((r) => setTimeout(r, ms));
+}
+
+/** Reject with `onTimeout()` after `ms` unless `p` settles first (the timer is always cleared). */
+function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(onTimeout()), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+/** Whether a Streamable HTTP connect failed with a 4xx status (then we try SSE). */
+function isHttp4xx(e: unknown): boolean {
+  if (e instanceof SdkHttpError) return e.status >= 400 && e.status < 500;
+  const status = (e as { status?: unknown; code?: unknown } | null)?.status ?? (e as { code?: unknown } | null)?.code;
+  if (typeof status === "number") return status >= 400 && status < 500;
+  return /\bHTTP 4\d\d\b|\(4\d\d\)|status(?: code)?:? 4\d\d/i.test(errorText(e));
+}
+
+/** One MCP server as a source of agentcore tools. See the module documentation. */
+export class McpToolHandler {
+  /** The server's key in `mcpServers`. */
+  readonly server: string;
+  readonly config: Readonly<McpServerConfig>;
+  readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly maxResultBytes: number;
+  readonly #logger: Logger;
+
+  #client: Client | undefined;
+  #transport: Transport | undefined;
+  #kind: McpTransportKind | undefined;
+  #connecting: Promise<Client> | undefined;
+  #failures = 0;
+  #closed = false;
+  /** Why the last connection ended, when we know (a protocol violation, the process exiting). */
+  #lastLoss: string | undefined;
+  #connections = 0;
+
+  constructor(server: string, config: McpServerConfig, options: McpToolHandlerOptions = {}) {
+    if ((config.command === undefined) === (config.url === undefined)) {
+      throw new TypeError(`mcp server "${server}": needs exactly one of command or url`);
+    }
+    this.server = server;
+    this.config = Object.freeze({ ...config });
+    this.timeoutMs = config.timeout_ms ?? MCP_DEFAULTS.timeoutMs;
+    this.connectTimeoutMs = config.connect_timeout_ms ?? MCP_DEFAULTS.connectTimeoutMs;
+    this.maxResultBytes = Math.max(1024, config.max_result_bytes ?? MCP_DEFAULTS.maxResultBytes);
+    this.#logger = options.logger ?? createLogger();
+  }
+
+  /** The transport in use (`undefined` while disconnected). */
+  get transportKind(): McpTransportKind | undefined {
+    return this.#client === undefined ? undefined : this.#kind;
+  }
+
+  /** The stdio server's pid while connected (for diagnostics and tests). */
+  get pid(): number | undefined {
+    return this.#transport instanceof StdioTransport ? this.#transport.pid : undefined;
+  }
+
+  /** How many connections were made so far (1 after `connect()`, +1 per reconnect). */
+  get connections(): number {
+    return this.#connections;
+  }
+
+  /** Connect now (start-up). Throws {@link McpConnectError}. */
+  async connect(): Promise<void> {
+    await this.#ensure();
+  }
+
+  /** The server's tools (all pages). */
+  async listTools(): Promise<Tool[]> {
+    const client = await this.#ensure();
+    const r = await withTimeout(client.listTools(undefined, { timeout: this.timeoutMs }), this.timeoutMs + 100, () =>
+      new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`));
+    return r.tools;
+  }
+
+  /**
+   * The server's tools as agentcore tool definitions: filtered by
+   * `include`/`exclude`, named `prefix__tool` (prefix defaults to the server
+   * key; `""` keeps the server's names), with the configured effects and
+   * `timeout_ms`. Tools whose name cannot be an agentcore tool name are
+   * returned in `skipped` (and logged). Schemas are checked later, when the
+   * registry compiles them.
+   */
+  async toolDefinitions(): Promise<{ tools: AnyToolDefinition[]; skipped: SkippedMcpTool[] }> {
+    const listed = await this.listTools();
+    const c = this.config;
+    const prefix = c.prefix ?? this.server;
+    const names = new Set(listed.map((t) => t.name));
+    for (const n of [...(c.include ?? []), ...(c.exclude ?? []), ...Object.keys(c.tools ?? {})]) {
+      if (!names.has(n)) this.#logger.warn("mcp: a configured tool is not offered by the server", { server: this.server, tool: n });
+    }
+    const tools: AnyToolDefinition[] = [];
+    const skipped: SkippedMcpTool[] = [];
+    for (const t of listed) {
+      if (c.include !== undefined && !c.include.includes(t.name)) continue;
+      if (c.exclude !== undefined && c.exclude.includes(t.name)) continue;
+      const name = prefix === "" ? t.name : `${prefix}__${t.name}`;
+      if (!TOOL_NAME_PATTERN.test(name)) {
+        const reason = `the name "${name}" is not a valid agentcore tool name (^[A-Za-z0-9_-]{1,64}$)`;
+        skipped.push({ server: this.server, tool: t.name, reason });
+        this.#logger.warn("mcp: tool skipped", { server: this.server, tool: t.name, reason });
+        continue;
+      }
+      const effect: ToolEffect = c.tools?.[t.name]?.effect ?? c.effect ?? "side_effecting";
+      const description = (t.description ?? t.title ?? "").slice(0, MAX_DESCRIPTION);
+      const remote = t.name;
+      tools.push({
+        name,
+        description,
+        parameters: structuredClone(t.inputSchema) as Record<string, unknown>,
+        effect,
+        timeoutMs: this.timeoutMs,
+        handler: (args: Record<string, unknown>, ctx) => this.callTool(remote, args, ctx.signal),
+      } as AnyToolDefinition);
+    }
+    return { tools, skipped };
+  }
+
+  /**
+   * Call the server's tool `tool` (its own name, without prefix). Resolves to
+   * the mapped, capped result; throws a {@link ToolError} (`UNAVAILABLE`,
+   * `TIMEOUT`, `CANCELLED`, `TOOL_ERROR`) otherwise.
+   */
+  async callTool(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpCallResult> {
+    if (signal?.aborted) throw new ToolError("CANCELLED", "the call was cancelled before it was sent");
+    let client: Client;
+    try {
+      client = await this.#ensure(signal);
+    } catch (e) {
+      if (e instanceof ToolError) throw e;
+      throw new ToolError("UNAVAILABLE", `mcp server "${this.server}" is not available: ${errorText(e)}`, { server: this.server, tool });
+    }
+    let r: CallToolResult;
+    try {
+      r = (await client.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs })) as CallToolResult;
+    } catch (e) {
+      throw this.#callError(e, tool, signal);
+    }
+    const mapped = capResult(mapCallToolResult(r), this.maxResultBytes);
+    if (r.isError === true) {
+      const first = mapped.content.find((b) => b.type === "text" && "text" in b) as { text: string } | undefined;
+      const why = first?.text.slice(0, 500) ?? "(no text)";
+      throw new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}" reported an error: ${why}`, {
+        server: this.server,
+        tool,
+        result: capResult(mapped, Math.min(this.maxResultBytes, 16384)),
+      });
+    }
+    return mapped;
+  }
+
+  #callError(e: unknown, tool: string, signal: AbortSignal | undefined): ToolError {
+    const details = { server: this.server, tool };
+    if (signal?.aborted) {
+      const timedOut = (signal.reason as { name?: string } | undefined)?.name === "TimeoutError";
+      return timedOut
+        ? new ToolError("TIMEOUT", `mcp server "${this.server}", tool "${tool}": timed out (cancellation sent)`, details)
+        : new ToolError("CANCELLED", `mcp server "${this.server}", tool "${tool}": cancelled (cancellation sent)`, details);
+    }
+    if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) {
+      return new ToolError("TIMEOUT", `mcp server "${this.server}", tool "${tool}": no answer within ${this.timeoutMs} ms (cancellation sent)`, { ...details, timeout_ms: this.timeoutMs });
+    }
+    if (e instanceof SdkError && (e.code === SdkErrorCode.ConnectionClosed || e.code === SdkErrorCode.NotConnected || e.code === SdkErrorCode.SendFailed)) {
+      const why = this.#lastLoss ?? "the connection closed";
+      return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
+    }
+    if (e instanceof ProtocolError) {
+      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${e.message}`, { ...details, mcp_error_code: e.code });
+    }
+    if (this.#client === undefined) {
+      const why = this.#lastLoss ?? errorText(e);
+      return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
+    }
+    return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
+  }
+
+  /** The connected client, connecting (or reconnecting after a backoff) first when needed. */
+  #ensure(signal?: AbortSignal): Promise<Client> {
+    if (this.#closed) return Promise.reject(new McpConnectError(this.server, `mcp server "${this.server}" is closed`));
+    if (this.#client !== undefined) return Promise.resolve(this.#client);
+    if (this.#connecting === undefined) {
+      const delay = this.#failures === 0 ? 0 : Math.min(BACKOFF_BASE_MS * 2 ** (this.#failures - 1), BACKOFF_MAX_MS);
+      const attempt = (async () => {
+        await sleep(delay);
+        if (this.#closed) throw new McpConnectError(this.server, `mcp server "${this.server}" is closed`);
+        return this.#open();
+      })();
+      this.#connecting = attempt.then(
+        (client) => {
+          this.#connecting = undefined;
+          this.#failures = 0;
+          return client;
+        },
+        (e) => {
+          this.#connecting = undefined;
+          this.#failures++;
+          throw e;
+        },
+      );
+    }
+    const p = this.#connecting;
+    if (signal === undefined) return p;
+    return new Promise<Client>((res, rej) => {
+      const onAbort = () => rej(new ToolError("CANCELLED", `the call was cancelled while connecting to mcp server "${this.server}"`));
+      signal.addEventListener("abort", onAbort, { once: true });
+      p.then(res, rej).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  /** One connection attempt, bounded by `connect_timeout_ms`. */
+  async #open(): Promise<Client> {
+    const c = this.config;
+    const ms = this.connectTimeoutMs;
+    const attempt = async (kind: McpTransportKind): Promise<Client> => {
+      const transport = this.#makeTransport(kind);
+      const client = new Client({ name: "agentcore", version: VERSION }, { capabilities: {} });
+      client.onerror = (e) => {
+        if (e instanceof McpProtocolError) {
+          this.#lastLoss = `protocol violation: ${e.message}`;
+          this.#logger.warn("mcp: protocol violation, closing the connection", { server: this.server, error: e.message });
+        } else {
+          this.#logger.debug("mcp: transport error", { server: this.server, error: e.message });
+        }
+      };
+      client.onclose = () => {
+        if (this.#client === client) {
+          this.#client = undefined;
+          this.#transport = undefined;
+          this.#lastLoss ??= transport instanceof StdioTransport ? "the server process exited" : "the connection closed";
+          if (!this.#closed) this.#logger.warn("mcp: connection lost; the next call reconnects", { server: this.server, reason: this.#lastLoss });
+        }
+      };
+      try {
+        await withTimeout(client.connect(transport, { timeout: ms }), ms, () =>
+          new McpConnectError(this.server, `mcp server "${this.server}": no answer to initialize within ${ms} ms (connect_timeout_ms)`));
+      } catch (e) {
+        await client.close().catch(() => {});
+        await transport.close().catch(() => {});
+        throw e;
+      }
+      this.#lastLoss = undefined;
+      this.#client = client;
+      this.#transport = transport;
+      this.#kind = kind;
+      this.#connections++;
+      if (this.#closed) {
+        // close() ran while we were connecting
+        this.#client = undefined;
+        await client.close().catch(() => {});
+        throw new McpConnectError(this.server, `mcp server "${this.server}" is closed`);
+      }
+      return client;
+    };
+    try {
+      if (c.command !== undefined) return await attempt("stdio");
+      if (c.type === "sse") return await attempt("sse");
+      try {
+        return await attempt("streamable_http");
+      } catch (e) {
+        if (c.type === "http" && !isHttp4xx(e)) throw e;
+        if (!isHttp4xx(e)) throw e;
+        this.#logger.info("mcp: Streamable HTTP refused with a 4xx; trying the SSE transport", { server: this.server, error: errorText(e) });
+        return await attempt("sse");
+      }
+    } catch (e) {
+      const tail = this.#stderrTail;
+      const stderr = tail ? ` (server stderr: ${tail})` : "";
+      if (e instanceof McpConnectError) throw new McpConnectError(this.server, `${e.message}${stderr}`);
+      throw new McpConnectError(this.server, `mcp server "${this.server}": cannot connect: ${errorText(e)}${stderr}`);
+    }
+  }
+
+  /** The last stdio transport tried, kept for its stderr tail in error messages. */
+  #lastStdio: StdioTransport | undefined;
+  get #stderrTail(): string {
+    const tail = this.#lastStdio?.stderrTail ?? "";
+    return tail.trim().split("\n").slice(-3).join(" | ").slice(-400);
+  }
+
+  #makeTransport(kind: McpTransportKind): Transport {
+    const c = this.config;
+    if (kind === "stdio") {
+      const t = new StdioTransport({ command: c.command!, args: c.args, env: c.env, cwd: c.cwd });
+      this.#lastStdio = t;
+      return t;
+    }
+    const url = new URL(c.url!);
+    const requestInit: RequestInit = c.headers === undefined ? {} : { headers: { ...c.headers } };
+    if (kind === "sse") {
+      return new SSEClientTransport(url, {
+        requestInit,
+        eventSourceInit: c.headers === undefined ? undefined : {
+          fetch: (input: string | URL | Request, init?: RequestInit) =>
+            fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string> | undefined), ...c.headers } }),
+        } as EventSourceInit,
+      });
+    }
+    return new StreamableHTTPClientTransport(url, { requestInit });
+  }
+
+  /** Close the connection (and stop the stdio server). Idempotent; later calls fail with `UNAVAILABLE`. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const connecting = this.#connecting;
+    if (connecting !== undefined) await connecting.catch(() => {});
+    const client = this.#client;
+    const transport = this.#transport;
+    this.#client = undefined;
+    this.#transport = undefined;
+    if (client !== undefined) await client.close().catch(() => {});
+    if (transport !== undefined) await transport.close().catch(() => {});
+  }
+}

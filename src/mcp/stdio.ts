@@ -1,0 +1,206 @@
+/**
+ * A stdio client transport for MCP: spawns the server (argv, no shell) and
+ * exchanges newline-delimited JSON-RPC over its stdin and stdout.
+ *
+ * Compared with the SDK's own `StdioClientTransport` it is stricter and
+ * easier to shut down:
+ * - a line that is not a JSON-RPC message, or longer than `maxLineBytes`, is
+ *   a protocol violation: `onerror` gets a {@link McpProtocolError} and the
+ *   connection is closed (every byte from a server is untrusted);
+ * - the child's stderr is kept as a bounded tail (for error messages) and
+ *   never written to our stdout;
+ * - `close()` ends stdin, then sends SIGTERM, then SIGKILL, and resolves only
+ *   once the child has exited, so no process outlives it;
+ * - the environment is a minimal inherited set (see {@link SAFE_ENV_VARS})
+ *   plus the configured variables, never our whole environment.
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from "@modelcontextprotocol/client";
+
+/** Variables inherited from our environment when present (POSIX and Windows basics). */
+export const SAFE_ENV_VARS: readonly string[] = [
+  "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
+  "SYSTEMROOT", "WINDIR", "APPDATA", "LOCALAPPDATA", "USERPROFILE", "TEMP", "TMP", "PATHEXT", "COMSPEC",
+];
+
+/** The environment a stdio server starts with: {@link SAFE_ENV_VARS} from ours, then `extra`. */
+export function serverEnvironment(extra: Record<string, string> = {}): Record<string, string> {
+  const ours = globalThis.process?.env ?? {};
+  const env: Record<string, string> = {};
+  for (const k of SAFE_ENV_VARS) {
+    const v = ours[k];
+    if (v !== undefined && !v.startsWith("()")) env[k] = v; // skip exported shell functions
+  }
+  return { ...env, ...extra };
+}
+
+/** The server broke the protocol (malformed or oversized message). */
+export class McpProtocolError extends Error {
+  override name = "McpProtocolError";
+}
+
+export interface StdioTransportOptions {
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Longest accepted line from the server. Default 64 MiB. */
+  maxLineBytes?: number;
+  /** How long `close()` waits after ending stdin, and again after SIGTERM. Default 1000 ms. */
+  gracePeriodMs?: number;
+}
+
+const STDERR_TAIL = 4096;
+
+/** See the module documentation. Single use: start once, close once. */
+export class StdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  readonly #opts: StdioTransportOptions;
+  #child: ChildProcess | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #chunks: Buffer[] = [];
+  #buffered = 0;
+  #stderr = "";
+  #closed = false;
+
+  constructor(opts: StdioTransportOptions) {
+    this.#opts = opts;
+  }
+
+  /** The child's pid once started (also after it exited), else `undefined`. */
+  pid: number | undefined;
+
+  /** The last few KiB the server wrote to stderr. */
+  get stderrTail(): string {
+    return this.#stderr;
+  }
+
+  start(): Promise<void> {
+    if (this.#child !== undefined) return Promise.reject(new Error("StdioTransport already started"));
+    return new Promise((resolveStart, rejectStart) => {
+      let child: ChildProcess;
+      try {
+        child = spawn(this.#opts.command, this.#opts.args ?? [], {
+          env: serverEnvironment(this.#opts.env),
+          cwd: this.#opts.cwd,
+          stdio: ["pipe", "pipe", "pipe"],
+          shell: false,
+          windowsHide: true,
+        });
+      } catch (e) {
+        rejectStart(e);
+        return;
+      }
+      this.#child = child;
+      this.#exited = new Promise((r) => child.once("close", () => r()));
+      let started = false;
+      child.once("error", (e) => {
+        if (!started) rejectStart(e);
+        else this.onerror?.(e);
+      });
+      child.once("spawn", () => {
+        started = true;
+        this.pid = child.pid;
+        resolveStart();
+      });
+      child.once("close", () => this.#finish());
+      child.stdin!.on("error", () => {}); // EPIPE after the child died: reported through close
+      child.stdout!.on("data", (chunk: Buffer) => this.#onData(chunk));
+      child.stderr!.on("data", (chunk: Buffer) => {
+        this.#stderr = (this.#stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
+      });
+    });
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#closed) return;
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) break;
+      const part = chunk.subarray(start, nl);
+      const line = this.#chunks.length === 0 ? part : Buffer.concat([...this.#chunks, part]);
+      this.#chunks = [];
+      this.#buffered = 0;
+      start = nl + 1;
+      if (!this.#line(line)) return;
+    }
+    if (start < chunk.length) {
+      this.#chunks.push(chunk.subarray(start));
+      this.#buffered += chunk.length - start;
+      const max = this.#opts.maxLineBytes ?? 64 << 20;
+      if (this.#buffered > max) this.#violation(`a message longer than ${max} bytes`);
+    }
+  }
+
+  /** Handle one line; false when the connection was closed because of it. */
+  #line(bytes: Buffer): boolean {
+    let text = bytes.toString("utf8");
+    if (text.endsWith("\r")) text = text.slice(0, -1);
+    if (text.trim() === "") return true;
+    let msg: JSONRPCMessage;
+    try {
+      msg = deserializeMessage(text);
+    } catch {
+      const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+      this.#violation(`a line that is not a JSON-RPC message: ${JSON.stringify(shown)}`);
+      return false;
+    }
+    this.onmessage?.(msg);
+    return true;
+  }
+
+  #violation(what: string): void {
+    this.onerror?.(new McpProtocolError(`the server sent ${what}`));
+    void this.close();
+  }
+
+  #finish(): void {
+    if (this.#closed && this.#child === undefined) return;
+    this.#closed = true;
+    this.#child = undefined;
+    this.onclose?.();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const child = this.#child;
+    if (child === undefined || this.#closed || child.stdin === null || child.stdin.destroyed) {
+      return Promise.reject(new Error("not connected: the server process is not running"));
+    }
+    return new Promise((res, rej) => {
+      child.stdin!.write(serializeMessage(message), (err) => (err ? rej(err) : res()));
+    });
+  }
+
+  /** End stdin, then SIGTERM, then SIGKILL; resolves once the child has exited. */
+  async close(): Promise<void> {
+    const child = this.#child;
+    this.#closed = true;
+    if (child === undefined) return;
+    const grace = this.#opts.gracePeriodMs ?? 1000;
+    const exited = this.#exited;
+    const wait = (ms: number) =>
+      Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref?.())]);
+    try {
+      child.stdin?.end();
+    } catch {
+      // already gone
+    }
+    if (child.exitCode === null && child.signalCode === null && !(await wait(grace))) {
+      child.kill("SIGTERM");
+      if (!(await wait(grace))) {
+        child.kill("SIGKILL");
+        await exited;
+      }
+    }
+    await exited;
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    this.#finish();
+  }
+}
