@@ -28,6 +28,8 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { SessionError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
+import { loadCliSkills } from "./skills.ts";
+import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
 import { createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, type Plan, type PlanTracker } from "../agent/plan.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
@@ -49,6 +51,8 @@ export interface AgentFlags {
   continue?: boolean;
   /** Register the update_plan tool and ask the model to plan first (default true; --no-plan). */
   plan?: boolean;
+  /** Skills folder (--skills, else the config's skills_dir); default: .agentcore/skills under the root when it exists. */
+  skills?: string;
 }
 
 /** A problem with the agent flags or the model settings: exit status 2. */
@@ -109,6 +113,21 @@ export function setupPlan(runtime: Runtime, system: string | undefined, enabled:
   return { planner, systemPrompt: system === undefined ? PLAN_PROMPT : `${system}\n\n${PLAN_PROMPT}` };
 }
 
+/**
+ * The skills for `flags.skills` (which must exist), else `.agentcore/skills`
+ * under the runtime's root when that folder exists; null for none. A missing
+ * folder or a bad skill is an {@link AgentSetupError} naming the file.
+ */
+export function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "skills">): SkillCatalog | null {
+  if (flags.skills !== undefined && flags.skills.trim() === "") throw new AgentSetupError("--skills must not be empty");
+  try {
+    return loadCliSkills(flags.skills, runtime.root);
+  } catch (e) {
+    if (e instanceof SkillError) throw new AgentSetupError(e.message);
+    throw e;
+  }
+}
+
 /** The stderr explanation of a run that ended on a refused tool call. */
 export function rejectionNote(output: string | null): string {
   let tool = "a tool call";
@@ -150,6 +169,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${flags.session}' has no branch '${branch}'`);
     if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
   }
+  const skills = setupSkills(runtime, flags);
   const model = await makeModel(flags);
   const policy: RuntimePolicyOptions = {};
   if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
@@ -176,6 +196,9 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
       case "tool_progressed":
         if (showTools) stderr.write(`  … ${event.tool_call.name}: ${clip(event.update.message, 100)}\n`);
         break;
+      case "skill_activated":
+        if (showTools) stderr.write(`skill ${event.name} is active\n`);
+        break;
       case "tool_completed":
         if (showTools) stderr.write(`${toolLine(event.tool_call.name, event.tool_call.arguments, event.result)}\n`);
         break;
@@ -194,6 +217,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
       policy,
       sinks: recorder === null ? [sink] : [sink, recorder],
       systemPrompt,
+      ...(skills !== null ? { skills } : {}),
       // A session belongs to one agent id: keep it across processes.
       ...(flags.session !== undefined ? { agentId: checkout?.session.agent_id ?? "agentcore-cli" } : {}),
     });

@@ -14,6 +14,8 @@
  *   "default_timeout_ms": 30000,
  *   // optional: append every call to this JSONL audit log (read it with `agentcore history`)
  *   "history": "./agentcore-history.jsonl",
+ *   // optional: skills folder for agent (default: .agentcore/skills under the root, when it exists)
+ *   "skills_dir": "./skills",
  *   // optional: without it every call runs (no policy middleware)
  *   "policy": {
  *     "default": "deny",                 // allow | deny | require_approval (default deny)
@@ -51,6 +53,8 @@ export interface FileConfig {
   policy?: PolicyConfig & { approval_timeout_ms?: number };
   /** Workspace tools to enable (list_dir, glob, grep, git_diff, write_file, apply_patch, exec) and their settings. */
   tools?: WorkspaceToolsOptions;
+  /** The skills folder (resolved from the config file's folder); it must exist when used. */
+  skills_dir?: string;
 }
 
 /** A config problem; the CLI prints it and exits 2. */
@@ -108,13 +112,16 @@ export function loadConfig(path: string): FileConfig {
     } else if (key === "history") {
       if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "history" must be a non-empty string`);
       out.history = resolve(dirname(path), v);
+    } else if (key === "skills_dir") {
+      if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "skills_dir" must be a non-empty string`);
+      out.skills_dir = resolve(dirname(path), v);
     } else if ((INTEGER_KEYS as readonly string[]).includes(key)) {
       if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
         throw new ConfigError(`${path}: "${key}" must be a positive integer`);
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools)`);
+      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir)`);
     }
   }
   return out;

@@ -1,0 +1,159 @@
+/**
+ * `agentcore skills list [--json] [--dir DIR]`: the skills an agent would see,
+ * and the skills folder rule shared by `agent` (and `chat`).
+ *
+ * Which folder: `--dir DIR` (agent: `--skills DIR`), else the config's
+ * `skills_dir`, else `.agentcore/skills` under the root (`--root`, the
+ * config's `root`, or the current directory). A folder given explicitly must
+ * exist; the default one is used only when it exists.
+ *
+ * @module
+ */
+import { statSync } from "node:fs";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { discoverSkills, type SkillCatalog, SkillError } from "../skills/catalog.ts";
+import { NO_DESCRIPTION } from "../skills/context.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import type { LineWriter } from "./output.ts";
+
+export const SKILLS_HELP = `Usage:
+  agentcore skills list [--json] [--dir DIR]   the skills in DIR, in discovery order
+
+A skill is a folder holding SKILL.md (optional YAML front matter: name, description), and
+optionally template.md and examples/sample.md. Writing $name or skill:name in a task (or in a
+steering message) activates it in 'agentcore agent'.
+
+Options:
+  --dir DIR        skills folder (default: the config's skills_dir, else .agentcore/skills under the root)
+  --root DIR       the root the default folder is under (default: the config's root, else the current directory)
+  --config FILE    JSONC settings file (its skills_dir and root); also AGENTCORE_CONFIG
+  --json           print {"root", "skills": [{"name", "description", "path", "template", "sample"}]}
+  -h, --help       show this help
+
+Exit status: 0 listed (also when the default folder does not exist: no skills);
+2 usage error, a missing --dir folder or a bad skill (the message names the file, line and column).
+`;
+
+/** `.agentcore/skills` under `root` (default: the current directory), absolute. */
+export function defaultSkillsDir(root?: string): string {
+  return path.join(path.resolve(root ?? "."), ".agentcore", "skills");
+}
+
+/**
+ * The catalog for a command: `dir` when given (it must exist; throws
+ * `SkillError`), else the default folder under `root` when it exists, else
+ * null. Bad skills throw `SkillError`.
+ */
+export function loadCliSkills(dir: string | undefined, root: string | undefined): SkillCatalog | null {
+  if (dir !== undefined) return discoverSkills(dir);
+  const fallback = defaultSkillsDir(root);
+  let exists = false;
+  try {
+    exists = statSync(fallback).isDirectory();
+  } catch {
+    exists = false;
+  }
+  return exists ? discoverSkills(fallback) : null;
+}
+
+function fail(message: string): number {
+  process.stderr.write(`agentcore skills: ${message}\nRun 'agentcore skills --help' for usage.\n`);
+  return 2;
+}
+
+function env(name: string): string | undefined {
+  return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name];
+}
+
+/** Run `agentcore skills …`; resolves to the exit status. */
+export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promise<number> {
+  const { out } = io;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        json: { type: "boolean" },
+        dir: { type: "string" },
+        root: { type: "string" },
+        config: { type: "string" },
+      },
+    });
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  if (v.help) {
+    out.line(SKILLS_HELP.trimEnd());
+    out.flush();
+    return 0;
+  }
+  const [sub, ...extra] = positionals;
+  if (sub === undefined) return fail("missing subcommand: list");
+  if (sub !== "list") return fail(`unknown subcommand '${sub}' (known: list)`);
+  if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
+  if (v.dir === "") return fail("--dir must not be empty");
+
+  let dir = v.dir;
+  let root = v.root;
+  const configPath = v.config ?? env("AGENTCORE_CONFIG");
+  if (configPath !== undefined && configPath !== "") {
+    try {
+      const file = loadConfig(configPath);
+      dir ??= file.skills_dir;
+      root ??= file.root;
+    } catch (e) {
+      if (e instanceof ConfigError) {
+        process.stderr.write(`agentcore skills: ${e.message}\n`);
+        return 2;
+      }
+      throw e;
+    }
+  }
+
+  let catalog: SkillCatalog | null;
+  try {
+    catalog = loadCliSkills(dir, root);
+  } catch (e) {
+    if (e instanceof SkillError) {
+      process.stderr.write(`agentcore skills: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const rootShown = catalog?.root ?? (dir !== undefined ? path.resolve(dir) : defaultSkillsDir(root));
+  const skills = catalog?.skills ?? [];
+  if (v.json) {
+    const list = skills.map((s) => ({ name: s.name, description: s.description, path: s.path, template: s.templatePath, sample: s.samplePath }));
+    out.line(JSON.stringify({ root: rootShown, skills: list }, null, 2));
+    out.flush();
+    return 0;
+  }
+  if (catalog === null) {
+    out.line(`no skills: ${rootShown} does not exist (create it, or pass --dir DIR)`);
+    out.flush();
+    return 0;
+  }
+  if (skills.length === 0) {
+    out.line(`no skills in ${rootShown} (a skill is a folder holding SKILL.md)`);
+    out.flush();
+    return 0;
+  }
+  const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
+  const rows = skills.map((s) => {
+    const extras = [s.templatePath !== null ? "template" : null, s.samplePath !== null ? "sample" : null].filter((x) => x !== null).join(",");
+    return [s.name, extras || "-", oneLine(s.description) || NO_DESCRIPTION];
+  });
+  const w0 = Math.max(4, ...rows.map((r) => r[0]!.length));
+  const w1 = Math.max(6, ...rows.map((r) => r[1]!.length));
+  out.line(`${"NAME".padEnd(w0)}  ${"EXTRAS".padEnd(w1)}  DESCRIPTION`);
+  for (const r of rows) out.line(`${r[0]!.padEnd(w0)}  ${r[1]!.padEnd(w1)}  ${r[2]}`);
+  out.line("");
+  out.line(`${skills.length} skill${skills.length === 1 ? "" : "s"} in ${rootShown}; activate one with $name or skill:name in a task`);
+  out.flush();
+  return 0;
+}
