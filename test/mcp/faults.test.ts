@@ -1,0 +1,240 @@
+/**
+ * Fault handling of the MCP client against a hand-written fixture server
+ * (test/mcp/fixtures/server.mjs) that can be slow, die, hang, lie about its
+ * schemas and print garbage. Every server process is checked to be gone.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
+import { createLogger } from "../../src/runtime/logger.ts";
+import { attachMcpServers, McpStartupError } from "../../src/mcp/attach.ts";
+import { McpToolHandler } from "../../src/mcp/client.ts";
+import type { McpServerConfig } from "../../src/mcp/config.ts";
+import { alive, FIXTURE, logLines, NODE, until } from "./helpers.ts";
+
+let dir: string;
+let n = 0;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "agentcore-mcp-faults-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const lines: string[] = [];
+const logger = createLogger({ level: "warn", sink: (l) => lines.push(l) });
+
+/** A fixture config with its own log file. */
+function fixture(mode = "normal", extra: Partial<McpServerConfig> = {}, env: Record<string, string> = {}): { config: McpServerConfig; log: string } {
+  const log = join(dir, `fixture-${++n}.log`);
+  return { log, config: { command: NODE, args: [FIXTURE, mode], env: { FIXTURE_LOG: log, ...env }, ...extra } };
+}
+
+const pids = (log: string) => logLines(log).filter((l) => l.startsWith("start ")).map((l) => Number(l.split(" ")[1]));
+
+describe("calls", () => {
+  let rt: Runtime;
+  let h: McpToolHandler;
+  let log: string;
+  beforeAll(async () => {
+    const f = fixture("normal", { timeout_ms: 400, max_result_bytes: 4096 });
+    log = f.log;
+    rt = createRuntime({ logger });
+    const mcp = await attachMcpServers(rt, { fx: f.config }, { logger });
+    h = mcp.handlers[0]!;
+  });
+  afterAll(async () => {
+    const pid = h.pid;
+    await h.close();
+    if (pid !== undefined) expect(alive(pid)).toBe(false);
+  });
+
+  test("an AbortSignal becomes notifications/cancelled for that request", async () => {
+    const ac = new AbortController();
+    const p = rt.dispatch('{"id":"c1","tool":"fx__slow","arguments":{"ms":60000}}', ac.signal);
+    await until(() => logLines(log).some((l) => l.startsWith("call slow ")), "the call to reach the server");
+    ac.abort();
+    const e = await p;
+    expect(e.error?.code).toBe("CANCELLED");
+    const id = logLines(log).find((l) => l.startsWith("call slow "))!.split(" ")[2];
+    await until(() => logLines(log).includes(`cancelled ${id}`), "the cancellation to reach the server");
+  });
+
+  test("a call past timeout_ms is TIMEOUT, and the server is told to cancel it", async () => {
+    const before = logLines(log).filter((l) => l.startsWith("cancelled ")).length;
+    const e = await rt.dispatch('{"id":"c2","tool":"fx__slow","arguments":{"ms":60000}}');
+    expect(e.error?.code).toBe("TIMEOUT");
+    await until(() => logLines(log).filter((l) => l.startsWith("cancelled ")).length === before + 1, "a second cancellation");
+  });
+
+  test("isError: true becomes TOOL_ERROR with the server's text", async () => {
+    const e = await rt.dispatch('{"id":"c3","tool":"fx__fail","arguments":{}}');
+    expect(e.error?.code).toBe("TOOL_ERROR");
+    expect(e.error?.message).toBe('mcp server "fx", tool "fail" reported an error: the fixture failed on purpose');
+    expect(e.error?.details).toMatchObject({ server: "fx", tool: "fail" });
+  });
+
+  test("images, resource links and structured content are mapped", async () => {
+    const e = await rt.dispatch('{"id":"c4","tool":"fx__image","arguments":{}}');
+    expect(e.result).toEqual({
+      content: [
+        { type: "image", mime_type: "image/png", data: "iVBORw0KGgo=" },
+        { type: "resource_link", uri: "file:///x.txt", name: "x.txt", mime_type: "text/plain" },
+      ],
+      structured_content: { width: 1, height: 1 },
+    });
+  });
+
+  test("a huge result is capped at max_result_bytes and flagged", async () => {
+    const e = await rt.dispatch('{"id":"c5","tool":"fx__huge","arguments":{"n":3000000}}');
+    expect(e.success).toBe(true);
+    const r = e.result as { content: { type: string; text: string }[]; truncated: boolean; original_bytes: number; structured_content?: unknown };
+    expect(r.truncated).toBe(true);
+    expect(r.original_bytes).toBeGreaterThan(3_000_000);
+    expect(Buffer.byteLength(JSON.stringify(r))).toBeLessThanOrEqual(4096);
+    expect(r.content[0]!.text.endsWith("…[truncated]")).toBe(true);
+    expect(r.content[0]!.text.startsWith("xxxx")).toBe(true);
+  });
+
+  test("a result under the cap is not flagged", async () => {
+    const e = await rt.dispatch('{"id":"c6","tool":"fx__huge","arguments":{"n":100}}');
+    expect(e.result).toEqual({ content: [{ type: "text", text: "x".repeat(100) }, { type: "text", text: "tail" }], structured_content: { n: 100 } });
+  });
+});
+
+describe("the server dies or misbehaves", () => {
+  test("killed in the middle of a call: the call fails clearly, is not replayed, and the next call reconnects", async () => {
+    const f = fixture("normal", { timeout_ms: 20_000 });
+    const h = new McpToolHandler("fx", f.config, { logger });
+    await h.connect();
+    const first = h.pid!;
+    const p = h.callTool("slow", { ms: 60_000 }).then(() => null, (e) => e);
+    await until(() => logLines(f.log).some((l) => l.startsWith("call slow ")), "the slow call to start");
+    process.kill(first, "SIGKILL");
+    const err = await p;
+    expect(err.code).toBe("UNAVAILABLE");
+    expect(err.message).toBe('mcp server "fx" was lost during the call (the server process exited); the call was not retried');
+    // the next call starts a new server process
+    const r = await h.callTool("count", {});
+    expect(r.structured_content).toMatchObject({ calls: 1 });
+    expect(h.connections).toBe(2);
+    const second = h.pid!;
+    expect(second).not.toBe(first);
+    expect(pids(f.log)).toEqual([first, second]);
+    // "slow" reached a server exactly once: it was not replayed on the new connection
+    expect(logLines(f.log).filter((l) => l.startsWith("call slow "))).toHaveLength(1);
+    await h.close();
+    expect(alive(second)).toBe(false);
+  }, 30_000);
+
+  test("malformed JSON-RPC: the connection is closed, the call fails naming the violation, the next call reconnects", async () => {
+    const f = fixture("garbage", { timeout_ms: 20_000 });
+    const h = new McpToolHandler("junk", f.config, { logger });
+    await h.connect();
+    const first = h.pid!;
+    const err = await h.callTool("count", {}).then(() => null, (e) => e);
+    expect(err.code).toBe("UNAVAILABLE");
+    expect(err.message).toBe(
+      'mcp server "junk" was lost during the call (protocol violation: the server sent a line that is not a JSON-RPC message: "this is {not json-rpc"); the call was not retried',
+    );
+    expect(alive(first)).toBe(false);
+    // a new process is started for the next call (which fails the same way: the fixture is consistent)
+    const again = await h.callTool("count", {}).then(() => null, (e) => e);
+    expect(again.code).toBe("UNAVAILABLE");
+    expect(h.connections).toBe(2);
+    expect(pids(f.log)).toHaveLength(2);
+    await h.close();
+    for (const pid of pids(f.log)) expect(alive(pid)).toBe(false);
+  }, 30_000);
+
+  test("a server that hangs at start-up hits connect_timeout_ms; the process (which ignores SIGTERM) is killed", async () => {
+    const f = fixture("hang", { connect_timeout_ms: 300 });
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { stuck: f.config }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toBe('mcp server "stuck": no answer to initialize within 300 ms (connect_timeout_ms)');
+    const [pid] = pids(f.log);
+    expect(pid).toBeGreaterThan(0);
+    expect(alive(pid!)).toBe(false);
+    expect(logLines(f.log)).toContain("sigterm ignored");
+  }, 20_000);
+
+  test("a command that does not exist is a startup error naming the server", async () => {
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { nope: { command: join(dir, "no-such-program") } }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toStartWith('mcp server "nope": cannot connect: ');
+    expect(err.message).toContain("ENOENT");
+  });
+
+  test("a server that exits at once: its stderr is quoted in the startup error", async () => {
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { bad: { command: NODE, args: ["-e", "console.error('missing API key'); process.exit(3)"], connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toContain('mcp server "bad"');
+    expect(err.message).toContain("missing API key");
+  }, 20_000);
+
+  test("one failing server closes the others that did start", async () => {
+    const good = fixture("normal");
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { good: good.config, stuck: fixture("hang", { connect_timeout_ms: 300 }).config }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    const [pid] = pids(good.log);
+    expect(alive(pid!)).toBe(false);
+    expect(rt.registry.has("good__count")).toBe(false);
+  }, 20_000);
+});
+
+describe("tool registration", () => {
+  test("a name collision with a built-in is a startup error; nothing is registered and the server is stopped", async () => {
+    const f = fixture("normal", { prefix: "" }, { FIXTURE_EXTRA: "read_file" });
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { fx: f.config }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toContain('its tool "read_file" collides with the already registered tool "read_file"');
+    expect(rt.registry.has("count")).toBe(false);
+    expect(alive(pids(f.log)[0]!)).toBe(false);
+  });
+
+  test("two servers offering the same name without prefixes collide, naming both", async () => {
+    const rt = createRuntime({ logger });
+    const a = fixture("normal", { prefix: "" });
+    const b = fixture("normal", { prefix: "" });
+    const err = await attachMcpServers(rt, { a: a.config, b: b.config }, { logger }).catch((e) => e);
+    expect(err.message).toBe('mcp server "b": its tool "count" collides with the tool "count" of mcp server "a"; set "prefix" (mcpServers.b.prefix) or "exclude" to avoid it');
+  });
+
+  test("a schema ajv rejects and a name agentcore cannot carry are skipped with a warning; the rest register", async () => {
+    lines.length = 0;
+    const f = fixture("normal", {}, { FIXTURE_EXTRA: "bad_schema,bad.name" });
+    const rt = createRuntime({ logger });
+    const mcp = await attachMcpServers(rt, { fx: f.config }, { logger });
+    try {
+      expect(mcp.tools).toEqual(["fx__count", "fx__slow", "fx__huge", "fx__fail", "fx__image"]);
+      expect(mcp.skipped.map((s) => s.tool)).toEqual(["bad.name", "fx__bad_schema"]);
+      expect(mcp.skipped[0]!.reason).toContain('"fx__bad.name" is not a valid agentcore tool name');
+      expect(mcp.skipped[1]!.reason).toContain("parameters schema does not compile");
+      expect(lines.filter((l) => l.includes("mcp: tool skipped"))).toHaveLength(2);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  test("include, exclude and per-tool effects", async () => {
+    const rt = createRuntime({ logger });
+    const inc = fixture("normal", { include: ["count", "image"], tools: { image: { effect: "read_only" } } });
+    const exc = fixture("normal", { exclude: ["slow", "huge", "fail"], effect: "read_only" });
+    const mcp = await attachMcpServers(rt, { i: inc.config, e: exc.config }, { logger });
+    try {
+      expect(mcp.tools).toEqual(["i__count", "i__image", "e__count", "e__image"]);
+      expect(rt.registry.get("i__count")!.effect).toBe("side_effecting");
+      expect(rt.registry.get("i__image")!.effect).toBe("read_only");
+      expect(rt.registry.get("e__count")!.effect).toBe("read_only");
+    } finally {
+      const ps = [...pids(inc.log), ...pids(exc.log)];
+      await mcp.close();
+      for (const pid of ps) expect(alive(pid)).toBe(false);
+    }
+  });
+});
