@@ -30,7 +30,7 @@ import { createAgent, type Agent, type AgentEvent } from "../agent/index.ts";
 import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
 import type { AgentRunResult, RuntimePolicyOptions } from "../agent/types.ts";
 import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
-import type { ChatMessage } from "../providers/types.ts";
+import type { ChatMessage, ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
@@ -55,6 +55,14 @@ export interface ChatIO {
   output: NodeJS.WritableStream & { isTTY?: boolean };
   /** Warnings and errors. */
   error: { write(text: string): unknown };
+}
+
+/** Library-level options of {@link cmdChat} (tests, embedding). */
+export interface ChatOptions {
+  /** Default: the process's stdin, stdout and stderr. */
+  io?: ChatIO;
+  /** Use this model instead of the one the flags describe. */
+  model?: ModelAdapter;
 }
 
 /** The REPL's approver; main.ts gives its `approver` to the policy middleware before the runtime is made. */
@@ -132,9 +140,9 @@ class Screen {
  * to the exit status: 0, or 1 when the session journal could not be written.
  * Setup problems (a bad session, model or script) throw AgentSetupError.
  */
-export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, io?: ChatIO): Promise<number> {
+export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, options: ChatOptions = {}): Promise<number> {
   const proc = process;
-  const { input, output, error } = io ?? { input: proc.stdin, output: proc.stdout, error: proc.stderr };
+  const { input, output, error } = options.io ?? { input: proc.stdin, output: proc.stdout, error: proc.stderr };
   const interactive = input.isTTY === true;
 
   // ---- session (first, so a bad journal or branch is reported before anything starts)
@@ -151,7 +159,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   }
   if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${sessionId}' has no branch '${branch}'`);
 
-  const model = await makeModel({ ...flags, task: "" });
+  const model = options.model ?? (await makeModel({ ...flags, task: "" }));
   const screen = new Screen(output);
   const { planner, systemPrompt } = setupPlan(runtime, flags.system, flags.plan, (plan) => {
     pendingPlan = plan;

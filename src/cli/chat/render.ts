@@ -16,7 +16,7 @@ function oneLine(text: string, max: number): string {
 }
 
 function scalar(v: unknown, max: number): string {
-  if (typeof v === "string") return JSON.stringify(oneLine(v, max));
+  if (typeof v === "string") return JSON.stringify(v.length > max ? `${v.slice(0, max - 1)}…` : v);
   if (Array.isArray(v)) return `[${v.length} item${v.length === 1 ? "" : "s"}]`;
   if (typeof v === "object" && v !== null) return "{…}";
   return String(v);
