@@ -1,0 +1,190 @@
+/**
+ * `agentcore serve`: the local API daemon (see docs/daemon.md).
+ *
+ * Prints its URL and token file to stderr, serves until SIGINT or SIGTERM,
+ * then stops gracefully (runs aborted or finished per `--on-shutdown`,
+ * journals flushed) and exits 0. Usage errors exit 2.
+ *
+ * @module
+ */
+import { statSync } from "node:fs";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
+import type { ToolMiddleware } from "../runtime/middleware.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
+import { isLoopbackBind } from "../server/guard.ts";
+import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.ts";
+import { defaultStateDir, loadOrCreateToken, TOKEN_ENV, TokenError } from "../server/token.ts";
+import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
+import type { LineWriter } from "./output.ts";
+
+export const SERVE_HELP = `Usage: agentcore serve [options]
+
+Runs the local API daemon (HTTP, JSON and SSE under /v1; see docs/daemon.md).
+Every route but GET /v1/health needs "Authorization: Bearer <token>"; the
+token is written to <state-dir>/token (mode 0600), or taken from ${TOKEN_ENV}.
+The URL and the token file are printed on stderr. SIGINT/SIGTERM stop it
+gracefully (exit 0).
+
+Listening:
+  --host HOST               bind address (default 127.0.0.1); anything but loopback prints a warning
+  --port N                  TCP port (default 8787; 0 picks a free one, the printed URL tells which)
+  --unix PATH               listen on a Unix socket (mode 0600) instead of TCP
+  --allow-origin ORIGIN     accept this browser Origin (repeatable; default: none)
+  --allow-host NAME:PORT    accept this Host header besides loopback names (repeatable)
+Files:
+  --state-dir DIR           where the token file goes (default $XDG_STATE_HOME/agentcore or
+                            ~/.local/state/agentcore, created 0700)
+  --root DIR                folder the file tools are confined to (default: the current directory)
+  --sessions-dir DIR        session journals (default .agentcore/sessions under the root)
+  --config FILE             JSONC settings (root, limits, history, policy; also AGENTCORE_CONFIG);
+                            "require_approval" rules wait for POST /v1/approvals/{id}
+Limits:
+  --max-body-bytes N        largest request body (default ${DEFAULT_MAX_BODY_BYTES})
+  --max-concurrent N        requests handled at once before 503 (default 256)
+  --max-active-runs N       agent runs active at once before 503 (default 16)
+  --request-timeout-ms N    deadline of a request (not of run streams; default 30000)
+  --approval-timeout-ms N   pending approvals are denied after this (default: the config's
+                            policy.approval_timeout_ms, else 300000)
+  --heartbeat-ms N          SSE heartbeat period (default 15000)
+  --max-input-bytes N, --max-depth N   strict JSON limits of a call (defaults ${DEFAULT_MAX_BYTES}, ${DEFAULT_MAX_DEPTH})
+Shutdown:
+  --on-shutdown abort|finish  abort active runs at once (default), or let them finish
+  --shutdown-grace-ms N       with finish: abort what is still running after this (default 30000)
+`;
+
+function fail(message: string): number {
+  process.stderr.write(`agentcore serve: ${message}\nRun 'agentcore serve --help' for usage.\n`);
+  return 2;
+}
+
+class ServeUsageError extends Error {}
+
+function int(flag: string, raw: string | undefined, min: number, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^[0-9]+$/.test(raw)) throw new ServeUsageError(`${flag} needs an integer, got '${raw}'`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ServeUsageError(`${flag} must be between ${min} and ${max}, got ${raw}`);
+  return n;
+}
+
+/** Run the daemon until a signal stops it; resolves to the exit status. */
+export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        host: { type: "string" },
+        port: { type: "string" },
+        unix: { type: "string" },
+        "allow-origin": { type: "string", multiple: true },
+        "allow-host": { type: "string", multiple: true },
+        "state-dir": { type: "string" },
+        root: { type: "string" },
+        "sessions-dir": { type: "string" },
+        config: { type: "string" },
+        "max-body-bytes": { type: "string" },
+        "max-concurrent": { type: "string" },
+        "max-active-runs": { type: "string" },
+        "request-timeout-ms": { type: "string" },
+        "approval-timeout-ms": { type: "string" },
+        "heartbeat-ms": { type: "string" },
+        "max-input-bytes": { type: "string" },
+        "max-depth": { type: "string" },
+        "on-shutdown": { type: "string" },
+        "shutdown-grace-ms": { type: "string" },
+      },
+    });
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  const v = parsed.values;
+  if (v.help) {
+    io.out.line(SERVE_HELP.trimEnd());
+    io.out.flush();
+    return 0;
+  }
+  let started;
+  try {
+    if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined)) throw new ServeUsageError("--unix replaces --host and --port");
+    if (v.unix === "") throw new ServeUsageError("--unix needs a path");
+    const mode = (v["on-shutdown"] ?? "abort") as ShutdownMode;
+    if (!SHUTDOWN_MODES.includes(mode)) throw new ServeUsageError(`--on-shutdown must be abort or finish, got '${v["on-shutdown"]}'`);
+    const configPath = v.config ?? process.env.AGENTCORE_CONFIG;
+    const file: FileConfig = configPath ? loadConfig(configPath) : {};
+    const root = v.root ?? file.root;
+    if (root !== undefined) {
+      let ok = false;
+      try {
+        ok = statSync(root).isDirectory();
+      } catch { /* reported below */ }
+      if (!ok) throw new ServeUsageError(`--root ${root}: not a folder`);
+    }
+    const maxBytes = int("--max-input-bytes", v["max-input-bytes"], 1, HARD_MAX_BYTES) ?? file.max_input_bytes ?? DEFAULT_MAX_BYTES;
+    const maxDepth = int("--max-depth", v["max-depth"], 1, HARD_MAX_DEPTH) ?? file.max_depth ?? DEFAULT_MAX_DEPTH;
+    const host = v.host ?? "127.0.0.1";
+    const port = int("--port", v.port, 0, 65535) ?? 8787;
+    const middleware: ToolMiddleware[] = [];
+    if (file.history !== undefined) middleware.push(historyMiddleware(HistoryLog.open(file.history)));
+    const tokenInfo = loadOrCreateToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
+    const allowedHosts = [...(v["allow-host"] ?? [])];
+    const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
+    if (!isLoopbackBind(host) && !wildcard) allowedHosts.push(`${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`);
+    started = await startDaemon({
+      app: {
+        token: tokenInfo.token,
+        allowedHosts,
+        allowedOrigins: v["allow-origin"] ?? [],
+        runtimeOptions: { root, limits: { maxBytes, maxDepth }, maxFileBytes: file.max_file_bytes, defaultTimeoutMs: file.default_timeout_ms, middleware },
+        policy: file.policy,
+        approvalTimeoutMs: int("--approval-timeout-ms", v["approval-timeout-ms"], 1, 86_400_000) ?? file.policy?.approval_timeout_ms,
+        maxBodyBytes: int("--max-body-bytes", v["max-body-bytes"], 1, HARD_MAX_BYTES),
+        maxConcurrent: int("--max-concurrent", v["max-concurrent"], 1, 1_000_000),
+        maxActiveRuns: int("--max-active-runs", v["max-active-runs"], 1, 100_000),
+        requestTimeoutMs: int("--request-timeout-ms", v["request-timeout-ms"], 1, 86_400_000),
+        heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 3_600_000),
+        sessionsDir: v["sessions-dir"],
+      },
+      listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
+      onShutdown: mode,
+      graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
+    });
+    if (v.unix === undefined && !isLoopbackBind(host)) {
+      process.stderr.write(`agentcore serve: WARNING: listening on ${host}, which is not loopback: other machines can reach this daemon (the token still guards it)\n`);
+    }
+    process.stderr.write(`agentcore serve: listening on ${started.url}\n`);
+    process.stderr.write(tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`);
+  } catch (e) {
+    if (e instanceof ServeUsageError || e instanceof ConfigError || e instanceof TokenError || (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))) {
+      return fail((e as Error).message);
+    }
+    throw e;
+  }
+  const daemon = started;
+  return await new Promise<number>((resolve) => {
+    let signalled = false;
+    const onSignal = (name: string) => {
+      if (signalled) return;
+      signalled = true;
+      process.stderr.write(`agentcore serve: ${name}: stopping\n`);
+      daemon.stop().then(
+        () => {
+          process.stderr.write("agentcore serve: stopped\n");
+          resolve(0);
+        },
+        (e) => {
+          process.stderr.write(`agentcore serve: error while stopping: ${(e as Error)?.message ?? String(e)}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGINT", () => onSignal("SIGINT"));
+    process.on("SIGTERM", () => onSignal("SIGTERM"));
+  });
+}

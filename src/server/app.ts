@@ -1,0 +1,409 @@
+/**
+ * The daemon's Hono app: one `fetch` handler that runs unchanged on Bun
+ * (`Bun.serve`) and Deno (`Deno.serve`).
+ *
+ * Every request passes, in order: the Host/Origin guard (403), the bearer
+ * token (401; not for `GET /v1/health` and CORS preflights), the concurrency
+ * limit (503 with `Retry-After`), then the route, whose body reading is
+ * capped (413) and whose work has a deadline (504). Every refusal is an error
+ * envelope; an unexpected exception becomes a bare `INTERNAL_ERROR` envelope
+ * (500) and is logged, never shown.
+ *
+ * @example
+ * ```ts
+ * import { createApp } from "./src/server/app.ts";
+ * const daemon = createApp({ token: "…64 hex…", port: () => 8787 });
+ * Bun.serve({ hostname: "127.0.0.1", port: 8787, fetch: daemon.fetch });
+ * ```
+ *
+ * @module
+ */
+import { Hono, type Context } from "hono";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { serializeEnvelope } from "../runtime/envelope_io.ts";
+import type { Envelope } from "../runtime/envelope.ts";
+import { policyFromConfig, type PolicyConfig } from "../middleware/policy.ts";
+import type { ToolMiddleware } from "../runtime/middleware.ts";
+import { JsonlSessionStorage } from "../session/jsonl.ts";
+import { sessionMessages } from "../session/types.ts";
+import { LineFramer, isBlank } from "../cli/lines.ts";
+import { VERSION } from "../version.ts";
+import { ApprovalQueue } from "./approvals.ts";
+import { DEFAULT_MAX_BODY_BYTES, Fields, isNdjsonType, readBody, readJson } from "./body.ts";
+import { errorResponse, HttpError, jsonResponse, JSON_TYPE } from "./errors.ts";
+import { bearerChecker } from "./token.ts";
+import { corsHeaders, hostOriginGuard } from "./guard.ts";
+import { openApiDocument } from "./openapi.ts";
+import { defaultDaemonSessionsDir, parseRunRequest, RunManager, sessionHttpError, type ServerRun } from "./runs.ts";
+import { runEventStream, SSE_HEADERS } from "./sse.ts";
+
+/** Options of {@link createApp}. */
+export interface AppOptions {
+  /** The bearer token clients must send. */
+  token: string;
+  /** The listening TCP port, read per request (known after binding port 0); return null on a Unix socket. */
+  port: () => number | null;
+  /** Extra accepted Host values (`name:port`), e.g. an explicit non-loopback `--host`. */
+  allowedHosts?: readonly string[];
+  /** Accepted Origins (exact, e.g. `http://localhost:5173`). Default none. */
+  allowedOrigins?: readonly string[];
+  /** Runtime settings (root, limits, extra tools, …). Ignored when `runtime` is given. */
+  runtimeOptions?: RuntimeOptions;
+  /** A runtime built by the caller (its middleware then decides about approvals). */
+  runtime?: Runtime;
+  /** Tool policy (as in the config file); `require_approval` goes to the HTTP approval queue. */
+  policy?: PolicyConfig;
+  /** Pending approvals are denied after this long. Default 5 minutes. */
+  approvalTimeoutMs?: number;
+  /** Body cap in bytes. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Requests handled at once (streams count only until their headers are sent). Default 256. */
+  maxConcurrent?: number;
+  /** Agents active at once. Default 16. */
+  maxActiveRuns?: number;
+  /** Deadline of a request's handler (not of run streams), ms. Default 30000. */
+  requestTimeoutMs?: number;
+  /** SSE heartbeat period, ms. Default 15000. */
+  heartbeatMs?: number;
+  /** Session journals. Default `<root>/.agentcore/sessions`. */
+  sessionsDir?: string;
+  /** A live idle agent is shut down after this long. Default 15 minutes. */
+  idleTtlMs?: number;
+  /** Environment for the OpenAI-compatible model adapter. Default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Mount extra routes (the MCP endpoint) behind the same guards. */
+  mount?: (app: Hono, ctx: { runtime: Runtime }) => void;
+}
+
+/** A created app and the parts a server needs for shutdown. */
+export interface Daemon {
+  readonly app: Hono;
+  readonly fetch: (request: Request) => Response | Promise<Response>;
+  readonly runtime: Runtime;
+  readonly runs: RunManager;
+  readonly approvals: ApprovalQueue;
+  /** Stop taking requests (503), then finish or abort runs (see {@link RunManager.shutdown}). */
+  shutdown(mode: "abort" | "finish", graceMs: number): Promise<void>;
+}
+
+const CALL_INPUT_CODES = new Set(["JSON_PARSE", "JSON_DEPTH", "JSON_SIZE", "JSON_DUPLICATE_KEY", "JSON_ENCODING", "JSON_NUMBER_RANGE", "JSON_FORBIDDEN_KEY", "INVALID_CALL"]);
+
+/** HTTP status of a dispatched call's envelope: 400 when the call itself was malformed, else 200. */
+export function callStatus(env: Envelope): number {
+  return env.success || env.error === null ? 200 : CALL_INPUT_CODES.has(env.error.code) ? 400 : 200;
+}
+
+function wantsJson(c: Context): boolean {
+  const accept = c.req.header("accept") ?? "";
+  return /application\/json/i.test(accept) && !/text\/event-stream/i.test(accept);
+}
+
+/** Create the daemon app. */
+export function createApp(options: AppOptions): Daemon {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxConcurrent = options.maxConcurrent ?? 256;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const approvals = new ApprovalQueue({ timeoutMs: options.approvalTimeoutMs });
+  let runtime: Runtime;
+  if (options.runtime !== undefined) runtime = options.runtime;
+  else {
+    const base = options.runtimeOptions ?? {};
+    const middleware: ToolMiddleware[] = [...(base.middleware ?? [])];
+    if (options.policy !== undefined) middleware.push(policyFromConfig(options.policy, { approver: approvals.approver }));
+    runtime = createRuntime({ ...base, middleware });
+  }
+  const sessionsDir = options.sessionsDir ?? defaultDaemonSessionsDir(runtime.root);
+  const runs = new RunManager({ runtime, approvals, sessionsDir, maxActiveRuns: options.maxActiveRuns, idleTtlMs: options.idleTtlMs, env: options.env });
+  const checkBearer = bearerChecker(options.token);
+  const checkHostOrigin = hostOriginGuard({ port: options.port, allowedHosts: options.allowedHosts, allowedOrigins: options.allowedOrigins });
+  const storage = () => new JsonlSessionStorage(sessionsDir);
+  let inflight = 0;
+  let stopping = false;
+
+  const app = new Hono();
+
+  app.onError((err, c) => {
+    if (err instanceof HttpError) return err.toResponse();
+    const s = sessionHttpError(err);
+    if (s !== null) return s.toResponse();
+    runtime.logger.error("request failed unexpectedly", { method: c.req.method, path: c.req.path, error: err instanceof Error ? err.message : String(err) });
+    return errorResponse(500, "INTERNAL_ERROR", "internal error");
+  });
+  app.notFound((c) => errorResponse(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`));
+
+  // Guards: host/origin, then CORS preflight, then the token, then the concurrency limit.
+  app.use("*", async (c, next) => {
+    const origin = c.req.header("origin") ?? null;
+    const refusal = checkHostOrigin(c.req.header("host") ?? null, origin);
+    if (refusal !== null) return errorResponse(403, "FORBIDDEN", refusal.message, { header: refusal.header });
+    const cors = corsHeaders(origin);
+    if (c.req.method === "OPTIONS") return new Response(null, { status: 204, headers: { ...cors, "access-control-max-age": "600" } });
+    const open = c.req.method === "GET" && c.req.path === "/v1/health";
+    if (!open && !checkBearer(c.req.header("authorization"))) {
+      return errorResponse(401, "UNAUTHORIZED", "a valid bearer token is required (Authorization: Bearer <token>)", {}, { "www-authenticate": 'Bearer realm="agentcore"', ...cors });
+    }
+    if (stopping && !open) return errorResponse(503, "OVERLOADED", "the daemon is shutting down", { limit: "shutdown" }, { "retry-after": "5", ...cors });
+    if (!open && inflight >= maxConcurrent) {
+      return errorResponse(503, "OVERLOADED", `too many requests at once (${maxConcurrent})`, { limit: "max_concurrent" }, { "retry-after": "1", ...cors });
+    }
+    inflight++;
+    try {
+      await next();
+    } finally {
+      inflight--;
+    }
+    for (const [k, v] of Object.entries(cors)) c.res.headers.set(k, v);
+    c.res.headers.set("x-content-type-options", "nosniff");
+  });
+
+  /** Run `fn` with the request deadline: past it, its signal fires and the client gets 504 TIMEOUT. */
+  const timed = async (c: Context, fn: (signal: AbortSignal) => Promise<Response>): Promise<Response> => {
+    const ac = new AbortController();
+    const onClientGone = () => ac.abort(new DOMException("the client disconnected", "AbortError"));
+    c.req.raw.signal?.addEventListener("abort", onClientGone, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<Response>((resolve) => {
+      timer = setTimeout(() => {
+        ac.abort(new DOMException("request timed out", "TimeoutError"));
+        resolve(errorResponse(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs }));
+      }, requestTimeoutMs);
+    });
+    try {
+      return await Promise.race([fn(ac.signal), deadline]);
+    } finally {
+      clearTimeout(timer);
+      c.req.raw.signal?.removeEventListener("abort", onClientGone);
+    }
+  };
+
+  /** `p`, or a 504 TIMEOUT refusal once the request deadline passes (for body reads before a stream starts). */
+  const withDeadline = <T>(p: Promise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new HttpError(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs })), requestTimeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  };
+
+  // ---------------------------------------------------------------- basics
+
+  app.get("/v1/health", () => jsonResponse({ status: stopping ? "stopping" : "ok" }));
+  app.get("/v1/openapi.json", () => jsonResponse(openApiDocument(VERSION)));
+  app.get("/v1/tools", () =>
+    jsonResponse({
+      tools: runtime.registry.list().map((t) => ({ name: t.name, description: t.description, effect: t.effect ?? "side_effecting", strict: t.strict ?? false, parameters: t.parameters ?? null })),
+    }));
+
+  // ---------------------------------------------------------------- calls
+
+  app.post("/v1/calls", (c) =>
+    timed(c, async (signal) => {
+      const type = c.req.header("content-type") ?? null;
+      if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+        throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", { header: "content-type" });
+      }
+      const bytes = await readBody(c.req.raw, maxBody);
+      const env = await runtime.dispatch(bytes, signal);
+      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: { "content-type": JSON_TYPE, "cache-control": "no-store" } });
+    }));
+
+  app.post("/v1/calls/batch", (c) =>
+    timed(c, async (signal) => {
+      const type = c.req.header("content-type") ?? null;
+      if (!isNdjsonType(type)) throw new HttpError(415, "INVALID_REQUEST", "the body must be NDJSON, one call per line (Content-Type: application/x-ndjson)", { header: "content-type" });
+      const bytes = await readBody(c.req.raw, maxBody);
+      const maxLine = runtime.limits.maxBytes ?? maxBody;
+      const lines: { number: number; bytes: Uint8Array | null; length: number }[] = [];
+      const framer = new LineFramer(maxLine);
+      const collect = (l: import("../cli/lines.ts").Line) => lines.push(l.overlong ? { number: l.number, bytes: null, length: l.bytes } : { number: l.number, bytes: l.bytes, length: l.bytes.length });
+      framer.push(bytes, collect);
+      framer.end(collect);
+      const enc = new TextEncoder();
+      let i = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(ctrl) {
+          for (;;) {
+            const l = lines[i++];
+            if (l === undefined || signal.aborted) return ctrl.close();
+            if (l.bytes !== null && isBlank(l.bytes)) continue;
+            let env: Envelope;
+            if (l.bytes === null) {
+              env = { id: null, success: false, tool: null, result: null, error: { code: "JSON_SIZE", message: `line exceeds ${maxLine} bytes`, details: { bytes: l.length } }, duration_ms: 0 };
+            } else env = await runtime.dispatch(l.bytes, signal);
+            if (!env.success && env.error !== null) env.error.details.input_line = l.number;
+            ctrl.enqueue(enc.encode(serializeEnvelope(env) + "\n"));
+            return;
+          }
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
+    }));
+
+  // ---------------------------------------------------------------- runs
+
+  /** Answer an operation on a run: SSE by default, the final view with `Accept: application/json`. */
+  const runResponse = async (c: Context, run: ServerRun, op: Parameters<RunManager["begin"]>[1], created: boolean): Promise<Response> => {
+    const status = created ? 201 : 200;
+    const headers = { "location": `/v1/runs/${run.id}`, "x-run-id": run.id };
+    if (wantsJson(c)) {
+      const { done } = await runs.begin(run, op);
+      const onGone = () => {
+        if (!run.detached) run.agent.abort("the client disconnected");
+      };
+      c.req.raw.signal?.addEventListener("abort", onGone, { once: true });
+      try {
+        await done.catch(() => null);
+      } finally {
+        c.req.raw.signal?.removeEventListener("abort", onGone);
+      }
+      return jsonResponse(runs.view(run), status, headers);
+    }
+    const stream = runEventStream(run, {
+      heartbeatMs,
+      signal: c.req.raw.signal,
+      onDisconnect: () => {
+        if (!run.detached) run.agent.abort("the client disconnected");
+      },
+    });
+    try {
+      await runs.begin(run, op);
+    } catch (e) {
+      await stream.cancel().catch(() => {});
+      throw e;
+    }
+    return new Response(stream, { status, headers: { ...SSE_HEADERS, ...headers } });
+  };
+
+  app.post("/v1/runs", async (c) => {
+    const req = parseRunRequest(await withDeadline(readJson(c.req.raw, maxBody)));
+    const run = await runs.create(req);
+    try {
+      return await runResponse(c, run, { kind: "task", task: req.task }, true);
+    } catch (e) {
+      if (run.status !== "running") await runs.discard(run);
+      throw e;
+    }
+  });
+  app.get("/v1/runs", () => jsonResponse({ runs: runs.list().map((r) => runs.view(r)) }));
+  app.get("/v1/runs/:id", (c) => jsonResponse(runs.view(runs.get(c.req.param("id")))));
+  app.get("/v1/runs/:id/events", (c) => {
+    const run = runs.get(c.req.param("id"));
+    return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true }), { headers: SSE_HEADERS });
+  });
+  app.post("/v1/runs/:id/abort", (c) =>
+    timed(c, async () => {
+      const run = runs.get(c.req.param("id"));
+      const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["reason"]);
+      const reason = f.string("reason", { max: 1000 }) ?? "aborted by a client";
+      return jsonResponse({ run_id: run.id, aborted: run.agent.abort(reason) });
+    }));
+  app.post("/v1/runs/:id/steer", (c) =>
+    timed(c, async () => {
+      const run = runs.get(c.req.param("id"));
+      const f = Fields.of(await readJson(c.req.raw, maxBody), ["content"]);
+      const content = f.string("content", { required: true, max: 1 << 20 })!;
+      const receipt = run.agent.steer(content);
+      return jsonResponse({ run_id: run.id, ...receipt }, receipt.status === "accepted" ? 202 : 409);
+    }));
+  app.post("/v1/runs/:id/follow_up", (c) =>
+    timed(c, async () => {
+      const run = runs.get(c.req.param("id"));
+      const f = Fields.of(await readJson(c.req.raw, maxBody), ["task"]);
+      const task = f.string("task", { required: true, max: 1 << 20 })!;
+      if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
+      const handle = run.agent.followUp(task);
+      handle.wait().catch(() => {});
+      return jsonResponse({ run_id: run.id, ...handle.receipt }, handle.receipt.status === "accepted" ? 202 : 409);
+    }));
+  app.post("/v1/runs/:id/continue", async (c) => {
+    const run = runs.get(c.req.param("id"));
+    return runResponse(c, run, { kind: "continue" }, false);
+  });
+  app.post("/v1/runs/:id/compact", async (c) => {
+    const run = runs.get(c.req.param("id"));
+    return runResponse(c, run, { kind: "compact" }, false);
+  });
+
+  // ---------------------------------------------------------------- approvals
+
+  app.get("/v1/approvals", () => jsonResponse({ approvals: approvals.list() }));
+  app.post("/v1/approvals/:id", (c) =>
+    timed(c, async () => {
+      const id = c.req.param("id");
+      const f = Fields.of(await readJson(c.req.raw, maxBody), ["approved", "reason"]);
+      const approved = f.bool("approved");
+      if (approved === undefined) f.fail("approved", "is required (true or false)");
+      const reason = f.string("reason", { max: 1000 });
+      const pending = approvals.get(id);
+      if (pending === undefined || !approvals.resolve(id, reason === undefined ? { approved: approved! } : { approved: approved!, reason })) {
+        throw new HttpError(404, "NOT_FOUND", `no pending approval '${id.slice(0, 100)}' (answered, timed out, or never existed)`);
+      }
+      return jsonResponse({ approval_id: id, approved, reason: reason ?? null });
+    }));
+
+  // ---------------------------------------------------------------- sessions
+
+  app.get("/v1/sessions", (c) =>
+    timed(c, async () => {
+      const s = storage();
+      const rows = [];
+      for (const id of await s.listSessions()) {
+        const branches = await s.listBranches(id);
+        const records = await s.records(id);
+        const main = await s.load(id);
+        rows.push({ session_id: id, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0 });
+      }
+      return jsonResponse({ sessions: rows });
+    }));
+  app.get("/v1/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const branch = c.req.query("branch") ?? "main";
+    const checkout = await storage().checkout(id, branch);
+    if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
+    return jsonResponse({ session_id: id, branch: checkout.branch, head: checkout.head, session: checkout.session, messages: sessionMessages(checkout.session) });
+  });
+  app.get("/v1/sessions/:id/tree", async (c) => {
+    const id = c.req.param("id");
+    const s = storage();
+    const records = await s.records(id);
+    if (records.length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
+    return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
+  });
+  app.post("/v1/sessions/:id/fork", (c) =>
+    timed(c, async () => {
+      const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["from", "name"]);
+      const checkout = await storage().fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
+      return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
+    }));
+  app.post("/v1/sessions/:id/rollback", (c) =>
+    timed(c, async () => {
+      const f = Fields.of(await readJson(c.req.raw, maxBody), ["to", "name"]);
+      const to = f.string("to", { required: true, max: 200 })!;
+      const checkout = await storage().rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
+      return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
+    }));
+  app.post("/v1/sessions/:id/retry", (c) =>
+    timed(c, async () => {
+      const f = Fields.of(await readJson(c.req.raw, maxBody), ["run", "name"]);
+      const runId = f.string("run", { required: true, max: 200 })!;
+      const r = await storage().prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
+      return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
+    }));
+
+  options.mount?.(app, { runtime });
+
+  return {
+    app,
+    fetch: (request: Request) => app.fetch(request),
+    runtime,
+    runs,
+    approvals,
+    async shutdown(mode, graceMs) {
+      stopping = true;
+      await runs.shutdown(mode, graceMs);
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * Request bodies: size-capped reading and strict JSON parsing.
+ *
+ * The cap is enforced twice: a `Content-Length` above it is refused before
+ * a byte is read, and a chunked body is counted while it streams in and
+ * refused as soon as it passes the cap (the rest is never buffered). JSON is
+ * parsed with the strict WebAssembly core (duplicate keys, lone surrogates,
+ * `__proto__` members and over-deep nesting are refused), and a parse error
+ * names its offset, line and column.
+ *
+ * @module
+ */
+import { parseStrict } from "../core/index.ts";
+import type { JsonLimits } from "../core/errors.ts";
+import { concatBytes } from "../core/bytes.ts";
+import { HttpError } from "./errors.ts";
+
+/** Default body cap: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1 << 20;
+
+/** Whether a content type is JSON (`application/json`, `application/*+json`), parameters ignored. */
+export function isJsonType(contentType: string | null): boolean {
+  if (contentType === null) return false;
+  const t = contentType.split(";")[0]!.trim().toLowerCase();
+  return t === "application/json" || (t.startsWith("application/") && t.endsWith("+json"));
+}
+
+/** Whether a content type is NDJSON / JSON Lines. */
+export function isNdjsonType(contentType: string | null): boolean {
+  if (contentType === null) return false;
+  const t = contentType.split(";")[0]!.trim().toLowerCase();
+  return t === "application/x-ndjson" || t === "application/ndjson" || t === "application/jsonl" || t === "application/json-lines";
+}
+
+function tooLarge(max: number, details: Record<string, unknown>): HttpError {
+  return new HttpError(413, "JSON_SIZE", `the request body exceeds ${max} bytes`, { max_bytes: max, ...details });
+}
+
+/** Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past it. */
+export async function readBody(req: Request, max: number): Promise<Uint8Array> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null) {
+    if (!/^\d+$/.test(declared.trim())) throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
+    const n = Number(declared.trim());
+    if (n > max) throw tooLarge(max, { content_length: n });
+  }
+  if (req.body === null) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(max, { received_bytes: total });
+    }
+    parts.push(value);
+  }
+  return parts.length === 1 ? parts[0]! : concatBytes(parts);
+}
+
+/**
+ * Read and parse a JSON body: 415 when the content type is not JSON, 413
+ * past the cap, 400 (`JSON_*` code, with offset/line/column) when the bytes
+ * are not strict JSON. An empty body is refused too, unless `allowEmpty`
+ * (then it reads as `{}`).
+ */
+export async function readJson(req: Request, max: number, options: { limits?: JsonLimits; allowEmpty?: boolean } = {}): Promise<unknown> {
+  const type = req.headers.get("content-type");
+  const declared = req.headers.get("content-length");
+  const maybeEmpty = options.allowEmpty === true && (declared === "0" || (declared === null && req.body === null));
+  if (maybeEmpty) return {};
+  if (!isJsonType(type)) {
+    throw new HttpError(415, "INVALID_REQUEST", `the body must be JSON (Content-Type: application/json), got ${type === null ? "no Content-Type" : JSON.stringify(type.slice(0, 100))}`, { header: "content-type" });
+  }
+  const bytes = await readBody(req, max);
+  if (bytes.length === 0) {
+    if (options.allowEmpty === true) return {};
+    throw new HttpError(400, "INVALID_REQUEST", "the request body is empty; a JSON object is expected", { location: "" });
+  }
+  const parsed = parseStrict(bytes, { maxBytes: max, ...options.limits });
+  if (!parsed.ok) {
+    const e = parsed.error;
+    throw new HttpError(400, e.code, `the request body is not valid JSON: ${e.message} at line ${e.line}, column ${e.column}`, { offset: e.offset, line: e.line, column: e.column });
+  }
+  return parsed.value;
+}
+
+/** Field readers that throw 400 INVALID_REQUEST naming the JSON Pointer of the bad field. */
+export class Fields {
+  constructor(readonly body: Record<string, unknown>, readonly base = "") {}
+
+  /** The body as an object, or a 400. */
+  static of(value: unknown, allowed: readonly string[]): Fields {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new HttpError(400, "INVALID_REQUEST", "the request body must be a JSON object", { location: "" });
+    }
+    const f = new Fields(value as Record<string, unknown>);
+    f.only(allowed);
+    return f;
+  }
+
+  fail(key: string, message: string): never {
+    throw new HttpError(400, "INVALID_REQUEST", `${this.base}/${key}: ${message}`, { location: `${this.base}/${key}` });
+  }
+
+  only(allowed: readonly string[]): void {
+    for (const k of Object.keys(this.body)) {
+      if (!allowed.includes(k)) this.fail(k.replace(/~/g, "~0").replace(/\//g, "~1"), `unknown member (allowed: ${allowed.join(", ")})`);
+    }
+  }
+
+  string(key: string, opts: { required?: boolean; nonEmpty?: boolean; max?: number } = {}): string | undefined {
+    const v = this.body[key];
+    if (v === undefined || v === null) {
+      if (opts.required === true) this.fail(key, "is required");
+      return undefined;
+    }
+    if (typeof v !== "string") this.fail(key, `must be a string, got ${Array.isArray(v) ? "array" : typeof v}`);
+    if (opts.nonEmpty !== false && v.trim() === "") this.fail(key, "must not be empty");
+    if (opts.max !== undefined && v.length > opts.max) this.fail(key, `must be at most ${opts.max} characters`);
+    return v;
+  }
+
+  int(key: string, min: number, max: number): number | undefined {
+    const v = this.body[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max) this.fail(key, `must be an integer from ${min} to ${max}`);
+    return v;
+  }
+
+  bool(key: string): boolean | undefined {
+    const v = this.body[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "boolean") this.fail(key, "must be true or false");
+    return v;
+  }
+
+  object(key: string, allowed: readonly string[]): Fields | undefined {
+    const v = this.body[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "object" || Array.isArray(v)) this.fail(key, "must be an object");
+    const f = new Fields(v as Record<string, unknown>, `${this.base}/${key}`);
+    f.only(allowed);
+    return f;
+  }
+
+  array(key: string): unknown[] | undefined {
+    const v = this.body[key];
+    if (v === undefined || v === null) return undefined;
+    if (!Array.isArray(v)) this.fail(key, "must be an array");
+    return v;
+  }
+}

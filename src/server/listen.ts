@@ -1,0 +1,161 @@
+/**
+ * Serve a `fetch` handler on Bun (`Bun.serve`) or Deno (`Deno.serve`), on a
+ * TCP address or a Unix socket, with one small interface for both.
+ *
+ * - The hostname is always passed explicitly (both runtimes would bind
+ *   0.0.0.0 otherwise); the default is 127.0.0.1.
+ * - Port 0 picks a free port; {@link Listening.port} and `url` report it.
+ * - A Unix socket is created under umask 0177 and then chmod'ed to 0600, so
+ *   it is never reachable by other users. A stale socket file (nobody
+ *   listening) is replaced; a live one or any other file is an error.
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import * as net from "node:net";
+
+/** Where to listen. */
+export interface ListenOptions {
+  hostname?: string;
+  port?: number;
+  /** Listen on this Unix socket path instead of TCP. */
+  unix?: string;
+  /** Seconds an idle connection stays open (Bun; SSE heartbeats keep streams busy). Default 60. */
+  idleTimeoutSeconds?: number;
+}
+
+/** A listening server. */
+export interface Listening {
+  /** `http://host:port` (IPv6 in brackets), or `unix:PATH`. */
+  readonly url: string;
+  readonly port: number | null;
+  readonly unix: string | null;
+  readonly runtime: "bun" | "deno";
+  /** Stop accepting connections; requests in flight may finish. */
+  stopAccepting(): void;
+  /** Close everything that is left (idempotent). */
+  close(): Promise<void>;
+}
+
+/** A listening problem (address in use, bad socket path…). */
+export class ListenError extends Error {
+  override name = "ListenError";
+}
+
+interface DenoServer {
+  addr: { hostname?: string; port?: number; path?: string };
+  finished: Promise<void>;
+  shutdown(): Promise<void>;
+}
+interface DenoLike {
+  serve(options: Record<string, unknown>, handler: (req: Request) => Response | Promise<Response>): DenoServer;
+}
+
+function probeSocket(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ path });
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+async function prepareSocketPath(path: string): Promise<void> {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) throw new ListenError(`${path} exists and is not a socket; refusing to replace it`);
+  if (await probeSocket(path)) throw new ListenError(`${path}: another server is listening on this socket`);
+  fs.unlinkSync(path);
+}
+
+function formatUrl(hostname: string, port: number): string {
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  return `http://${host}:${port}`;
+}
+
+/** Listen with the current runtime. */
+export async function listen(fetch: (req: Request) => Response | Promise<Response>, options: ListenOptions = {}): Promise<Listening> {
+  const deno = (globalThis as { Deno?: DenoLike }).Deno;
+  const bun = (globalThis as { Bun?: typeof Bun }).Bun;
+  const hostname = options.hostname ?? "127.0.0.1";
+  const unix = options.unix ?? null;
+  if (unix !== null) await prepareSocketPath(unix);
+  const oldMask = unix !== null ? process.umask(0o177) : null;
+  try {
+    if (bun !== undefined && deno === undefined) {
+      let server: ReturnType<typeof Bun.serve>;
+      try {
+        server = unix !== null
+          ? bun.serve({ unix, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 } as unknown as Parameters<typeof Bun.serve>[0])
+          : bun.serve({ hostname, port: options.port ?? 8787, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 });
+      } catch (e) {
+        throw new ListenError(`cannot listen on ${unix ?? `${hostname}:${options.port ?? 8787}`}: ${(e as Error).message}`);
+      }
+      if (unix !== null) fs.chmodSync(unix, 0o600);
+      const port = unix === null ? (server.port ?? null) : null;
+      let closed: Promise<void> | null = null;
+      return {
+        url: unix !== null ? `unix:${unix}` : formatUrl(hostname, port!),
+        port,
+        unix,
+        runtime: "bun",
+        stopAccepting() {
+          void server.stop(false);
+        },
+        close() {
+          closed ??= server.stop(true).then(() => {
+            if (unix !== null) fs.rmSync(unix, { force: true });
+          });
+          return closed;
+        },
+      };
+    }
+    if (deno !== undefined) {
+      let ready!: (addr: DenoServer["addr"]) => void;
+      const listening = new Promise<DenoServer["addr"]>((r) => (ready = r));
+      const ac = new AbortController();
+      let server: DenoServer;
+      try {
+        server = deno.serve(
+          unix !== null
+            ? { path: unix, transport: "unix", signal: ac.signal, onListen: ready }
+            : { hostname, port: options.port ?? 8787, signal: ac.signal, onListen: ready },
+          fetch,
+        );
+      } catch (e) {
+        throw new ListenError(`cannot listen on ${unix ?? `${hostname}:${options.port ?? 8787}`}: ${(e as Error).message}`);
+      }
+      const addr = await listening;
+      if (unix !== null) fs.chmodSync(unix, 0o600);
+      const port = unix === null ? (addr.port ?? server.addr.port ?? null) : null;
+      let closed: Promise<void> | null = null;
+      return {
+        url: unix !== null ? `unix:${unix}` : formatUrl(hostname, port!),
+        port,
+        unix,
+        runtime: "deno",
+        stopAccepting() {
+          // Deno stops listening on shutdown and waits for requests in flight.
+          void server.shutdown().catch(() => {});
+        },
+        close() {
+          closed ??= (async () => {
+            ac.abort();
+            await Promise.race([server.finished.catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+            if (unix !== null) fs.rmSync(unix, { force: true });
+          })();
+          return closed;
+        },
+      };
+    }
+    throw new ListenError("agentcore serve needs Bun or Deno (no Bun.serve or Deno.serve here)");
+  } finally {
+    if (oldMask !== null) process.umask(oldMask);
+  }
+}

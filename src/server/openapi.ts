@@ -1,0 +1,159 @@
+/**
+ * The OpenAPI 3.1 document served at `GET /v1/openapi.json`. Written by hand
+ * next to the routes in `app.ts`; a test checks that every route of the app
+ * is described here and every path here is routed.
+ *
+ * @module
+ */
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown) => ({ "application/json": { schema } });
+const errors = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [String(c), { description: ERROR_TEXT[c] ?? "refused", content: json(ref("Envelope")) }]));
+
+const ERROR_TEXT: Record<number, string> = {
+  400: "malformed body or field (INVALID_REQUEST, JSON_*)",
+  401: "missing or wrong bearer token (UNAUTHORIZED)",
+  403: "Host or Origin refused (FORBIDDEN)",
+  404: "no such run, approval, session or route (NOT_FOUND)",
+  409: "not possible in the current state (CONFLICT)",
+  413: "body over the cap (JSON_SIZE)",
+  415: "body is not JSON / NDJSON (INVALID_REQUEST)",
+  503: "too busy or shutting down (OVERLOADED), with Retry-After",
+  504: "the request outlived its deadline (TIMEOUT)",
+};
+
+const STD = [401, 403, 503];
+const idParam = (name: string, description: string) => ({ name, in: "path", required: true, schema: { type: "string" }, description });
+const sse = { "text/event-stream": { schema: { type: "string", description: "SSE: `event: <agent event kind | approval_requested | approval_resolved>`, `data: <JSON>`, `: heartbeat` comments, a final `event: done`" } } };
+
+const runOp = (summary: string, body: unknown | null, created: boolean) => ({
+  summary,
+  ...(body === null ? {} : { requestBody: { required: true, content: json(body) } }),
+  responses: {
+    [created ? "201" : "200"]: { description: "the run's events (default), or with `Accept: application/json` the run once idle", content: { ...sse, ...json(ref("Run")) } },
+    ...errors(400, 404, 409, 413, 415, ...STD),
+  },
+});
+
+/** The OpenAPI document for this version of the daemon. */
+export function openApiDocument(version: string): Record<string, unknown> {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "agentcore daemon",
+      version,
+      description: "Local API of `agentcore serve`. Every route but GET /v1/health needs `Authorization: Bearer <token>`; Host must be a loopback name with the daemon's port; Origin must be absent or allowlisted. Refusals are result envelopes.",
+    },
+    servers: [{ url: "http://127.0.0.1:8787" }],
+    security: [{ bearer: [] }],
+    paths: {
+      "/v1/health": { get: { summary: "liveness (no token needed)", security: [], responses: { "200": { description: "ok", content: json({ type: "object", properties: { status: { enum: ["ok", "stopping"] } } }) }, ...errors(403) } } },
+      "/v1/openapi.json": { get: { summary: "this document", responses: { "200": { description: "OpenAPI 3.1", content: json({ type: "object" }) }, ...errors(...STD) } } },
+      "/v1/tools": { get: { summary: "registered tools", responses: { "200": { description: "tools", content: json({ type: "object", properties: { tools: { type: "array", items: ref("Tool") } } }) }, ...errors(...STD) } } },
+      "/v1/calls": {
+        post: {
+          summary: "dispatch one tool call (agentcore, OpenAI chat, OpenAI Responses or Anthropic shape)",
+          requestBody: { required: true, content: json({ type: "object" }) },
+          responses: { "200": { description: "the call's envelope (success or a tool failure)", content: json(ref("Envelope")) }, "400": { description: "the call is not valid JSON or not a call (JSON_*, INVALID_CALL)", content: json(ref("Envelope")) }, ...errors(413, 415, 504, ...STD) },
+        },
+      },
+      "/v1/calls/batch": {
+        post: {
+          summary: "dispatch NDJSON calls in order; envelopes stream back as NDJSON, one per non-blank line",
+          requestBody: { required: true, content: { "application/x-ndjson": { schema: { type: "string" } } } },
+          responses: { "200": { description: "one envelope per line, in input order; failures carry details.input_line", content: { "application/x-ndjson": { schema: { type: "string" } } } }, ...errors(413, 415, 504, ...STD) },
+        },
+      },
+      "/v1/runs": {
+        post: runOp("create a run and start its task", ref("RunRequest"), true),
+        get: { summary: "every run the daemon holds", responses: { "200": { description: "runs", content: json({ type: "object", properties: { runs: { type: "array", items: ref("Run") } } }) }, ...errors(...STD) } },
+      },
+      "/v1/runs/{run_id}": { get: { summary: "a run's status and results", parameters: [idParam("run_id", "run id")], responses: { "200": { description: "the run", content: json(ref("Run")) }, ...errors(404, ...STD) } } },
+      "/v1/runs/{run_id}/events": { get: { summary: "attach to a run's events (disconnecting never aborts); ends with `done` when idle", parameters: [idParam("run_id", "run id")], responses: { "200": { description: "SSE", content: sse }, ...errors(404, ...STD) } } },
+      "/v1/runs/{run_id}/abort": { post: { summary: "abort the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: false, content: json({ type: "object", properties: { reason: { type: "string" } }, additionalProperties: false }) }, responses: { "200": { description: "whether something was aborted", content: json({ type: "object", properties: { run_id: { type: "string" }, aborted: { type: "boolean" } } }) }, ...errors(400, 404, ...STD) } } },
+      "/v1/runs/{run_id}/steer": { post: { summary: "queue a message for the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: true, content: json({ type: "object", required: ["content"], properties: { content: { type: "string" } }, additionalProperties: false }) }, responses: { "202": { description: "accepted", content: json(ref("ControlReceipt")) }, "409": { description: "agent_idle, queue_full or run_closing", content: json(ref("ControlReceipt")) }, ...errors(400, 404, ...STD) } } },
+      "/v1/runs/{run_id}/follow_up": { post: { summary: "queue a task to run after the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: true, content: json({ type: "object", required: ["task"], properties: { task: { type: "string" } }, additionalProperties: false }) }, responses: { "202": { description: "accepted", content: json(ref("ControlReceipt")) }, "409": { description: "refused (agent_idle, queue_full, run_closing)", content: json(ref("ControlReceipt")) }, ...errors(400, 404, ...STD) } } },
+      "/v1/runs/{run_id}/continue": { post: { ...runOp("continue the agent's last run without a new message", null, false), parameters: [idParam("run_id", "run id")] } },
+      "/v1/runs/{run_id}/compact": { post: { ...runOp("compact the conversation now (needs `compaction` at creation)", null, false), parameters: [idParam("run_id", "run id")] } },
+      "/v1/approvals": { get: { summary: "pending approvals", responses: { "200": { description: "pending, oldest first", content: json({ type: "object", properties: { approvals: { type: "array", items: ref("Approval") } } }) }, ...errors(...STD) } } },
+      "/v1/approvals/{approval_id}": { post: { summary: "answer a pending approval", parameters: [idParam("approval_id", "approval id")], requestBody: { required: true, content: json({ type: "object", required: ["approved"], properties: { approved: { type: "boolean" }, reason: { type: "string" } }, additionalProperties: false }) }, responses: { "200": { description: "recorded", content: json({ type: "object" }) }, ...errors(400, 404, 413, 415, ...STD) } } },
+      "/v1/sessions": { get: { summary: "sessions in the journal directory", responses: { "200": { description: "sessions", content: json({ type: "object" }) }, ...errors(...STD) } } },
+      "/v1/sessions/{session_id}": { get: { summary: "a branch's runs and messages", parameters: [idParam("session_id", "session id"), { name: "branch", in: "query", required: false, schema: { type: "string", default: "main" } }], responses: { "200": { description: "the checkout", content: json({ type: "object" }) }, ...errors(400, 404, ...STD) } } },
+      "/v1/sessions/{session_id}/tree": { get: { summary: "branches and every record", parameters: [idParam("session_id", "session id")], responses: { "200": { description: "the tree", content: json({ type: "object" }) }, ...errors(400, 404, ...STD) } } },
+      "/v1/sessions/{session_id}/fork": { post: { summary: "new branch at a record (default: head of main)", parameters: [idParam("session_id", "session id")], requestBody: { required: false, content: json({ type: "object", properties: { from: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
+      "/v1/sessions/{session_id}/rollback": { post: { summary: "new branch at an earlier record (main is never rewritten)", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["to"], properties: { to: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
+      "/v1/sessions/{session_id}/retry": { post: { summary: "new branch just before a run; returns its task (start it with POST /v1/runs {session, branch, task})", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["run"], properties: { run: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch and task", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
+    },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "the token from the daemon's token file, or AGENTCORE_TOKEN" } },
+      schemas: {
+        Envelope: {
+          type: "object",
+          required: ["id", "success", "tool", "result", "error", "duration_ms"],
+          properties: {
+            id: { type: ["string", "null"] },
+            success: { type: "boolean" },
+            tool: { type: ["string", "null"] },
+            result: {},
+            error: { oneOf: [{ type: "null" }, { type: "object", required: ["code", "message", "details"], properties: { code: { type: "string" }, message: { type: "string" }, details: { type: "object" } } }] },
+            duration_ms: { type: "number" },
+          },
+        },
+        Tool: { type: "object", properties: { name: { type: "string" }, description: { type: "string" }, effect: { enum: ["read_only", "side_effecting"] }, strict: { type: "boolean" }, parameters: {} } },
+        RunRequest: {
+          type: "object",
+          required: ["task"],
+          additionalProperties: false,
+          properties: {
+            task: { type: "string" },
+            model: { type: "object", additionalProperties: false, properties: { preset: { enum: ["openai", "lmstudio", "ollama"] }, model: { type: "string" }, url: { type: "string", description: "a URL other than MODEL_URL never receives MODEL_API_KEY" } } },
+            script: { type: "array", description: "scripted model turns (instead of model): no network", items: { type: "object" } },
+            max_steps: { type: "integer", minimum: 1 },
+            max_run_tokens: { type: "integer", minimum: 1 },
+            system: { type: "string" },
+            session: { type: "string" },
+            branch: { type: "string", default: "main" },
+            detached: { type: "boolean", default: false, description: "when true, a client disconnect does not abort the run" },
+            compaction: { type: "object", required: ["context_window", "keep_recent_tokens"], properties: { context_window: { type: "integer" }, reserve_tokens: { type: "integer" }, keep_recent_tokens: { type: "integer" } } },
+          },
+        },
+        Run: {
+          type: "object",
+          properties: {
+            run_id: { type: "string" },
+            status: { enum: ["running", "idle", "closed"] },
+            agent_id: { type: "string" },
+            agent_status: { type: "string" },
+            detached: { type: "boolean" },
+            session: { type: ["object", "null"] },
+            created_at: { type: "string" },
+            result: { type: ["object", "null"], description: "status, stop_reason, turns, output, error, usage" },
+            results: { type: "array" },
+            can_continue: { type: "boolean" },
+            continue_rejection_reason: { type: ["string", "null"] },
+            pending_approvals: { type: "integer" },
+          },
+        },
+        ControlReceipt: { type: "object", properties: { run_id: { type: "string" }, control: { type: "object" }, status: { enum: ["accepted", "agent_idle", "queue_full", "run_closing"] }, queue_size: { type: "integer" } } },
+        Approval: {
+          type: "object",
+          properties: {
+            approval_id: { type: "string" },
+            tool: { type: "string" },
+            effect: { type: "string" },
+            arguments: { description: "redacted preview" },
+            tool_call_id: { type: ["string", "null"] },
+            reason: { type: ["string", "null"] },
+            rule_id: { type: ["string", "null"] },
+            agent_id: { type: ["string", "null"] },
+            run_id: { type: ["string", "null"], description: "the agent run id (event run_id)" },
+            turn: { type: ["integer", "null"] },
+            created_at: { type: "string" },
+            expires_at: { type: "string" },
+          },
+        },
+      },
+    },
+  };
+}

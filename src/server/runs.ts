@@ -1,0 +1,493 @@
+/**
+ * The run manager: agent runs created over HTTP.
+ *
+ * A *run* (`run_…`) is one live agent. `POST /v1/runs` creates it and starts
+ * its first task; while it lives, `continue`, `follow_up`, `steer`, `abort`
+ * and `compact` act on the same agent and conversation, and every event of
+ * every run on it reaches the run's listeners (the SSE streams). A finished
+ * run's agent stays for `idleTtlMs` (so `continue` works), then it is shut
+ * down; its last status and results stay readable until the run count limit
+ * pushes them out.
+ *
+ * Sessions: with `session`, the agent restores the branch's messages and a
+ * `SessionRecorder` journals every run (the recorder is the first sink, so an
+ * event reaches a stream only after its record is written). One run at a time
+ * may be active on a session branch in this daemon: a second one gets
+ * `CONFLICT`, and a live agent whose branch moved on (another run wrote to it)
+ * refuses to continue rather than fork the history silently. Across processes
+ * the journal's conditional appends and file lock keep records whole.
+ *
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import * as path from "node:path";
+import { createAgent, type Agent, type AgentEvent, type AgentRunResult } from "../agent/index.ts";
+import type { RuntimePolicyOptions } from "../agent/types.ts";
+import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
+import type { ChatMessage } from "../providers/types.ts";
+import { modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
+import { OpenAIModelAdapter } from "../providers/openai.ts";
+import { ScriptedModel } from "../providers/scripted.ts";
+import type { ModelAdapter } from "../providers/types.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { JsonlSessionStorage } from "../session/jsonl.ts";
+import { SessionRecorder } from "../session/recorder.ts";
+import { restoreSession } from "../session/restore.ts";
+import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionValidationError } from "../session/types.ts";
+import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
+import { HttpError } from "./errors.ts";
+import { Fields } from "./body.ts";
+
+/** What a run's listeners receive: agent events, approval notices, and the end of an operation. */
+export type RunStreamItem =
+  | { type: "agent"; event: AgentEvent }
+  | { type: "approval"; notice: ApprovalNotice }
+  | { type: "idle"; status: RunView["status"]; result: AgentRunResult | null };
+
+/** The model part of a run request. */
+export interface RunModelSpec {
+  preset?: ModelPresetName;
+  model?: string;
+  url?: string;
+}
+
+/** A parsed and checked `POST /v1/runs` body. */
+export interface RunRequest {
+  task: string;
+  model?: RunModelSpec;
+  /** Scripted model turns (see ScriptedModel): no network. */
+  script?: unknown[];
+  maxSteps?: number;
+  maxRunTokens?: number;
+  system?: string;
+  session?: string;
+  branch?: string;
+  detached: boolean;
+  compaction?: { contextWindow: number; reserveTokens: number; keepRecentTokens: number };
+}
+
+/** A run as `GET /v1/runs/{id}` shows it. */
+export interface RunView {
+  run_id: string;
+  /** `running` while a task, continue, follow-up or compaction is active; `idle` between; `closed` once its agent is shut down. */
+  status: "running" | "idle" | "closed";
+  agent_id: string;
+  agent_status: string;
+  detached: boolean;
+  session: { session_id: string; branch: string } | null;
+  created_at: string;
+  /** The latest finished agent run's result. */
+  result: AgentRunResult | null;
+  /** Every finished agent run on this agent, oldest first. */
+  results: { agent_run_id: string; result: AgentRunResult }[];
+  can_continue: boolean;
+  continue_rejection_reason: string | null;
+  pending_approvals: number;
+}
+
+export interface RunManagerOptions {
+  runtime: Runtime;
+  approvals: ApprovalQueue;
+  /** Directory of session journals. */
+  sessionsDir: string;
+  /** Most runs whose agent is active at once; more get 503. Default 16. */
+  maxActiveRuns?: number;
+  /** Most runs kept (live or finished); the oldest closed ones are forgotten first. Default 256. */
+  maxRuns?: number;
+  /** A live agent idle this long is shut down. Default 15 minutes. */
+  idleTtlMs?: number;
+  /** The environment the OpenAI-compatible adapter reads (CHAT_MODEL, MODEL_URL, MODEL_API_KEY…). Default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+const RUN_KEYS = ["task", "model", "script", "max_steps", "max_run_tokens", "system", "session", "branch", "detached", "compaction"] as const;
+const PRESETS: readonly string[] = ["openai", "lmstudio", "ollama"];
+
+/** Check a `POST /v1/runs` body; throws 400 naming the field. */
+export function parseRunRequest(body: unknown): RunRequest {
+  const f = Fields.of(body, RUN_KEYS);
+  const req: RunRequest = { task: f.string("task", { required: true, max: 1 << 20 })!, detached: f.bool("detached") ?? false };
+  const m = f.object("model", ["preset", "model", "url"]);
+  const script = f.array("script");
+  if (m !== undefined && script !== undefined) f.fail("script", "replaces the model: send either model or script");
+  if (m !== undefined) {
+    const preset = m.string("preset");
+    if (preset !== undefined && !PRESETS.includes(preset)) m.fail("preset", `must be one of ${PRESETS.join(", ")}`);
+    const url = m.string("url", { max: 2048 });
+    if (url !== undefined && !/^https?:\/\//i.test(url)) m.fail("url", "must be an http(s) URL");
+    req.model = { preset: preset as ModelPresetName | undefined, model: m.string("model", { max: 256 }), url };
+  }
+  if (script !== undefined) req.script = script;
+  req.maxSteps = f.int("max_steps", 1, 10_000);
+  req.maxRunTokens = f.int("max_run_tokens", 1, Number.MAX_SAFE_INTEGER);
+  req.system = f.string("system", { max: 1 << 20 });
+  req.session = f.string("session", { max: 200 });
+  req.branch = f.string("branch", { max: 200 });
+  if (req.branch !== undefined && req.session === undefined) f.fail("branch", "needs session");
+  const c = f.object("compaction", ["context_window", "reserve_tokens", "keep_recent_tokens"]);
+  if (c !== undefined) {
+    const w = c.int("context_window", 1, 100_000_000);
+    const r = c.int("reserve_tokens", 0, 100_000_000);
+    const k = c.int("keep_recent_tokens", 1, 100_000_000);
+    if (w === undefined) c.fail("context_window", "is required");
+    if (k === undefined) c.fail("keep_recent_tokens", "is required");
+    req.compaction = { contextWindow: w!, reserveTokens: r ?? 0, keepRecentTokens: k! };
+  }
+  return req;
+}
+
+/** Map a session-layer error to an HTTP refusal. */
+export function sessionHttpError(e: unknown): HttpError | null {
+  if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
+  if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
+  if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { location: "/session" });
+  if (e instanceof SessionError) return new HttpError(409, "CONFLICT", e.message, { reason: "session" });
+  return null;
+}
+
+/** The prompt of the compaction model: the earlier summary (if any) and the messages to fold in. */
+function compactionPrompt(request: CompactionRequest): ChatMessage[] {
+  const previous = request.previous_summary === null ? "" : `Earlier summary:\n${request.previous_summary.content}\n\n`;
+  const lines = request.preparation.messages_to_summarize.map((m) => `[${m.role}] ${typeof m.content === "string" ? m.content : ""}`);
+  return [
+    { role: "system", content: "Summarise this conversation for your own later use: facts, decisions and open tasks, briefly." },
+    { role: "user", content: `${previous}${lines.join("\n")}` },
+  ];
+}
+
+/** One live (or finished) run. */
+export class ServerRun {
+  readonly createdAt = new Date();
+  readonly results: { agent_run_id: string; result: AgentRunResult }[] = [];
+  readonly listeners = new Set<(item: RunStreamItem) => void>();
+  /** Event run ids of the agent (to route approvals). */
+  readonly agentRunIds = new Set<string>();
+  closed = false;
+  lastActivity = Date.now();
+  /** Operations in flight (task, continue, compaction): the session lease is held while > 0. */
+  busy = 0;
+
+  constructor(
+    readonly id: string,
+    readonly agent: Agent,
+    readonly detached: boolean,
+    readonly session: { session_id: string; branch: string; storage: JsonlSessionStorage; recorder: SessionRecorder } | null,
+  ) {}
+
+  emit(item: RunStreamItem): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(item);
+      } catch {
+        // a broken stream never affects the run
+      }
+    }
+  }
+
+  get status(): RunView["status"] {
+    if (this.closed) return "closed";
+    return this.busy > 0 || this.agent.isActive ? "running" : "idle";
+  }
+}
+
+/** The daemon's runs. */
+export class RunManager {
+  readonly #runs = new Map<string, ServerRun>();
+  /** Session-branch key → the run holding it while active. */
+  readonly #leases = new Map<string, ServerRun>();
+  readonly #opts: Required<Omit<RunManagerOptions, "env">> & { env: Readonly<Record<string, string | undefined>> };
+  readonly #timer: ReturnType<typeof setInterval>;
+  #shuttingDown = false;
+
+  constructor(options: RunManagerOptions) {
+    this.#opts = {
+      runtime: options.runtime,
+      approvals: options.approvals,
+      sessionsDir: options.sessionsDir,
+      maxActiveRuns: options.maxActiveRuns ?? 16,
+      maxRuns: options.maxRuns ?? 256,
+      idleTtlMs: options.idleTtlMs ?? 15 * 60_000,
+      env: options.env ?? process.env,
+    };
+    for (const k of ["maxActiveRuns", "maxRuns", "idleTtlMs"] as const) {
+      if (!(Number.isSafeInteger(this.#opts[k]) && this.#opts[k] > 0)) throw new RangeError(`${k} must be a positive integer`);
+    }
+    options.approvals.subscribe((n) => this.#routeApproval(n));
+    this.#timer = setInterval(() => void this.#sweep(), Math.min(60_000, Math.max(1000, this.#opts.idleTtlMs / 4)));
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  get(id: string): ServerRun {
+    const r = this.#runs.get(id);
+    if (r === undefined) throw new HttpError(404, "NOT_FOUND", `no run '${id.slice(0, 100)}'`, {});
+    return r;
+  }
+
+  list(): ServerRun[] {
+    return [...this.#runs.values()];
+  }
+
+  /** Runs whose agent is active now. */
+  activeCount(): number {
+    let n = 0;
+    for (const r of this.#runs.values()) if (r.status === "running") n++;
+    return n;
+  }
+
+  view(r: ServerRun): RunView {
+    const reason = r.closed ? "agent_shutting_down" : r.agent.continueRejectionReason;
+    return {
+      run_id: r.id,
+      status: r.status,
+      agent_id: r.agent.agentId,
+      agent_status: r.agent.status,
+      detached: r.detached,
+      session: r.session === null ? null : { session_id: r.session.session_id, branch: r.session.branch },
+      created_at: r.createdAt.toISOString(),
+      result: r.results.at(-1)?.result ?? null,
+      results: r.results,
+      can_continue: reason === null,
+      continue_rejection_reason: reason,
+      pending_approvals: this.#opts.approvals.list().filter((a) => a.run_id !== null && r.agentRunIds.has(a.run_id)).length,
+    };
+  }
+
+  #overloaded(message: string, limit: string): HttpError {
+    return new HttpError(503, "OVERLOADED", message, { limit }, { "retry-after": "1" });
+  }
+
+  #makeModel(req: RunRequest): ModelAdapter {
+    if (req.script !== undefined) {
+      try {
+        return new ScriptedModel(req.script);
+      } catch (e) {
+        throw new HttpError(400, "INVALID_REQUEST", `/script: ${(e as Error).message}`, { location: "/script" });
+      }
+    }
+    const env = this.#opts.env;
+    const overrides: ModelConfigOverrides = {};
+    if (req.model?.preset !== undefined) overrides.preset = req.model.preset;
+    if (req.model?.model !== undefined) overrides.model = req.model.model;
+    // The operator's key goes only to the operator's endpoint: a URL chosen by
+    // the request gets no MODEL_API_KEY (unless it is the configured MODEL_URL).
+    let source: Readonly<Record<string, string | undefined>> = env;
+    if (req.model?.url !== undefined) {
+      overrides.baseURL = req.model.url;
+      if (req.model.url.replace(/\/+$/, "") !== (env.MODEL_URL ?? "").replace(/\/+$/, "")) source = { ...env, MODEL_API_KEY: undefined };
+    }
+    try {
+      return new OpenAIModelAdapter(modelConfigFromEnv(source, overrides));
+    } catch (e) {
+      throw new HttpError(400, "INVALID_REQUEST", `/model: ${(e as Error).message}`, { location: "/model" });
+    }
+  }
+
+  #leaseKey(s: { session_id: string; branch: string }): string {
+    return `${s.session_id}\u0000${s.branch}`;
+  }
+
+  /** Create a run's agent (restoring its session). Does not start it. */
+  async create(req: RunRequest): Promise<ServerRun> {
+    if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
+    if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
+    if (this.#runs.size >= this.#opts.maxRuns) this.#forgetOldest();
+    if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
+    const model = this.#makeModel(req);
+    const id = `run_${randomBytes(12).toString("hex")}`;
+    let session: ServerRun["session"] = null;
+    let checkout = null;
+    if (req.session !== undefined) {
+      const branch = req.branch ?? "main";
+      const key = this.#leaseKey({ session_id: req.session, branch });
+      const holder = this.#leases.get(key);
+      if (holder !== undefined && holder.status === "running") {
+        throw new HttpError(409, "CONFLICT", `session '${req.session}' branch '${branch}' is in use by run ${holder.id}`, { reason: "session_busy", run_id: holder.id });
+      }
+      const storage = new JsonlSessionStorage(this.#opts.sessionsDir);
+      try {
+        checkout = await storage.checkout(req.session, branch);
+      } catch (e) {
+        throw sessionHttpError(e) ?? e;
+      }
+      if (checkout === null && branch !== "main") throw new HttpError(404, "NOT_FOUND", `session '${req.session}' has no branch '${branch}'`, {});
+      session = { session_id: req.session, branch, storage, recorder: new SessionRecorder(req.session, storage, branch) };
+    }
+    const policy: RuntimePolicyOptions = {};
+    if (req.maxSteps !== undefined) policy.maxSteps = req.maxSteps;
+    if (req.maxRunTokens !== undefined) policy.maxRunTokens = req.maxRunTokens;
+    let run!: ServerRun;
+    const broadcast = (event: AgentEvent) => {
+      run.lastActivity = Date.now();
+      if (event.kind === "agent_started" || event.kind === "agent_continued") run.agentRunIds.add(event.run_id);
+      if (event.kind === "agent_finished") run.results.push({ agent_run_id: event.run_id, result: event.result });
+      run.emit({ type: "agent", event });
+    };
+    let agent: Agent;
+    try {
+      agent = createAgent({
+        model,
+        runtime: this.#opts.runtime,
+        policy,
+        systemPrompt: req.system,
+        sinks: session === null ? [broadcast] : [session.recorder, broadcast],
+        agentId: session === null ? `agent-${id.slice(4, 16)}` : (checkout?.session.agent_id ?? "agentcore-daemon"),
+        ...(req.compaction !== undefined
+          ? {
+            compaction: {
+              policy: new CompactionPolicy({ contextWindow: req.compaction.contextWindow, reserveTokens: req.compaction.reserveTokens, keepRecentTokens: req.compaction.keepRecentTokens }),
+              compactor: new ModelCompactor(model, compactionPrompt),
+              auto: { enabled: false },
+            },
+          }
+          : {}),
+      });
+    } catch (e) {
+      throw new HttpError(400, "INVALID_REQUEST", (e as Error).message, { location: req.compaction !== undefined ? "/compaction" : "" });
+    }
+    if (checkout !== null) {
+      try {
+        restoreSession(agent, checkout);
+      } catch (e) {
+        await agent.shutdown();
+        throw sessionHttpError(e) ?? e;
+      }
+    }
+    if (session !== null) session.recorder.options.messages = () => agent.messages;
+    run = new ServerRun(id, agent, req.detached, session);
+    this.#runs.set(id, run);
+    return run;
+  }
+
+  /**
+   * Start an operation on a run (`task`, `continue` or `compact`). Throws an
+   * {@link HttpError} (before anything starts) when the run cannot take it.
+   * The returned `done` resolves when the agent is idle again, with the last
+   * result; the session lease is held meanwhile. Subscribe listeners before
+   * calling this: the first events may follow at once.
+   */
+  async begin(run: ServerRun, op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" }): Promise<{ done: Promise<AgentRunResult | null> }> {
+    if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
+    if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
+    if (op.kind !== "task") {
+      if (run.status === "running") throw new HttpError(409, "CONFLICT", `run ${run.id} is active`, { reason: "agent_active" });
+      if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
+    }
+    if (op.kind === "continue") {
+      const reason = run.agent.continueRejectionReason;
+      if (reason !== null) throw new HttpError(409, "CONFLICT", `cannot continue run ${run.id}: ${reason}`, { reason });
+    }
+    if (run.session !== null) {
+      const key = this.#leaseKey(run.session);
+      const holder = this.#leases.get(key);
+      if (holder !== undefined && holder !== run && holder.status === "running") {
+        throw new HttpError(409, "CONFLICT", `session '${run.session.session_id}' branch '${run.session.branch}' is in use by run ${holder.id}`, { reason: "session_busy", run_id: holder.id });
+      }
+      if (op.kind !== "task") await this.#checkBranchUnmoved(run);
+      this.#leases.set(key, run);
+    }
+    run.busy++;
+    run.lastActivity = Date.now();
+    const work = op.kind === "task" ? run.agent.run(op.task) : op.kind === "continue" ? run.agent.continueRun() : run.agent.compact().then(() => run.agent.lastResult);
+    const done = work.finally(async () => {
+      await run.agent.waitForIdle();
+      run.busy--;
+      run.lastActivity = Date.now();
+      if (run.busy === 0) run.emit({ type: "idle", status: run.status, result: run.agent.lastResult });
+    });
+    done.catch(() => {}); // the caller may not wait (detached runs)
+    return { done };
+  }
+
+  /** Refuse to continue a session run whose branch was written by someone else since. */
+  async #checkBranchUnmoved(run: ServerRun): Promise<void> {
+    const s = run.session!;
+    const head = await s.storage.head(s.session_id, s.branch);
+    const mine = s.recorder.lastRecord;
+    if (mine !== null && head !== null && head.record_id !== mine.record_id) {
+      throw new HttpError(409, "CONFLICT", `session '${s.session_id}' branch '${s.branch}' has moved on since this run; create a new run to resume it`, { reason: "session_moved" });
+    }
+  }
+
+  #routeApproval(n: ApprovalNotice): void {
+    const runId = n.approval.run_id;
+    if (runId === null) return;
+    for (const r of this.#runs.values()) {
+      if (r.agentRunIds.has(runId) && r.agent.agentId === n.approval.agent_id) {
+        r.emit({ type: "approval", notice: n });
+        return;
+      }
+    }
+  }
+
+  /** Shut down agents idle past the TTL. */
+  async #sweep(): Promise<void> {
+    const now = Date.now();
+    for (const r of this.#runs.values()) {
+      if (!r.closed && r.status === "idle" && r.listeners.size === 0 && now - r.lastActivity > this.#opts.idleTtlMs) await this.#close(r);
+    }
+  }
+
+  #forgetOldest(): void {
+    for (const r of this.#runs.values()) {
+      if (r.closed) {
+        this.#runs.delete(r.id);
+        return;
+      }
+    }
+    for (const r of this.#runs.values()) {
+      if (r.status === "idle" && r.listeners.size === 0) {
+        void this.#close(r);
+        this.#runs.delete(r.id);
+        return;
+      }
+    }
+  }
+
+  /** Drop a run that never started (its operation was refused). */
+  async discard(r: ServerRun): Promise<void> {
+    this.#runs.delete(r.id);
+    await this.#close(r);
+  }
+
+  async #close(r: ServerRun): Promise<void> {
+    if (r.closed) return;
+    r.closed = true;
+    await r.agent.shutdown();
+    r.emit({ type: "idle", status: "closed", result: r.agent.lastResult });
+    r.listeners.clear();
+  }
+
+  /**
+   * Shutdown: refuse new runs; in `abort` mode abort every active run at
+   * once; in `finish` mode give them `graceMs`, then abort the rest. Resolves
+   * when every agent is idle and shut down (so every journal record is
+   * written).
+   */
+  async shutdown(mode: "abort" | "finish", graceMs: number): Promise<void> {
+    this.#shuttingDown = true;
+    clearInterval(this.#timer);
+    const runs = [...this.#runs.values()];
+    const abortAll = (reason: string) => {
+      for (const r of runs) r.agent.abort(reason);
+    };
+    if (mode === "abort") abortAll("the daemon is shutting down");
+    else {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.all(runs.map((r) => r.agent.waitForIdle())),
+        new Promise<void>((res) => {
+          timer = setTimeout(res, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      abortAll(`the daemon is shutting down (runs not finished within ${graceMs} ms)`);
+    }
+    this.#opts.approvals.close();
+    await Promise.all(runs.map((r) => this.#close(r)));
+  }
+}
+
+/** The default sessions directory of the daemon: `<root>/.agentcore/sessions` (as for the CLI). */
+export function defaultDaemonSessionsDir(root: string): string {
+  return path.join(root, ".agentcore", "sessions");
+}

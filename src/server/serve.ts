@@ -1,0 +1,70 @@
+/**
+ * Start the daemon: the app from {@link createApp} on a listener from
+ * {@link listen}, plus the graceful stop sequence.
+ *
+ * `stop()` (what SIGINT/SIGTERM call in `agentcore serve`):
+ * 1. stops accepting connections, and answers any request still arriving on
+ *    an open connection with 503;
+ * 2. in `abort` mode aborts every active run at once; in `finish` mode lets
+ *    them run for up to `graceMs`, then aborts what is left;
+ * 3. waits for every agent to go idle and shut down: each run's session
+ *    recorder is an awaited event sink whose appends are fsynced, so when
+ *    this resolves every journal record (down to `run_finished`) is on disk;
+ *    pending approvals are denied;
+ * 4. closes the remaining connections.
+ *
+ * @example
+ * ```ts
+ * const d = await startDaemon({ app: { token, port: () => null }, listen: { port: 0 } });
+ * console.error(d.url);
+ * await d.stop();
+ * ```
+ *
+ * @module
+ */
+import { createApp, type AppOptions, type Daemon } from "./app.ts";
+import { listen, type Listening, type ListenOptions } from "./listen.ts";
+
+/** What to do with runs still active at shutdown. */
+export type ShutdownMode = "abort" | "finish";
+export const SHUTDOWN_MODES: readonly ShutdownMode[] = ["abort", "finish"];
+
+export interface StartOptions {
+  /** App options; `port` is filled in from the listener. */
+  app: Omit<AppOptions, "port">;
+  listen: ListenOptions;
+  /** Default `abort`. */
+  onShutdown?: ShutdownMode;
+  /** In `finish` mode, how long runs may go on before they are aborted. Default 30000. */
+  graceMs?: number;
+}
+
+export interface RunningDaemon {
+  readonly url: string;
+  readonly daemon: Daemon;
+  readonly listening: Listening;
+  /** The stop sequence above. Idempotent; resolves when everything is flushed and closed. */
+  stop(): Promise<void>;
+}
+
+/** Create the app and listen. */
+export async function startDaemon(options: StartOptions): Promise<RunningDaemon> {
+  let listening: Listening | null = null;
+  const daemon = createApp({ ...options.app, port: () => listening?.port ?? null });
+  listening = await listen(daemon.fetch, options.listen);
+  const l = listening;
+  let stopped: Promise<void> | null = null;
+  return {
+    url: l.url,
+    daemon,
+    listening: l,
+    stop() {
+      stopped ??= (async () => {
+        l.stopAccepting();
+        await daemon.shutdown(options.onShutdown ?? "abort", options.graceMs ?? 30_000);
+        await l.close();
+      })();
+      return stopped;
+    },
+  };
+}
