@@ -29,7 +29,7 @@ type Kind = "posint" | "strings" | "isolation";
 const SPEC: Record<string, Record<string, Kind>> = {
   list_dir: { max_entries: "posint" },
   glob: { max_results: "posint" },
-  grep: { max_results: "posint", max_file_bytes: "posint" },
+  grep: { max_results: "posint", max_file_bytes: "posint", timeout_ms: "posint" },
   git_diff: { max_bytes: "posint", timeout_ms: "posint" },
   write_file: { max_bytes: "posint" },
   apply_patch: { max_bytes: "posint" },

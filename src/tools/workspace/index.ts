@@ -21,7 +21,17 @@
  */
 import type { AnyToolDefinition } from "../definition.ts";
 import { createWriteFileTool, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
+import { createListDirTool } from "./list_dir.ts";
+import { createGlobTool } from "./glob.ts";
+import { createGrepTool } from "./grep.ts";
 export { parseToolsConfig, selectTools, ToolsConfigError, READ_ONLY_TOOLS, NON_EXEC_TOOLS } from "./config.ts";
+export { createListDirTool, LIST_DIR_PARAMETERS } from "./list_dir.ts";
+export type { ListDirArgs, ListDirEntry, ListDirResult } from "./list_dir.ts";
+export { createGlobTool, GLOB_PARAMETERS } from "./glob.ts";
+export type { GlobArgs, GlobResult } from "./glob.ts";
+export { Glob, GlobSyntaxError } from "./globmatch.ts";
+export { createGrepTool, GREP_PARAMETERS } from "./grep.ts";
+export type { GrepArgs, GrepMatch, GrepResult, GrepToolOptions } from "./grep.ts";
 export { createWriteFileTool, writeRootedFile, WRITE_FILE_PARAMETERS, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
 export type { WriteFileArgs, WriteFileResult, WriteFileToolOptions } from "./write_file.ts";
 
@@ -43,7 +53,7 @@ export interface ExecSettings {
 export interface WorkspaceToolsOptions {
   list_dir?: boolean | { max_entries?: number };
   glob?: boolean | { max_results?: number };
-  grep?: boolean | { max_results?: number; max_file_bytes?: number };
+  grep?: boolean | { max_results?: number; max_file_bytes?: number; timeout_ms?: number };
   git_diff?: boolean | { max_bytes?: number; timeout_ms?: number };
   write_file?: boolean | { max_bytes?: number };
   apply_patch?: boolean | { max_bytes?: number };
@@ -66,7 +76,15 @@ function settings<T extends object>(v: boolean | T | undefined): T | null {
  */
 export function workspaceTools(options: WorkspaceToolsOptions, root: string): AnyToolDefinition[] {
   const out: AnyToolDefinition[] = [];
-  for (const name of ["list_dir", "glob", "grep", "git_diff", "apply_patch", "exec"] as const) {
+  const ld = settings(options.list_dir);
+  if (ld !== null) out.push(createListDirTool({ root, maxEntries: ld.max_entries }) as unknown as AnyToolDefinition);
+  const gl = settings(options.glob);
+  if (gl !== null) out.push(createGlobTool({ root, maxResults: gl.max_results }) as unknown as AnyToolDefinition);
+  const gr = settings(options.grep);
+  if (gr !== null) {
+    out.push(createGrepTool({ root, maxResults: gr.max_results, maxFileBytes: gr.max_file_bytes, timeoutMs: gr.timeout_ms }) as unknown as AnyToolDefinition);
+  }
+  for (const name of ["git_diff", "apply_patch", "exec"] as const) {
     if (settings(options[name] as boolean | object | undefined) !== null) throw new Error(`workspace tool ${name} is not available yet`);
   }
   const wf = settings(options.write_file);

@@ -1,0 +1,325 @@
+/**
+ * `grep`: search file contents under the root with a regular expression.
+ *
+ * Arguments: `{"pattern": string, "path"?: string (file or folder, default
+ * "."), "glob"?: string (only paths matching it), "ignore_case"?: boolean,
+ * "literal"?: boolean (pattern is plain text), "max_results"?: integer}`.
+ * Result: `{"matches": [{"path", "line", "text"}], "files_searched",
+ * "files_skipped", "truncated"}`; `line` is 1-based, `text` is the line cut
+ * to 300 characters; `files_skipped` counts binary (a NUL byte or invalid
+ * UTF-8), over-size and unreadable files.
+ *
+ * Patterns are JavaScript regular expressions (no flags but `i`), at most
+ * 1000 characters. JavaScript regexes backtrack, and a pattern like
+ * `(a+)+$` can take exponential time, which a synchronous loop could never
+ * interrupt. So the matching runs in a Web Worker (Bun and Deno both have
+ * them; the worker's code is inline, so it also works in the compiled
+ * binary): the main thread walks and reads files (the rooted rules: no
+ * symlinks followed, `.git` skipped) and sends their text in batches; when
+ * the call's time budget runs out or its signal fires, the worker is
+ * terminated and the call fails with `TIMEOUT` (or the signal's reason).
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import type { ToolContext, ToolDefinition } from "../definition.ts";
+import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
+import { markTrustedSchema } from "../schema.ts";
+import { at, closeQuietly, fail, lstatAt, openParent, type DirHandle } from "./dirfd.ts";
+import { compileGlob } from "./glob.ts";
+import { deepFreeze } from "./util.ts";
+import { walkTree } from "./walk.ts";
+
+export const DEFAULT_GREP_MAX_RESULTS = 500;
+export const DEFAULT_GREP_MAX_FILE_BYTES = 1024 * 1024;
+export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
+export const GREP_MAX_PATTERN = 1000;
+export const GREP_MAX_TEXT = 300;
+const GREP_MAX_VISITED = 100_000;
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+export interface GrepArgs {
+  pattern: string;
+  path?: string;
+  glob?: string;
+  ignore_case?: boolean;
+  literal?: boolean;
+  max_results?: number;
+}
+
+export interface GrepMatch {
+  path: string;
+  line: number;
+  text: string;
+}
+
+export interface GrepResult {
+  matches: GrepMatch[];
+  files_searched: number;
+  files_skipped: number;
+  truncated: boolean;
+}
+
+export interface GrepToolOptions {
+  root: string;
+  maxResults?: number;
+  maxFileBytes?: number;
+  /** Time budget of one call (default 10 s). */
+  timeoutMs?: number;
+}
+
+export const GREP_PARAMETERS = deepFreeze({
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  properties: {
+    pattern: { type: "string", minLength: 1, maxLength: GREP_MAX_PATTERN, description: "JavaScript regular expression (or plain text with literal:true)." },
+    path: { type: "string", maxLength: 4096, description: "File or folder to search, relative to the root (default: the root)." },
+    glob: { type: "string", minLength: 1, maxLength: 1024, description: "Only search files whose relative path matches this glob." },
+    ignore_case: { type: "boolean" },
+    literal: { type: "boolean", description: "Treat the pattern as plain text." },
+    max_results: { type: "integer", minimum: 1, description: "Return at most this many matching lines." },
+  },
+  required: ["pattern"],
+  additionalProperties: false,
+} as const);
+markTrustedSchema(GREP_PARAMETERS);
+
+/** The worker: compiles the pattern once, then scans batches of files. */
+const WORKER_SOURCE = `
+let re = null, limit = 0, maxText = 0;
+self.onmessage = (e) => {
+  const m = e.data;
+  if (m.type === "init") { re = new RegExp(m.pattern, m.flags); limit = m.limit; maxText = m.maxText; return; }
+  const out = [];
+  let full = false;
+  for (const f of m.files) {
+    const lines = f.text.split("\\n");
+    for (let i = 0; i < lines.length; i++) {
+      let line = lines[i];
+      if (i === lines.length - 1 && line === "") break;
+      if (line.endsWith("\\r")) line = line.slice(0, -1);
+      if (re.test(line)) {
+        if (out.length >= limit) { full = true; break; }
+        let text = line.length > maxText ? line.slice(0, maxText) : line;
+        const last = text.charCodeAt(text.length - 1);
+        if (text.length < line.length && last >= 0xd800 && last <= 0xdbff) text = text.slice(0, -1);
+        out.push({ path: f.path, line: i + 1, text });
+      }
+    }
+    if (full) break;
+  }
+  limit -= out.length;
+  self.postMessage({ matches: out, full });
+};
+`;
+
+let workerUrl: string | undefined;
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/** A running match worker with a deadline. */
+class Matcher {
+  readonly #worker: Worker;
+  #pending: { resolve: (v: { matches: GrepMatch[]; full: boolean }) => void; reject: (e: unknown) => void } | null = null;
+  #failure: unknown = null;
+  readonly #timer: ReturnType<typeof setTimeout>;
+  readonly #onAbort: () => void;
+  readonly #signal: AbortSignal;
+
+  constructor(pattern: string, flags: string, limit: number, timeoutMs: number, signal: AbortSignal) {
+    workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
+    this.#worker = new Worker(workerUrl, { type: "module" });
+    this.#signal = signal;
+    this.#worker.onmessage = (e: MessageEvent) => {
+      const p = this.#pending;
+      this.#pending = null;
+      p?.resolve(e.data as { matches: GrepMatch[]; full: boolean });
+    };
+    this.#worker.onerror = (e: Event) => {
+      e.preventDefault?.();
+      this.#stop(new Error(`grep worker failed: ${(e as ErrorEvent).message ?? "unknown error"}`));
+    };
+    this.#timer = setTimeout(() => {
+      this.#stop(
+        Object.assign(new Error("grep ran out of its time budget"), {
+          toolCode: "TIMEOUT",
+          details: { timeout_ms: timeoutMs },
+        }),
+      );
+    }, timeoutMs);
+    this.#onAbort = () => this.#stop(signal.reason);
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+    this.#worker.postMessage({ type: "init", pattern, flags, limit, maxText: GREP_MAX_TEXT });
+  }
+
+  #stop(err: unknown): void {
+    if (this.#failure === null) this.#failure = err ?? new Error("stopped");
+    this.close();
+    const p = this.#pending;
+    this.#pending = null;
+    p?.reject(this.#failure);
+  }
+
+  scan(files: { path: string; text: string }[]): Promise<{ matches: GrepMatch[]; full: boolean }> {
+    if (this.#failure !== null) return Promise.reject(this.#failure);
+    return new Promise((resolve, reject) => {
+      this.#pending = { resolve, reject };
+      this.#worker.postMessage({ type: "scan", files });
+    });
+  }
+
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#signal.removeEventListener("abort", this.#onAbort);
+    this.#worker.terminate();
+  }
+}
+
+const READ_FLAGS = fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0) | (fs.constants.O_NOCTTY ?? 0);
+let strictUtf8: TextDecoder | undefined;
+
+/** Read a regular file named in `dir` as text, or `null` when it must be skipped. */
+function readText(dir: DirHandle, name: string, maxBytes: number): string | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(at(dir, name), READ_FLAGS);
+  } catch {
+    return null; // a symlink (O_NOFOLLOW), gone, or unreadable
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > maxBytes) return null;
+    const buf = Buffer.allocUnsafe(st.size + 1);
+    let total = 0;
+    for (;;) {
+      const n = fs.readSync(fd, buf, total, buf.length - total, null);
+      if (n === 0) break;
+      total += n;
+      if (total === buf.length) return null; // grew while read
+    }
+    const bytes = buf.subarray(0, total);
+    if (bytes.subarray(0, 8192).includes(0)) return null;
+    strictUtf8 ??= new TextDecoder("utf-8", { fatal: true });
+    try {
+      return strictUtf8.decode(bytes);
+    } catch {
+      return null;
+    }
+  } catch {
+    return null;
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/** Create a `grep` tool. */
+export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArgs> {
+  const realRoot = resolveRoot(options.root);
+  const cap = options.maxResults ?? DEFAULT_GREP_MAX_RESULTS;
+  const maxFileBytes = options.maxFileBytes ?? DEFAULT_GREP_MAX_FILE_BYTES;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_GREP_TIMEOUT_MS;
+  return {
+    name: "grep",
+    description: `Search file contents under the root with a JavaScript regular expression; reports path, line number and line text (at most ${cap} matches). Skips binary files, files over ${maxFileBytes} bytes and .git; never follows symlinks.`,
+    parameters: GREP_PARAMETERS as unknown as Record<string, unknown>,
+    effect: "read_only",
+    timeoutMs: timeoutMs + 5000,
+    async handler(args: GrepArgs, ctx: ToolContext): Promise<GrepResult> {
+      const flags = args.ignore_case === true ? "i" : "";
+      const source = args.literal === true ? escapeRegExp(args.pattern) : args.pattern;
+      try {
+        new RegExp(source, flags);
+      } catch (e) {
+        const why = (e as Error).message;
+        fail("INVALID_ARGUMENTS", `pattern is not a valid regular expression: ${why}`, { errors: [{ path: "/pattern", keyword: "regex", message: why }] });
+      }
+      const filter = args.glob === undefined ? null : compileGlob(args.glob, "glob");
+      const limit = Math.min(args.max_results ?? cap, cap);
+      const start = args.path ?? ".";
+      const parts = splitRelativePath(start === "" ? "." : start);
+
+      // Collect the files first (synchronous, bounded walk), then scan them in batches.
+      const files: string[] = [];
+      let truncated = false;
+      let skipped = 0;
+      let searched = 0;
+      const result: GrepMatch[] = [];
+      const matcher = new Matcher(source, flags, limit, timeoutMs, ctx.signal);
+      try {
+        let single: { dir: DirHandle; name: string } | null = null;
+        if (parts.length > 0) {
+          const dir = openParent(realRoot, parts, false);
+          const st = lstatAt(dir, parts[parts.length - 1]!);
+          if (st?.isFile()) single = { dir, name: parts[parts.length - 1]! };
+          else closeQuietly(dir.fd);
+        }
+        let batch: { path: string; text: string }[] = [];
+        let batchBytes = 0;
+        let full = false;
+        const flush = async () => {
+          if (batch.length === 0 || full) return;
+          const r = await matcher.scan(batch);
+          result.push(...r.matches);
+          full = r.full || result.length >= limit;
+          batch = [];
+          batchBytes = 0;
+        };
+        const add = async (dir: DirHandle, name: string, rel: string) => {
+          const text = readText(dir, name, maxFileBytes);
+          if (text === null) {
+            skipped++;
+            return;
+          }
+          searched++;
+          batch.push({ path: rel, text });
+          batchBytes += text.length;
+          if (batchBytes >= BATCH_BYTES) await flush();
+        };
+        if (single !== null) {
+          try {
+            await add(single.dir, single.name, parts.join("/"));
+          } finally {
+            closeQuietly(single.dir.fd);
+          }
+        } else {
+          // The walk is synchronous: gather the paths first, then reach each
+          // file again by a descriptor walk from the root, read and scan it.
+          const walk = walkTree(realRoot, start, { maxEntries: GREP_MAX_VISITED, signal: ctx.signal }, (e) => {
+            if (e.kind !== "file") return;
+            if (filter !== null && !filter.matches(e.rel)) return;
+            files.push(e.rel);
+          });
+          truncated = walk.truncated;
+          for (const rel of files) {
+            if (full) break;
+            ctx.signal.throwIfAborted();
+            const fparts = rel.split("/");
+            let dir: DirHandle;
+            try {
+              dir = openParent(realRoot, fparts, false);
+            } catch {
+              skipped++; // its folder was removed or replaced meanwhile
+              continue;
+            }
+            try {
+              await add(dir, fparts[fparts.length - 1]!, rel);
+            } finally {
+              closeQuietly(dir.fd);
+            }
+          }
+        }
+        await flush();
+        if (full) truncated = true;
+      } catch (e) {
+        const code = (e as { toolCode?: string } | null)?.toolCode;
+        if (code === "TIMEOUT") fail("TIMEOUT", (e as Error).message, (e as { details: Record<string, unknown> }).details);
+        throw e;
+      } finally {
+        matcher.close();
+      }
+      return { matches: result.slice(0, limit), files_searched: searched, files_skipped: skipped, truncated };
+    },
+  };
+}
