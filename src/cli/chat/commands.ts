@@ -58,7 +58,8 @@ export function parseChatInput(line: string): ChatInput {
   if (text === "") return { kind: "blank" };
   if (!text.startsWith("/")) return { kind: "text", text };
   if (text.startsWith("//")) return { kind: "text", text: text.slice(1) };
-  const m = /^\/(\S+)\s*([\s\S]*)$/.exec(text)!;
+  const m = /^\/(\S+)\s*([\s\S]*)$/.exec(text);
+  if (m === null) return { kind: "invalid", message: "a command name must follow '/'; /help lists the commands" };
   const word = m[1]!.toLowerCase();
   const arg = m[2]!.trim();
   const name = ALIASES[word] ?? (word as ChatCommandName);

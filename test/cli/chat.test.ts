@@ -1,0 +1,416 @@
+/**
+ * `agentcore chat` in process (cmdChat over stream pairs that claim to be a
+ * terminal, a model whose turns the test holds open) for what depends on
+ * timing between the user and a running run: /steer, follow-ups, /abort,
+ * approvals answered from the line input ("always", a re-ask), /continue,
+ * /compact, /fork, /sessions, resuming a session with its plan. Then the
+ * command through src/cli/main.ts with piped stdin: one line at a time,
+ * side-effecting calls refused without a terminal, --approve-all, and setup
+ * errors.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { PassThrough } from "node:stream";
+import { cmdChat, newChatSessionId, ReplApprover } from "../../src/cli/chat.ts";
+import { chatHelp, parseChatInput } from "../../src/cli/chat/commands.ts";
+import { argsSummary, outcomeText, runStatusLine } from "../../src/cli/chat/render.ts";
+import { APPROVE_ALL_WARNING, gateMiddleware } from "../../src/cli/gate.ts";
+import type { ModelRequest } from "../../src/providers/types.ts";
+import { createRuntime } from "../../src/runtime/index.ts";
+import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
+import type { ToolDefinition } from "../../src/tools/definition.ts";
+import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
+
+const REPO = resolve(import.meta.dir, "../..");
+let dir: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "agentcore-chat-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+// deno-lint-ignore no-control-regex
+const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g;
+
+/** A side-effecting test tool: appends `text` to out.txt. */
+function appendTool(): ToolDefinition<{ text: string }> {
+  return {
+    name: "append",
+    description: "append to out.txt",
+    parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+    effect: "side_effecting",
+    handler: ({ text }) => {
+      const file = join(dir, "out.txt");
+      writeFileSync(file, (existsSync(file) ? readFileSync(file, "utf8") : "") + text);
+      return { ok: true };
+    },
+  };
+}
+
+interface Harness {
+  model: FakeModel;
+  type(line: string): void;
+  /** The screen so far, without terminal escape sequences. */
+  screen(): string;
+  waitFor(text: string | RegExp): Promise<string>;
+  done: Promise<number>;
+  errors: string[];
+  sessionsDir: string;
+}
+
+function start(steps: Step[], options: { session?: string; interactive?: boolean } = {}): Harness {
+  const input = new PassThrough() as PassThrough & { isTTY?: boolean };
+  input.isTTY = options.interactive ?? true;
+  const output = new PassThrough() as PassThrough & { isTTY?: boolean };
+  let out = "";
+  output.on("data", (c: Buffer) => (out += c.toString()));
+  const errors: string[] = [];
+  const gate = new ReplApprover();
+  const runtime = createRuntime({ root: dir, middleware: gateMiddleware({ defaultGate: true, approver: gate.approver }) });
+  runtime.registry.register(appendTool());
+  const model = new FakeModel(steps);
+  const sessionsDir = join(dir, "sessions");
+  const done = cmdChat(runtime, { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}) }, gate, {
+    io: { input, output, error: { write: (s: string) => errors.push(s) } },
+    model,
+  });
+  const screen = () => out.replace(ANSI, "").replace(/\r/g, "");
+  return {
+    model,
+    errors,
+    sessionsDir,
+    done,
+    screen,
+    type: (line) => input.write(`${line}\n`),
+    async waitFor(what) {
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        const s = screen();
+        if (typeof what === "string" ? s.includes(what) : what.test(s)) return s;
+        await Bun.sleep(5);
+      }
+      throw new Error(`gave up waiting for ${what}; screen:\n${screen()}`);
+    },
+  };
+}
+
+/** A model turn the test releases by hand; it fails when the run is aborted. */
+function held(turn: Parameters<typeof text>[0] | ReturnType<typeof call>) {
+  const gate = deferred();
+  const entered = deferred();
+  const step: Step = async (req: ModelRequest) => {
+    entered.resolve();
+    await Promise.race([
+      gate.promise,
+      new Promise((_, reject) => req.signal?.addEventListener("abort", () => reject(req.signal!.reason), { once: true })),
+    ]);
+    return typeof turn === "string" ? text(turn) : turn;
+  };
+  return { step, release: () => gate.resolve(), entered: entered.promise };
+}
+
+const lastUser = (req: ModelRequest) => req.messages.filter((m) => m.role === "user").at(-1)?.content;
+
+describe("chat in a terminal (in process)", () => {
+  test("/steer reaches the running run before its next model request", async () => {
+    const first = held("working on it");
+    const h = start([first.step, text("done, in capitals")]);
+    await h.waitFor("> ");
+    h.type("write a poem");
+    await first.entered;
+    h.type("/steer use capitals");
+    await h.waitFor("[steering queued (1)");
+    first.release();
+    await h.waitFor("done, in capitals");
+    expect(h.screen()).toContain("[steering applied before turn 2: \"use capitals\"]");
+    expect(h.model.requests.length).toBe(2);
+    expect(lastUser(h.model.requests[1]!)).toBe("use capitals");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("a plain line typed during a run is queued as a follow-up and runs after it", async () => {
+    const first = held("first answer");
+    const h = start([first.step, text("second answer")]);
+    await h.waitFor("> ");
+    h.type("task one");
+    await first.entered;
+    h.type("task two");
+    await h.waitFor("[queued as a follow-up (1 waiting)");
+    first.release();
+    await h.waitFor("second answer");
+    expect(lastUser(h.model.requests[1]!)).toBe("task two");
+    const s = h.screen();
+    expect(s.indexOf("first answer")).toBeLessThan(s.indexOf("second answer"));
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("/abort cancels the running run and the prompt comes back; /abort at the prompt says nothing runs", async () => {
+    const stuck = held("never");
+    const h = start([stuck.step, text("after the abort")]);
+    await h.waitFor("> ");
+    h.type("/abort");
+    await h.waitFor("[nothing is running]");
+    h.type("long task");
+    await stuck.entered;
+    h.type("/abort");
+    await h.waitFor("[run cancelled: external_abort — aborted by the user (/abort)]");
+    expect(h.screen()).not.toContain("never");
+    h.type("next");
+    await h.waitFor("after the abort");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("approvals take the next typed line: an unclear answer asks again, 'a' approves the tool for the rest of the run", async () => {
+    const h = start([call("c1", "append", { text: "one;" }), call("c2", "append", { text: "two;" }), text("appended twice")]);
+    await h.waitFor("> ");
+    h.type("append twice");
+    await h.waitFor("? append [side_effecting] needs approval");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
+    h.type("maybe");
+    await h.waitFor("please answer y, n or a");
+    h.type("a");
+    await h.waitFor("appended twice");
+    expect(readFileSync(join(dir, "out.txt"), "utf8")).toBe("one;two;");
+    const s = h.screen();
+    expect(s.split("needs approval").length - 1).toBe(1);
+    expect(s).toContain("approved; append will not ask again in this run");
+    expect(s).toMatch(/→ append text="two;" ✓ \d+ ms/);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("an empty answer denies (the default is No), and the arguments shown are redacted", async () => {
+    const h = start([call("c1", "append", { text: "x", api_token: "sk-very-secret" }), text("unused")]);
+    await h.waitFor("> ");
+    h.type("append");
+    const asking = await h.waitFor("needs approval");
+    expect(asking).not.toContain("sk-very-secret");
+    expect(asking).toContain('"api_token":"[redacted]"');
+    h.type("");
+    await h.waitFor("[run rejected: tool_rejected");
+    expect(h.screen()).toContain("✗ refused: denied by the operator");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("/abort while an approval waits denies it and cancels the run", async () => {
+    const h = start([call("c1", "append", { text: "x" })]);
+    await h.waitFor("> ");
+    h.type("append");
+    await h.waitFor("needs approval");
+    // The line goes to the approval question, so abort with Ctrl-C (the terminal's interrupt key).
+    h.type("\u0003");
+    await h.waitFor("[run cancelled: external_abort");
+    expect(h.screen()).toContain("interrupted: denied");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("/continue resumes without a new user message; without a previous run it explains why not", async () => {
+    const h = start([text("part one"), text("part two")]);
+    await h.waitFor("> ");
+    h.type("/continue");
+    await h.waitFor("[cannot continue: no_previous_run]");
+    h.type("tell a long story");
+    await h.waitFor("part one");
+    h.type("/continue");
+    await h.waitFor("part two");
+    const req = h.model.requests[1]!;
+    expect(req.messages.at(-1)).toEqual({ role: "assistant", content: "part one" });
+    expect(req.messages.filter((m) => m.role === "user").length).toBe(1);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("/compact summarises all but the last turn, journals it, and the next request carries the summary", async () => {
+    const h = start([text("a1"), text("a2"), text("SUMMARY of turn one"), text("a3")]);
+    await h.waitFor("> ");
+    h.type("/compact");
+    await h.waitFor("[nothing to compact yet");
+    h.type("q1");
+    await h.waitFor("a1");
+    h.type("q2");
+    await h.waitFor("a2");
+    h.type("/compact");
+    await h.waitFor("[compacted: 4 messages → 3]");
+    h.type("q3");
+    await h.waitFor("a3");
+    const req = h.model.requests.at(-1)!;
+    expect(req.messages.some((m) => m.role === "system" && typeof m.content === "string" && m.content.includes("SUMMARY of turn one"))).toBe(true);
+    expect(req.messages.some((m) => m.content === "q1")).toBe(false);
+    const summarised = h.model.requests[2]!;
+    expect(summarised.tools).toEqual([]);
+    expect(JSON.stringify(summarised.messages)).toContain("user: q1");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+    const id = /session (chat-[0-9a-f-]+)/.exec(h.screen())![1]!;
+    const records = await new JsonlSessionStorage(h.sessionsDir).records(id);
+    expect(records.filter((r) => r.type === "compaction_applied").length).toBe(1);
+  });
+
+  test("/fork switches recording to a new branch at the head; main keeps its history", async () => {
+    const h = start([text("on main"), text("on the fork")]);
+    await h.waitFor("> ");
+    h.type("/fork early");
+    await h.waitFor("[cannot fork: nothing is recorded in this session yet]");
+    h.type("first");
+    await h.waitFor("on main");
+    h.type("/fork two words");
+    await h.waitFor("[/fork NAME: the branch name must be one word]");
+    h.type("/fork alt");
+    await h.waitFor("now on branch alt]");
+    h.type("second");
+    await h.waitFor("on the fork");
+    h.type("/sessions");
+    await h.waitFor("(current)");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+    const id = /session (chat-[0-9a-f-]+)/.exec(h.screen())![1]!;
+    expect(h.screen()).toMatch(new RegExp(`\\* ${id}  runs 1  branches main, alt \\(current\\)`));
+    expect(h.screen()).toContain(`resume with --session ${id} --branch alt`);
+    const storage = new JsonlSessionStorage(h.sessionsDir);
+    const main = await storage.checkout(id, "main");
+    const alt = await storage.checkout(id, "alt");
+    expect(main!.session.runs.map((r) => r.task)).toEqual(["first"]);
+    expect(alt!.session.runs.map((r) => r.task)).toEqual(["first", "second"]);
+  });
+
+  test("--session resumes the conversation and the plan", async () => {
+    const id = newChatSessionId();
+    const plan = { steps: [{ title: "Collect", status: "done" }, { title: "Write", status: "in_progress" }] };
+    const h1 = start([call("p1", "update_plan", plan), text("planned")], { session: id });
+    await h1.waitFor("> ");
+    h1.type("make a plan");
+    await h1.waitFor("planned");
+    expect(h1.screen()).toContain("Plan (1/2 done)\n  [x] Collect\n  [~] Write");
+    h1.type("/exit");
+    expect(await h1.done).toBe(0);
+
+    const h2 = start([text("I remember")], { session: id });
+    const banner = await h2.waitFor("resumed with 4 messages");
+    expect(banner).toContain(`session ${id} (branch main, resumed with 4 messages)`);
+    expect(banner).toContain("Plan (1/2 done)");
+    h2.type("/plan");
+    await h2.waitFor(/\/plan\nPlan \(1\/2 done\)/);
+    h2.type("what did we do?");
+    await h2.waitFor("I remember");
+    expect(h2.model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
+    h2.type("/exit");
+    expect(await h2.done).toBe(0);
+  });
+
+  test("bad lines get a clear note and change nothing", async () => {
+    const h = start([text("slash text went through")]);
+    await h.waitFor("> ");
+    for (const line of ["/steer", "/bogus", "/exit now", "/plan"]) h.type(line);
+    await h.waitFor("[no plan yet]");
+    const s = h.screen();
+    expect(s).toContain("[/steer TEXT: missing TEXT]");
+    expect(s).toContain("[unknown command /bogus; /help lists the commands]");
+    expect(s).toContain("[/exit takes no argument]");
+    h.type("//etc is a folder");
+    await h.waitFor("slash text went through");
+    expect(lastUser(h.model.requests[0]!)).toBe("/etc is a folder");
+    h.type("/help");
+    await h.waitFor("/fork [NAME]");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+    expect(h.errors).toEqual([]);
+  });
+});
+
+describe("chat helpers", () => {
+  test("parseChatInput", () => {
+    expect(parseChatInput("  ")).toEqual({ kind: "blank" });
+    expect(parseChatInput(" hi ")).toEqual({ kind: "text", text: "hi" });
+    expect(parseChatInput("/STEER  go left ")).toEqual({ kind: "command", name: "steer", arg: "go left" });
+    expect(parseChatInput("/q")).toEqual({ kind: "command", name: "exit", arg: "" });
+    expect(parseChatInput("/fork")).toEqual({ kind: "command", name: "fork", arg: "" });
+    expect(parseChatInput("/")).toEqual({ kind: "invalid", message: "a command name must follow '/'; /help lists the commands" });
+    expect(parseChatInput("/ steer x").kind).toBe("invalid");
+    expect(chatHelp()).toContain("/steer TEXT");
+  });
+
+  test("argsSummary redacts, clips and survives non-objects", () => {
+    expect(argsSummary('{"path":"a.txt","password":"hunter2","n":3,"list":[1,2],"o":{"k":1}}')).toBe('path="a.txt" password="[redacted]" n=3 list=[2 items] o={…}');
+    expect(argsSummary("{not json")).toBe("{not json");
+    expect(argsSummary('"just a string"')).toBe('"just a string"');
+    expect(argsSummary(JSON.stringify({ s: "x".repeat(100) })).length).toBeLessThanOrEqual(80);
+  });
+
+  test("outcomeText and runStatusLine", () => {
+    const msg = (content: string) => [{ role: "tool" as const, tool_call_id: "c", content }];
+    expect(outcomeText({ messages: msg("{}"), control: "continue", output: null, error: null, cancelled: false }, 3.4)).toBe("✓ 3 ms");
+    expect(outcomeText({ messages: msg('{"status":"rejected","tool":"w","reason":"no"}'), control: "reject", output: null, error: "no", cancelled: false }, null)).toBe("✗ refused: no");
+    expect(outcomeText({ messages: msg('{"status":"error","code":"PATH_ESCAPE","error":"bad"}'), control: "continue", output: null, error: "bad", cancelled: false }, 1)).toBe("✗ PATH_ESCAPE: bad 1 ms");
+    expect(outcomeText({ messages: [], control: "continue", output: null, error: "x", cancelled: true }, null)).toBe("✗ cancelled");
+    expect(runStatusLine({ status: "completed", stop_reason: "text_response", error: null })).toBeNull();
+    expect(runStatusLine({ status: "failed", stop_reason: "max_steps", error: "too many" })).toBe("[run failed: max_steps — too many]");
+  });
+});
+
+describe("agentcore chat through the CLI, stdin piped", () => {
+  function cli(args: string[], stdin: string) {
+    const r = Bun.spawnSync([process.execPath, "src/cli/main.ts", ...args], { cwd: REPO, stdin: new TextEncoder().encode(stdin), env: { PATH: process.env.PATH ?? "" } });
+    return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  }
+  const script = (turns: unknown[]) => {
+    const f = join(dir, "script.jsonl");
+    writeFileSync(f, turns.map((t) => JSON.stringify(t)).join("\n") + "\n");
+    return f;
+  };
+  const writeTurn = { content: null, tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"notes.txt","content":"changed"}' }] };
+
+  test("lines run one at a time; a side-effecting call is refused without a terminal and the file stays", () => {
+    writeFileSync(join(dir, "notes.txt"), "original");
+    const s = script([writeTurn, { content: "second task done" }]);
+    const r = cli(["chat", "--script", s, "--root", dir, "--tools", "write_file"], "change the notes\nnext task\n/sessions\n");
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("original");
+    expect(r.stdout).toContain("✗ refused: approval needs an interactive terminal (stdin is not a TTY)");
+    expect(r.stdout).toContain("[run rejected: tool_rejected");
+    expect(r.stdout).toContain("second task done");
+    expect(r.stdout).toMatch(/\* chat-\S+  runs 2  branches main \(current\)/);
+    expect(r.stdout).toMatch(/resume with --session chat-/);
+    expect(r.stderr).toBe("");
+  });
+
+  test("--approve-all writes without asking and warns once on stderr", () => {
+    writeFileSync(join(dir, "notes.txt"), "original");
+    const s = script([writeTurn, { content: "written" }]);
+    const r = cli(["chat", "--approve-all", "--script", s, "--root", dir, "--tools", "write_file"], "change the notes\n");
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
+    expect(r.stdout).not.toContain("needs approval");
+    expect(r.stdout).toMatch(/→ write_file path="notes\.txt" content="changed" ✓/);
+    expect(r.stderr).toBe(`${APPROVE_ALL_WARNING}\n`);
+  });
+
+  test("setup errors exit 2 with a message: arguments, agent-only flags, unknown branch, a bad script", () => {
+    const ok = script([{ content: "hi" }]);
+    const cases: [string[], string][] = [
+      [["chat", "task"], "chat takes no arguments"],
+      [["chat", "--events", "jsonl"], "--events applies to 'agent' only"],
+      [["chat", "--continue"], "--continue applies to 'agent' only"],
+      [["chat", "--script", ok, "--root", dir, "--session", "s1", "--branch", "ghost"], "session 's1' has no branch 'ghost'"],
+      [["chat", "--script", ok, "--session", " "], "--session must not be empty"],
+    ];
+    for (const [args, message] of cases) {
+      const r = cli(args, "");
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    const bad = join(dir, "bad.jsonl");
+    writeFileSync(bad, '{"content": "ok"}\n{"content": 5}\n');
+    const r = cli(["chat", "--script", bad, "--root", dir], "");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("line 2");
+  });
+});
