@@ -10,6 +10,8 @@
  * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
  *   `ModelAdapter` contract.
  * - Agents: `createAgent`, events, run control, `toolOutcome` for tool controls.
+ * - Planning: `createPlanTool` (the `update_plan` tool), `PLAN_PROMPT`,
+ *   `planFromMessages`, `renderPlan`.
  * - Skills: `discoverSkills`, `SkillCatalog`, the index and active-skill messages.
  *
  * @example
@@ -29,6 +31,7 @@ export * from "./tools/workspace/index.ts";
 export * from "./runtime/index.ts";
 export * from "./providers/index.ts";
 export * from "./agent/index.ts";
+export * from "./agent/plan.ts";
 export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
 export { VERSION } from "./version.ts";
 export * from "./middleware/index.ts";
