@@ -44,6 +44,9 @@ Usage:
   agentcore agent "TASK"            run an agent on TASK with the built-in tools (- reads TASK from stdin)
   agentcore agent --session ID "TASK"  record the run in a durable session (resuming its messages first);
                                     --continue instead of TASK continues the session's last run
+  agentcore chat                    the interactive agent: a REPL with streamed answers, one line per tool
+                                    call, the plan as a checklist, approvals at the prompt, /steer /abort
+                                    /continue /compact /sessions /fork (/help inside); kept in a session
   agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
   agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
@@ -75,7 +78,7 @@ Options:
   -h, --help             show this help
   -V, --version          print the version
 
-Agent options (agentcore agent):
+Agent options (agentcore agent; chat takes them too, except --events, --continue and --skills):
   --script FILE          play a scripted model (JSONL, one turn per line); no network
   --preset NAME          openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)
   --model NAME           model name (else CHAT_MODEL)
@@ -107,12 +110,13 @@ Exit status:
   0  every call succeeded (agent: the run completed)
   1  at least one call returned "success":false (agent: the run did not complete)
   2  usage error, unreadable input file, output failure or runtime failure
+  chat: 0 when it ends, 1 when the session journal could not be written, 2 for a setup error
 
 Environment:
   AGENTCORE_LOG_LEVEL    trace, debug, info, warn (default) or error; logs go to stderr
   AGENTCORE_CONFIG       settings file used when --config is not given
   CHAT_MODEL, MODEL_URL, MODEL_API_KEY, LLM_TIMEOUT (s), LLM_TEMPERATURE, LLM_INCLUDE_USAGE
-                         the model for 'agent' when no --script is given
+                         the model for 'agent' and 'chat' when no --script is given
 
 Examples:
   agentcore execute '{"id":"c1","tool":"echo","arguments":{"message":"hello"}}'
@@ -120,6 +124,7 @@ Examples:
   agentcore run examples/tool_calls.jsonl
   agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"
   agentcore agent --preset ollama --model qwen3 "What is in README.md?"
+  agentcore chat --preset ollama --model qwen3 --tools write_file
 `;
 
 /** A usage problem: printed with a hint, exit status 2. */

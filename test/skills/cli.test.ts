@@ -198,6 +198,19 @@ describe("agentcore agent --skills (source)", () => {
   });
 });
 
+describe("deno run", () => {
+  test("skills list --json and the example activation under Deno", async () => {
+    const deno = join(REPO, "node_modules", ".bin", "deno");
+    const env = { ...(process.env as Record<string, string>), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+    const list = await exec([deno, "run", "--allow-read", "--allow-env", MAIN, "skills", "list", "--json", "--dir", EXAMPLES], REPO, env);
+    expect(list.stderr).toBe("");
+    expect(JSON.parse(list.stdout)).toEqual(EXPECTED_JSON);
+    const run = await exec([deno, "run", "--allow-read", "--allow-env", MAIN, "agent", "--events", "jsonl", "--script", "examples/skills_script.jsonl", "--skills", "examples/skills", "$release-notes 1.4.0"], REPO, env);
+    expect(run.status).toBe(0);
+    expect(events(run.stdout)[1]).toMatchObject({ kind: "skill_activated", name: "release-notes", trigger: "run_start" });
+  }, 120_000);
+});
+
 describe("compiled binary", () => {
   let bin: string;
   let cwd: string;
