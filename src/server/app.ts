@@ -261,15 +261,18 @@ export function createApp(options: AppOptions): Daemon {
       }
       return jsonResponse(runs.view(run), status, headers);
     }
+    let begun = false;
     const stream = runEventStream(run, {
       heartbeatMs,
       signal: c.req.raw.signal,
       onDisconnect: () => {
-        if (!run.detached) run.agent.abort("the client disconnected");
+        // Only a stream that was answered can be left; a refused operation aborts nothing.
+        if (begun && !run.detached) run.agent.abort("the client disconnected");
       },
     });
     try {
       await runs.begin(run, op);
+      begun = true;
     } catch (e) {
       await stream.cancel().catch(() => {});
       throw e;

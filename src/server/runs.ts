@@ -140,7 +140,7 @@ export function parseRunRequest(body: unknown): RunRequest {
 export function sessionHttpError(e: unknown): HttpError | null {
   if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
   if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
-  if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { location: "/session" });
+  if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { reason: "session_invalid" });
   if (e instanceof SessionError) return new HttpError(409, "CONFLICT", e.message, { reason: "session" });
   return null;
 }
@@ -164,6 +164,8 @@ export class ServerRun {
   readonly agentRunIds = new Set<string>();
   closed = false;
   lastActivity = Date.now();
+  /** Whether the run was created with compaction settings (so `compact` works). */
+  compaction = false;
   /** Operations in flight (task, continue, compaction): the session lease is held while > 0. */
   busy = 0;
 
@@ -354,6 +356,7 @@ export class RunManager {
     }
     if (session !== null) session.recorder.options.messages = () => agent.messages;
     run = new ServerRun(id, agent, req.detached, session);
+    run.compaction = req.compaction !== undefined;
     this.#runs.set(id, run);
     return run;
   }
@@ -371,6 +374,9 @@ export class RunManager {
     if (op.kind !== "task") {
       if (run.status === "running") throw new HttpError(409, "CONFLICT", `run ${run.id} is active`, { reason: "agent_active" });
       if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
+    }
+    if (op.kind === "compact" && !run.compaction) {
+      throw new HttpError(409, "CONFLICT", `run ${run.id} was created without compaction settings`, { reason: "compaction_not_configured" });
     }
     if (op.kind === "continue") {
       const reason = run.agent.continueRejectionReason;
