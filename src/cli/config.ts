@@ -28,7 +28,9 @@
  *   },
  *   // optional: workspace tools (all off by default; see docs/workspace-tools.md)
  *   "tools": { "list_dir": true, "write_file": { "max_bytes": 1048576 },
- *              "exec": { "allow": ["git", "ls"], "timeout_ms": 30000, "isolation": "auto" } }
+ *              "exec": { "allow": ["git", "ls"], "timeout_ms": 30000, "isolation": "auto" } },
+ *   // optional: MCP servers whose tools are added as <server>__<tool> (see docs/mcp.md)
+ *   "mcpServers": { "fs": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."] } }
  * }
  * ```
  *
@@ -39,6 +41,7 @@ import { dirname, resolve } from "node:path";
 import { parse, printParseErrorCode, type ParseError } from "jsonc-parser";
 import type { PolicyConfig } from "../middleware/policy.ts";
 import { parseToolsConfig, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
+import { McpConfigError, parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
 
 /** Settings read from the config file. Every field is optional. */
 export interface FileConfig {
@@ -55,6 +58,8 @@ export interface FileConfig {
   tools?: WorkspaceToolsOptions;
   /** The skills folder (resolved from the config file's folder); it must exist when used. */
   skills_dir?: string;
+  /** MCP servers whose tools are registered too (see src/mcp/config.ts and docs/mcp.md). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** A config problem; the CLI prints it and exits 2. */
@@ -112,6 +117,13 @@ export function loadConfig(path: string): FileConfig {
     } else if (key === "history") {
       if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "history" must be a non-empty string`);
       out.history = resolve(dirname(path), v);
+    } else if (key === "mcpServers") {
+      try {
+        out.mcpServers = parseMcpServers(path, v);
+      } catch (e) {
+        if (e instanceof McpConfigError) throw new ConfigError(`${path}: ${e.message}`);
+        throw e;
+      }
     } else if (key === "skills_dir") {
       if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "skills_dir" must be a non-empty string`);
       out.skills_dir = resolve(dirname(path), v);
@@ -121,7 +133,7 @@ export function loadConfig(path: string): FileConfig {
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir)`);
+      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir, mcpServers)`);
     }
   }
   return out;

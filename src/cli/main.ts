@@ -48,9 +48,12 @@ Usage:
                                     call, the plan as a checklist, approvals at the prompt, /steer /abort
                                     /continue /compact /sessions /fork (/help inside); kept in a session
   agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
+  agentcore serve [--port N | --unix PATH] …   run the local API daemon on 127.0.0.1:8787 (agentcore serve --help)
   agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
                                     [--failed] [--json] (agentcore history --help)
+  agentcore mcp                     serve the registered tools to an MCP client over stdio (stdout is
+                                    JSON-RPC only; validation and policy apply; require_approval is denied)
   agentcore --help | --version
 
 Tool-call shapes accepted:
@@ -64,9 +67,11 @@ Options:
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
   --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms, history, policy, tools, skills_dir); flags override it. Also AGENTCORE_CONFIG.
-                         A "policy" section (default, rules) allows, denies (DENIED) or asks on the
-                         terminal before each tool call.
+                         default_timeout_ms, history, policy, tools, skills_dir, mcpServers); flags override it.
+                         Also AGENTCORE_CONFIG. A "policy" section (default, rules) allows, denies (DENIED)
+                         or asks on the terminal before each tool call. "mcpServers" (command/args/env or
+                         url/headers, as other MCP clients) adds each server's tools as SERVER__TOOL to
+                         tools, execute, run, agent, chat and mcp; the servers stop when the command ends.
   --json                 tools: print the list as JSON
   --tools LIST           enable workspace tools (comma-separated): list_dir, glob, grep, git_diff,
                          write_file, apply_patch, exec; 'read' = the four read-only ones, 'workspace' =
@@ -154,6 +159,8 @@ interface Settings {
   approveAll?: boolean;
   /** The command's own approver (the chat REPL's) instead of the TTY approver. */
   approver?: ToolApprover;
+  /** The config's `mcpServers`: connected by {@link runtimeFor}. */
+  mcpServers?: FileConfig["mcpServers"];
 }
 
 function env(name: string): string | undefined {
@@ -181,6 +188,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     history: file.history,
     tools: file.tools,
     skillsDir: file.skills_dir,
+    mcpServers: file.mcpServers,
   };
   if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
   if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
@@ -229,6 +237,27 @@ function makeRuntime(s: Settings): Runtime {
     defaultTimeoutMs: s.defaultTimeoutMs,
     middleware: [...middleware, ...policyMiddleware(s)],
   });
+}
+
+/** Closers of the MCP servers connected by {@link runtimeFor}; run when main() returns. */
+const mcpClosers: (() => Promise<void>)[] = [];
+
+/**
+ * {@link makeRuntime}, then, only when the config has `mcpServers`, connect
+ * them and register their tools (the MCP code is loaded only then). A server
+ * that cannot start, or a tool name collision, is a config error (exit 2).
+ */
+async function runtimeFor(s: Settings): Promise<Runtime> {
+  const rt = makeRuntime(s);
+  if (s.mcpServers === undefined || Object.keys(s.mcpServers).length === 0) return rt;
+  const { attachMcpServers, McpStartupError } = await import("../mcp/attach.ts");
+  try {
+    mcpClosers.push((await attachMcpServers(rt, s.mcpServers)).close);
+  } catch (e) {
+    if (e instanceof McpStartupError) throw new ConfigError(e.message);
+    throw e;
+  }
+  return rt;
 }
 
 function openHistory(path: string): HistoryLog {
@@ -420,6 +449,8 @@ export async function main(argv: string[]): Promise<number> {
   if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
   // `sessions` parses its own options too (loaded on demand).
   if (argv[0] === "sessions") return (await import("./sessions.ts")).cmdSessions(argv.slice(1), { out });
+  // `serve` too: it runs the daemon until SIGINT/SIGTERM (loaded on demand: Hono and the server).
+  if (argv[0] === "serve") return (await import("./serve.ts")).cmdServe(argv.slice(1), { out });
   // `skills` as well (it loads the yaml parser).
   if (argv[0] === "skills") return (await import("./skills.ts")).cmdSkills(argv.slice(1), { out });
   let parsed;
@@ -500,19 +531,19 @@ export async function main(argv: string[]): Promise<number> {
       case "tools":
         if (values.history !== undefined) return usage("--history applies to execute, run and agent");
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
-        status = cmdTools(makeRuntime(settings), values.json === true, out);
+        status = cmdTools(await runtimeFor(settings), values.json === true, out);
         break;
       case "execute":
         if (rest.length !== 1) return usage("execute needs exactly one argument: a JSON tool call, or - for stdin");
         if (values.json) return usage("--json applies to 'tools' only");
-        status = await cmdExecute(makeRuntime(settings), rest[0]!, out);
+        status = await cmdExecute(await runtimeFor(settings), rest[0]!, out);
         break;
       case "run": {
         if (rest.length !== 1) return usage("run needs exactly one argument: a JSONL file, or - for stdin");
         if (values.json) return usage("--json applies to 'tools' only");
         const stderr = (globalThis as { process?: { stderr: { isTTY?: boolean } } }).process?.stderr;
         const progress = stderr?.isTTY ? new Progress() : null;
-        status = await cmdRun(makeRuntime(settings), rest[0]!, out, progress);
+        status = await cmdRun(await runtimeFor(settings), rest[0]!, out, progress);
         break;
       }
       case "agent": {
@@ -547,7 +578,7 @@ export async function main(argv: string[]): Promise<number> {
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
-        status = await cmdAgent(makeRuntime(settings), flags, out);
+        status = await cmdAgent(await runtimeFor(settings), flags, out);
         break;
       }
       case "chat": {
@@ -574,7 +605,16 @@ export async function main(argv: string[]): Promise<number> {
         const chat = await import("./chat.ts");
         const gate = chat.createReplApprover();
         settings.approver = gate.approver;
-        status = await chat.cmdChat(makeRuntime(settings), chatFlags, gate);
+        status = await chat.cmdChat(await runtimeFor(settings), chatFlags, gate);
+        break;
+      }
+      case "mcp": {
+        if (rest.length > 0) return usage(`mcp takes no arguments, got '${rest[0]}'`);
+        if (values.json) return usage("--json applies to 'tools' only");
+        // stdin carries JSON-RPC: there is no terminal to ask, so require_approval is denied.
+        settings.stdinIsInput = true;
+        const { cmdMcp } = await import("./mcp.ts");
+        status = await cmdMcp(await runtimeFor(settings));
         break;
       }
       default:
@@ -595,6 +635,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     process.stderr.write(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
     return 2;
+  } finally {
+    // Stop the MCP servers (and wait for their processes) before exiting.
+    await Promise.all(mcpClosers.splice(0).map((close) => close()));
   }
 }
 

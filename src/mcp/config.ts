@@ -205,7 +205,10 @@ export function parseMcpServers(
     if (c.include !== undefined && c.exclude !== undefined) throw new McpConfigError(`"${at}": use "include" or "exclude", not both`);
     if (raw.timeout_ms !== undefined) c.timeout_ms = posInt(raw.timeout_ms, `${at}.timeout_ms`);
     if (raw.connect_timeout_ms !== undefined) c.connect_timeout_ms = posInt(raw.connect_timeout_ms, `${at}.connect_timeout_ms`);
-    if (raw.max_result_bytes !== undefined) c.max_result_bytes = posInt(raw.max_result_bytes, `${at}.max_result_bytes`);
+    if (raw.max_result_bytes !== undefined) {
+      c.max_result_bytes = posInt(raw.max_result_bytes, `${at}.max_result_bytes`);
+      if (c.max_result_bytes < 1024) throw new McpConfigError(`"${at}.max_result_bytes" must be at least 1024`);
+    }
     out[name] = c;
   }
   return out;

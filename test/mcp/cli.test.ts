@@ -1,0 +1,254 @@
+/**
+ * The CLI side of MCP: `agentcore mcp` driven by the SDK's own v2 `Client`
+ * (from source via bun, and the compiled binary), and `mcpServers` in the
+ * config of `tools` / `execute` / `run`, with every child process checked gone.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { binaryPath } from "../support/binary.ts";
+import { alive, FIXTURE, logLines, NODE, REPO, until } from "./helpers.ts";
+
+const MAIN = join(REPO, "src/cli/main.ts");
+const BUN = process.execPath;
+let dir: string;
+let n = 0;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "agentcore-mcp-cli-"));
+  writeFileSync(join(dir, "note.txt"), "the word is ibis\n");
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+
+/** A config file with a fixture MCP server (logging to its own file) and optional extras. */
+function config(extra: Record<string, unknown> = {}, server: Record<string, unknown> = {}): { path: string; log: string } {
+  const log = join(dir, `fixture-${++n}.log`);
+  const path = join(dir, `config-${n}.jsonc`);
+  const cfg = {
+    root: dir,
+    mcpServers: { fx: { command: NODE, args: [FIXTURE], env: { FIXTURE_LOG: log }, ...server } },
+    ...extra,
+  };
+  writeFileSync(path, `// test config\n${JSON.stringify(cfg, null, 2)}\n`);
+  return { path, log };
+}
+
+const pids = (log: string) => logLines(log).filter((l) => l.startsWith("start ")).map((l) => Number(l.split(" ")[1]));
+
+async function cli(argv: string[], opts: { bin?: string } = {}) {
+  const cmd = opts.bin !== undefined ? [opts.bin, ...argv] : [BUN, MAIN, ...argv];
+  const p = Bun.spawn(cmd, { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV });
+  const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { status, stdout, stderr };
+}
+
+const POLICY = {
+  default: "allow",
+  rules: [
+    { id: "no-echo", action: "deny", tools: ["echo"], reason: "echo is switched off" },
+    { id: "ask-count", action: "require_approval", tools: ["fx__count"] },
+  ],
+};
+
+async function connect(cmd: string[]): Promise<{ client: Client; transport: StdioClientTransport }> {
+  const transport = new StdioClientTransport({ command: cmd[0]!, args: cmd.slice(1), env: ENV, cwd: dir, stderr: "pipe" });
+  const client = new Client({ name: "test", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+type Text = { type: string; text: string };
+
+for (const mode of ["source", "binary"] as const) {
+  describe(`agentcore mcp (${mode}) with the SDK's Client`, () => {
+    let client: Client;
+    let transport: StdioClientTransport;
+    let log: string;
+    beforeAll(async () => {
+      const c = config({ policy: POLICY });
+      log = c.log;
+      const cmd = mode === "binary" ? [binaryPath(), "--config", c.path, "mcp"] : [BUN, MAIN, "--config", c.path, "mcp"];
+      ({ client, transport } = await connect(cmd));
+    }, 120_000);
+
+    test("lists the built-ins and the configured server's tools, with effects as annotations", async () => {
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      expect(names).toContain("echo");
+      expect(names).toContain("read_file");
+      expect(names).toContain("fx__count");
+      const rf = tools.find((t) => t.name === "read_file")!;
+      expect(rf.annotations?.readOnlyHint).toBe(true);
+      expect(rf.inputSchema.type).toBe("object");
+      expect(tools.find((t) => t.name === "fx__slow")!.annotations?.readOnlyHint).toBe(false);
+    });
+
+    test("a successful call: the result as JSON text and as structured content", async () => {
+      const r = await client.callTool({ name: "read_file", arguments: { path: "note.txt" } });
+      expect(r.isError).toBeFalsy();
+      const sc = r.structuredContent as { content: string };
+      expect(sc.content).toBe("the word is ibis\n");
+      expect(JSON.parse((r.content as Text[])[0]!.text)).toEqual(sc);
+    });
+
+    test("a tool of the configured MCP server, proxied", async () => {
+      const r = await client.callTool({ name: "fx__image", arguments: {} });
+      expect((r.structuredContent as { structured_content: unknown }).structured_content).toEqual({ width: 1, height: 1 });
+    });
+
+    test("the policy applies: a denied tool is an isError result carrying DENIED", async () => {
+      const r = await client.callTool({ name: "echo", arguments: { a: 1 } });
+      expect(r.isError).toBe(true);
+      const env = JSON.parse((r.content as Text[])[0]!.text);
+      expect(env).toMatchObject({ success: false, tool: "echo", error: { code: "DENIED" } });
+      expect(env.error.message).toContain("echo is switched off");
+      expect((r.structuredContent as { error: { code: string } }).error.code).toBe("DENIED");
+    });
+
+    test("require_approval fails closed over stdio (no terminal): DENIED, and the server never sees the call", async () => {
+      const r = await client.callTool({ name: "fx__count", arguments: {} });
+      expect(r.isError).toBe(true);
+      expect((r.structuredContent as { error: { code: string } }).error.code).toBe("DENIED");
+      expect(logLines(log).some((l) => l.startsWith("call count"))).toBe(false);
+    });
+
+    test("schema validation applies: INVALID_ARGUMENTS; an unknown tool is UNKNOWN_TOOL", async () => {
+      const bad = await client.callTool({ name: "fx__slow", arguments: { ms: "soon" } });
+      expect((bad.structuredContent as { error: { code: string } }).error.code).toBe("INVALID_ARGUMENTS");
+      const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
+      expect(unknown.isError).toBe(true);
+      expect((unknown.structuredContent as { error: { code: string } }).error.code).toBe("UNKNOWN_TOOL");
+    });
+
+    test("the client's cancellation travels through agentcore to the MCP server behind it", async () => {
+      const ac = new AbortController();
+      const p = client.callTool({ name: "fx__slow", arguments: { ms: 60_000 } }, { signal: ac.signal }).then(() => null, (e) => e);
+      await until(() => logLines(log).some((l) => l.startsWith("call slow ")), "the call to reach the fixture");
+      ac.abort();
+      expect(await p).toBeInstanceOf(Error);
+      const id = logLines(log).find((l) => l.startsWith("call slow "))!.split(" ")[2];
+      await until(() => logLines(log).includes(`cancelled ${id}`), "the cancellation to reach the fixture");
+    });
+
+    test("closing the client ends agentcore mcp and the MCP server it started", async () => {
+      const ours = transport.pid!;
+      const theirs = pids(log);
+      expect(theirs).toHaveLength(1);
+      await client.close();
+      await until(() => !alive(ours), "agentcore mcp to exit");
+      await until(() => !alive(theirs[0]!), "the fixture server to exit");
+    }, 20_000);
+  });
+}
+
+describe("agentcore mcp on the wire", () => {
+  test("stdout carries only JSON-RPC lines; logs go to stderr", async () => {
+    const c = config();
+    const p = Bun.spawn([BUN, MAIN, "--config", c.path, "mcp"], {
+      cwd: dir,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...ENV, AGENTCORE_LOG_LEVEL: "debug" },
+    });
+    const msgs = [
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "fx__count", arguments: {} } },
+    ];
+    for (const m of msgs) p.stdin.write(JSON.stringify(m) + "\n");
+    const reader = p.stdout.getReader();
+    let text = "";
+    while (!text.includes('"id":3')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    p.stdin.end();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+    expect(status).toBe(0);
+    const lines = text.trimEnd().split("\n");
+    expect(lines.length).toBe(3);
+    for (const l of lines) expect(JSON.parse(l).jsonrpc).toBe("2.0");
+    expect(JSON.parse(lines[2]!).result.structuredContent.content[0].text).toBe("1");
+    expect(stderr).toContain("mcp: serving tools over stdio");
+    for (const pid of pids(c.log)) expect(alive(pid)).toBe(false);
+  }, 20_000);
+});
+
+describe("mcpServers in the config of tools, execute and run", () => {
+  test("tools lists the server's tools; the server process is gone when the command returns", async () => {
+    const c = config();
+    const r = await cli(["--config", c.path, "tools", "--json"]);
+    expect(r.status).toBe(0);
+    const names = (JSON.parse(r.stdout) as { name: string }[]).map((t) => t.name);
+    expect(names).toEqual(["echo", "read_file", "fx__count", "fx__slow", "fx__huge", "fx__fail", "fx__image"]);
+    const [pid] = pids(c.log);
+    expect(alive(pid!)).toBe(false);
+  }, 20_000);
+
+  test("run dispatches calls to the MCP server on one connection (binary)", async () => {
+    const c = config();
+    const calls = join(dir, "calls.jsonl");
+    writeFileSync(calls, ['{"id":"a","tool":"fx__count","arguments":{}}', '{"id":"b","tool":"fx__count","arguments":{}}', '{"id":"c","tool":"fx__fail","arguments":{}}'].join("\n") + "\n");
+    const r = await cli(["--config", c.path, "run", calls], { bin: binaryPath() });
+    expect(r.status).toBe(1);
+    const envs = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(envs.map((e) => e.result?.structured_content?.calls ?? e.error.code)).toEqual([1, 2, "TOOL_ERROR"]);
+    expect(pids(c.log)).toHaveLength(1);
+    expect(alive(pids(c.log)[0]!)).toBe(false);
+  }, 120_000);
+
+  test("execute without mcpServers loads neither the MCP SDK nor the MCP client", async () => {
+    // The compiled binary has everything bundled; from source we can see which modules load.
+    const probe = join(dir, "probe.ts");
+    writeFileSync(
+      probe,
+      `import { main } from ${JSON.stringify(MAIN)};\n` +
+        `await main(["execute", '{"id":"1","tool":"echo","arguments":{}}']);\n` +
+        `const loaded = Object.keys(require.cache).filter((k) => k.includes("modelcontextprotocol") || k.includes("/src/mcp/"));\n` +
+        `process.stderr.write("LOADED " + JSON.stringify(loaded) + "\\n");\n`,
+    );
+    const p = Bun.spawn([BUN, probe], { cwd: dir, stdout: "pipe", stderr: "pipe", env: ENV });
+    const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    expect(JSON.parse(out).success).toBe(true);
+    // only the (SDK-free) config checker, which the config loader uses
+    expect(err).toContain(`LOADED ${JSON.stringify([join(REPO, "src/mcp/config.ts")])}`);
+  }, 20_000);
+
+  test("a bad mcpServers entry is a config error naming the key (exit 2)", async () => {
+    const c = config({}, { comand: "typo" });
+    const r = await cli(["--config", c.path, "tools"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('"mcpServers.fx": unknown key "comand"');
+    expect(r.stdout).toBe("");
+  });
+
+  test("a tool name collision is a clear startup error (exit 2), and the server is stopped", async () => {
+    const c = config({}, { prefix: "", env: { FIXTURE_EXTRA: "read_file" } });
+    const r = await cli(["--config", c.path, "execute", '{"id":"1","tool":"echo","arguments":{}}']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('agentcore: mcp server "fx": its tool "read_file" collides with the already registered tool "read_file"');
+    expect(r.stdout).toBe("");
+  }, 20_000);
+
+  test("a server hanging at start-up: connect timeout error (exit 2), no process left", async () => {
+    const c = config({}, { args: [FIXTURE, "hang"], connect_timeout_ms: 300 });
+    // the hang fixture logs its pid only if FIXTURE_LOG is set: it is (env of the server entry)
+    const r = await cli(["--config", c.path, "tools"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('mcp server "fx": no answer to initialize within 300 ms (connect_timeout_ms)');
+    const [pid] = pids(c.log);
+    expect(alive(pid!)).toBe(false);
+  }, 20_000);
+});
