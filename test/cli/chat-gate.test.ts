@@ -140,6 +140,43 @@ describe("the CLI flags", () => {
     expect(r.stderr).toBe(`${APPROVE_ALL_WARNING}\n`);
   });
 
+  const writeScript = () => {
+    const script = join(dir, "w.jsonl");
+    const call = { id: "w1", name: "write_file", arguments: JSON.stringify({ path: "notes.txt", content: "changed" }) };
+    writeFileSync(script, [JSON.stringify({ content: null, tool_calls: [call] }), JSON.stringify({ content: "written" })].join("\n") + "\n");
+    writeFileSync(join(dir, "notes.txt"), "original");
+    return script;
+  };
+
+  test("agent without a terminal: write_file is refused, the file stays, and stderr says how to allow it", () => {
+    const r = cli(["agent", "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
+    expect(r.code).toBe(1);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("original");
+    expect(r.stderr).toContain("agentcore: run rejected (tool_rejected)");
+    expect(r.stderr).toContain("agentcore: write_file was refused: approval needs an interactive terminal (stdin is not a TTY)");
+    expect(r.stderr).toContain("--approve-all");
+  });
+
+  test("agent --approve-all writes, and the history log records the approved decision", () => {
+    const log = join(dir, "history.jsonl");
+    const r = cli(["agent", "--approve-all", "--history", log, "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
+    const recs = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(recs.map((x) => [x.tool, x.decision, x.success])).toEqual([
+      ["write_file", { action: "require_approval", by: "rule:side-effecting", approved: true }, true],
+    ]);
+  });
+
+  test("agent with a config policy: its rules decide, not the default gate", () => {
+    const cfg = join(dir, "c.jsonc");
+    writeFileSync(cfg, JSON.stringify({ policy: { default: "allow" } }));
+    const r = cli(["agent", "--config", cfg, "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
+  });
+
   test("--approve-all and --no-plan belong to agent and chat only", () => {
     for (const flag of ["--approve-all", "--no-plan"]) {
       const r = cli(["execute", flag, '{"id":"1","tool":"echo","arguments":{}}']);
