@@ -2,6 +2,7 @@
  * The skills index message, mention matching and the active-skill message.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
@@ -89,6 +90,22 @@ describe("mentions", () => {
     ["skill: release-notes", false],
   ])("%j → %p", (text, expected) => {
     expect(mentionsSkill(text, notes)).toBe(expected);
+  });
+
+  test("property: a mention counts exactly when no word character touches it", () => {
+    // Characters around the mention; "$" and ":" are left out so that the only candidate is the one placed.
+    const chars = fc.constantFrom("a", "Z", "7", "_", "é", "٣", "-", ".", " ", "\n", "(", ")", "!", "/", "ß");
+    const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}_]/u.test(c);
+    fc.assert(
+      fc.property(fc.array(chars, { maxLength: 6 }), fc.array(chars, { maxLength: 6 }), fc.constantFrom("$release-notes", "skill:release-notes", "SKILL:Release-Notes", "$Release-notes"), (pre, post, mention) => {
+        const before = pre.join("");
+        const after = post.join("");
+        const caseOk = mention !== "$Release-notes";
+        const expected = caseOk && !isWord(before.at(-1)) && !isWord(after[0]);
+        expect(mentionsSkill(before + mention + after, notes)).toBe(expected);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   test("names with regular-expression characters are matched literally", () => {
