@@ -169,9 +169,13 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
   const daemon = started;
   return await new Promise<number>((resolve) => {
     let signalled = false;
+    const onInt = () => onSignal("SIGINT");
+    const onTerm = () => onSignal("SIGTERM");
     const onSignal = (name: string) => {
       if (signalled) return;
       signalled = true;
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
       process.stderr.write(`agentcore serve: ${name}: stopping\n`);
       daemon.stop().then(
         () => {
@@ -184,7 +188,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         },
       );
     };
-    process.on("SIGINT", () => onSignal("SIGINT"));
-    process.on("SIGTERM", () => onSignal("SIGTERM"));
+    process.on("SIGINT", onInt);
+    process.on("SIGTERM", onTerm);
   });
 }

@@ -1,0 +1,176 @@
+/**
+ * `agentcore serve` as a real child process: the printed URL and token file,
+ * graceful shutdown on SIGTERM/SIGINT during a run (abort and finish modes)
+ * with every journal record intact, a Unix socket with mode 0600, the
+ * non-loopback warning, and usage errors.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "../support/paths.ts";
+import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
+import { SseReader } from "./support.ts";
+
+const MAIN = join(REPO_ROOT, "src/cli/main.ts");
+const dirs: string[] = [];
+const procs: ReturnType<typeof Bun.spawn>[] = [];
+afterEach(() => {
+  for (const p of procs.splice(0)) if (p.exitCode === null) p.kill("SIGKILL");
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+interface Child {
+  proc: ReturnType<typeof Bun.spawn>;
+  url: string;
+  token: string;
+  tokenFile: string | null;
+  dir: string;
+  stderr: () => string;
+  exited: Promise<number>;
+}
+
+/** Spawn `serve` and wait for its "listening on" and token lines on stderr. */
+async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<Child> {
+  const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-proc-"));
+  dirs.push(dir);
+  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), "--root", dir, "--heartbeat-ms", "100", ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  procs.push(proc);
+  let text = "";
+  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+  const dec = new TextDecoder();
+  const pump = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      text += dec.decode(value, { stream: true });
+    }
+  })();
+  while (!/token (file .+|from AGENTCORE_TOKEN)\n/.test(text)) {
+    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${text}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
+  const file = /token file (.+)\n/.exec(text)?.[1] ?? null;
+  const token = file !== null ? readFileSync(file, "utf8").trim() : env.AGENTCORE_TOKEN!;
+  return { proc, url, token, tokenFile: file, dir, stderr: () => text, exited: proc.exited.then(async (c) => (await pump, c)) };
+}
+
+const auth = (c: Child) => ({ authorization: `Bearer ${c.token}` });
+
+function journal(c: Child, session: string) {
+  const file = new JsonlSessionStorage(join(c.dir, ".agentcore", "sessions")).fileFor(session);
+  const text = readFileSync(file, "utf8");
+  expect(text.endsWith("\n")).toBe(true);
+  return text.trimEnd().split("\n").map((l) => JSON.parse(l)); // every record whole
+}
+
+describe("agentcore serve (child process)", () => {
+  test("prints its URL and a 0600 token file; SIGTERM mid-run aborts the run, flushes the journal and exits 0", async () => {
+    const c = await spawnServe(["--port", "0"]);
+    expect(c.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(statSync(c.tokenFile!).mode & 0o777).toBe(0o600);
+    expect(c.token).toMatch(/^[0-9a-f]{64}$/);
+    const res = await fetch(`${c.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({
+        task: "work slowly",
+        session: "job",
+        script: [{ content: "step 1", tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"one"}' }] }, { content: "never said", delay_ms: 600_000 }],
+      }),
+    });
+    expect(res.status).toBe(201);
+    const sse = new SseReader(res);
+    await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
+    c.proc.kill("SIGTERM");
+    const finished = await sse.until((m) => m.event === "agent_finished");
+    expect(finished!.data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "the daemon is shutting down" });
+    expect(await c.exited).toBe(0);
+    expect(c.stderr()).toContain("SIGTERM: stopping");
+    const records = journal(c, "job");
+    expect(records.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
+    expect(records.map((r) => r.revision)).toEqual([1, 2, 3, 4]);
+    expect(records.at(-1).data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+  });
+
+  test("--on-shutdown finish lets the run complete before exiting 0; new requests are refused meanwhile", async () => {
+    const c = await spawnServe(["--port", "0", "--on-shutdown", "finish"]);
+    const res = await fetch(`${c.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ task: "finish me", session: "fin", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"a"}' }] }, { content: "all done", delay_ms: 800 }] }),
+    });
+    const sse = new SseReader(res);
+    await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
+    c.proc.kill("SIGTERM");
+    await Bun.sleep(100);
+    const late = await fetch(`${c.url}/v1/tools`, { headers: auth(c) }).then((r) => r.status, () => "refused");
+    expect(late === "refused" || late === 503).toBe(true);
+    const done = await sse.until((m) => m.event === "done");
+    expect(done!.data.result).toMatchObject({ status: "completed", output: "all done" });
+    expect(await c.exited).toBe(0);
+    const records = journal(c, "fin");
+    expect(records.at(-1)).toMatchObject({ type: "run_finished", data: { result: { status: "completed" } } });
+  });
+
+  test("--unix PATH listens on a 0600 socket; SIGINT exits 0 and removes it", async () => {
+    const sockDir = mkdtempSync(join(tmpdir(), "agentcore-sock-"));
+    dirs.push(sockDir);
+    const sock = join(sockDir, "d.sock");
+    const c = await spawnServe(["--unix", sock]);
+    expect(c.url).toBe(`unix:${sock}`);
+    expect(statSync(sock).isSocket()).toBe(true);
+    expect(statSync(sock).mode & 0o777).toBe(0o600);
+    const r = await fetch("http://localhost/v1/calls", { unix: sock, method: "POST", headers: { ...auth(c), "content-type": "application/json" }, body: '{"id":"u1","tool":"echo","arguments":{"message":"over a socket"}}' } as RequestInit);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ id: "u1", success: true, result: { message: "over a socket" } });
+    const noToken = await fetch("http://localhost/v1/tools", { unix: sock } as RequestInit);
+    expect(noToken.status).toBe(401);
+    c.proc.kill("SIGINT");
+    expect(await c.exited).toBe(0);
+    expect(existsSync(sock)).toBe(false);
+  });
+
+  test("AGENTCORE_TOKEN replaces the token file; a non-loopback --host prints a warning", async () => {
+    const token = "t".repeat(48);
+    const c = await spawnServe(["--host", "0.0.0.0", "--port", "0"], { AGENTCORE_TOKEN: token });
+    expect(c.stderr()).toContain("WARNING: listening on 0.0.0.0, which is not loopback");
+    expect(c.stderr()).toContain("token from AGENTCORE_TOKEN");
+    expect(existsSync(join(c.dir, "state", "token"))).toBe(false);
+    const port = new URL(c.url.replace("0.0.0.0", "127.0.0.1")).port;
+    const r = await fetch(`http://127.0.0.1:${port}/v1/tools`, { headers: { authorization: `Bearer ${token}` } });
+    expect(r.status).toBe(200);
+    c.proc.kill("SIGTERM");
+    expect(await c.exited).toBe(0);
+  });
+
+  test("usage errors exit 2 with a message; --help exits 0", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-usage-"));
+    dirs.push(dir);
+    const run = (args: string[]) => Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), ...args], { env: { PATH: process.env.PATH ?? "", HOME: dir } });
+    for (const [args, msg] of [
+      [["--port", "http"], "--port needs an integer"],
+      [["--port", "70000"], "--port must be between 0 and 65535"],
+      [["--unix", "/tmp/x.sock", "--port", "1"], "--unix replaces --host and --port"],
+      [["--on-shutdown", "later"], "--on-shutdown must be abort or finish"],
+      [["--bogus"], "Unknown option"],
+      [["--root", "/nonexistent-dir-xyz"], "not a folder"],
+      [["--allow-origin", "evil"], "not an http(s) origin"],
+    ] as const) {
+      const r = run([...args]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr.toString()).toContain(msg);
+    }
+    const h = run(["--help"]);
+    expect(h.exitCode).toBe(0);
+    expect(h.stdout.toString()).toContain("--on-shutdown abort|finish");
+    const top = Bun.spawnSync([process.execPath, MAIN, "--help"]);
+    expect(top.stdout.toString()).toContain("agentcore serve");
+  }, 60_000);
+});
