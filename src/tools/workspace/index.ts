@@ -24,6 +24,7 @@ import { createWriteFileTool, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
 import { createListDirTool } from "./list_dir.ts";
 import { createGlobTool } from "./glob.ts";
 import { createGrepTool } from "./grep.ts";
+import { createApplyPatchTool } from "./apply_patch.ts";
 export { parseToolsConfig, selectTools, ToolsConfigError, READ_ONLY_TOOLS, NON_EXEC_TOOLS } from "./config.ts";
 export { createListDirTool, LIST_DIR_PARAMETERS } from "./list_dir.ts";
 export type { ListDirArgs, ListDirEntry, ListDirResult } from "./list_dir.ts";
@@ -33,6 +34,10 @@ export { Glob, GlobSyntaxError } from "./globmatch.ts";
 export { createGrepTool, GREP_PARAMETERS } from "./grep.ts";
 export type { GrepArgs, GrepMatch, GrepResult, GrepToolOptions } from "./grep.ts";
 export { createWriteFileTool, writeRootedFile, WRITE_FILE_PARAMETERS, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
+export { applyRootedPatch, createApplyPatchTool, APPLY_PATCH_PARAMETERS } from "./apply_patch.ts";
+export type { ApplyPatchArgs, ApplyPatchResult, PatchAction } from "./apply_patch.ts";
+export { applyEdit, applyFilePatch, parseUnifiedDiff } from "./patch.ts";
+export type { Edit, FilePatch, Hunk, HunkLine } from "./patch.ts";
 export type { WriteFileArgs, WriteFileResult, WriteFileToolOptions } from "./write_file.ts";
 
 /** `exec` settings: the allowlist is required. */
@@ -84,10 +89,12 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string): An
   if (gr !== null) {
     out.push(createGrepTool({ root, maxResults: gr.max_results, maxFileBytes: gr.max_file_bytes, timeoutMs: gr.timeout_ms }) as unknown as AnyToolDefinition);
   }
-  for (const name of ["git_diff", "apply_patch", "exec"] as const) {
+  for (const name of ["git_diff", "exec"] as const) {
     if (settings(options[name] as boolean | object | undefined) !== null) throw new Error(`workspace tool ${name} is not available yet`);
   }
   const wf = settings(options.write_file);
   if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES }) as unknown as AnyToolDefinition);
+  const ap = settings(options.apply_patch);
+  if (ap !== null) out.push(createApplyPatchTool({ root, maxBytes: ap.max_bytes }) as unknown as AnyToolDefinition);
   return out;
 }
