@@ -49,7 +49,6 @@ Usage:
                                     /continue /compact /sessions /fork (/help inside); kept in a session
   agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
   agentcore serve [--port N | --unix PATH] …   run the local API daemon on 127.0.0.1:8787 (agentcore serve --help)
-  agentcore serve [--port N | --unix PATH] …   run the local API daemon on 127.0.0.1:8787 (agentcore serve --help)
   agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
                                     [--failed] [--json] (agentcore history --help)
@@ -450,8 +449,6 @@ export async function main(argv: string[]): Promise<number> {
   if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
   // `sessions` parses its own options too (loaded on demand).
   if (argv[0] === "sessions") return (await import("./sessions.ts")).cmdSessions(argv.slice(1), { out });
-  // `serve` too: it runs the daemon until SIGINT/SIGTERM (loaded on demand: Hono and the server).
-  if (argv[0] === "serve") return (await import("./serve.ts")).cmdServe(argv.slice(1), { out });
   // `serve` too: it runs the daemon until SIGINT/SIGTERM (loaded on demand: Hono and the server).
   if (argv[0] === "serve") return (await import("./serve.ts")).cmdServe(argv.slice(1), { out });
   // `skills` as well (it loads the yaml parser).
