@@ -119,13 +119,12 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
     if (deno !== undefined) {
       let ready!: (addr: DenoServer["addr"]) => void;
       const listening = new Promise<DenoServer["addr"]>((r) => (ready = r));
-      const ac = new AbortController();
       let server: DenoServer;
       try {
         server = deno.serve(
           unix !== null
-            ? { path: unix, transport: "unix", signal: ac.signal, onListen: ready }
-            : { hostname, port: options.port ?? 8787, signal: ac.signal, onListen: ready },
+            ? { path: unix, transport: "unix", onListen: ready }
+            : { hostname, port: options.port ?? 8787, onListen: ready },
           fetch,
         );
       } catch (e) {
@@ -135,19 +134,22 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
       if (unix !== null) fs.chmodSync(unix, 0o600);
       const port = unix === null ? (addr.port ?? server.addr.port ?? null) : null;
       let closed: Promise<void> | null = null;
+      let shuttingDown: Promise<void> | null = null;
       return {
         url: unix !== null ? `unix:${unix}` : formatUrl(hostname, port!),
         port,
         unix,
         runtime: "deno",
         stopAccepting() {
-          // Deno stops listening on shutdown and waits for requests in flight.
-          void server.shutdown().catch(() => {});
+          // Deno stops listening on shutdown and lets requests in flight finish.
+          shuttingDown ??= server.shutdown().catch(() => {});
         },
         close() {
           closed ??= (async () => {
-            ac.abort();
-            await Promise.race([server.finished.catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+            shuttingDown ??= server.shutdown().catch(() => {});
+            let timer: ReturnType<typeof setTimeout> | undefined;
+            await Promise.race([shuttingDown, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+            clearTimeout(timer);
             if (unix !== null) fs.rmSync(unix, { force: true });
           })();
           return closed;

@@ -43,7 +43,12 @@ export function ensureStateDir(dir: string): void {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const st = fs.lstatSync(dir);
     if (!st.isDirectory()) throw new TokenError(`state directory ${dir} is not a directory`);
-    const uid = process.getuid?.();
+    let uid: number | undefined;
+    try {
+      uid = process.getuid?.();
+    } catch {
+      uid = undefined; // Deno without --allow-sys: skip the owner check (the mode is still enforced)
+    }
     if (uid !== undefined && st.uid !== uid) throw new TokenError(`state directory ${dir} belongs to another user (uid ${st.uid})`);
     if ((st.mode & 0o777) !== 0o700) fs.chmodSync(dir, 0o700);
   } catch (e) {

@@ -1,0 +1,50 @@
+/**
+ * Smoke test: the same daemon under `deno run` (Deno.serve): health without a
+ * token, an authenticated call, a refused Host, then SIGTERM → exit 0.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "../support/paths.ts";
+import { rawRequest } from "./support.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-deno-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test("agentcore serve runs under deno run", async () => {
+  const deno = join(REPO_ROOT, "node_modules/.bin/deno");
+  const proc = Bun.spawn(
+    [deno, "run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", join(REPO_ROOT, "src/cli/main.ts"), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir],
+    { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "", HOME: dir, DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? dir, ".cache/deno"), NO_COLOR: "1" }, stderr: "pipe", stdout: "pipe" },
+  );
+  try {
+    let text = "";
+    const reader = proc.stderr.getReader();
+    const dec = new TextDecoder();
+    while (!/token file .+\n/.test(text)) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`deno serve ended early: ${text}`);
+      text += dec.decode(value, { stream: true });
+    }
+    const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
+    expect(await (await fetch(`${url}/v1/health`)).json()).toEqual({ status: "ok" });
+    const r = await fetch(`${url}/v1/calls`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: '{"type":"tool_use","id":"d1","name":"echo","input":{"message":"from deno"}}',
+    });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ id: "d1", success: true, tool: "echo", result: { message: "from deno" } });
+    expect((await fetch(`${url}/v1/tools`)).status).toBe(401);
+    const port = Number(new URL(url).port);
+    const evil = await rawRequest(port, `GET /v1/health HTTP/1.1\r\nHost: evil.example:${port}\r\nConnection: close`);
+    expect(evil.status).toBe(403);
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+  } finally {
+    if (proc.exitCode === null) proc.kill("SIGKILL");
+  }
+}, 120_000);
