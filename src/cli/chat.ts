@@ -104,12 +104,25 @@ function summaryPrompt(request: CompactionRequest): ChatMessage[] {
 /** Writes to the terminal and remembers whether the cursor is at the start of a line. */
 class Screen {
   #atStart = true;
-  constructor(private readonly out: { write(s: string): unknown }) {}
+  /** Set once a write failed (a closed pipe): later writes are dropped. */
+  broken = false;
+  constructor(private readonly out: { write(s: string): unknown }, private readonly onBroken: (e: unknown) => void) {}
 
   write(text: string): void {
-    if (text === "") return;
-    this.out.write(text);
+    if (text === "" || this.broken) return;
+    try {
+      this.out.write(text);
+    } catch (e) {
+      this.fail(e);
+      return;
+    }
     this.#atStart = text.endsWith("\n");
+  }
+
+  fail(e: unknown): void {
+    if (this.broken) return;
+    this.broken = true;
+    this.onBroken(e);
   }
 
   /** Write `text` on a line of its own. */
@@ -160,7 +173,13 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${sessionId}' has no branch '${branch}'`);
 
   const model = options.model ?? (await makeModel({ ...flags, task: "" }));
-  const screen = new Screen(output);
+  // A closed output (a pipe whose reader went away) ends the chat with status 2, never a crash.
+  const screen = new Screen(output, (e) => {
+    error.write(`agentcore chat: cannot write the output (${(e as NodeJS.ErrnoException)?.code ?? String(e)}); stopping\n`);
+    void exitRef.exit?.();
+  });
+  const exitRef: { exit?: () => Promise<void> } = {};
+  (output as NodeJS.EventEmitter).on("error", (e: unknown) => screen.fail(e));
   const { planner, systemPrompt } = setupPlan(runtime, flags.system, flags.plan, (plan) => {
     pendingPlan = plan;
   });
@@ -337,6 +356,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     rl.close();
     finish();
   };
+  exitRef.exit = exit;
 
   const listSessions = async () => {
     const ids = await storage.listSessions();
@@ -445,6 +465,8 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   let chain: Promise<void> = Promise.resolve();
   rl.on("line", (line: string) => {
     screen.moved(true); // the Enter that ended the line moved the cursor
+    // Without a terminal nothing echoes the input: show it, so the transcript reads like a session.
+    if (!interactive) chain = chain.then(() => screen.line(`${PROMPT}${line}`));
     chain = chain.then(() => handle(line)).catch((e) => {
       screen.line(`[error: ${(e as Error).message}]`);
     }).then(() => {
@@ -490,5 +512,6 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     await agent.shutdown();
   }
   screen.line(`[session ${sessionId}, branch ${branch}: resume with --session ${sessionId}${branch !== "main" ? ` --branch ${branch}` : ""}]`);
+  if (screen.broken) return 2;
   return recordingErrors.length > 0 ? 1 : 0;
 }

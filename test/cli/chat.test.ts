@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { cmdChat, newChatSessionId, ReplApprover } from "../../src/cli/chat.ts";
 import { chatHelp, parseChatInput } from "../../src/cli/chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "../../src/cli/chat/render.ts";
@@ -60,7 +60,7 @@ interface Harness {
   sessionsDir: string;
 }
 
-function start(steps: Step[], options: { session?: string; interactive?: boolean } = {}): Harness {
+function start(steps: Step[], options: { session?: string; interactive?: boolean; output?: NodeJS.WritableStream } = {}): Harness {
   const input = new PassThrough() as PassThrough & { isTTY?: boolean };
   input.isTTY = options.interactive ?? true;
   const output = new PassThrough() as PassThrough & { isTTY?: boolean };
@@ -73,7 +73,7 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
   const model = new FakeModel(steps);
   const sessionsDir = join(dir, "sessions");
   const done = cmdChat(runtime, { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}) }, gate, {
-    io: { input, output, error: { write: (s: string) => errors.push(s) } },
+    io: { input, output: options.output ?? output, error: { write: (s: string) => errors.push(s) } },
     model,
   });
   const screen = () => out.replace(ANSI, "").replace(/\r/g, "");
@@ -324,6 +324,17 @@ describe("chat in a terminal (in process)", () => {
     expect(await h.done).toBe(0);
     expect(h.errors).toEqual([]);
   });
+});
+
+test("an output that fails (a closed pipe) ends the chat with status 2 and a message, not a crash", async () => {
+  const broken = new Writable({
+    write(_chunk, _enc, cb) {
+      cb(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+    },
+  });
+  const h = start([text("unused")], { output: broken });
+  expect(await h.done).toBe(2);
+  expect(h.errors.join("")).toContain("agentcore chat: cannot write the output (EPIPE); stopping");
 });
 
 describe("chat helpers", () => {
