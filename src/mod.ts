@@ -13,6 +13,8 @@
  * - Planning: `createPlanTool` (the `update_plan` tool), `PLAN_PROMPT`,
  *   `planFromMessages`, `renderPlan`.
  * - Skills: `discoverSkills`, `SkillCatalog`, the index and active-skill messages.
+ * - MCP: `attachMcpServers` / `McpToolHandler` (MCP servers' tools as agentcore
+ *   tools), `createMcpServer` (agentcore's tools served over MCP).
  *
  * @example
  * ```ts
@@ -38,3 +40,4 @@ export * from "./middleware/index.ts";
 export * from "./context/index.ts";
 export * from "./session/index.ts";
 export * from "./skills/index.ts";
+export * from "./mcp/index.ts";

@@ -108,40 +108,55 @@ export function capResult(r: McpCallResult, maxBytes: number): McpCallResult {
   const size = byteLength(r);
   if (size <= maxBytes) return r;
   let room = Math.max(0, maxBytes - OVERHEAD);
+  const stubs = r.content.map(stubOf);
+  // What the stubs of the blocks after index i need, so that a long text
+  // does not crowd out the note that an image was there (at most half the room).
+  const after: number[] = new Array(r.content.length + 1).fill(0);
+  for (let i = r.content.length - 1; i >= 0; i--) {
+    const st = stubs[i];
+    after[i] = after[i + 1]! + (st === undefined ? 0 : byteLength(st) + 1);
+  }
   const content: McpBlock[] = [];
-  for (const b of r.content) {
+  r.content.forEach((b, i) => {
     const n = byteLength(b) + 1;
-    if (n <= room) {
+    const reserve = Math.min(after[i + 1]!, Math.floor(room / 2));
+    if (n <= room - (b.type === "text" ? reserve : 0)) {
       content.push(b);
       room -= n;
-      continue;
+      return;
     }
     if (b.type === "text" && "text" in b) {
-      const text = cutUtf8(b.text, room - 64);
+      const text = cutUtf8(b.text, room - reserve - 64);
       if (text.length > 0) {
         const kept = { type: "text" as const, text: `${text}…[truncated]` };
         content.push(kept);
         room -= byteLength(kept) + 1;
       }
-    } else if ((b.type === "image" || b.type === "audio") && "data" in b) {
-      const stub: McpBlock = { type: b.type, mime_type: b.mime_type, omitted: true, bytes: b.data.length };
-      if (byteLength(stub) < room) {
-        content.push(stub);
-        room -= byteLength(stub) + 1;
-      }
-    } else if (b.type === "resource" && "uri" in b) {
-      const stub: McpBlock = { type: "resource", uri: b.uri.slice(0, 256), omitted: true };
-      if (b.mime_type !== undefined) stub.mime_type = b.mime_type.slice(0, 128);
-      if (byteLength(stub) < room) {
-        content.push(stub);
-        room -= byteLength(stub) + 1;
-      }
+      return;
+    }
+    const stub = stubs[i];
+    if (stub !== undefined && byteLength(stub) + 1 <= room) {
+      content.push(stub);
+      room -= byteLength(stub) + 1;
     }
     // anything else that does not fit is dropped; `truncated` says so
-  }
+  });
   const out: McpCallResult = { content };
   if (r.structured_content !== undefined && byteLength(r.structured_content) + 24 <= room) out.structured_content = r.structured_content;
   out.truncated = true;
   out.original_bytes = size;
   return out;
+}
+
+/** The small stand-in of a media or embedded-resource block (undefined for other kinds). */
+function stubOf(b: McpBlock): McpBlock | undefined {
+  if ((b.type === "image" || b.type === "audio") && "data" in b) {
+    return { type: b.type, mime_type: b.mime_type.slice(0, 128), omitted: true, bytes: b.data.length };
+  }
+  if (b.type === "resource" && "uri" in b) {
+    const stub: McpBlock = { type: "resource", uri: b.uri.slice(0, 256), omitted: true };
+    if (b.mime_type !== undefined) stub.mime_type = b.mime_type.slice(0, 128);
+    return stub;
+  }
+  return undefined;
 }
