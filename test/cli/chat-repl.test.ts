@@ -27,10 +27,13 @@ function tmux(...args: string[]) {
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
-/** Start `agentcore chat ARGS` in a 200x50 tmux window; the shell reports the exit status and stays. */
-function startChat(args: string[]) {
+const DENO = join(REPO, "node_modules/.bin/deno");
+
+/** Start `agentcore chat ARGS` (under Bun, or `deno run`) in a 200x50 tmux window; the shell reports the exit status and stays. */
+function startChat(args: string[], runtime: "bun" | "deno" = "bun") {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const cmd = [process.execPath, join(REPO, "src/cli/main.ts"), "chat", ...args].map(quote).join(" ");
+  const launcher = runtime === "bun" ? [process.execPath] : [DENO, "run", "-A"];
+  const cmd = [...launcher, join(REPO, "src/cli/main.ts"), "chat", ...args].map(quote).join(" ");
   const r = tmux("new-session", "-d", "-s", NAME, "-x", "200", "-y", "50", "-c", dir, `${cmd}; echo "[chat exited with $?]"; sleep 600`);
   expect(r.err).toBe("");
   expect(r.code).toBe(0);
@@ -135,6 +138,20 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     type("are you there?");
     await waitFor(has("Still here."), "the next answer");
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
+  });
+
+  test("the same under deno run: approve the write, the file changes", async () => {
+    const script = writeScript([writeTurn, { content: "Done under Deno." }]);
+    startChat(["--script", script, "--root", dir, "--tools", "write_file"], "deno");
+    await waitFor(has("/help lists the commands"), "the banner");
+    type("please update notes.txt");
+    await waitFor(has("allow? [y]es / [N]o / [a]lways"), "the approval prompt");
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
+    type("y");
+    await waitFor(has("Done under Deno."), "the answer");
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
+    type("/exit");
+    expect(await waitFor(has("[chat exited with"), "the chat to exit")).toContain("[chat exited with 0]");
   });
 
   test("Ctrl-C aborts a running run; at the prompt Ctrl-C twice quits", async () => {
