@@ -252,3 +252,28 @@ describe("mcpServers in the config of tools, execute and run", () => {
     expect(alive(pid!)).toBe(false);
   }, 20_000);
 });
+
+describe("agent with MCP tools", () => {
+  test("a scripted agent run calls a tool of the configured MCP server; the server stops with the run", async () => {
+    const c = config({}, { effect: "read_only" });
+    const script = join(dir, "agent-script.jsonl");
+    writeFileSync(
+      script,
+      [
+        { content: null, tool_calls: [{ id: "call_1", name: "fx__count", arguments: "{}" }] },
+        { content: "The server has served one call." },
+      ].map((l) => JSON.stringify(l)).join("\n") + "\n",
+    );
+    const r = await cli(["--config", c.path, "agent", "--script", script, "--events", "jsonl", "How many calls?"]);
+    expect(r.status).toBe(0);
+    const events = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown });
+    const done = events.find((e) => e.kind === "tool_completed") as { result: { messages: { role: string; content: string }[] } } | undefined;
+    // the tool message the model saw: the mapped MCP result
+    const message = done!.result.messages[0]!;
+    expect(message.role).toBe("tool");
+    expect(JSON.parse(message.content).structured_content).toMatchObject({ calls: 1 });
+    expect(events.at(-1)).toMatchObject({ kind: "agent_finished", result: { status: "completed" } });
+    expect(logLines(c.log).filter((l) => l.startsWith("call count"))).toHaveLength(1);
+    expect(alive(pids(c.log)[0]!)).toBe(false);
+  }, 30_000);
+});
