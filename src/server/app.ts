@@ -19,6 +19,8 @@
  * @module
  */
 import { Hono, type Context } from "hono";
+import { createMcpHandler } from "@modelcontextprotocol/server";
+import { createMcpServer } from "../mcp/server.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { serializeEnvelope } from "../runtime/envelope_io.ts";
 import type { Envelope } from "../runtime/envelope.ts";
@@ -71,7 +73,9 @@ export interface AppOptions {
   idleTtlMs?: number;
   /** Environment for the OpenAI-compatible model adapter. Default process.env. */
   env?: Readonly<Record<string, string | undefined>>;
-  /** Mount extra routes (the MCP endpoint) behind the same guards. */
+  /** Serve the runtime's tools over MCP Streamable HTTP at `/mcp`. Default true. */
+  mcp?: boolean;
+  /** Mount extra routes behind the same guards. */
   mount?: (app: Hono, ctx: { runtime: Runtime }) => void;
 }
 
@@ -396,6 +400,17 @@ export function createApp(options: AppOptions): Daemon {
       return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
     }));
 
+  // ---------------------------------------------------------------- MCP
+
+  // The registered tools over MCP Streamable HTTP (stateless: one fresh SDK
+  // server per request, all on this runtime, so validation, policy and
+  // approvals apply as for /v1/calls). The guards above run first.
+  const mcp = options.mcp === false ? null : createMcpHandler(() => createMcpServer(runtime), {
+    maxRequestBodySize: maxBody,
+    onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
+  });
+  if (mcp !== null) app.all("/mcp", (c) => mcp.fetch(c.req.raw));
+
   options.mount?.(app, { runtime });
 
   return {
@@ -407,6 +422,7 @@ export function createApp(options: AppOptions): Daemon {
     async shutdown(mode, graceMs) {
       stopping = true;
       await runs.shutdown(mode, graceMs);
+      await mcp?.close().catch(() => {});
     },
   };
 }
