@@ -132,14 +132,18 @@ export function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "skills">)
 export function rejectionNote(output: string | null): string {
   let tool = "a tool call";
   let reason = "refused";
+  let gate = false;
   try {
-    const p = JSON.parse(output ?? "") as { tool?: unknown; reason?: unknown };
+    const p = JSON.parse(output ?? "") as { tool?: unknown; reason?: unknown; rule_id?: unknown };
     if (typeof p.tool === "string") tool = p.tool;
     if (typeof p.reason === "string") reason = p.reason;
+    // The default gate's rule (src/cli/gate.ts): say how to let such calls through.
+    gate = p.rule_id === "side-effecting";
   } catch {
     // not the policy's payload: keep the generic words
   }
-  return `agentcore: ${tool} was refused: ${reason}. Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.`;
+  const hint = gate ? ` Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.` : "";
+  return `agentcore: ${tool} was refused: ${reason}.${hint}`;
 }
 
 /** Run the agent command; resolves to the exit status. */

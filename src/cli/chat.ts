@@ -101,6 +101,9 @@ function summaryPrompt(request: CompactionRequest): ChatMessage[] {
   ];
 }
 
+// deno-lint-ignore no-control-regex
+const UNSAFE_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
 /** Writes to the terminal and remembers whether the cursor is at the start of a line. */
 class Screen {
   #atStart = true;
@@ -108,8 +111,14 @@ class Screen {
   broken = false;
   constructor(private readonly out: { write(s: string): unknown }, private readonly onBroken: (e: unknown) => void) {}
 
+  /**
+   * Write `text`. Model and tool bytes are untrusted: terminal control
+   * characters (ESC, C1 codes such as CSI, CR, backspace) are shown as U+FFFD,
+   * so nothing can move the cursor, hide a line or fake an approval prompt.
+   */
   write(text: string): void {
     if (text === "" || this.broken) return;
+    text = text.replace(/\r\n/g, "\n").replace(UNSAFE_CONTROLS, "\ufffd");
     try {
       this.out.write(text);
     } catch (e) {
@@ -195,7 +204,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       case "assistant_text_delta":
         textOpen = true;
         openTool = null;
-        screen.write(event.delta.replace(/\r?\n/g, "\n"));
+        screen.write(event.delta);
         break;
       case "message_completed":
         if (textOpen) screen.endLine();

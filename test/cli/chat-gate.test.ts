@@ -177,6 +177,16 @@ describe("the CLI flags", () => {
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
   });
 
+  test("agent: a deny rule of a config policy is reported without the approval hint", () => {
+    const cfg = join(dir, "c.jsonc");
+    writeFileSync(cfg, JSON.stringify({ policy: { default: "allow", rules: [{ id: "no-writes", action: "deny", tools: ["write_file"], reason: "writes are off today" }] } }));
+    const r = cli(["agent", "--config", cfg, "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("agentcore: write_file was refused: writes are off today.\n");
+    expect(r.stderr).not.toContain("--approve-all");
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("original");
+  });
+
   test("--approve-all and --no-plan belong to agent and chat only", () => {
     for (const flag of ["--approve-all", "--no-plan"]) {
       const r = cli(["execute", flag, '{"id":"1","tool":"echo","arguments":{}}']);

@@ -337,6 +337,21 @@ test("an output that fails (a closed pipe) ends the chat with status 2 and a mes
   expect(h.errors.join("")).toContain("agentcore chat: cannot write the output (EPIPE); stopping");
 });
 
+test("terminal control characters from the model or a tool never reach the terminal", async () => {
+  const nasty = "fine\u001b[2J\u001b]0;title\u0007\u009b31m\rfake> ";
+  const h = start([call("c1", "echo", { note: nasty }), text(`answer ${nasty}`)]);
+  await h.waitFor("> ");
+  h.type("go");
+  await h.waitFor("answer fine");
+  h.type("/exit");
+  expect(await h.done).toBe(0);
+  const raw = h.screen();
+  const answer = raw.slice(raw.indexOf("answer fine"));
+  expect(answer.startsWith("answer fine\ufffd[2J\ufffd]0;title\ufffd\ufffd31m\ufffdfake> ")).toBe(true);
+  expect(raw).toContain('→ echo note="fine\\u001b[2J');
+  expect(raw).not.toContain("\u009b");
+});
+
 describe("chat helpers", () => {
   test("parseChatInput", () => {
     expect(parseChatInput("  ")).toEqual({ kind: "blank" });
