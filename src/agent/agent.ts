@@ -31,7 +31,7 @@ import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from ".
 import type { CompactionPolicy } from "../context/policy.ts";
 import type { CompactionPreparation, CompactionRequest, CompactionResult, CompactionStatus, CompactionTrigger, SummaryEntry } from "../context/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
-import { discoverSkills, type Skill, SkillCatalog } from "../skills/catalog.ts";
+import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
@@ -100,12 +100,11 @@ export interface AgentOptions {
   /** Context pressure and compaction; off when absent. */
   compaction?: CompactionOptions;
   /**
-   * Skills: a catalog from `discoverSkills()`, or a skills root to discover
-   * now (throws `SkillError`). Each model request then carries the skills
-   * index, and the active skill's files while one is active (both only in
-   * the request, never in the history). See `src/skills`.
+   * Skills: a catalog from `discoverSkills()`. Each model request then
+   * carries the skills index, and the active skill's files while one is
+   * active (both only in the request, never in the history). See `src/skills`.
    */
-  skills?: SkillCatalog | string;
+  skills?: SkillCatalog;
 }
 
 /** Automatic compaction during runs (all default to on; `maxOverflowRetries` is 0 or 1, default 1). */
@@ -286,10 +285,10 @@ export class Agent {
     }
     this.#compaction = resolveCompaction(options.compaction);
     const sk = options.skills;
-    if (sk !== undefined && typeof sk !== "string" && !(sk instanceof SkillCatalog)) {
-      throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills) or a skills folder path");
+    if (sk !== undefined && !(sk instanceof SkillCatalog)) {
+      throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
     }
-    this.#skills = sk === undefined ? null : typeof sk === "string" ? discoverSkills(sk) : sk;
+    this.#skills = sk ?? null;
     this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
   }

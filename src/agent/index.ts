@@ -41,7 +41,7 @@
  *   compacts on demand in its own event run. Summaries are system messages
  *   carrying `_agentcore_summary` metadata, which (like `usage`) never
  *   reaches a model. See `src/context`.
- * - **Skills.** With `skills` (a `SkillCatalog` or a folder), every request
+ * - **Skills.** With `skills` (a `SkillCatalog` from `discoverSkills`), every request
  *   carries the skills index right after the leading system messages, and
  *   the active skill's files after it; `$name` / `skill:name` in the latest
  *   user message activates one at run start and after steering

@@ -118,10 +118,10 @@ export function setupPlan(runtime: Runtime, system: string | undefined, enabled:
  * under the runtime's root when that folder exists; null for none. A missing
  * folder or a bad skill is an {@link AgentSetupError} naming the file.
  */
-export function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "skills">): SkillCatalog | null {
+export async function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "skills">): Promise<SkillCatalog | null> {
   if (flags.skills !== undefined && flags.skills.trim() === "") throw new AgentSetupError("--skills must not be empty");
   try {
-    return loadCliSkills(flags.skills, runtime.root);
+    return await loadCliSkills(flags.skills, runtime.root);
   } catch (e) {
     if (e instanceof SkillError) throw new AgentSetupError(e.message);
     throw e;
@@ -173,7 +173,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${flags.session}' has no branch '${branch}'`);
     if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
   }
-  const skills = setupSkills(runtime, flags);
+  const skills = await setupSkills(runtime, flags);
   const model = await makeModel(flags);
   const policy: RuntimePolicyOptions = {};
   if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;

@@ -12,7 +12,7 @@
 import { statSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { discoverSkills, type SkillCatalog, SkillError } from "../skills/catalog.ts";
+import { type SkillCatalog, SkillError } from "../skills/catalog.ts";
 import { NO_DESCRIPTION } from "../skills/context.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
@@ -41,20 +41,26 @@ export function defaultSkillsDir(root?: string): string {
 }
 
 /**
- * The catalog for a command: `dir` when given (it must exist; throws
+ * The catalog for a command: `dir` when given (it must exist; rejects with
  * `SkillError`), else the default folder under `root` when it exists, else
- * null. Bad skills throw `SkillError`.
+ * null. Bad skills reject with `SkillError`. The YAML parser is loaded only
+ * when there is a folder to read.
  */
-export function loadCliSkills(dir: string | undefined, root: string | undefined): SkillCatalog | null {
-  if (dir !== undefined) return discoverSkills(dir);
-  const fallback = defaultSkillsDir(root);
-  let exists = false;
-  try {
-    exists = statSync(fallback).isDirectory();
-  } catch {
-    exists = false;
+export async function loadCliSkills(dir: string | undefined, root: string | undefined): Promise<SkillCatalog | null> {
+  let folder = dir;
+  if (folder === undefined) {
+    const fallback = defaultSkillsDir(root);
+    let exists = false;
+    try {
+      exists = statSync(fallback).isDirectory();
+    } catch {
+      exists = false;
+    }
+    if (!exists) return null;
+    folder = fallback;
   }
-  return exists ? discoverSkills(fallback) : null;
+  const { discoverSkills } = await import("../skills/discover.ts");
+  return discoverSkills(folder);
 }
 
 function fail(message: string): number {
@@ -117,7 +123,7 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
 
   let catalog: SkillCatalog | null;
   try {
-    catalog = loadCliSkills(dir, root);
+    catalog = await loadCliSkills(dir, root);
   } catch (e) {
     if (e instanceof SkillError) {
       process.stderr.write(`agentcore skills: ${e.message}\n`);

@@ -17,6 +17,8 @@
  *
  * @module
  */
-export { discoverSkills, loadSkill, MAX_SKILL_FILE_BYTES, parseSkillFile, readSkillFile, SkillCatalog, SkillError } from "./catalog.ts";
-export type { ParsedSkillFile, Skill, SkillErrorCode } from "./catalog.ts";
+export { MAX_SKILL_FILE_BYTES, readSkillFile, SkillCatalog, SkillError } from "./catalog.ts";
+export type { Skill, SkillErrorCode } from "./catalog.ts";
+export { discoverSkills, loadSkill, parseSkillFile } from "./discover.ts";
+export type { ParsedSkillFile } from "./discover.ts";
 export { activeSkillMessage, findSkillMention, latestUserText, mentionsSkill, NO_DESCRIPTION, skillIndexMessage, withSkillMessages } from "./context.ts";

@@ -100,14 +100,16 @@ describe("requests", () => {
     await agent.shutdown();
   });
 
-  test("the skills option also takes a folder path; bad values are refused", async () => {
-    const agent = createAgent({ model: new ScriptedModel([text("ok")]), skills: join(REPO, "examples", "skills") });
+  test("the example skills; values other than a SkillCatalog are refused", async () => {
+    const agent = createAgent({ model: new ScriptedModel([text("ok")]), skills: discoverSkills(join(REPO, "examples", "skills")) });
     expect(agent.skills!.skills.map((s) => s.name)).toEqual(["commit-message", "release-notes"]);
     await agent.run("$release-notes 1.0: first");
     expect(agent.activeSkill).toBe("release-notes");
     await agent.shutdown();
-    expect(() => createAgent({ model: new ScriptedModel([]), skills: join(tempRoot(), "missing") })).toThrow(SkillError);
-    expect(() => createAgent({ model: new ScriptedModel([]), skills: 7 as unknown as string })).toThrow(/skills must be a SkillCatalog/);
+    for (const bad of ["examples/skills", 7, {}, { skills: [] }]) {
+      expect(() => createAgent({ model: new ScriptedModel([]), skills: bad as unknown as SkillCatalog })).toThrow(/skills must be a SkillCatalog/);
+    }
+    expect(() => discoverSkills(join(tempRoot(), "missing"))).toThrow(SkillError);
     expect(createAgent({ model: new ScriptedModel([]) }).skills).toBeNull();
   });
 
@@ -270,6 +272,23 @@ describe("never persisted", () => {
     expect(skilled[0]!.heuristic_tokens as number).toBeGreaterThan((plain[0]!.heuristic_tokens as number) + 100);
     // Turn 2: the trailing tool message is the same, so the totals match.
     expect(skilled[1]!.trailing_tokens).toBe(plain[1]!.trailing_tokens);
+  });
+});
+
+describe("module loading", () => {
+  test("the agent and the agent command do not load the YAML parser; discovery does", () => {
+    const probe = `
+      await import(${JSON.stringify(join(REPO, "src/cli/agent.ts"))});
+      await import(${JSON.stringify(join(REPO, "src/agent/index.ts"))});
+      const yaml = () => Object.keys(require.cache).filter((k) => k.includes("/node_modules/yaml/")).length;
+      const before = yaml();
+      await import(${JSON.stringify(join(REPO, "src/skills/discover.ts"))});
+      console.log(JSON.stringify({ before, after: yaml() }));`;
+    const r = Bun.spawnSync([process.execPath, "-e", probe], { cwd: REPO, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    expect(r.stderr.toString()).toBe("");
+    const { before, after } = JSON.parse(r.stdout.toString()) as { before: number; after: number };
+    expect(before).toBe(0);
+    expect(after).toBeGreaterThan(0);
   });
 });
 
