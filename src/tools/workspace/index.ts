@@ -25,6 +25,8 @@ import { createListDirTool } from "./list_dir.ts";
 import { createGlobTool } from "./glob.ts";
 import { createGrepTool } from "./grep.ts";
 import { createApplyPatchTool } from "./apply_patch.ts";
+import { createGitDiffTool } from "./git_diff.ts";
+import { createExecTool } from "./exec.ts";
 export { parseToolsConfig, selectTools, ToolsConfigError, READ_ONLY_TOOLS, NON_EXEC_TOOLS } from "./config.ts";
 export { createListDirTool, LIST_DIR_PARAMETERS } from "./list_dir.ts";
 export type { ListDirArgs, ListDirEntry, ListDirResult } from "./list_dir.ts";
@@ -36,6 +38,14 @@ export type { GrepArgs, GrepMatch, GrepResult, GrepToolOptions } from "./grep.ts
 export { createWriteFileTool, writeRootedFile, WRITE_FILE_PARAMETERS, DEFAULT_WRITE_MAX_BYTES } from "./write_file.ts";
 export { applyRootedPatch, createApplyPatchTool, APPLY_PATCH_PARAMETERS } from "./apply_patch.ts";
 export type { ApplyPatchArgs, ApplyPatchResult, PatchAction } from "./apply_patch.ts";
+export { createGitDiffTool, GIT_DIFF_PARAMETERS, REF_PATTERN } from "./git_diff.ts";
+export type { GitDiffArgs, GitDiffMode, GitDiffResult, GitDiffToolOptions } from "./git_diff.ts";
+export { createExecTool, EXEC_PARAMETERS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_EXEC_MAX_OUTPUT } from "./exec.ts";
+export type { ExecArgs, ExecResult, ExecToolOptions } from "./exec.ts";
+export { checkArguments, checkProgram, envNameAllowed, FORBIDDEN_ENV, GIT_SUBCOMMANDS, RUNS_PROGRAMS } from "./rules.ts";
+export { bwrapArgs, detectBwrap } from "./sandbox.ts";
+export { runProcess } from "./process.ts";
+export type { RunOptions, RunResult } from "./process.ts";
 export { applyEdit, applyFilePatch, parseUnifiedDiff } from "./patch.ts";
 export type { Edit, FilePatch, Hunk, HunkLine } from "./patch.ts";
 export type { WriteFileArgs, WriteFileResult, WriteFileToolOptions } from "./write_file.ts";
@@ -65,6 +75,14 @@ export interface WorkspaceToolsOptions {
   exec?: false | ExecSettings;
 }
 
+/** Settings that come from the host program, not from the configuration file. */
+export interface WorkspaceHostOptions {
+  /** Where exec's programs, bwrap and git are looked up (default: `$PATH`). */
+  searchPath?: readonly string[];
+  /** Creation-time warnings (default: a line on stderr). */
+  warn?: (message: string) => void;
+}
+
 /** Names of every workspace tool, in registration order. */
 export const WORKSPACE_TOOL_NAMES = ["list_dir", "glob", "grep", "git_diff", "write_file", "apply_patch", "exec"] as const;
 export type WorkspaceToolName = (typeof WORKSPACE_TOOL_NAMES)[number];
@@ -79,7 +97,7 @@ function settings<T extends object>(v: boolean | T | undefined): T | null {
  * `realpath` once, now). Throws when the root is not a folder or an option
  * is out of range.
  */
-export function workspaceTools(options: WorkspaceToolsOptions, root: string): AnyToolDefinition[] {
+export function workspaceTools(options: WorkspaceToolsOptions, root: string, host: WorkspaceHostOptions = {}): AnyToolDefinition[] {
   const out: AnyToolDefinition[] = [];
   const ld = settings(options.list_dir);
   if (ld !== null) out.push(createListDirTool({ root, maxEntries: ld.max_entries }) as unknown as AnyToolDefinition);
@@ -89,12 +107,28 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string): An
   if (gr !== null) {
     out.push(createGrepTool({ root, maxResults: gr.max_results, maxFileBytes: gr.max_file_bytes, timeoutMs: gr.timeout_ms }) as unknown as AnyToolDefinition);
   }
-  for (const name of ["git_diff", "exec"] as const) {
-    if (settings(options[name] as boolean | object | undefined) !== null) throw new Error(`workspace tool ${name} is not available yet`);
+  const gd = settings(options.git_diff);
+  if (gd !== null) {
+    out.push(createGitDiffTool({ root, maxBytes: gd.max_bytes, timeoutMs: gd.timeout_ms, searchPath: host.searchPath }) as unknown as AnyToolDefinition);
   }
   const wf = settings(options.write_file);
   if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES }) as unknown as AnyToolDefinition);
   const ap = settings(options.apply_patch);
   if (ap !== null) out.push(createApplyPatchTool({ root, maxBytes: ap.max_bytes }) as unknown as AnyToolDefinition);
+  const ex = options.exec;
+  if (ex !== undefined && ex !== false) {
+    out.push(
+      createExecTool({
+        root,
+        allow: ex.allow,
+        env: ex.env,
+        timeoutMs: ex.timeout_ms,
+        maxOutputBytes: ex.max_output_bytes,
+        isolation: ex.isolation,
+        searchPath: host.searchPath,
+        warn: host.warn,
+      }) as unknown as AnyToolDefinition,
+    );
+  }
   return out;
 }

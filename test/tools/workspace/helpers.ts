@@ -8,7 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime, type Runtime } from "../../../src/runtime/index.ts";
 import type { Envelope } from "../../../src/runtime/envelope.ts";
-import { workspaceTools, type WorkspaceToolsOptions } from "../../../src/tools/workspace/index.ts";
+import { workspaceTools, type WorkspaceHostOptions, type WorkspaceToolsOptions } from "../../../src/tools/workspace/index.ts";
 import { createLogger } from "../../../src/runtime/logger.ts";
 
 export const OUTSIDE = "OUTSIDE-THE-ROOT-must-stay-unchanged";
@@ -22,7 +22,7 @@ export interface Sandbox {
   cleanup(): void;
 }
 
-export function sandbox(options: WorkspaceToolsOptions, prefix = "agentcore-ws-"): Sandbox {
+export function sandbox(options: WorkspaceToolsOptions, prefix = "agentcore-ws-", host: WorkspaceHostOptions = {}): Sandbox {
   const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
   const root = path.join(base, "root");
   const outside = path.join(base, "outside");
@@ -31,7 +31,7 @@ export function sandbox(options: WorkspaceToolsOptions, prefix = "agentcore-ws-"
   fs.writeFileSync(path.join(outside, "secret.txt"), OUTSIDE);
   const rt = createRuntime({
     root,
-    tools: workspaceTools(options, root),
+    tools: workspaceTools(options, root, host),
     defaultTimeoutMs: 60_000,
     logger: createLogger({ level: "error", sink: () => {} }),
   });

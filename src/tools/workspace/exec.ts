@@ -1,0 +1,180 @@
+/**
+ * `exec`: run an allowlisted program with an argv array, inside the root.
+ *
+ * Arguments: `{"argv": [program, arg…], "cwd"?: string (relative folder,
+ * default the root), "env"?: {NAME: value} (allowlisted names only),
+ * "timeout_ms"?: integer (at most the configured timeout), "stdin"?: string}`.
+ * Result: `{"exit_code", "signal", "stdout", "stderr", "truncated",
+ * "stdout_bytes", "stderr_bytes", "timed_out", "isolated"}`. A non-zero exit
+ * or a timeout is a successful call: the model reads `exit_code` and
+ * `timed_out`. Refusals fail with `COMMAND_NOT_ALLOWED` (rules in
+ * `rules.ts`); the `cwd` follows the rooted path rules.
+ *
+ * Never a shell string: there is no shell between the call and the program.
+ * The allowlist is resolved to absolute paths through PATH when the tool is
+ * created; a missing program fails creation. The environment is exactly the
+ * allowlisted variables (values from agentcore's own environment at
+ * creation, overridable per call). Process handling (process group killed on
+ * timeout, capped output) is in `process.ts`; isolation in `sandbox.ts`.
+ *
+ * Isolation `auto` (default) uses bubblewrap when it works here, else runs
+ * the command directly, warns once on stderr at creation, and reports
+ * `"isolated": false` in every result; `required` refuses to create the tool
+ * without bubblewrap; `off` never isolates.
+ *
+ * @module
+ */
+import type { ToolContext, ToolDefinition } from "../definition.ts";
+import { resolveRoot } from "../fs/rooted.ts";
+import { markTrustedSchema } from "../schema.ts";
+import { closeQuietly, fail, openDirPath } from "./dirfd.ts";
+import { runProcess, type RunResult } from "./process.ts";
+import { checkArguments, checkProgram, DEFAULT_EXEC_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
+import { deepFreeze } from "./util.ts";
+
+export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
+export const DEFAULT_EXEC_MAX_OUTPUT = 64 * 1024;
+
+export interface ExecArgs {
+  argv: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  timeout_ms?: number;
+  stdin?: string;
+}
+
+export interface ExecResult extends RunResult {
+  isolated: boolean;
+}
+
+export interface ExecToolOptions {
+  root: string;
+  /** Program names (bare). */
+  allow: readonly string[];
+  /** Environment variable names passed through (default PATH, HOME, LANG, LC_ALL, TERM, TZ). */
+  env?: readonly string[];
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  isolation?: "auto" | "required" | "off";
+  /** Where programs (and bwrap) are looked up; default `$PATH`. */
+  searchPath?: readonly string[];
+  /** Environment the allowlisted values come from; default `process.env`. */
+  sourceEnv?: Record<string, string | undefined>;
+  /** Creation-time warnings (no bubblewrap, an allowlisted shell); default: one line each on stderr. */
+  warn?: (message: string) => void;
+}
+
+export const EXEC_PARAMETERS = deepFreeze({
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  properties: {
+    argv: {
+      type: "array",
+      minItems: 1,
+      maxItems: 1024,
+      items: { type: "string", maxLength: 65536 },
+      description: "Program name (from the allowlist, no path) and its arguments. No shell is involved.",
+    },
+    cwd: { type: "string", maxLength: 4096, description: "Working folder relative to the root (default: the root)." },
+    env: {
+      type: "object",
+      maxProperties: 64,
+      propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+      additionalProperties: { type: "string", maxLength: 65536 },
+      description: "Values for allowlisted environment variables.",
+    },
+    timeout_ms: { type: "integer", minimum: 1, description: "Kill the command after this many milliseconds (capped by the configuration)." },
+    stdin: { type: "string", maxLength: 1048576, description: "Text written to the command's standard input." },
+  },
+  required: ["argv"],
+  additionalProperties: false,
+} as const);
+markTrustedSchema(EXEC_PARAMETERS);
+
+function stderrWarn(message: string): void {
+  globalThis.process?.stderr?.write(`agentcore: warning: ${message}\n`);
+}
+
+/** Create an `exec` tool. Throws when a program is not found, an env name is forbidden, or isolation is required but missing. */
+export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArgs> {
+  const realRoot = resolveRoot(options.root);
+  const warn = options.warn ?? stderrWarn;
+  const dirs = options.searchPath ?? pathDirs();
+  const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+  const maxOutput = options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new RangeError("exec timeout_ms must be a positive integer");
+  if (!Number.isSafeInteger(maxOutput) || maxOutput < 1) throw new RangeError("exec max_output_bytes must be a positive integer");
+  if (options.allow.length === 0) throw new Error("exec: the allow list is empty");
+
+  const programs = new Map<string, string>();
+  for (const name of options.allow) {
+    if (!PROGRAM_NAME.test(name) || name === "." || name === "..") throw new Error(`exec: allow entry ${JSON.stringify(name)} must be a bare program name (no '/')`);
+    const abs = findOnPath(name, dirs);
+    if (abs === null) throw new Error(`exec: program "${name}" was not found on PATH`);
+    programs.set(name, abs);
+  }
+  const runners = [...programs.keys()].filter((n) => RUNS_PROGRAMS.has(n));
+  if (runners.length > 0) warn(`exec allows ${runners.join(", ")}, which can run any program: the allowlist does not restrict what those commands do`);
+
+  const envNames = [...(options.env ?? DEFAULT_EXEC_ENV)];
+  for (const n of envNames) if (!envNameAllowed(n)) throw new Error(`exec: environment variable "${n}" can't be allowlisted (it can make programs run other code)`);
+  const source = options.sourceEnv ?? (globalThis.process?.env as Record<string, string | undefined>) ?? {};
+  const baseEnv: Record<string, string> = {};
+  for (const n of envNames) {
+    const v = source[n];
+    if (v !== undefined) baseEnv[n] = v;
+  }
+
+  const mode = options.isolation ?? "auto";
+  const bwrap = mode === "off" ? null : detectBwrap(dirs);
+  if (bwrap === null && mode === "required") throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
+  if (bwrap === null && mode === "auto") warn("bubblewrap (bwrap) not found or not working: exec runs commands without isolation (results say \"isolated\": false)");
+
+  return {
+    name: "exec",
+    description: `Run a program with an argv array (no shell) in a folder under the root. Allowed programs: ${[...programs.keys()].join(", ")}. Output is capped at ${maxOutput} bytes per stream; commands are killed after ${timeoutMs} ms. ${bwrap !== null ? "Runs isolated: read-only system, only the root writable, no network." : "Runs WITHOUT isolation."}`,
+    parameters: EXEC_PARAMETERS as unknown as Record<string, unknown>,
+    effect: "side_effecting",
+    timeoutMs: timeoutMs + 5000,
+    async handler(args: ExecArgs, ctx: ToolContext): Promise<ExecResult> {
+      const name = checkProgram(args.argv[0]!, programs);
+      const rest = args.argv.slice(1);
+      rest.forEach((a, i) => {
+        if (a.includes("\0")) fail("INVALID_ARGUMENTS", `argv[${i + 1}] contains a NUL character`, { errors: [{ path: `/argv/${i + 1}`, keyword: "nul", message: "contains NUL" }] });
+      });
+      checkArguments(name, rest);
+      const env = { ...baseEnv };
+      for (const [k, v] of Object.entries(args.env ?? {})) {
+        if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (it can make programs run other code)`, { env: k });
+        if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
+        if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
+        env[k] = v;
+      }
+      if (name === "git") {
+        env.GIT_CONFIG_NOSYSTEM = "1";
+        env.GIT_TERMINAL_PROMPT = "0";
+      }
+      // The working folder: reached by the rooted descriptor walk, then named by its path.
+      const cwdDir = openDirPath(realRoot, args.cwd ?? ".");
+      const cwd = cwdDir.abs;
+      closeQuietly(cwdDir.fd);
+
+      const program = programs.get(name)!;
+      const progArgs = name === "git" ? [...GIT_SAFE_PREFIX, ...rest] : rest;
+      const limit = Math.min(args.timeout_ms ?? timeoutMs, timeoutMs);
+      const run = bwrap !== null
+        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs), argv0: "bwrap" }
+        : { file: program, args: progArgs, argv0: name };
+      let result: RunResult;
+      try {
+        result = await runProcess({ ...run, cwd, env, timeoutMs: limit, maxOutputBytes: maxOutput, stdin: args.stdin, signal: ctx.signal });
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        const code = (err as { code?: unknown } | null)?.code;
+        fail("IO_ERROR", `could not start ${name}${typeof code === "string" ? ` (${code})` : ""}`, { errno: typeof code === "string" ? code : "UNKNOWN", syscall: "spawn" });
+      }
+      return { ...result, isolated: bwrap !== null };
+    },
+  };
+}

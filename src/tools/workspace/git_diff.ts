@@ -1,0 +1,170 @@
+/**
+ * `git_diff`: the repository's status, or a diff of the worktree, of what is
+ * staged, or against a ref. Read-only.
+ *
+ * Arguments: `{"mode"?: "status" | "worktree" | "staged" | "ref" (default
+ * "worktree"), "ref"?: string (required with mode "ref"), "paths"?: [relative
+ * path…], "stat"?: boolean (a diffstat instead of the patch)}`.
+ * Result: `{"mode", "output", "truncated"}`; git's error exits are
+ * `GIT_FAILED` with its stderr (capped) in `details`.
+ *
+ * git runs with fixed arguments only, from the root, with no shell:
+ *
+ * ```
+ * git -c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
+ *     -c diff.external= -c core.attributesFile=/dev/null -c protocol.allow=never
+ *     [-c filter.NAME.clean= -c filter.NAME.smudge= -c filter.NAME.process= …]
+ *     --no-pager --no-optional-locks --literal-pathspecs
+ *     status --porcelain=v1 --untracked-files=all --ignore-submodules=all -- PATHS
+ *   | diff [--cached | REF] --no-ext-diff --no-textconv --no-color --ignore-submodules=all [--stat] -- PATHS
+ * ```
+ *
+ * with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
+ * `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `HOME` an empty private
+ * folder and only `PATH` besides. Command-line `-c` beats the repository's
+ * own configuration, so a hostile `.git/config` can't start an fsmonitor,
+ * a pager, an external diff or a hook. Clean/smudge filters are named in the
+ * repository's config (`filter.NAME.clean`) and chosen by `.gitattributes`:
+ * their names are listed first (`git config --get-regexp`, which runs
+ * nothing) and each one is blanked. `--no-textconv` and `--no-ext-diff`
+ * switch off diff drivers.
+ *
+ * A ref must look like a ref or revision: letters, digits, `_ . / ~ ^ -`,
+ * not starting with `-`, no `..`, at most 200 characters. Paths follow the
+ * rooted rules (no absolute, no `..`) and are literal (no pathspec magic).
+ *
+ * @module
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { ToolContext, ToolDefinition } from "../definition.ts";
+import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
+import { markTrustedSchema } from "../schema.ts";
+import { fail } from "./dirfd.ts";
+import { runProcess } from "./process.ts";
+import { findOnPath, pathDirs } from "./sandbox.ts";
+import { deepFreeze } from "./util.ts";
+
+export const DEFAULT_GIT_DIFF_MAX_BYTES = 256 * 1024;
+export const DEFAULT_GIT_DIFF_TIMEOUT_MS = 30_000;
+export const REF_PATTERN = /^(?!-)(?!.*\.\.)(?!.*\/\/)[A-Za-z0-9_./~^-]{1,200}$/;
+
+export type GitDiffMode = "status" | "worktree" | "staged" | "ref";
+
+export interface GitDiffArgs {
+  mode?: GitDiffMode;
+  ref?: string;
+  paths?: string[];
+  stat?: boolean;
+}
+
+export interface GitDiffResult {
+  mode: GitDiffMode;
+  output: string;
+  truncated: boolean;
+}
+
+export interface GitDiffToolOptions {
+  root: string;
+  maxBytes?: number;
+  timeoutMs?: number;
+  /** Where `git` is looked up; default `$PATH`. */
+  searchPath?: readonly string[];
+}
+
+export const GIT_DIFF_PARAMETERS = deepFreeze({
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  properties: {
+    mode: { enum: ["status", "worktree", "staged", "ref"], description: "status; worktree (unstaged changes, default); staged; ref (worktree against 'ref')." },
+    ref: { type: "string", minLength: 1, maxLength: 200, description: "A branch, tag, commit or revision like HEAD~1 (mode ref)." },
+    paths: { type: "array", maxItems: 256, items: { type: "string", minLength: 1, maxLength: 4096 }, description: "Limit to these paths (relative to the root)." },
+    stat: { type: "boolean", description: "A diffstat instead of the full patch." },
+  },
+  additionalProperties: false,
+} as const);
+markTrustedSchema(GIT_DIFF_PARAMETERS);
+
+const SAFE_CONFIG = [
+  "-c", "core.hooksPath=/dev/null",
+  "-c", "core.fsmonitor=",
+  "-c", "core.pager=cat",
+  "-c", "diff.external=",
+  "-c", "core.attributesFile=/dev/null",
+  "-c", "protocol.allow=never",
+];
+const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
+
+/** Create a `git_diff` tool. Throws when `git` is not on PATH. */
+export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<GitDiffArgs> {
+  const realRoot = resolveRoot(options.root);
+  const git = findOnPath("git", options.searchPath ?? pathDirs());
+  if (git === null) throw new Error("git_diff: git was not found on PATH");
+  const maxBytes = options.maxBytes ?? DEFAULT_GIT_DIFF_MAX_BYTES;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS;
+  let home: string | undefined;
+  const env = (): Record<string, string> => {
+    if (home === undefined || !fs.existsSync(home)) home = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-git-home-"));
+    return {
+      PATH: globalThis.process?.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_ATTR_NOSYSTEM: "1",
+      GIT_TERMINAL_PROMPT: "0",
+      GIT_OPTIONAL_LOCKS: "0",
+      LC_ALL: "C",
+    };
+  };
+  const run = (args: string[], signal: AbortSignal, cap: number) =>
+    runProcess({ file: git, argv0: "git", args, cwd: realRoot, env: env(), timeoutMs, maxOutputBytes: cap, signal });
+
+  return {
+    name: "git_diff",
+    description: "Show the git status of the root's repository, or a diff of the worktree, of what is staged, or against a ref. git runs with fixed arguments: no pager, hooks, external diff or filters.",
+    parameters: GIT_DIFF_PARAMETERS as unknown as Record<string, unknown>,
+    effect: "read_only",
+    timeoutMs: 2 * timeoutMs + 5000,
+    async handler(args: GitDiffArgs, ctx: ToolContext): Promise<GitDiffResult> {
+      const mode = args.mode ?? "worktree";
+      if (mode === "ref" && args.ref === undefined) fail("INVALID_ARGUMENTS", 'mode "ref" needs a "ref"', { errors: [{ path: "/ref", keyword: "required", message: 'required with mode "ref"' }] });
+      if (mode !== "ref" && args.ref !== undefined) fail("INVALID_ARGUMENTS", '"ref" is only used with mode "ref"', { errors: [{ path: "/ref", keyword: "mode", message: 'only with mode "ref"' }] });
+      if (args.ref !== undefined && (!REF_PATTERN.test(args.ref) || args.ref.endsWith("/") || args.ref.endsWith(".lock"))) {
+        fail("INVALID_ARGUMENTS", "ref must be a branch, tag, commit or revision (letters, digits, _ . / ~ ^ -; no leading '-', no '..')", {
+          errors: [{ path: "/ref", keyword: "pattern", message: "not a ref" }],
+        });
+      }
+      const paths = (args.paths ?? []).map((p, i) => {
+        try {
+          const parts = splitRelativePath(p);
+          return parts.length === 0 ? "." : parts.join("/");
+        } catch (e) {
+          const err = e as { code?: string; message: string };
+          fail((err.code ?? "PATH_INVALID") as "PATH_INVALID", `paths[${i}]: ${err.message}`, { index: i });
+        }
+      });
+
+      // Name the repository's filter drivers (reading config runs nothing) and blank them.
+      const listed = await run([...SAFE_CONFIG, ...GLOBAL, "config", "--name-only", "--get-regexp", "^filter\\."], ctx.signal, 64 * 1024);
+      const drivers = new Set<string>();
+      for (const line of listed.stdout.split("\n")) {
+        const m = /^filter\.(.+)\.[^.]+$/.exec(line.trim());
+        if (m) drivers.add(m[1]!);
+      }
+      const noFilters = [...drivers].flatMap((d) => ["-c", `filter.${d}.clean=`, "-c", `filter.${d}.smudge=`, "-c", `filter.${d}.process=`, "-c", `filter.${d}.required=false`]);
+
+      const sub =
+        mode === "status"
+          ? ["status", "--porcelain=v1", "--untracked-files=all", "--ignore-submodules=all"]
+          : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", ...(args.stat === true ? ["--stat"] : [])];
+      const r = await run([...SAFE_CONFIG, ...noFilters, ...GLOBAL, ...sub, "--", ...paths], ctx.signal, maxBytes);
+      if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+      if (r.exit_code !== 0) {
+        const first = r.stderr.trim().split("\n")[0] ?? "";
+        fail("GIT_FAILED", `git ${sub[0]} failed (exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+      }
+      return { mode, output: r.stdout, truncated: r.truncated };
+    },
+  };
+}

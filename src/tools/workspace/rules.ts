@@ -1,0 +1,163 @@
+/**
+ * What `exec` lets through: program names, per-program option denylists,
+ * and environment variables.
+ *
+ * **Program.** `argv[0]` must be a bare name (letters, digits, `.`, `_`,
+ * `+`, `-`; no `/`, so `./ls`, `/bin/sh`, `../x` and `ls/../sh` are all
+ * refused) that is on the allowlist. The allowlist was resolved to absolute
+ * paths through PATH once, when the tool was created; a call can't change
+ * which file runs.
+ *
+ * **Options.** Some allowed programs have options that run other programs.
+ * Those are refused wherever they appear before a `--` argument (after `--`
+ * every argument is an operand, for programs that follow the convention):
+ *
+ * - `git`: global options (before the subcommand) other than `--no-pager`,
+ *   `--no-optional-locks`, `--literal-pathspecs`, `--no-replace-objects`,
+ *   `-P` and `--version` are refused (this covers `-c`, `-C`,
+ *   `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`, `-p`); the
+ *   subcommand must be one of {@link GIT_SUBCOMMANDS} (no network, no
+ *   `config`, no `submodule`, `bisect run`, `rebase -x`, `difftool`, …);
+ *   and long options naming or starting with `--upload-pack`,
+ *   `--receive-pack`, `--exec`, `--ext-diff`, `--textconv`, `--output`,
+ *   `--open-files-in-pager`, `--config`, `--template`, `--separate-git-dir`
+ *   (git accepts unambiguous abbreviations, so a prefix of four or more
+ *   characters counts too) and `-O` are refused. `exec` adds
+ *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
+ *   -c diff.external= -c protocol.allow=never` in front, so hooks, a
+ *   repository's fsmonitor and pagers never run.
+ * - `find`: `-exec`, `-execdir`, `-ok`, `-okdir`, `-fprint*`, `-fls`.
+ * - `rg`: `--pre`, `--pre-glob`. `tar`: `--to-command`,
+ *   `--use-compress-program`, `-I`, `--checkpoint-action`, `--info-script`,
+ *   `--new-volume-script`, `-F`, `--rsh-command`, `--rmt-command`.
+ *
+ * Programs that are themselves ways to run anything (shells, interpreters,
+ * `env`, `xargs`, `sed` with its `e` command, `awk` with `system()`, …) can
+ * be allowlisted, but then the allowlist means nothing for them:
+ * {@link RUNS_PROGRAMS} lists them, and creating the tool warns.
+ *
+ * **Environment.** The child gets only the allowlisted variables. Names
+ * matching {@link FORBIDDEN_ENV} (the dynamic loader's `LD_*` and `DYLD_*`,
+ * and variables that make shells, git or language runtimes execute code)
+ * can't be allowlisted and can't be set per call.
+ *
+ * @module
+ */
+import { ToolError } from "../definition.ts";
+
+export const PROGRAM_NAME = /^[A-Za-z0-9._+-]{1,128}$/;
+
+/** Programs that run arbitrary code or other programs by design. */
+export const RUNS_PROGRAMS: ReadonlySet<string> = new Set([
+  "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "ash", "busybox",
+  "env", "xargs", "nice", "nohup", "timeout", "stdbuf", "setsid", "sudo", "su", "doas", "chroot", "unshare", "nsenter", "flock", "watch", "script", "parallel", "strace", "ltrace", "gdb",
+  "python", "python3", "python2", "perl", "ruby", "node", "bun", "deno", "php", "lua", "tclsh", "Rscript",
+  "awk", "gawk", "mawk", "nawk", "sed", "vim", "vi", "nvim", "emacs", "ed", "less", "more", "man",
+  "make", "cmake", "npm", "npx", "yarn", "pnpm", "pip", "cargo", "go",
+  "ssh", "scp", "sftp", "rsync", "curl", "wget", "nc", "ncat", "socat",
+]);
+
+/** Environment variable names that can never be passed. */
+export const FORBIDDEN_ENV: readonly RegExp[] = [
+  /^LD_/,
+  /^DYLD_/,
+  /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|IFS|CDPATH)$/,
+  /^BASH_FUNC_/,
+  /^GIT_/,
+  /^(PAGER|MANPAGER|EDITOR|VISUAL|BROWSER|SSH_ASKPASS|SUDO_ASKPASS)$/,
+  /^(NODE_OPTIONS|NODE_PATH|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|BUN_OPTIONS|DENO_.*)$/,
+];
+
+export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"] as const;
+
+/** Git subcommands `exec` allows (local, no program execution by design). */
+export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([
+  "status", "diff", "log", "show", "add", "rm", "mv", "restore", "commit", "branch", "tag", "switch", "checkout",
+  "reset", "rev-parse", "ls-files", "ls-tree", "cat-file", "blame", "grep", "init", "stash", "describe",
+  "shortlog", "merge-base", "rev-list", "show-ref", "apply", "version", "whatchanged", "cherry-pick", "revert", "merge",
+]);
+
+const GIT_GLOBAL_OK = new Set(["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects", "-P", "--version"]);
+const GIT_DENIED_LONG = [
+  "--upload-pack", "--receive-pack", "--exec", "--exec-path", "--ext-diff", "--textconv", "--output", "--open-files-in-pager",
+  "--config", "--config-env", "--template", "--separate-git-dir", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+];
+
+/** Options injected in front of every git command run by `exec`. */
+export const GIT_SAFE_PREFIX = [
+  "-c", "core.hooksPath=/dev/null",
+  "-c", "core.fsmonitor=",
+  "-c", "core.pager=cat",
+  "-c", "diff.external=",
+  "-c", "protocol.allow=never",
+  "--no-pager",
+];
+
+const DENIED: Record<string, { exact?: string[]; prefix?: string[] }> = {
+  find: { exact: ["-exec", "-execdir", "-ok", "-okdir", "-fls"], prefix: ["-fprint"] },
+  rg: { exact: ["--pre", "--pre-glob"], prefix: ["--pre="] },
+  tar: {
+    exact: ["-I", "-F"],
+    prefix: ["--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"],
+  },
+};
+
+function refuse(message: string, details: Record<string, unknown>): never {
+  throw new ToolError("COMMAND_NOT_ALLOWED", message, details);
+}
+
+/** Check `argv[0]`: a bare allowlisted name. Returns it. */
+export function checkProgram(argv0: string, allowed: ReadonlyMap<string, string>): string {
+  if (argv0.includes("/") || argv0.includes("\\")) {
+    refuse(`argv[0] must be a bare program name from the allowlist, not a path`, { argv_index: 0 });
+  }
+  if (!PROGRAM_NAME.test(argv0) || argv0 === "." || argv0 === "..") refuse(`argv[0] is not a valid program name`, { argv_index: 0 });
+  if (!allowed.has(argv0)) refuse(`program "${argv0}" is not on the allowlist (allowed: ${[...allowed.keys()].join(", ")})`, { argv_index: 0, program: argv0 });
+  return argv0;
+}
+
+/** Check the arguments of `program` against its denylist. */
+export function checkArguments(program: string, args: readonly string[]): void {
+  if (program === "git") return checkGit(args);
+  const rule = DENIED[program];
+  if (rule === undefined) return;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--") return;
+    const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
+    if (rule.exact?.includes(name) || rule.prefix?.some((p) => a.startsWith(p))) {
+      refuse(`${program}: option ${JSON.stringify(name)} runs other programs and is not allowed`, { argv_index: i + 1, option: name });
+    }
+  }
+}
+
+function checkGit(args: readonly string[]): void {
+  let i = 0;
+  for (; i < args.length && args[i]!.startsWith("-"); i++) {
+    const a = args[i]!;
+    if (!GIT_GLOBAL_OK.has(a)) refuse(`git: global option ${JSON.stringify(a.split("=")[0])} is not allowed`, { argv_index: i + 1, option: a.split("=")[0] });
+  }
+  if (i === args.length) return; // `git --version` or bare `git`
+  const sub = args[i]!;
+  if (!GIT_SUBCOMMANDS.has(sub)) {
+    refuse(`git: subcommand ${JSON.stringify(sub)} is not allowed (allowed: ${[...GIT_SUBCOMMANDS].join(", ")})`, { argv_index: i + 1, subcommand: sub });
+  }
+  for (let k = i + 1; k < args.length; k++) {
+    const a = args[k]!;
+    if (a === "--") return;
+    if (a === "-O" || (a.startsWith("-O") && !a.startsWith("--"))) {
+      refuse(`git: option "-O" runs a program and is not allowed`, { argv_index: k + 1, option: "-O" });
+    }
+    if (!a.startsWith("--")) continue;
+    const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
+    const hit = GIT_DENIED_LONG.find((d) => d === name || (name.length >= 4 && d.startsWith(name)));
+    if (hit !== undefined) {
+      refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, { argv_index: k + 1, option: name });
+    }
+  }
+}
+
+/** Whether an environment variable name may ever be passed. */
+export function envNameAllowed(name: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !FORBIDDEN_ENV.some((re) => re.test(name));
+}

@@ -1,0 +1,92 @@
+/**
+ * bubblewrap isolation for `exec`.
+ *
+ * When `bwrap` is found on PATH and a probe run succeeds (user namespaces or
+ * root are needed), each command runs as:
+ *
+ * ```
+ * bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+ *       --bind ROOT ROOT [--ro-bind ROOT/.git ROOT/.git] [--ro-bind ROOT/.agentcore ROOT/.agentcore]
+ *       --unshare-all --die-with-parent --new-session --cap-drop ALL
+ *       --chdir CWD -- /abs/program args…
+ * ```
+ *
+ * so: the whole system is visible but read-only; only the workspace root is
+ * writable (its `.git` and `.agentcore` are not); `/tmp` is a private empty
+ * tmpfs; there is no network (a new network namespace with only loopback);
+ * there is a new PID namespace (host processes are invisible, `/proc` shows
+ * the sandbox's own); IPC and UTS are unshared; capabilities are dropped;
+ * and the sandbox dies with its parent.
+ *
+ * Limits (documented in docs/workspace-tools.md): reading is not restricted
+ * (secrets readable by the user are readable by the command); a root without
+ * `.git` can get one created by a command; nested `.git` folders (submodules)
+ * are writable.
+ *
+ * @module
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+/** Find an executable regular file named `name` in the PATH-like list `dirs`. */
+export function findOnPath(name: string, dirs: readonly string[]): string | null {
+  for (const dir of dirs) {
+    if (dir === "" || !path.isAbsolute(dir)) continue; // relative PATH entries would depend on the cwd
+    const candidate = path.join(dir, name);
+    try {
+      const st = fs.statSync(candidate);
+      if (!st.isFile()) continue;
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** The directories of `$PATH` (or of `value`). */
+export function pathDirs(value = globalThis.process?.env.PATH ?? ""): string[] {
+  return value.split(path.delimiter).filter((d) => d !== "");
+}
+
+let cached: { key: string; bwrap: string | null } | undefined;
+
+/**
+ * The absolute path of a working `bwrap`, or `null`. The probe runs
+ * `bwrap … --unshare-all -- bwrap --version` once per search path.
+ */
+export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null {
+  const key = dirs.join(":");
+  if (cached?.key === key) return cached.bwrap;
+  let found = findOnPath("bwrap", dirs);
+  if (found !== null) {
+    const r = spawnSync(found, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--", found, "--version"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 10_000,
+    });
+    if (r.status !== 0) found = null;
+  }
+  cached = { key, bwrap: found };
+  return found;
+}
+
+/** The bwrap argv (after the bwrap binary) to run `program args` in `cwd` with `root` writable. */
+export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[]): string[] {
+  const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root];
+  for (const name of [".git", ".agentcore"]) {
+    const p = path.join(root, name);
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.lstatSync(p);
+    } catch {
+      st = null;
+    }
+    // A symlink is never bound (it could point anywhere); a file (a worktree's
+    // .git file) or folder is made read-only.
+    if (st !== null && !st.isSymbolicLink()) out.push("--ro-bind", p, p);
+  }
+  out.push("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", cwd, "--", program, ...args);
+  return out;
+}

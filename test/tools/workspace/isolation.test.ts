@@ -1,0 +1,150 @@
+/**
+ * exec under bubblewrap: a command cannot write outside the root, open a
+ * network socket, or see host processes; a timeout still kills everything.
+ * Each check has a control run with isolation off that shows the same
+ * command *does* succeed unisolated (so the isolated failure is the sandbox's
+ * doing). Without a working bwrap these tests are skipped, with the reason in
+ * their names; CI installs bubblewrap (.ci/run), so there they run.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { code, sandbox, type Sandbox } from "./helpers.ts";
+import { forkingScript, SEARCH_PATH, waitGone } from "./procs.ts";
+import { detectBwrap, bwrapArgs } from "../../../src/tools/workspace/sandbox.ts";
+
+const bwrap = detectBwrap(SEARCH_PATH);
+const SKIP = bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : "";
+if (bwrap === null) console.warn("isolation tests skipped: bubblewrap (bwrap) is missing or not working on this machine");
+
+let iso: Sandbox;
+let open: Sandbox;
+const exec = { allow: ["bun", "ls", "cat"], env: ["PATH"], timeout_ms: 20_000, max_output_bytes: 65536 };
+
+beforeAll(() => {
+  if (bwrap === null) return;
+  iso = sandbox({ exec: { ...exec, isolation: "required" } }, "agentcore-iso-", { searchPath: SEARCH_PATH, warn: () => {} });
+  // the control shares the same folders
+  open = sandbox({ exec: { ...exec, isolation: "off" } }, "agentcore-open-", { searchPath: SEARCH_PATH, warn: () => {} });
+  fs.mkdirSync(path.join(iso.root, ".git", "hooks"), { recursive: true });
+  fs.mkdirSync(path.join(iso.root, ".agentcore"));
+});
+
+afterAll(() => {
+  iso?.cleanup();
+  open?.cleanup();
+});
+
+type R = { exit_code: number | null; stdout: string; stderr: string; timed_out: boolean; isolated: boolean };
+async function runIn(sb: Sandbox, argv: string[], timeout_ms?: number): Promise<R> {
+  const env = await sb.call("exec", { argv, ...(timeout_ms ? { timeout_ms } : {}) });
+  expect(env.error).toBeNull();
+  return env.result as R;
+}
+
+/** A bun script that tries to write each path and prints {path: "ok" | errno}. */
+function writer(paths: string[]): string {
+  return `const fs = require("node:fs"); const out = {};
+for (const p of ${JSON.stringify(paths)}) { try { fs.writeFileSync(p, "pwned"); out[p] = "ok"; } catch (e) { out[p] = e.code; } }
+console.log(JSON.stringify(out));`;
+}
+
+describe("exec isolation under bubblewrap", () => {
+  test.skipIf(bwrap === null)(`cannot write outside the root (system, other folders, .git, .agentcore); can write inside${SKIP}`, async () => {
+    const targets = [
+      path.join(iso.outside, "pwned.txt"),
+      path.join(iso.base, "pwned.txt"),
+      "/etc/agentcore-pwned",
+      "/usr/agentcore-pwned",
+      path.join(iso.root, ".git", "hooks", "pre-commit"),
+      path.join(iso.root, ".agentcore", "config.json"),
+      path.join(iso.root, "inside.txt"),
+    ];
+    const r = await runIn(iso, ["bun", "-e", writer(targets)]);
+    expect(r.isolated).toBe(true);
+    const res = JSON.parse(r.stdout) as Record<string, string>;
+    expect(res[path.join(iso.root, "inside.txt")]).toBe("ok");
+    // /tmp is a private tmpfs inside the sandbox: a write under the host's
+    // /tmp (here iso.base) may succeed there but never reaches the host.
+    for (const t of targets.slice(0, 6)) if (t !== path.join(iso.base, "pwned.txt")) expect(res[t]).not.toBe("ok");
+    expect(res[path.join(iso.outside, "pwned.txt")]).toBe("ENOENT");
+    expect(res["/etc/agentcore-pwned"]).toBe("EROFS");
+    expect(res[path.join(iso.root, ".git", "hooks", "pre-commit")]).toBe("EROFS");
+    for (const t of targets.slice(0, 6)) expect(fs.existsSync(t)).toBe(false);
+    expect(fs.readFileSync(path.join(iso.root, "inside.txt"), "utf8")).toBe("pwned");
+
+    // control: unisolated, the same command writes outside the root
+    const outsideTarget = path.join(open.outside, "pwned.txt");
+    const c = await runIn(open, ["bun", "-e", writer([outsideTarget])]);
+    expect(c.isolated).toBe(false);
+    expect(JSON.parse(c.stdout)).toEqual({ [outsideTarget]: "ok" });
+    expect(fs.existsSync(outsideTarget)).toBe(true);
+  });
+
+  test.skipIf(bwrap === null)(`cannot open a network socket to the host${SKIP}`, async () => {
+    let connections = 0;
+    const server = net.createServer((s) => {
+      connections++;
+      s.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const script = `const s = require("node:net").connect(${port}, "127.0.0.1");
+s.on("connect", () => { console.log("connected"); process.exit(0); });
+s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
+    try {
+      const r = await runIn(iso, ["bun", "-e", script]);
+      expect(r.stdout).toStartWith("error ");
+      expect(r.exit_code).not.toBe(0);
+      expect(connections).toBe(0);
+      // control: unisolated it connects
+      const c = await runIn(open, ["bun", "-e", script]);
+      expect(c.stdout).toBe("connected\n");
+      for (let i = 0; i < 50 && connections === 0; i++) await Bun.sleep(20);
+      expect(connections).toBe(1);
+    } finally {
+      server.close();
+    }
+  });
+
+  test.skipIf(bwrap === null)(`cannot see host processes (new PID namespace)${SKIP}`, async () => {
+    const pids = (out: string) => out.split("\n").filter((l) => /^\d+$/.test(l)).map(Number);
+    const r = await runIn(iso, ["ls", "/proc"]);
+    const inside = pids(r.stdout);
+    expect(inside.length).toBeGreaterThan(0);
+    expect(inside).not.toContain(process.pid);
+    expect(inside.every((p) => p < 100)).toBe(true);
+    const c = await runIn(open, ["ls", "/proc"]);
+    expect(pids(c.stdout)).toContain(process.pid);
+  });
+
+  test.skipIf(bwrap === null)(`a timeout kills the sandboxed grandchildren too${SKIP}`, async () => {
+    const marker = `agentcore-iso-grandchild-${process.pid}-${Date.now()}`;
+    const r = await runIn(iso, ["bun", "-e", forkingScript(marker)], 2000);
+    expect(r.stdout).toBe("started\n");
+    expect(r.timed_out).toBe(true);
+    expect(await waitGone(marker)).toEqual([]);
+  });
+
+  test.skipIf(bwrap === null)(`a bypass refused before bwrap is still refused${SKIP}`, async () => {
+    expect(code(await iso.call("exec", { argv: ["sh", "-c", "id"] }))).toBe("COMMAND_NOT_ALLOWED");
+  });
+});
+
+describe("bwrap arguments", () => {
+  test("the root is bound writable, .git and .agentcore read-only; symlinks are never bound", () => {
+    const sb = sandbox({}, "agentcore-bwargs-");
+    try {
+      fs.mkdirSync(path.join(sb.root, ".git"));
+      fs.symlinkSync("/etc", path.join(sb.root, ".agentcore"));
+      const args = bwrapArgs(sb.root, path.join(sb.root, "sub"), "/usr/bin/ls", ["-la"]);
+      expect(args.join(" ")).toBe(
+        `--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind ${sb.root} ${sb.root} --ro-bind ${sb.root}/.git ${sb.root}/.git ` +
+          `--unshare-all --die-with-parent --new-session --cap-drop ALL --chdir ${sb.root}/sub -- /usr/bin/ls -la`,
+      );
+    } finally {
+      sb.cleanup();
+    }
+  });
+});
