@@ -5,7 +5,7 @@
  * answer. Real runtime, real dispatch, a test-only side-effecting tool that
  * writes a file; CLI checks through src/cli/main.ts.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,6 +15,8 @@ import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
+// Child processes on a busy machine: a generous ceiling (a hang still fails).
+setDefaultTimeout(60_000);
 let dir: string;
 
 beforeEach(() => {

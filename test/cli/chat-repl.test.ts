@@ -8,13 +8,15 @@
  * Each test runs its own tmux server on a private socket; afterEach kills it.
  * Waits poll the screen up to a generous deadline (never a timing assertion).
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
+// Each test waits on the screen several times (up to WAIT_MS each).
+setDefaultTimeout(120_000);
 const TMUX = Bun.which("tmux");
 const WAIT_MS = 30_000;
 

@@ -8,7 +8,7 @@
  * side-effecting calls refused without a terminal, --approve-all, and setup
  * errors.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -24,6 +24,8 @@ import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
+// Child processes on a busy machine: a generous ceiling (a hang still fails).
+setDefaultTimeout(60_000);
 let dir: string;
 
 beforeEach(() => {
@@ -70,6 +72,16 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
   const gate = new ReplApprover();
   const runtime = createRuntime({ root: dir, middleware: gateMiddleware({ defaultGate: true, approver: gate.approver }) });
   runtime.registry.register(appendTool());
+  runtime.registry.register({
+    name: "count",
+    description: "count to n, reporting progress",
+    parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+    effect: "read_only",
+    handler: ({ n }: { n: number }, ctx) => {
+      for (let i = 1; i <= n; i++) ctx.progress(`counted ${i} of ${n}`, { i });
+      return { n };
+    },
+  } as ToolDefinition<{ n: number }>);
   const model = new FakeModel(steps);
   const sessionsDir = join(dir, "sessions");
   const done = cmdChat(runtime, { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}) }, gate, {
@@ -144,6 +156,33 @@ describe("chat in a terminal (in process)", () => {
     expect(lastUser(h.model.requests[1]!)).toBe("task two");
     const s = h.screen();
     expect(s.indexOf("first answer")).toBeLessThan(s.indexOf("second answer"));
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("a tool's progress shows under its line, and the outcome follows on a line of its own", async () => {
+    const h = start([call("c1", "count", { n: 2 }), text("counted")]);
+    await h.waitFor("> ");
+    h.type("count to two");
+    await h.waitFor("counted\n");
+    expect(h.screen()).toMatch(/→ count n=2\n {4}… counted 1 of 2\n {4}… counted 2 of 2\n→ count n=2 ✓ \d+ ms\n/);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("a follow-up queued behind a run that fails is dropped, and the chat says so", async () => {
+    const first = held(call("c1", "append", { text: "x" }));
+    const h = start([first.step, text("never used")]);
+    await h.waitFor("> ");
+    h.type("append something");
+    await first.entered;
+    h.type("then this");
+    await h.waitFor("[queued as a follow-up (1 waiting)");
+    first.release();
+    await h.waitFor("needs approval");
+    h.type("n");
+    await h.waitFor("[follow-up dropped: follow-up was discarded: previous_run_not_completed]");
+    expect(h.model.requests.length).toBe(1);
     h.type("/exit");
     expect(await h.done).toBe(0);
   });
