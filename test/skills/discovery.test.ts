@@ -156,6 +156,20 @@ describe("discovery errors", () => {
     expect(e3.line).toBeGreaterThanOrEqual(3);
   });
 
+  test("an alias bomb in the front matter is refused, not expanded", () => {
+    const lines = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (let i = 1; i < 9; i++) {
+      const prev = String.fromCharCode(96 + i);
+      const cur = String.fromCharCode(97 + i);
+      lines.push(`${cur}: &${cur} [${Array(9).fill(`*${prev}`).join(", ")}]`);
+    }
+    const root = skillsRoot({ "bomb/SKILL.md": md(lines.join("\n")) });
+    const e = skillError(() => discoverSkills(root));
+    expect(e.code).toBe("invalid_front_matter");
+    expect(e.message).toContain("the front matter cannot be read");
+    expect(e.message).toContain("alias");
+  });
+
   test("front matter that is never closed", () => {
     const root = skillsRoot({ "open/SKILL.md": "---\nname: open\n\nbody without a closing line\n" });
     const e = skillError(() => discoverSkills(root));
