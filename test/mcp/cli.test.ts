@@ -277,3 +277,18 @@ describe("agent with MCP tools", () => {
     expect(alive(pids(c.log)[0]!)).toBe(false);
   }, 30_000);
 });
+
+describe("usage", () => {
+  test("--help documents the mcp command and the mcpServers key", async () => {
+    const r = await cli(["--help"]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("agentcore mcp                     serve the registered tools to an MCP client over stdio");
+    expect(r.stdout).toContain("mcpServers");
+  });
+
+  test("mcp takes no arguments", async () => {
+    const r = await cli(["mcp", "serve"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("agentcore: mcp takes no arguments, got 'serve'");
+  });
+});
