@@ -30,7 +30,7 @@ import { SessionError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
-import { createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, type Plan, type PlanTracker } from "../agent/plan.ts";
+import { checkPlan, createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
 export interface AgentFlags {
@@ -197,9 +197,14 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
         if (textOpen) process.stdout.write("\n");
         textOpen = false;
         break;
-      case "tool_progressed":
-        if (showTools) stderr.write(`  … ${event.tool_call.name}: ${clip(event.update.message, 100)}\n`);
+      case "tool_progressed": {
+        if (!showTools) break;
+        // A plan update is drawn as its checklist (the terminal watches it advance).
+        const plan = event.tool_call.name === PLAN_TOOL_NAME ? checkPlan((event.update.data as { plan?: unknown } | null)?.plan) : null;
+        if (plan?.ok) stderr.write(`${renderPlan(plan.plan).join("\n")}\n`);
+        else stderr.write(`  … ${event.tool_call.name}: ${clip(event.update.message, 100)}\n`);
         break;
+      }
       case "skill_activated":
         if (showTools) stderr.write(`skill ${event.name} is active\n`);
         break;

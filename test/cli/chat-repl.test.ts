@@ -31,12 +31,12 @@ function tmux(...args: string[]) {
 
 const DENO = join(REPO, "node_modules/.bin/deno");
 
-/** Start `agentcore chat ARGS` (under Bun, or `deno run`) in a 200x50 tmux window; the shell reports the exit status and stays. */
-function startChat(args: string[], runtime: "bun" | "deno" = "bun") {
+/** Start `agentcore chat ARGS` (or another command; under Bun, or `deno run`) in a 200x50 tmux window; the shell reports the exit status and stays. */
+function startChat(args: string[], runtime: "bun" | "deno" = "bun", command = "chat") {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const launcher = runtime === "bun" ? [process.execPath] : [DENO, "run", "-A"];
-  const cmd = [...launcher, join(REPO, "src/cli/main.ts"), "chat", ...args].map(quote).join(" ");
-  const r = tmux("new-session", "-d", "-s", NAME, "-x", "200", "-y", "50", "-c", dir, `${cmd}; echo "[chat exited with $?]"; sleep 600`);
+  const cmd = [...launcher, join(REPO, "src/cli/main.ts"), command, ...args].map(quote).join(" ");
+  const r = tmux("new-session", "-d", "-s", NAME, "-x", "200", "-y", "50", "-c", dir, `${cmd}; echo "[exited with $?]"; sleep 600`);
   expect(r.err).toBe("");
   expect(r.code).toBe(0);
 }
@@ -114,8 +114,8 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
 
     type("/exit");
-    const end = await waitFor(has("[chat exited with"), "the chat to exit");
-    expect(end).toContain("[chat exited with 0]");
+    const end = await waitFor(has("[exited with"), "the chat to exit");
+    expect(end).toContain("[exited with 0]");
     expect(end).toContain(`resume with --session ${sessionId}`);
 
     // The history is in the session journal.
@@ -153,7 +153,31 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     await waitFor(has("Done under Deno."), "the answer");
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
     type("/exit");
-    expect(await waitFor(has("[chat exited with"), "the chat to exit")).toContain("[chat exited with 0]");
+    expect(await waitFor(has("[exited with"), "the chat to exit")).toContain("[exited with 0]");
+  });
+
+  test("agent on a terminal: the approval prompt on stderr takes y, and the plan shows as a checklist", async () => {
+    const plan = (statuses: string[]) => ({
+      id: `p${statuses.join("")}`,
+      name: "update_plan",
+      arguments: JSON.stringify({ steps: ["Write notes", "Report"].map((title, i) => ({ title, status: statuses[i] })) }),
+    });
+    const script = writeScript([
+      { content: null, tool_calls: [plan(["in_progress", "pending"])] },
+      writeTurn,
+      { content: null, tool_calls: [plan(["done", "done"])] },
+      { content: "Notes written." },
+    ]);
+    startChat(["--script", script, "--root", dir, "--tools", "write_file", "update the notes"], "bun", "agent");
+    const asking = await waitFor(has("allow? [y]es / [n]o / [a]lways"), "the terminal approver's prompt");
+    expect(asking).toContain("Plan (0/2 done)\n  [~] Write notes\n  [ ] Report");
+    expect(asking).toContain('agentcore: tool "write_file" (side_effecting) needs approval');
+    type("y");
+    const end = await waitFor(has("[exited with"), "agent to exit");
+    expect(end).toContain("Plan (2/2 done)\n  [x] Write notes\n  [x] Report");
+    expect(end).toContain("Notes written.");
+    expect(end).toContain("[exited with 0]");
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
   });
 
   test("Ctrl-C aborts a running run; at the prompt Ctrl-C twice quits", async () => {
@@ -174,7 +198,7 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     tmux("send-keys", "-t", NAME, "C-c");
     await waitFor(has("press Ctrl-C again"), "the first Ctrl-C at the prompt");
     tmux("send-keys", "-t", NAME, "C-c");
-    const end = await waitFor(has("[chat exited with"), "the chat to exit");
-    expect(end).toContain("[chat exited with 0]");
+    const end = await waitFor(has("[exited with"), "the chat to exit");
+    expect(end).toContain("[exited with 0]");
   });
 });
