@@ -458,6 +458,22 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     expect(r.stderr).toBe(`${APPROVE_ALL_WARNING}\n`);
   });
 
+  test("the docs' piped example: the plan is written first and the checklist advances to all done", () => {
+    const r = cli(["chat", "--approve-all", "--script", "examples/chat_script.jsonl", "--root", dir, "--tools", "write_file"], "write the notes\n/plan\n");
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("hello from agentcore chat\n");
+    const out = r.stdout;
+    const firstTool = out.indexOf("→ ");
+    expect(out.slice(firstTool)).toStartWith("→ update_plan steps=[2 items] ✓");
+    const first = out.indexOf("Plan (0/2 done)\n  [~] Write notes.txt\n  [ ] Report back");
+    const write = out.indexOf("→ write_file");
+    const last = out.indexOf("Plan (2/2 done)\n  [x] Write notes.txt\n  [x] Report back");
+    expect(first).toBeGreaterThan(0);
+    expect(write).toBeGreaterThan(first);
+    expect(last).toBeGreaterThan(write);
+    expect(out).toContain("> /plan\nPlan (2/2 done)");
+  });
+
   test("setup errors exit 2 with a message: arguments, agent-only flags, unknown branch, a bad script", () => {
     const ok = script([{ content: "hi" }]);
     const cases: [string[], string][] = [
