@@ -311,11 +311,16 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   let busy: Promise<void> | null = null;
   let interruptArmed = false;
   let exiting = false;
+  /** Set when readline closed (Ctrl-D, end of input, exit): it must not be touched after. */
+  let inputClosed = false;
   let finish!: () => void;
   const finished = new Promise<void>((r) => (finish = r));
 
+  const setPrompt = (text: string) => {
+    if (!inputClosed) rl.setPrompt(text);
+  };
   const showPrompt = () => {
-    if (exiting || !interactive) return;
+    if (exiting || inputClosed || !interactive) return;
     rl.setPrompt(gate.waiting ? rl.getPrompt() : busy === null ? PROMPT : "");
     rl.prompt(true);
     screen.moved(rl.getPrompt() === "");
@@ -325,6 +330,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     ask(question, prompt) {
       screen.line(question);
       openTool = null;
+      if (inputClosed) return;
       rl.setPrompt(prompt);
       rl.prompt(true);
       screen.moved(false);
@@ -333,13 +339,13 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       screen.line(text);
     },
     done() {
-      rl.setPrompt(busy === null ? PROMPT : "");
+      setPrompt(busy === null ? PROMPT : "");
     },
   };
   gate.attach(view, { interactive, ...(flags.approvalTimeoutMs !== undefined ? { timeoutMs: flags.approvalTimeoutMs } : {}) });
 
   const startRun = (what: () => Promise<AgentRunResult>): Promise<void> => {
-    rl.setPrompt("");
+    setPrompt("");
     const p = (async () => {
       try {
         await what();
@@ -362,7 +368,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       agent.abort("the chat is closing");
       await busy;
     }
-    rl.close();
+    if (!inputClosed) rl.close();
     finish();
   };
   exitRef.exit = exit;
@@ -483,6 +489,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     });
   });
   rl.on("close", () => {
+    inputClosed = true;
     if (exiting) return;
     // Ctrl-D or the end of piped input: no more answers can come.
     gate.close();

@@ -153,6 +153,8 @@ interface Settings {
   skillsDir?: string;
   /** Workspace tools to register (config "tools" section, or --tools). */
   tools?: WorkspaceToolsOptions;
+  /** The config file in use (kept out of the workspace tools' reach). */
+  configPath?: string;
   /** agent and chat: side-effecting tools ask first even without a config policy (see gate.ts). */
   defaultGate?: boolean;
   /** --approve-all: approve every call that would ask. */
@@ -187,6 +189,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     policy: file.policy,
     history: file.history,
     tools: file.tools,
+    configPath,
     skillsDir: file.skills_dir,
     mcpServers: file.mcpServers,
   };
@@ -224,7 +227,9 @@ function makeRuntime(s: Settings): Runtime {
   let tools: AnyToolDefinition[] = [];
   if (s.tools !== undefined) {
     try {
-      tools = workspaceTools(s.tools, s.root ?? process.cwd());
+      // agentcore's own files stay out of the tools' reach when they lie inside the root
+      const protect = [s.configPath, s.history].filter((p): p is string => p !== undefined);
+      tools = workspaceTools(s.tools, s.root ?? process.cwd(), { protect });
     } catch (e) {
       throw new ConfigError(`tools: ${(e as Error).message}`);
     }

@@ -54,6 +54,8 @@ function appendTool(): ToolDefinition<{ text: string }> {
 interface Harness {
   model: FakeModel;
   type(line: string): void;
+  /** Ctrl-D: the end of the input. */
+  end(): void;
   /** The screen so far, without terminal escape sequences. */
   screen(): string;
   waitFor(text: string | RegExp): Promise<string>;
@@ -62,7 +64,7 @@ interface Harness {
   sessionsDir: string;
 }
 
-function start(steps: Step[], options: { session?: string; interactive?: boolean; output?: NodeJS.WritableStream } = {}): Harness {
+function start(steps: Step[], options: { session?: string; interactive?: boolean; output?: NodeJS.WritableStream; approvalTimeoutMs?: number } = {}): Harness {
   const input = new PassThrough() as PassThrough & { isTTY?: boolean };
   input.isTTY = options.interactive ?? true;
   const output = new PassThrough() as PassThrough & { isTTY?: boolean };
@@ -84,7 +86,8 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
   } as ToolDefinition<{ n: number }>);
   const model = new FakeModel(steps);
   const sessionsDir = join(dir, "sessions");
-  const done = cmdChat(runtime, { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}) }, gate, {
+  const flags = { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}), ...(options.approvalTimeoutMs ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}) };
+  const done = cmdChat(runtime, flags, gate, {
     io: { input, output: options.output ?? output, error: { write: (s: string) => errors.push(s) } },
     model,
   });
@@ -96,6 +99,7 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
     done,
     screen,
     type: (line) => input.write(`${line}\n`),
+    end: () => input.end(),
     async waitFor(what) {
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline) {
@@ -250,6 +254,33 @@ describe("chat in a terminal (in process)", () => {
     expect(existsSync(join(dir, "out.txt"))).toBe(false);
     h.type("/exit");
     expect(await h.done).toBe(0);
+  });
+
+  test("with policy.approval_timeout_ms, an unanswered question is denied", async () => {
+    const h = start([call("c1", "append", { text: "x" })], { approvalTimeoutMs: 30 });
+    await h.waitFor("> ");
+    h.type("append");
+    await h.waitFor("[run rejected: tool_rejected — ");
+    expect(h.screen()).toContain("timed out: denied");
+    expect(h.screen()).toContain("✗ refused: no answer within 30 ms");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+  });
+
+  test("Ctrl-D during a run lets it finish, then quits; a question asked after that is denied", async () => {
+    const first = held(call("c1", "append", { text: "x" }));
+    const h = start([first.step, text("finished anyway")]);
+    await h.waitFor("> ");
+    h.type("append");
+    await first.entered;
+    h.end();
+    first.release();
+    expect(await h.done).toBe(0);
+    const s = h.screen();
+    expect(s).toContain("✗ refused: the chat is closing");
+    expect(s).toContain("[session chat-");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
   });
 
   test("/continue resumes without a new user message; without a previous run it explains why not", async () => {
