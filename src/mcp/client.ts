@@ -226,7 +226,7 @@ export class McpToolHandler {
     try {
       r = (await client.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs })) as CallToolResult;
     } catch (e) {
-      throw this.#callError(e, tool, signal);
+      throw this.#callError(e, tool, signal, client);
     }
     const mapped = capResult(mapCallToolResult(r), this.maxResultBytes);
     if (r.isError === true) {
@@ -241,7 +241,7 @@ export class McpToolHandler {
     return mapped;
   }
 
-  #callError(e: unknown, tool: string, signal: AbortSignal | undefined): ToolError {
+  #callError(e: unknown, tool: string, signal: AbortSignal | undefined, client: Client): ToolError {
     const details = { server: this.server, tool };
     if (signal?.aborted) {
       const timedOut = (signal.reason as { name?: string } | undefined)?.name === "TimeoutError";
@@ -259,11 +259,30 @@ export class McpToolHandler {
     if (e instanceof ProtocolError) {
       return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${e.message}`, { ...details, mcp_error_code: e.code });
     }
+    if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) {
+      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${e.message}`, details);
+    }
+    if (this.#kind !== "stdio" && this.#client === client) {
+      // Over HTTP nothing tells us a connection ended: a refused or failed
+      // request, or an unknown session after the server restarted, is the
+      // signal. Drop this client so that the next call connects afresh.
+      this.#drop(client, `the request failed: ${errorText(e)}`);
+    }
     if (this.#client === undefined) {
       const why = this.#lastLoss ?? errorText(e);
       return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
     }
     return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
+  }
+
+  /** Forget `client` (if still current) and close it in the background. */
+  #drop(client: Client, reason: string): void {
+    if (this.#client !== client) return;
+    this.#client = undefined;
+    this.#transport = undefined;
+    this.#lastLoss = reason;
+    this.#logger.warn("mcp: connection lost; the next call reconnects", { server: this.server, reason });
+    void client.close().catch(() => {});
   }
 
   /** The connected client, connecting (or reconnecting after a backoff) first when needed. */
@@ -349,7 +368,6 @@ export class McpToolHandler {
       try {
         return await attempt("streamable_http");
       } catch (e) {
-        if (c.type === "http" && !isHttp4xx(e)) throw e;
         if (!isHttp4xx(e)) throw e;
         this.#logger.info("mcp: Streamable HTTP refused with a 4xx; trying the SSE transport", { server: this.server, error: errorText(e) });
         return await attempt("sse");

@@ -4,7 +4,7 @@
  * schemas and print garbage. Every server process is checked to be gone.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
@@ -237,4 +237,29 @@ describe("tool registration", () => {
       for (const pid of ps) expect(alive(pid)).toBe(false);
     }
   });
+});
+
+describe("reconnection", () => {
+  test("while the server cannot start, calls fail with UNAVAILABLE (backing off); once it can, the next call reconnects", async () => {
+    const flag = join(dir, "refuse-start");
+    const f = fixture("normal", { connect_timeout_ms: 5000 }, { FIXTURE_FAIL_IF: flag });
+    const h = new McpToolHandler("fx", f.config, { logger });
+    await h.connect();
+    process.kill(h.pid!, "SIGKILL");
+    await until(() => h.transportKind === undefined, "the loss to be noticed");
+    writeFileSync(flag, "");
+    for (let i = 0; i < 3; i++) {
+      const err = await h.callTool("count", {}).then(() => null, (e) => e);
+      expect(err.code).toBe("UNAVAILABLE");
+      expect(err.message).toStartWith('mcp server "fx" is not available: mcp server "fx": cannot connect: ');
+      expect(err.message).toContain("refusing to start");
+    }
+    expect(pids(f.log)).toHaveLength(4); // the first start, then one attempt per call (no retries inside a call)
+    rmSync(flag);
+    const r = await h.callTool("count", {});
+    expect(r.structured_content).toMatchObject({ calls: 1 });
+    expect(h.connections).toBe(2);
+    await h.close();
+    for (const pid of pids(f.log)) expect(alive(pid)).toBe(false);
+  }, 30_000);
 });

@@ -172,3 +172,34 @@ describe("server-filesystem", () => {
     expect(rt.registry.list().map((t) => t.name)).toEqual(before);
   }, 30_000);
 });
+
+describe("server-everything over Streamable HTTP, restarted", () => {
+  test("a call while the server is down, or with a session the restarted server does not know, fails with UNAVAILABLE; the next call reconnects", async () => {
+    let srv = await startEverythingHttp("streamableHttp");
+    const port = srv.port;
+    const h = new McpToolHandler("web", { url: `http://127.0.0.1:${port}/mcp`, timeout_ms: 10_000 }, { logger: quiet });
+    try {
+      await h.connect();
+      expect((await h.callTool("echo", { message: "one" })).content).toEqual([{ type: "text", text: "Echo: one" }]);
+      await srv.stop();
+      const err = await h.callTool("echo", { message: "two" }).then(() => null, (e) => e);
+      expect(err.code).toBe("UNAVAILABLE");
+      expect(err.message).toContain('mcp server "web"');
+      srv = await startEverythingHttp("streamableHttp", port);
+      // the old session is gone with the old process: a new one is set up
+      expect((await h.callTool("echo", { message: "three" })).content).toEqual([{ type: "text", text: "Echo: three" }]);
+      expect(h.connections).toBe(2);
+      // restarted between two calls: the first finds its session unknown (a 4xx), fails, and is not retried
+      await srv.stop();
+      srv = await startEverythingHttp("streamableHttp", port);
+      const stale = await h.callTool("echo", { message: "four" }).then(() => null, (e) => e);
+      expect(stale.code).toBe("UNAVAILABLE");
+      expect(stale.message).toContain("session");
+      expect((await h.callTool("echo", { message: "five" })).content).toEqual([{ type: "text", text: "Echo: five" }]);
+      expect(h.connections).toBe(3);
+    } finally {
+      await h.close();
+      await srv.stop();
+    }
+  }, 30_000);
+});
