@@ -81,6 +81,7 @@ const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
 function errorText(e: unknown): string {
+  if (e instanceof SdkHttpError && !e.message.includes(String(e.status))) return `${e.message} (HTTP ${e.status})`;
   return e instanceof Error ? e.message : String(e);
 }
 
@@ -370,7 +371,11 @@ export class McpToolHandler {
       } catch (e) {
         if (!isHttp4xx(e)) throw e;
         this.#logger.info("mcp: Streamable HTTP refused with a 4xx; trying the SSE transport", { server: this.server, error: errorText(e) });
-        return await attempt("sse");
+        try {
+          return await attempt("sse");
+        } catch (e2) {
+          throw new Error(`Streamable HTTP: ${errorText(e)}; SSE fallback: ${errorText(e2)}`);
+        }
       }
     } catch (e) {
       const tail = this.#stderrTail;

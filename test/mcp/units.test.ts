@@ -210,3 +210,48 @@ describe("createMcpServer", () => {
     }
   });
 });
+
+describe("the client over HTTP against agentcore's own server", () => {
+  test("configured headers (with ${VAR} expanded from the config) reach the server on every request", async () => {
+    const seen: (string | null)[] = [];
+    const inner = createRuntime({ logger: quiet });
+    const handler = createMcpHandler(() => createMcpServer(inner), { responseMode: "json" });
+    const http = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) => {
+        seen.push(req.headers.get("authorization"));
+        return req.headers.get("authorization") === "Bearer t0ken" ? handler.fetch(req) : new Response("no", { status: 401 });
+      },
+    });
+    const { attachMcpServers } = await import("../../src/mcp/attach.ts");
+    const servers = parseMcpServers("/x/c.jsonc", { inner: { url: `http://127.0.0.1:${http.port}/mcp`, headers: { Authorization: "Bearer ${TOKEN}" } } }, { TOKEN: "t0ken" });
+    const outer = createRuntime({ logger: quiet });
+    const mcp = await attachMcpServers(outer, servers, { logger: quiet });
+    try {
+      expect(mcp.tools).toEqual(["inner__echo", "inner__read_file"]);
+      const e = await outer.dispatch('{"id":"1","tool":"inner__echo","arguments":{"nested":true}}');
+      expect(e.result).toEqual({ content: [{ type: "text", text: '{"nested":true}' }], structured_content: { nested: true } });
+      expect(seen.length).toBeGreaterThan(2);
+      expect(seen.every((h) => h === "Bearer t0ken")).toBe(true);
+    } finally {
+      await mcp.close();
+      await handler.close();
+      await http.stop(true);
+    }
+  });
+
+  test("a 401 is a startup error naming the server (4xx on both transports)", async () => {
+    const http = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("no", { status: 401 }) });
+    const { attachMcpServers, McpStartupError } = await import("../../src/mcp/attach.ts");
+    try {
+      const err = await attachMcpServers(createRuntime({ logger: quiet }), { locked: { url: `http://127.0.0.1:${http.port}/mcp`, connect_timeout_ms: 5000 } }, { logger: quiet }).catch((e) => e);
+      expect(err).toBeInstanceOf(McpStartupError);
+      expect(err.message).toStartWith('mcp server "locked": cannot connect: Streamable HTTP: ');
+      expect(err.message).toContain("; SSE fallback: ");
+      expect(err.message).toContain("401");
+    } finally {
+      await http.stop(true);
+    }
+  });
+});
