@@ -46,6 +46,7 @@ import {
   tempName,
   unlinkQuietly,
   workspaceTestHooks,
+  protectedInside,
   writablePath,
   writeTemp,
   type DirHandle,
@@ -118,7 +119,7 @@ function decode(bytes: Uint8Array, rel: string): string {
 }
 
 /** Apply a patch or edits under `realRoot`, all or nothing (see the module doc). */
-export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxBytes: number): ApplyPatchResult {
+export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxBytes: number, protectedPaths: readonly string[] = []): ApplyPatchResult {
   if ((args.patch === undefined) === (args.edits === undefined)) {
     fail("INVALID_ARGUMENTS", 'give exactly one of "patch" and "edits"', { errors: [{ path: "", keyword: "oneOf", message: 'exactly one of "patch" and "edits"' }] });
   }
@@ -126,7 +127,7 @@ export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxByte
   const created: string[] = [];
   let committed = false;
   const open = (path: string, create: boolean): Op => {
-    const parts = writablePath(path);
+    const parts = writablePath(path, protectedPaths);
     const rel = parts.join("/");
     if (ops.some((o) => o.rel === rel)) fail("PATCH_INVALID", `${rel} is named twice`, { path: rel });
     const dir = openParent(realRoot, parts, create, created);
@@ -146,7 +147,7 @@ export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxByte
     } else {
       const byPath = new Map<string, Op>();
       args.edits!.forEach((edit, i) => {
-        const key = writablePath(edit.path).join("/");
+        const key = writablePath(edit.path, protectedPaths).join("/");
         let op = byPath.get(key);
         if (op === undefined) {
           op = open(edit.path, false);
@@ -233,16 +234,17 @@ function rollback(op: Op): void {
 }
 
 /** Create an `apply_patch` tool; `maxBytes` caps each file before and after (default 1 MiB). */
-export function createApplyPatchTool(options: { root: string; maxBytes?: number }): ToolDefinition<ApplyPatchArgs> {
+export function createApplyPatchTool(options: { root: string; maxBytes?: number; protect?: readonly string[] }): ToolDefinition<ApplyPatchArgs> {
   const realRoot = resolveRoot(options.root);
   const maxBytes = options.maxBytes ?? DEFAULT_WRITE_MAX_BYTES;
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new RangeError("apply_patch maxBytes must be a positive safe integer");
+  const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   return {
     name: "apply_patch",
     description:
       'Change files under the root, all or nothing. Give either "patch" (a unified diff; /dev/null creates or deletes; context must match exactly) or "edits" ([{path, old, new}]; each old text must occur exactly once). Same path rules as write_file.',
     parameters: APPLY_PATCH_PARAMETERS as unknown as Record<string, unknown>,
     effect: "side_effecting",
-    handler: (args: ApplyPatchArgs): ApplyPatchResult => applyRootedPatch(realRoot, args, maxBytes),
+    handler: (args: ApplyPatchArgs): ApplyPatchResult => applyRootedPatch(realRoot, args, maxBytes, protectedPaths),
   };
 }

@@ -33,6 +33,7 @@
  * @module
  */
 import * as fs from "node:fs";
+import * as nodePath from "node:path";
 import { ToolError } from "../definition.ts";
 import { splitRelativePath } from "../fs/rooted.ts";
 import type { ErrorCode } from "../../runtime/envelope.ts";
@@ -209,13 +210,52 @@ export function verifyDir(dir: DirHandle): boolean {
   }
 }
 
-/** Split and check a path for writing: no root, no trailing `/`, nothing inside a protected folder. */
-export function writablePath(path: string): string[] {
+/**
+ * Split and check a path for writing: no root, no trailing `/`, nothing
+ * inside a protected folder, and not one of `extra` (relative paths the
+ * operator protects, such as agentcore's config file when it lies inside
+ * the root; an entry also covers everything below it).
+ */
+export function writablePath(path: string, extra: readonly string[] = []): string[] {
   const parts = splitRelativePath(path);
   if (parts.length === 0) fail("PATH_INVALID", "path names the root folder, not a file", { path });
   if (path.endsWith("/")) fail("PATH_INVALID", "path ends with '/', which names a folder", { path });
   checkProtected(parts, path);
+  const rel = parts.join("/");
+  for (const p of extra) {
+    if (rel === p || rel.startsWith(p + "/")) fail("PATH_PROTECTED", `${path}: agentcore's own file ${p} is not writable by tools`, { path });
+  }
   return parts;
+}
+
+/**
+ * The paths among `absolute` that lie inside `realRoot`, relative to it
+ * (for {@link writablePath}'s `extra`). Each is canonicalised through the
+ * realpath of its nearest existing ancestor; paths outside the root are
+ * dropped.
+ */
+export function protectedInside(realRoot: string, absolute: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const given of absolute) {
+    // canonicalise the nearest existing ancestor (the file and even its folder may not exist yet)
+    let head = nodePath.resolve(given);
+    let tail = "";
+    let real: string | null = null;
+    for (;;) {
+      try {
+        real = nodePath.join(fs.realpathSync(head), tail);
+        break;
+      } catch {
+        if (head === "/") break;
+        tail = `/${nodePath.basename(head)}${tail}`;
+        head = nodePath.dirname(head);
+      }
+    }
+    if (real === null) continue;
+    const base = realRoot.endsWith("/") ? realRoot : realRoot + "/";
+    if (real.startsWith(base) && real.length > base.length) out.push(real.slice(base.length));
+  }
+  return out;
 }
 
 /** Refuse a path with a `.git` or `.agentcore` component. */

@@ -27,7 +27,7 @@
 import type { ToolContext, ToolDefinition } from "../definition.ts";
 import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
-import { closeQuietly, fail, openDirPath } from "./dirfd.ts";
+import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, type RunResult } from "./process.ts";
 import { checkArguments, checkProgram, DEFAULT_EXEC_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
@@ -63,6 +63,8 @@ export interface ExecToolOptions {
   sourceEnv?: Record<string, string | undefined>;
   /** Creation-time warnings (no bubblewrap, an allowlisted shell); default: one line each on stderr. */
   warn?: (message: string) => void;
+  /** Absolute paths kept read-only in the sandbox when inside the root (agentcore's config file, history log). */
+  protect?: readonly string[];
 }
 
 export const EXEC_PARAMETERS = deepFreeze({
@@ -126,6 +128,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     if (v !== undefined) baseEnv[n] = v;
   }
 
+  const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   const mode = options.isolation ?? "auto";
   const bwrap = mode === "off" ? null : detectBwrap(dirs);
   if (bwrap === null && mode === "required") throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
@@ -164,7 +167,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const progArgs = name === "git" ? [...GIT_SAFE_PREFIX, ...rest] : rest;
       const limit = Math.min(args.timeout_ms ?? timeoutMs, timeoutMs);
       const run = bwrap !== null
-        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs), argv0: "bwrap" }
+        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths), argv0: "bwrap" }
         : { file: program, args: progArgs, argv0: name };
       let result: RunResult;
       try {

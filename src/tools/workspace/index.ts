@@ -11,8 +11,7 @@
  *
  * @example
  * ```ts
- * import { createRuntime } from "agentcore";
- * import { workspaceTools } from "agentcore";
+ * import { createRuntime, workspaceTools } from "agentcore";
  * const root = "/srv/project";
  * const rt = createRuntime({ root, tools: workspaceTools({ list_dir: true, write_file: { max_bytes: 65536 } }, root) });
  * ```
@@ -81,6 +80,12 @@ export interface WorkspaceHostOptions {
   searchPath?: readonly string[];
   /** Creation-time warnings (default: a line on stderr). */
   warn?: (message: string) => void;
+  /**
+   * Files no tool may change (agentcore's config file, its history log):
+   * write_file and apply_patch refuse them (`PATH_PROTECTED`) and exec's
+   * sandbox binds them read-only, when they lie inside the root.
+   */
+  protect?: readonly string[];
 }
 
 /** Names of every workspace tool, in registration order. */
@@ -112,9 +117,9 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string, hos
     out.push(createGitDiffTool({ root, maxBytes: gd.max_bytes, timeoutMs: gd.timeout_ms, searchPath: host.searchPath }) as unknown as AnyToolDefinition);
   }
   const wf = settings(options.write_file);
-  if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES }) as unknown as AnyToolDefinition);
+  if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES, protect: host.protect }) as unknown as AnyToolDefinition);
   const ap = settings(options.apply_patch);
-  if (ap !== null) out.push(createApplyPatchTool({ root, maxBytes: ap.max_bytes }) as unknown as AnyToolDefinition);
+  if (ap !== null) out.push(createApplyPatchTool({ root, maxBytes: ap.max_bytes, protect: host.protect }) as unknown as AnyToolDefinition);
   const ex = options.exec;
   if (ex !== undefined && ex !== false) {
     out.push(
@@ -127,6 +132,7 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string, hos
         isolation: ex.isolation,
         searchPath: host.searchPath,
         warn: host.warn,
+        protect: host.protect,
       }) as unknown as AnyToolDefinition,
     );
   }

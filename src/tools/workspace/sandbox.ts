@@ -72,10 +72,14 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
   return found;
 }
 
-/** The bwrap argv (after the bwrap binary) to run `program args` in `cwd` with `root` writable. */
-export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[]): string[] {
+/**
+ * The bwrap argv (after the bwrap binary) to run `program args` in `cwd`
+ * with `root` writable except `.git`, `.agentcore` and the `protect` paths
+ * (relative to the root: agentcore's config file or history log inside it).
+ */
+export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = []): string[] {
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root];
-  for (const name of [".git", ".agentcore"]) {
+  for (const name of [".git", ".agentcore", ...protect]) {
     const p = path.join(root, name);
     let st: fs.Stats | null = null;
     try {

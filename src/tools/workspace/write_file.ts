@@ -39,6 +39,7 @@ import {
   writablePath,
   writeTemp,
   at,
+  protectedInside,
 } from "./dirfd.ts";
 import * as fs from "node:fs";
 import { deepFreeze } from "./util.ts";
@@ -62,6 +63,8 @@ export interface WriteFileToolOptions {
   root: string;
   /** Largest content accepted, in UTF-8 bytes. Default 1 MiB. */
   maxBytes?: number;
+  /** Absolute paths never written (agentcore's config file, its history log), when inside the root. */
+  protect?: readonly string[];
 }
 
 export const WRITE_FILE_PARAMETERS = deepFreeze({
@@ -83,8 +86,8 @@ const encoder = new TextEncoder();
  * Write `data` to `relPath` under `realRoot` atomically with every rule of
  * the module doc. Returns whether the file was created.
  */
-export function writeRootedFile(realRoot: string, relPath: string, data: Uint8Array, createDirs: boolean): { created: boolean } {
-  const parts = writablePath(relPath);
+export function writeRootedFile(realRoot: string, relPath: string, data: Uint8Array, createDirs: boolean, protectedPaths: readonly string[] = []): { created: boolean } {
+  const parts = writablePath(relPath, protectedPaths);
   const rel = parts.join("/");
   const name = parts[parts.length - 1]!;
   const created: string[] = [];
@@ -120,6 +123,7 @@ export function createWriteFileTool(options: WriteFileToolOptions): ToolDefiniti
   const realRoot = resolveRoot(options.root);
   const maxBytes = options.maxBytes ?? DEFAULT_WRITE_MAX_BYTES;
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new RangeError("write_file maxBytes must be a positive safe integer");
+  const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   return {
     name: "write_file",
     description: `Write a UTF-8 text file under the root, atomically (temp file, then rename). Relative path; no '..', no symlinks, nothing inside .git or .agentcore; at most ${maxBytes} bytes. Creates missing parent folders unless create_dirs is false.`,
@@ -128,7 +132,7 @@ export function createWriteFileTool(options: WriteFileToolOptions): ToolDefiniti
     handler(args: WriteFileArgs): WriteFileResult {
       const data = encoder.encode(args.content);
       if (data.length > maxBytes) fail("FILE_TOO_LARGE", `content is ${data.length} bytes; the limit is ${maxBytes}`, { size: data.length, limit: maxBytes });
-      const { created } = writeRootedFile(realRoot, args.path, data, args.create_dirs !== false);
+      const { created } = writeRootedFile(realRoot, args.path, data, args.create_dirs !== false, protectedPaths);
       return { path: args.path, bytes: data.length, created };
     },
   };

@@ -132,6 +132,16 @@ describe("workspace tools through the CLI", () => {
     }
   }, 120_000);
 
+  test("the config file inside the root is out of the tools' reach", () => {
+    freshRoot();
+    const cfg = path.join(root, "agentcore.jsonc");
+    fs.writeFileSync(cfg, JSON.stringify({ root: ".", tools: { write_file: true } }));
+    const r = run([binaryPath(), "--config", "root/agentcore.jsonc", "execute", '{"id":"c","tool":"write_file","arguments":{"path":"agentcore.jsonc","content":"{}"}}']);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout).error.code).toBe("PATH_PROTECTED");
+    expect(JSON.parse(fs.readFileSync(cfg, "utf8"))).toEqual({ root: ".", tools: { write_file: true } });
+  }, 120_000);
+
   test("without bubblewrap: one start-up warning, and results say isolated:false", () => {
     freshRoot();
     const bin = path.join(base, "bin");

@@ -13,6 +13,9 @@ import * as path from "node:path";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
 import { forkingScript, SEARCH_PATH, waitGone } from "./procs.ts";
 import { detectBwrap, bwrapArgs } from "../../../src/tools/workspace/sandbox.ts";
+import { createExecTool } from "../../../src/tools/workspace/exec.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import { createLogger } from "../../../src/runtime/logger.ts";
 
 const bwrap = detectBwrap(SEARCH_PATH);
 const SKIP = bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : "";
@@ -80,6 +83,16 @@ describe("exec isolation under bubblewrap", () => {
     expect(c.isolated).toBe(false);
     expect(JSON.parse(c.stdout)).toEqual({ [outsideTarget]: "ok" });
     expect(fs.existsSync(outsideTarget)).toBe(true);
+  });
+
+  test.skipIf(bwrap === null)(`agentcore's config file inside the root is read-only in the sandbox${SKIP}`, async () => {
+    const cfg = path.join(iso.root, "agentcore.jsonc");
+    fs.writeFileSync(cfg, "{}");
+    const tool = createExecTool({ root: iso.root, allow: ["bun"], env: ["PATH"], searchPath: SEARCH_PATH, isolation: "required", warn: () => {}, protect: [cfg] });
+    const rt = createRuntime({ root: iso.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
+    const env = await rt.dispatchCall({ id: "c", tool: "exec", arguments: { argv: ["bun", "-e", writer([cfg, path.join(iso.root, "other.json")])] }, shape: "agentcore" });
+    expect(JSON.parse((env.result as R).stdout)).toEqual({ [cfg]: "EROFS", [path.join(iso.root, "other.json")]: "ok" });
+    expect(fs.readFileSync(cfg, "utf8")).toBe("{}");
   });
 
   test.skipIf(bwrap === null)(`cannot open a network socket to the host${SKIP}`, async () => {

@@ -28,7 +28,7 @@ export function livePidsWith(marker: string): number[] {
 export async function waitGone(marker: string, tries = 50): Promise<number[]> {
   let live = livePidsWith(marker);
   for (let i = 0; i < tries && live.length > 0; i++) {
-    await Bun.sleep(100);
+    await new Promise((r) => setTimeout(r, 100));
     live = livePidsWith(marker);
   }
   return live;

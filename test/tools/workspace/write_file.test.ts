@@ -9,6 +9,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
 import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
+import { workspaceTools } from "../../../src/tools/workspace/index.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import { createLogger } from "../../../src/runtime/logger.ts";
 
 let sb: Sandbox;
 let before: Record<string, string>;
@@ -177,6 +180,29 @@ describe("write_file escapes (each must fail)", () => {
     expect(code(await sb.call("write_file", { path: ".", content: "x" }))).toBe("PATH_INVALID");
     fs.writeFileSync(path.join(sb.root, "f"), "x");
     expect(code(await sb.call("write_file", { path: "f/g", content: "x" }))).toBe("NOT_FOUND");
+  });
+});
+
+describe("agentcore's own files inside the root", () => {
+  test("the config file and history log are refused by write_file and apply_patch (PATH_PROTECTED)", async () => {
+    fs.writeFileSync(path.join(sb.root, "agentcore.jsonc"), "{}");
+    const rt = createRuntime({
+      root: sb.root,
+      builtins: false,
+      logger: createLogger({ level: "error", sink: () => {} }),
+      // given relative to the working directory and through a symlinked folder: both are canonicalised
+      tools: workspaceTools({ write_file: true, apply_patch: true }, sb.root, {
+        protect: [path.relative(process.cwd(), path.join(sb.root, "agentcore.jsonc")), path.join(sb.root, "logs", "history.jsonl"), path.join(sb.outside, "elsewhere.json")],
+      }),
+    });
+    const call = (tool: string, args: Record<string, unknown>) => rt.dispatchCall({ id: "p", tool, arguments: args, shape: "agentcore" });
+    expect(code(await call("write_file", { path: "agentcore.jsonc", content: '{"tools":{"exec":{"allow":["sh"]}}}' }))).toBe("PATH_PROTECTED");
+    expect(code(await call("write_file", { path: "./agentcore.jsonc", content: "x" }))).toBe("PATH_PROTECTED");
+    expect(code(await call("apply_patch", { edits: [{ path: "agentcore.jsonc", old: "{}", new: "{ }" }] }))).toBe("PATH_PROTECTED");
+    expect(code(await call("write_file", { path: "logs/history.jsonl", content: "forged" }))).toBe("PATH_PROTECTED");
+    expect(fs.readFileSync(path.join(sb.root, "agentcore.jsonc"), "utf8")).toBe("{}");
+    // other files stay writable
+    expect((await call("write_file", { path: "agentcore.jsonc.bak", content: "x" })).success).toBe(true);
   });
 });
 
