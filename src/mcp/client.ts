@@ -221,7 +221,9 @@ export class McpToolHandler {
       client = await this.#ensure(signal);
     } catch (e) {
       if (e instanceof ToolError) throw e;
-      throw new ToolError("UNAVAILABLE", `mcp server "${this.server}" is not available: ${errorText(e)}`, { server: this.server, tool });
+      // McpConnectError messages already name the server and say what failed
+      const message = e instanceof McpConnectError ? e.message : `mcp server "${this.server}" is not available: ${errorText(e)}`;
+      throw new ToolError("UNAVAILABLE", message, { server: this.server, tool });
     }
     let r: CallToolResult;
     try {

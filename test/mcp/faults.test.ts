@@ -251,7 +251,7 @@ describe("reconnection", () => {
     for (let i = 0; i < 3; i++) {
       const err = await h.callTool("count", {}).then(() => null, (e) => e);
       expect(err.code).toBe("UNAVAILABLE");
-      expect(err.message).toStartWith('mcp server "fx" is not available: mcp server "fx": cannot connect: ');
+      expect(err.message).toStartWith('mcp server "fx": cannot connect: ');
       expect(err.message).toContain("refusing to start");
     }
     expect(pids(f.log)).toHaveLength(4); // the first start, then one attempt per call (no retries inside a call)

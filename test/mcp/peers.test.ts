@@ -89,6 +89,7 @@ describe("server-everything over stdio", () => {
     expect(alive(pid)).toBe(false);
     const e = await h.callTool("echo", { message: "x" }).catch((err) => err);
     expect(e.code).toBe("UNAVAILABLE");
+    expect(e.message).toBe('mcp server "ev2" is closed');
   }, 20_000);
 });
 
