@@ -28,7 +28,7 @@ import * as path from "node:path";
 import * as readline from "node:readline";
 import { createAgent, type Agent, type AgentEvent } from "../agent/index.ts";
 import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
-import type { AgentRunResult, RuntimePolicyOptions } from "../agent/types.ts";
+import type { RuntimePolicyOptions } from "../agent/types.ts";
 import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
 import type { ChatMessage, ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
@@ -71,6 +71,13 @@ export function createReplApprover(): ReplApprover {
 }
 
 const PROMPT = "> ";
+
+/** Why a line typed during a run was not queued as a follow-up. */
+const NOT_QUEUED: Record<string, string> = {
+  agent_idle: "no task is running (a compaction, or the run just ended)",
+  queue_full: "the follow-up queue is full",
+  run_closing: "the run is stopping",
+};
 const CHAT_AGENT_ID = "agentcore-cli";
 
 /** A new session id: `chat-` + UTC date and time + 4 random hex digits. */
@@ -243,7 +250,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
         break;
       case "compaction_completed": {
         const r = event.result;
-        screen.line(r.status === "completed" ? `[compacted: ${r.messages_before} messages → ${r.messages_after}]` : "[nothing to compact yet: only the last turn is there]");
+        screen.line(r.status === "completed" ? `[compacted: ${r.messages_before} messages → ${r.messages_after}]` : "[nothing to compact yet: the last turn is always kept]");
         break;
       }
       case "compaction_failed":
@@ -344,7 +351,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   };
   gate.attach(view, { interactive, ...(flags.approvalTimeoutMs !== undefined ? { timeoutMs: flags.approvalTimeoutMs } : {}) });
 
-  const startRun = (what: () => Promise<AgentRunResult>): Promise<void> => {
+  const startRun = (what: () => Promise<unknown>): Promise<void> => {
     setPrompt("");
     const p = (async () => {
       try {
@@ -422,7 +429,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
           if (h.receipt.status === "accepted") {
             screen.line(`[queued as a follow-up (${h.receipt.queue_size} waiting); /steer changes the running run instead]`);
             h.wait().catch((e: Error) => screen.line(`[follow-up dropped: ${e.message}]`));
-          } else screen.line(`[not queued: ${h.receipt.status}]`);
+          } else screen.line(`[not queued: ${NOT_QUEUED[h.receipt.status] ?? h.receipt.status}; type it again at the prompt]`);
         }
         break;
       case "command":
@@ -453,10 +460,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
           case "compact":
             if (!idle) screen.line("[a run is in flight; /compact works at the prompt]");
             else {
-              return wait(startRun(async () => {
-                await agent.compact();
-                return agent.lastResult!;
-              }));
+              return wait(startRun(() => agent.compact()));
             }
             break;
           case "sessions":

@@ -303,7 +303,7 @@ describe("chat in a terminal (in process)", () => {
     const h = start([text("a1"), text("a2"), text("SUMMARY of turn one"), text("a3")]);
     await h.waitFor("> ");
     h.type("/compact");
-    await h.waitFor("[nothing to compact yet");
+    await h.waitFor("[nothing to compact yet: the last turn is always kept]");
     h.type("q1");
     await h.waitFor("a1");
     h.type("q2");
