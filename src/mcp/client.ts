@@ -203,7 +203,7 @@ export class McpToolHandler {
         parameters: structuredClone(t.inputSchema) as Record<string, unknown>,
         effect,
         timeoutMs: this.timeoutMs,
-        handler: (args: Record<string, unknown>, ctx) => this.callTool(remote, args, ctx.signal),
+        handler: (args: Record<string, unknown>, ctx) => this.callTool(remote, args, ctx.signal, (m, d) => ctx.progress(m, d)),
       } as AnyToolDefinition);
     }
     return { tools, skipped };
@@ -212,9 +212,16 @@ export class McpToolHandler {
   /**
    * Call the server's tool `tool` (its own name, without prefix). Resolves to
    * the mapped, capped result; throws a {@link ToolError} (`UNAVAILABLE`,
-   * `TIMEOUT`, `CANCELLED`, `TOOL_ERROR`) otherwise.
+   * `TIMEOUT`, `CANCELLED`, `TOOL_ERROR`) otherwise. `onProgress` receives
+   * the server's `notifications/progress` for this call (as tool progress:
+   * the server's message, else "progress/total", and `{progress, total}`).
    */
-  async callTool(tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<McpCallResult> {
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    onProgress?: (message: string, data: { progress: number; total?: number }) => void,
+  ): Promise<McpCallResult> {
     if (signal?.aborted) throw new ToolError("CANCELLED", "the call was cancelled before it was sent");
     let client: Client;
     try {
@@ -227,7 +234,12 @@ export class McpToolHandler {
     }
     let r: CallToolResult;
     try {
-      r = (await client.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs })) as CallToolResult;
+      const onprogress = onProgress === undefined ? undefined : (p: { progress: number; total?: number; message?: string }) => {
+        const data = p.total === undefined ? { progress: p.progress } : { progress: p.progress, total: p.total };
+        const message = typeof p.message === "string" && p.message !== "" ? p.message.slice(0, 500) : `${p.progress}${p.total === undefined ? "" : `/${p.total}`}`;
+        onProgress(message, data);
+      };
+      r = (await client.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs, onprogress })) as CallToolResult;
     } catch (e) {
       throw this.#callError(e, tool, signal, client);
     }

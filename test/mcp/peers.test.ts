@@ -80,6 +80,18 @@ describe("server-everything over stdio", () => {
     expect(mcp.handlers[0]!.connections).toBe(1); // same connection, no reconnect needed
   });
 
+  test("the server's progress notifications become tool progress reports", async () => {
+    const reports: [string, unknown][] = [];
+    const e = await rt.dispatchCall(
+      { id: "p1", tool: "ev__trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 }, shape: "agentcore" },
+      undefined,
+      { onProgress: (m, d) => reports.push([m, d]) },
+    );
+    expect(e.success).toBe(true);
+    expect(reports.map(([, d]) => d)).toEqual([{ progress: 1, total: 3 }, { progress: 2, total: 3 }, { progress: 3, total: 3 }]);
+    expect(reports.every(([m]) => m.length > 0)).toBe(true);
+  });
+
   test("close() stops the server process", async () => {
     const h = new McpToolHandler("ev2", { command: NODE, args: [EVERYTHING, "stdio"] }, { logger: quiet });
     await h.connect();
