@@ -29,7 +29,7 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, type RunResult } from "./process.ts";
-import { checkArguments, checkProgram, DEFAULT_EXEC_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
 import { deepFreeze } from "./util.ts";
 
@@ -125,7 +125,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const baseEnv: Record<string, string> = {};
   for (const n of envNames) {
     const v = source[n];
-    if (v !== undefined) baseEnv[n] = v;
+    if (v !== undefined) baseEnv[n] = n === "PATH" ? absolutePathOnly(v) : v;
   }
 
   const protectedPaths = protectedInside(realRoot, options.protect ?? []);
@@ -152,7 +152,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
         if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (it can make programs run other code)`, { env: k });
         if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
         if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
-        env[k] = v;
+        env[k] = k === "PATH" ? absolutePathOnly(v) : v;
       }
       if (name === "git") {
         env.GIT_CONFIG_NOSYSTEM = "1";

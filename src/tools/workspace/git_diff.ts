@@ -44,6 +44,7 @@ import { markTrustedSchema } from "../schema.ts";
 import { fail } from "./dirfd.ts";
 import { runProcess } from "./process.ts";
 import { findOnPath, pathDirs } from "./sandbox.ts";
+import { absolutePathOnly } from "./rules.ts";
 import { deepFreeze } from "./util.ts";
 
 export const DEFAULT_GIT_DIFF_MAX_BYTES = 256 * 1024;
@@ -107,7 +108,7 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
   const env = (): Record<string, string> => {
     if (home === undefined || !fs.existsSync(home)) home = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-git-home-"));
     return {
-      PATH: globalThis.process?.env.PATH ?? "/usr/bin:/bin",
+      PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),
       HOME: home,
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",

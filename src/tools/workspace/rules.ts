@@ -17,7 +17,9 @@
  *   `-P` and `--version` are refused (this covers `-c`, `-C`,
  *   `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`, `-p`); the
  *   subcommand must be one of {@link GIT_SUBCOMMANDS} (no network, no
- *   `config`, no `submodule`, `bisect run`, `rebase -x`, `difftool`, …);
+ *   `config`, no `submodule`, `bisect run`, `rebase -x`, `difftool`, and
+ *   no `merge`/`cherry-pick`/`revert`, whose `--strategy` runs a
+ *   `git-merge-NAME` program found on PATH);
  *   and long options naming or starting with `--upload-pack`,
  *   `--receive-pack`, `--exec`, `--ext-diff`, `--textconv`, `--output`,
  *   `--open-files-in-pager`, `--config`, `--template`, `--separate-git-dir`
@@ -36,7 +38,9 @@
  * be allowlisted, but then the allowlist means nothing for them:
  * {@link RUNS_PROGRAMS} lists them, and creating the tool warns.
  *
- * **Environment.** The child gets only the allowlisted variables. Names
+ * **Environment.** The child gets only the allowlisted variables; `PATH`
+ * keeps only its absolute entries (an empty or `.` entry would let a
+ * program find helpers in the working folder). Names
  * matching {@link FORBIDDEN_ENV} (the dynamic loader's `LD_*` and `DYLD_*`,
  * and variables that make shells, git or language runtimes execute code)
  * can't be allowlisted and can't be set per call.
@@ -74,7 +78,7 @@ export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"]
 export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([
   "status", "diff", "log", "show", "add", "rm", "mv", "restore", "commit", "branch", "tag", "switch", "checkout",
   "reset", "rev-parse", "ls-files", "ls-tree", "cat-file", "blame", "grep", "init", "stash", "describe",
-  "shortlog", "merge-base", "rev-list", "show-ref", "apply", "version", "whatchanged", "cherry-pick", "revert", "merge",
+  "shortlog", "merge-base", "rev-list", "show-ref", "apply", "version", "whatchanged",
 ]);
 
 const GIT_GLOBAL_OK = new Set(["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects", "-P", "--version"]);
@@ -160,4 +164,12 @@ function checkGit(args: readonly string[]): void {
 /** Whether an environment variable name may ever be passed. */
 export function envNameAllowed(name: string): boolean {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !FORBIDDEN_ENV.some((re) => re.test(name));
+}
+
+/** `PATH` without empty or relative entries (those resolve against the working folder). */
+export function absolutePathOnly(value: string): string {
+  return value
+    .split(":")
+    .filter((d) => d.startsWith("/"))
+    .join(":");
 }

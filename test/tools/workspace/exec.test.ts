@@ -125,12 +125,14 @@ describe("exec allowlist bypasses (each must fail)", () => {
       env: ["PATH", "LANG"],
       searchPath: SEARCH_PATH,
       isolation: "off",
-      sourceEnv: { PATH: "/usr/bin:/bin", LANG: "C", LD_PRELOAD: "/nonexistent/evil.so", SECRET_TOKEN: "hunter2", HOME: "/root" },
+      sourceEnv: { PATH: "/usr/bin::.:bin:/bin:", LANG: "C", LD_PRELOAD: "/nonexistent/evil.so", SECRET_TOKEN: "hunter2", HOME: "/root" },
     });
     const rt = createRuntime({ root: sb.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
     const env = await rt.dispatchCall({ id: "e", tool: "exec", arguments: { argv: ["cat", "/proc/self/environ"] }, shape: "agentcore" });
     const seen = (env.result as R).stdout.split("\0").filter((s) => s !== "").map((s) => s.split("=")[0]).sort();
     expect(seen).toEqual(["LANG", "PATH"]);
+    // relative and empty PATH entries (which resolve against the working folder) are dropped
+    expect((env.result as R).stdout.split("\0")).toContain("PATH=/usr/bin:/bin");
   });
 
   test("argument injection into git: --upload-pack=, -c, --exec-path, --output, --ext-diff, -O, abbreviations", async () => {
@@ -153,6 +155,7 @@ describe("exec allowlist bypasses (each must fail)", () => {
       ["git", "config", "core.pager", `touch ${marker}`],
       ["git", "submodule", "foreach", `touch ${marker}`],
       ["git", "difftool", "-x", `touch ${marker}`],
+      ["git", "merge", "-s", "evil", "HEAD"],
       ["find", ".", "-exec", "touch", marker, ";"],
       ["find", ".", "-fprint", marker],
     ];
