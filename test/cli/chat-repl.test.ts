@@ -2,8 +2,9 @@
  * The issue's REPL test: `agentcore chat` on a real terminal (tmux), with a
  * scripted model and the real write_file tool. Type a task, answer the
  * approval, see the result, and check the file on disk. Also: answering `n`
- * leaves the file alone and the chat goes on; Ctrl-C aborts a running run
- * and twice at the prompt quits.
+ * leaves the file alone and the chat goes on; the approval flow under
+ * `deno run` and with the compiled binary; `agent`'s own terminal prompt and
+ * checklist; Ctrl-C aborts a running run and twice at the prompt quits.
  *
  * Each test runs its own tmux server on a private socket; afterEach kills it.
  * Waits poll the screen up to a generous deadline (never a timing assertion).
@@ -13,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
+import { binaryPath } from "../support/binary.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 // Each test waits on the screen several times (up to WAIT_MS each).
@@ -32,10 +34,10 @@ function tmux(...args: string[]) {
 const DENO = join(REPO, "node_modules/.bin/deno");
 
 /** Start `agentcore chat ARGS` (or another command; under Bun, or `deno run`) in a 200x50 tmux window; the shell reports the exit status and stays. */
-function startChat(args: string[], runtime: "bun" | "deno" = "bun", command = "chat") {
+function startChat(args: string[], runtime: "bun" | "deno" | "binary" = "bun", command = "chat") {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const launcher = runtime === "bun" ? [process.execPath] : [DENO, "run", "-A"];
-  const cmd = [...launcher, join(REPO, "src/cli/main.ts"), command, ...args].map(quote).join(" ");
+  const launcher = runtime === "bun" ? [process.execPath, join(REPO, "src/cli/main.ts")] : runtime === "deno" ? [DENO, "run", "-A", join(REPO, "src/cli/main.ts")] : [binaryPath()];
+  const cmd = [...launcher, command, ...args].map(quote).join(" ");
   const r = tmux("new-session", "-d", "-s", NAME, "-x", "200", "-y", "50", "-c", dir, `${cmd}; echo "[exited with $?]"; sleep 600`);
   expect(r.err).toBe("");
   expect(r.code).toBe(0);
@@ -142,19 +144,21 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
   });
 
-  test("the same under deno run: approve the write, the file changes", async () => {
-    const script = writeScript([writeTurn, { content: "Done under Deno." }]);
-    startChat(["--script", script, "--root", dir, "--tools", "write_file"], "deno");
-    await waitFor(has("/help lists the commands"), "the banner");
-    type("please update notes.txt");
-    await waitFor(has("allow? [y]es / [N]o / [a]lways"), "the approval prompt");
-    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
-    type("y");
-    await waitFor(has("Done under Deno."), "the answer");
-    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
-    type("/exit");
-    expect(await waitFor(has("[exited with"), "the chat to exit")).toContain("[exited with 0]");
-  });
+  for (const runtime of ["deno", "binary"] as const) {
+    test(`the same ${runtime === "deno" ? "under deno run" : "with the compiled binary"}: approve the write, the file changes`, async () => {
+      const script = writeScript([writeTurn, { content: `Done (${runtime}).` }]);
+      startChat(["--script", script, "--root", dir, "--tools", "write_file"], runtime);
+      await waitFor(has("/help lists the commands"), "the banner");
+      type("please update notes.txt");
+      await waitFor(has("allow? [y]es / [N]o / [a]lways"), "the approval prompt");
+      expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
+      type("y");
+      await waitFor(has(`Done (${runtime}).`), "the answer");
+      expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("new content\n");
+      type("/exit");
+      expect(await waitFor(has("[exited with"), "the chat to exit")).toContain("[exited with 0]");
+    });
+  }
 
   test("agent on a terminal: the approval prompt on stderr takes y, and the plan shows as a checklist", async () => {
     const plan = (statuses: string[]) => ({
