@@ -9,8 +9,9 @@
  * which file runs.
  *
  * **Options.** Some allowed programs have options that run other programs.
- * Those are refused wherever they appear before a `--` argument (after `--`
- * every argument is an operand, for programs that follow the convention):
+ * Those are refused wherever they appear (for git, only before a `--`
+ * argument, after which git reads every argument as a path; other programs
+ * don't all honour `--`: GNU `find -- . -exec …` still executes):
  *
  * - `git`: global options (before the subcommand) other than `--no-pager`,
  *   `--no-optional-locks`, `--literal-pathspecs`, `--no-replace-objects`,
@@ -125,9 +126,9 @@ export function checkArguments(program: string, args: readonly string[]): void {
   if (program === "git") return checkGit(args);
   const rule = DENIED[program];
   if (rule === undefined) return;
+  // Every argument is checked, `--` or not: GNU find reads `find -- . -exec …` as an expression.
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === "--") return;
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
     if (rule.exact?.includes(name) || rule.prefix?.some((p) => a.startsWith(p))) {
       refuse(`${program}: option ${JSON.stringify(name)} runs other programs and is not allowed`, { argv_index: i + 1, option: name });

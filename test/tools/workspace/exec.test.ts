@@ -158,6 +158,7 @@ describe("exec allowlist bypasses (each must fail)", () => {
       ["git", "merge", "-s", "evil", "HEAD"],
       ["find", ".", "-exec", "touch", marker, ";"],
       ["find", ".", "-fprint", marker],
+      ["find", "--", ".", "-exec", "touch", marker, ";"],
     ];
     for (const argv of cases) {
       const env = await sb.call("exec", { argv });
