@@ -119,6 +119,7 @@ export class StdioTransport implements Transport {
 
   #onData(chunk: Buffer): void {
     if (this.#closed) return;
+    const max = this.#opts.maxLineBytes ?? 64 << 20;
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(10, start);
@@ -128,12 +129,15 @@ export class StdioTransport implements Transport {
       this.#chunks = [];
       this.#buffered = 0;
       start = nl + 1;
+      if (line.length > max) {
+        this.#violation(`a message longer than ${max} bytes`);
+        return;
+      }
       if (!this.#line(line)) return;
     }
     if (start < chunk.length) {
       this.#chunks.push(chunk.subarray(start));
       this.#buffered += chunk.length - start;
-      const max = this.#opts.maxLineBytes ?? 64 << 20;
       if (this.#buffered > max) this.#violation(`a message longer than ${max} bytes`);
     }
   }

@@ -263,3 +263,30 @@ describe("reconnection", () => {
     for (const pid of pids(f.log)) expect(alive(pid)).toBe(false);
   }, 30_000);
 });
+
+describe("StdioTransport", () => {
+  test("a message longer than maxLineBytes is a protocol violation: the connection closes and the process is stopped", async () => {
+    const { Client } = await import("@modelcontextprotocol/client");
+    const { StdioTransport, McpProtocolError } = await import("../../src/mcp/stdio.ts");
+    const t = new StdioTransport({ command: NODE, args: [FIXTURE], maxLineBytes: 4096 });
+    const errors: Error[] = [];
+    const client = new Client({ name: "t", version: "1" });
+    client.onerror = (e) => errors.push(e);
+    await client.connect(t);
+    const pid = t.pid!;
+    expect((await client.callTool({ name: "huge", arguments: { n: 100 } })).isError).toBeFalsy();
+    const err = await client.callTool({ name: "huge", arguments: { n: 100_000 } }).then(() => null, (e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(errors.some((e) => e instanceof McpProtocolError && e.message === "the server sent a message longer than 4096 bytes")).toBe(true);
+    await until(() => !alive(pid), "the server to be stopped");
+    await client.close();
+  });
+
+  test("a program that cannot be started rejects start() (no process, no hang)", async () => {
+    const { StdioTransport } = await import("../../src/mcp/stdio.ts");
+    const t = new StdioTransport({ command: join(dir, "missing-binary") });
+    const err = await t.start().then(() => null, (e) => e);
+    expect(err?.code).toBe("ENOENT");
+    await t.close();
+  });
+});
