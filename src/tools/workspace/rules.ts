@@ -124,6 +124,7 @@ export function checkProgram(argv0: string, allowed: ReadonlyMap<string, string>
 /** Check the arguments of `program` against its denylist. */
 export function checkArguments(program: string, args: readonly string[]): void {
   if (program === "git") return checkGit(args);
+  if (program === "tar") checkTarClusters(args);
   const rule = DENIED[program];
   if (rule === undefined) return;
   // Every argument is checked, `--` or not: GNU find reads `find -- . -exec …` as an expression.
@@ -134,6 +135,16 @@ export function checkArguments(program: string, args: readonly string[]): void {
       refuse(`${program}: option ${JSON.stringify(name)} runs other programs and is not allowed`, { argv_index: i + 1, option: name });
     }
   }
+}
+
+/** tar bundles short options (`-xvIcmd`, or `xIf` as the first argument): refuse `I` and `F` anywhere in a cluster. */
+function checkTarClusters(args: readonly string[]): void {
+  args.forEach((a, i) => {
+    const cluster = a.startsWith("-") && !a.startsWith("--") ? a.slice(1) : i === 0 && !a.startsWith("-") ? a : null;
+    if (cluster !== null && /[IF]/.test(cluster)) {
+      refuse(`tar: options -I and -F run other programs and are not allowed (found in ${JSON.stringify(a.slice(0, 20))})`, { argv_index: i + 1, option: a.includes("I") ? "-I" : "-F" });
+    }
+  });
 }
 
 function checkGit(args: readonly string[]): void {
@@ -150,7 +161,8 @@ function checkGit(args: readonly string[]): void {
   for (let k = i + 1; k < args.length; k++) {
     const a = args[k]!;
     if (a === "--") return;
-    if (a === "-O" || (a.startsWith("-O") && !a.startsWith("--"))) {
+    // `git grep -O[pager]` opens files in a program; short options bundle (`-iOcmd`).
+    if (a.startsWith("-") && !a.startsWith("--") && (a.startsWith("-O") || (sub === "grep" && a.includes("O")))) {
       refuse(`git: option "-O" runs a program and is not allowed`, { argv_index: k + 1, option: "-O" });
     }
     if (!a.startsWith("--")) continue;

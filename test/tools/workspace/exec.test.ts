@@ -151,6 +151,7 @@ describe("exec allowlist bypasses (each must fail)", () => {
       ["git", "diff", "--textconv"],
       ["git", "grep", "-O", `touch ${marker}`, "x"],
       ["git", "grep", `-Otouch ${marker}`, "x"],
+      ["git", "grep", `-iOtouch ${marker}`, "x"],
       ["git", "init", `--template=${sb.base}`],
       ["git", "config", "core.pager", `touch ${marker}`],
       ["git", "submodule", "foreach", `touch ${marker}`],
@@ -256,5 +257,17 @@ describe("exec creation", () => {
     const seen: string[] = [];
     createExecTool({ root: sb.root, allow: ["bun"], searchPath: noBwrap, isolation: "auto", warn: (m) => seen.push(m) });
     expect(seen.some((m) => m.includes("without isolation"))).toBe(true);
+  });
+});
+
+describe("exec option rules (unit)", () => {
+  test("tar: -I and -F refused also inside bundled short options and old-style first arguments", async () => {
+    const { checkArguments } = await import("../../../src/tools/workspace/rules.ts");
+    for (const args of [["-I", "sh"], ["-xvIsh", "-f", "a.tar"], ["xIf", "sh", "a.tar"], ["--use-compress-program=sh", "-xf", "a.tar"], ["-cf", "a.tar", "--checkpoint-action=exec=sh", "x"], ["-xF", "x"]]) {
+      expect(() => checkArguments("tar", args)).toThrow(/not allowed/);
+    }
+    for (const args of [["-xvf", "a.tar"], ["-czf", "out.tgz", "src"], ["tf", "a.tar"]]) {
+      expect(() => checkArguments("tar", args)).not.toThrow();
+    }
   });
 });
