@@ -14,18 +14,18 @@
  *
  * @module
  */
-import { createTtyApprover, policyFromConfig, type PolicyConfig, type ToolApprover } from "../middleware/index.ts";
+import { createTtyApprover, frozenCopy, policyFromConfig, type PolicyConfig, type ToolApprover } from "../middleware/index.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
 
-/** The policy of `agent` and `chat` when the config has none. */
-export const DEFAULT_GATE_POLICY: Readonly<PolicyConfig> = Object.freeze({
+/** The policy of `agent` and `chat` when the config has none (deep-frozen). */
+export const DEFAULT_GATE_POLICY: Readonly<PolicyConfig> = frozenCopy<PolicyConfig>({
   default: "require_approval",
   default_reason: "side-effecting tools ask first",
   rules: [
     { id: "read-only", action: "allow", effects: ["read_only"] },
     { id: "side-effecting", action: "require_approval", effects: ["side_effecting"], reason: "side-effecting tools ask first" },
   ],
-}) as Readonly<PolicyConfig>;
+});
 
 /** The one line `--approve-all` prints on stderr. */
 export const APPROVE_ALL_WARNING =

@@ -120,6 +120,7 @@ describe("the default gate", () => {
   test("commands without the default gate get no policy unless the config has one", () => {
     expect(gateMiddleware({})).toEqual([]);
     expect(gateMiddleware({ defaultGate: true }).length).toBe(1);
+    expect(Object.isFrozen(DEFAULT_GATE_POLICY.rules![0]!.effects)).toBe(true);
     expect(DEFAULT_GATE_POLICY.rules!.map((r) => [r.id, r.action, r.effects])).toEqual([
       ["read-only", "allow", ["read_only"]],
       ["side-effecting", "require_approval", ["side_effecting"]],
