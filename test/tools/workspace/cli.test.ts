@@ -86,10 +86,10 @@ describe("workspace tools through the CLI", () => {
     expectOutcome(r.stdout);
   }, 120_000);
 
-  test("deno run: the same calls, the same results", () => {
+  test("deno run (read, env, write and run permissions only): the same calls, the same results", () => {
     freshRoot();
     const cfg = config({ root: "./root", tools: TOOLS });
-    const r = run([path.join(REPO, "node_modules/.bin/deno"), "run", "-A", path.join(REPO, "src/cli/main.ts"), "--config", cfg, "run", "-"], { stdin: CALLS });
+    const r = run([path.join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", "--allow-write", "--allow-run", path.join(REPO, "src/cli/main.ts"), "--config", cfg, "run", "-"], { stdin: CALLS });
     expect(r.status).toBe(1);
     expectOutcome(r.stdout);
   }, 120_000);
