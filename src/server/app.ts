@@ -32,7 +32,7 @@ import { LineFramer, isBlank } from "../cli/lines.ts";
 import { VERSION } from "../version.ts";
 import { ApprovalQueue } from "./approvals.ts";
 import { DEFAULT_MAX_BODY_BYTES, Fields, isNdjsonType, readBody, readJson } from "./body.ts";
-import { errorResponse, HttpError, jsonResponse, JSON_TYPE } from "./errors.ts";
+import { errorResponse, HttpError, jsonResponse, JSON_HEADERS } from "./errors.ts";
 import { bearerChecker } from "./token.ts";
 import { corsHeaders, hostOriginGuard } from "./guard.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -137,59 +137,87 @@ export function createApp(options: AppOptions): Daemon {
   app.notFound((c) => errorResponse(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`));
 
   // Guards: host/origin, then CORS preflight, then the token, then the concurrency limit.
-  app.use("*", async (c, next) => {
-    const origin = c.req.header("origin") ?? null;
-    const refusal = checkHostOrigin(c.req.header("host") ?? null, origin);
+  /**
+   * The guards every request passes: Host/Origin (403), CORS preflight (204),
+   * the token (401, not for GET /v1/health), shutdown and the concurrency
+   * limit (503). Returns a response to send instead, or null to proceed.
+   */
+  const gate = (req: Request, path: string, origin: string | null): Response | null => {
+    const h = req.headers;
+    const refusal = checkHostOrigin(h.get("host"), origin);
     if (refusal !== null) return errorResponse(403, "FORBIDDEN", refusal.message, { header: refusal.header });
-    const cors = corsHeaders(origin);
-    if (c.req.method === "OPTIONS") return new Response(null, { status: 204, headers: { ...cors, "access-control-max-age": "600" } });
-    const open = c.req.method === "GET" && c.req.path === "/v1/health";
-    if (!open && !checkBearer(c.req.header("authorization"))) {
+    const cors = origin === null ? undefined : corsHeaders(origin);
+    if (req.method === "OPTIONS") return new Response(null, { status: 204, headers: { ...cors, "access-control-max-age": "600" } });
+    const open = req.method === "GET" && path === "/v1/health";
+    if (open) return null;
+    if (!checkBearer(h.get("authorization"))) {
       return errorResponse(401, "UNAUTHORIZED", "a valid bearer token is required (Authorization: Bearer <token>)", {}, { "www-authenticate": 'Bearer realm="agentcore"', ...cors });
     }
-    if (stopping && !open) return errorResponse(503, "OVERLOADED", "the daemon is shutting down", { limit: "shutdown" }, { "retry-after": "5", ...cors });
-    if (!open && inflight >= maxConcurrent) {
+    if (stopping) return errorResponse(503, "OVERLOADED", "the daemon is shutting down", { limit: "shutdown" }, { "retry-after": "5", ...cors });
+    if (inflight >= maxConcurrent) {
       return errorResponse(503, "OVERLOADED", `too many requests at once (${maxConcurrent})`, { limit: "max_concurrent" }, { "retry-after": "1", ...cors });
     }
+    return null;
+  };
+
+  app.use("*", async (c, next) => {
+    const origin = c.req.raw.headers.get("origin");
+    const refused = gate(c.req.raw, c.req.path, origin);
+    if (refused !== null) return refused;
     inflight++;
     try {
       await next();
     } finally {
       inflight--;
     }
-    for (const [k, v] of Object.entries(cors)) c.res.headers.set(k, v);
-    c.res.headers.set("x-content-type-options", "nosniff");
+    if (origin !== null) for (const [k, v] of Object.entries(corsHeaders(origin))) c.res.headers.set(k, v);
   });
 
+  // Request deadlines: one coarse ticker for all requests instead of a timer
+  // per request (the hot path of /v1/calls stays allocation-light).
+  const deadlines = new Set<{ at: number; fire(): void }>();
+  const tickMs = Math.max(5, Math.min(1000, Math.floor(requestTimeoutMs / 4)));
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    for (const d of deadlines) if (d.at <= now) d.fire();
+  }, tickMs);
+  (ticker as { unref?: () => void }).unref?.();
+
   /** Run `fn` with the request deadline: past it, its signal fires and the client gets 504 TIMEOUT. */
-  const timed = async (c: Context, fn: (signal: AbortSignal) => Promise<Response>): Promise<Response> => {
-    const ac = new AbortController();
-    const onClientGone = () => ac.abort(new DOMException("the client disconnected", "AbortError"));
-    c.req.raw.signal?.addEventListener("abort", onClientGone, { once: true });
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<Response>((resolve) => {
-      timer = setTimeout(() => {
+  const timed = async (_c: Context | null, fn: (signal: AbortSignal) => Promise<Response>, ac = new AbortController()): Promise<Response> => {
+    let settle!: (r: Response) => void;
+    const deadline = new Promise<Response>((resolve) => (settle = resolve));
+    const entry = {
+      at: performance.now() + requestTimeoutMs,
+      fire() {
+        deadlines.delete(entry);
         ac.abort(new DOMException("request timed out", "TimeoutError"));
-        resolve(errorResponse(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs }));
-      }, requestTimeoutMs);
-    });
+        settle(errorResponse(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs }));
+      },
+    };
+    deadlines.add(entry);
     try {
       return await Promise.race([fn(ac.signal), deadline]);
     } finally {
-      clearTimeout(timer);
-      c.req.raw.signal?.removeEventListener("abort", onClientGone);
+      deadlines.delete(entry);
     }
   };
 
-  /** `p`, or a 504 TIMEOUT refusal once the request deadline passes (for body reads before a stream starts). */
+  /** `p`, or a 504 TIMEOUT refusal once the request deadline passes (for body reads). */
   const withDeadline = <T>(p: Promise<T>): Promise<T> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    return Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new HttpError(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs })), requestTimeoutMs);
-      }),
-    ]).finally(() => clearTimeout(timer));
+    let entry!: { at: number; fire(): void };
+    const deadline = new Promise<never>((_, reject) => {
+      entry = {
+        at: performance.now() + requestTimeoutMs,
+        fire() {
+          deadlines.delete(entry);
+          reject(new HttpError(504, "TIMEOUT", `the request did not finish within ${requestTimeoutMs} ms`, { timeout_ms: requestTimeoutMs }));
+        },
+      };
+    });
+    deadline.catch(() => {});
+    deadlines.add(entry);
+    return Promise.race([p, deadline]).finally(() => deadlines.delete(entry));
   };
 
   // ---------------------------------------------------------------- basics
@@ -203,16 +231,33 @@ export function createApp(options: AppOptions): Daemon {
 
   // ---------------------------------------------------------------- calls
 
-  app.post("/v1/calls", (c) =>
-    timed(c, async (signal) => {
-      const type = c.req.header("content-type") ?? null;
-      if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-        throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", { header: "content-type" });
-      }
-      const bytes = await readBody(c.req.raw, maxBody);
-      const env = await runtime.dispatch(bytes, signal);
-      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: { "content-type": JSON_TYPE, "cache-control": "no-store" } });
-    }));
+  /**
+   * `POST /v1/calls`, the hot path: also reached without the router (see
+   * `fetch` below). A synchronous tool answers without any timer; an
+   * asynchronous one races the request deadline.
+   */
+  const controllers: AbortController[] = [];
+  const reusable = runtime.middlewareChain.length === 1;
+  const handleCall = async (req: Request): Promise<Response> => {
+    const type = req.headers.get("content-type");
+    if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+      throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", { header: "content-type" });
+    }
+    const bytes = await withDeadline(readBody(req, maxBody));
+    const ac = controllers.pop() ?? new AbortController();
+    const out = runtime.dispatch(bytes, ac.signal);
+    if (!(out instanceof Promise)) {
+      // A synchronous call only read `signal.aborted`: with no middleware
+      // (which could have listened), the controller is as new and is reused.
+      if (reusable && controllers.length < 256) controllers.push(ac);
+      return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: JSON_HEADERS });
+    }
+    return timed(null, async () => {
+      const env = await out;
+      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: JSON_HEADERS });
+    }, ac);
+  };
+  app.post("/v1/calls", (c) => handleCall(c.req.raw));
 
   app.post("/v1/calls/batch", (c) =>
     timed(c, async (signal) => {
@@ -413,14 +458,38 @@ export function createApp(options: AppOptions): Daemon {
 
   options.mount?.(app, { runtime });
 
+  /** The app's fetch, with `POST /v1/calls` taken straight to its handler (same gate, same errors). */
+  const fetch = (request: Request): Response | Promise<Response> => {
+    if (request.method !== "POST") return app.fetch(request);
+    const url = request.url;
+    const slash = url.indexOf("/", url.indexOf("//") + 2);
+    if (slash < 0 || url.length - slash !== 9 || !url.endsWith("/v1/calls")) return app.fetch(request);
+    const origin = request.headers.get("origin");
+    const refused = gate(request, "/v1/calls", origin);
+    if (refused !== null) return refused;
+    inflight++;
+    const done = (res: Response): Response => {
+      inflight--;
+      if (origin !== null) for (const [k, v] of Object.entries(corsHeaders(origin))) res.headers.set(k, v);
+      return res;
+    };
+    return handleCall(request).then(done, (err) => done(errorFor(err)));
+  };
+  const errorFor = (err: unknown): Response => {
+    if (err instanceof HttpError) return err.toResponse();
+    runtime.logger.error("request failed unexpectedly", { path: "/v1/calls", error: err instanceof Error ? err.message : String(err) });
+    return errorResponse(500, "INTERNAL_ERROR", "internal error");
+  };
+
   return {
     app,
-    fetch: (request: Request) => app.fetch(request),
+    fetch,
     runtime,
     runs,
     approvals,
     async shutdown(mode, graceMs) {
       stopping = true;
+      clearInterval(ticker);
       await runs.shutdown(mode, graceMs);
       await mcp?.close().catch(() => {});
     },

@@ -12,6 +12,8 @@ import { serializeEnvelope } from "../runtime/envelope_io.ts";
 
 /** The JSON content type of every non-streaming response. */
 export const JSON_TYPE = "application/json; charset=utf-8";
+/** Headers of every JSON response: no caching, no content sniffing. */
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "content-type": JSON_TYPE, "cache-control": "no-store", "x-content-type-options": "nosniff" });
 
 /** The envelope of an HTTP-level refusal (no tool ran, so `tool` is null and `duration_ms` 0). */
 export function errorEnvelope(code: ErrorCode, message: string, details: Record<string, unknown> = {}): Envelope {
@@ -22,13 +24,13 @@ export function errorEnvelope(code: ErrorCode, message: string, details: Record<
 export function errorResponse(status: number, code: ErrorCode, message: string, details: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
   return new Response(serializeEnvelope(errorEnvelope(code, message, details)) + "\n", {
     status,
-    headers: { "content-type": JSON_TYPE, "cache-control": "no-store", ...headers },
+    headers: { ...JSON_HEADERS, ...headers },
   });
 }
 
 /** A JSON response (compact, newline-terminated). */
 export function jsonResponse(value: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(value) + "\n", { status, headers: { "content-type": JSON_TYPE, "cache-control": "no-store", ...headers } });
+  return new Response(JSON.stringify(value) + "\n", { status, headers: { ...JSON_HEADERS, ...headers } });
 }
 
 /**

@@ -87,8 +87,17 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
     if (n === null) throw new TypeError(`allowed origin ${JSON.stringify(o)} is not an http(s) origin like http://localhost:3000`);
     origins.add(n);
   }
+  // Host values already accepted for a port (not secret; bounded), so the
+  // usual request skips the parsing.
+  const accepted = new Map<string, number | null>();
   return function checkHostOrigin(host, origin) {
     const port = options.port();
+    if (host !== null && origin === null && accepted.has(host) && accepted.get(host) === port) return null;
+    const refusal = checkSlow(host, origin, port);
+    if (refusal === null && host !== null && origin === null && accepted.size < 64) accepted.set(host, port);
+    return refusal;
+  };
+  function checkSlow(host: string | null, origin: string | null, port: number | null): GuardRefusal | null {
     if (host === null || host.trim() === "") return { header: "host", message: "the Host header is missing or empty" };
     const h = host.trim().toLowerCase();
     const parts = splitHost(h);
@@ -105,7 +114,7 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
       if (n === null || !origins.has(n)) return { header: "origin", message: "the Origin is not in the daemon's allowlist" };
     }
     return null;
-  };
+  }
 }
 
 /** The CORS headers for an allowed origin (never a wildcard); none without an Origin. */

@@ -95,7 +95,13 @@ export function loadOrCreateToken(stateDir: string, env: Record<string, string |
   return { token, file };
 }
 
-const digest = (s: string): Buffer => createHash("sha256").update(s, "utf8").digest();
+type BunHasher = { CryptoHasher?: { hash(algorithm: "sha256", data: string): Uint8Array } };
+const bunHasher = (globalThis as { Bun?: BunHasher }).Bun?.CryptoHasher;
+
+/** SHA-256 of a string (Bun's native one-shot hasher when present, else node:crypto). */
+const digest = bunHasher !== undefined
+  ? (s: string): Uint8Array => bunHasher.hash("sha256", s)
+  : (s: string): Uint8Array => createHash("sha256").update(s, "utf8").digest();
 
 /**
  * A checker for `Authorization` header values. Accepts exactly
