@@ -15,6 +15,8 @@
  * - Skills: `discoverSkills`, `SkillCatalog`, the index and active-skill messages.
  * - MCP: `attachMcpServers` / `McpToolHandler` (MCP servers' tools as agentcore
  *   tools), `createMcpServer` (agentcore's tools served over MCP).
+ * - Daemon: `createApp` (the Hono app of `agentcore serve`), `startDaemon`,
+ *   `ApprovalQueue`, `generateToken` / `loadOrCreateToken`, `hostOriginGuard`.
  *
  * @example
  * ```ts
@@ -41,3 +43,4 @@ export * from "./context/index.ts";
 export * from "./session/index.ts";
 export * from "./skills/index.ts";
 export * from "./mcp/index.ts";
+export * from "./server/index.ts";
