@@ -14,7 +14,8 @@
  * `(a+)+$` can take exponential time, which a synchronous loop could never
  * interrupt. So the matching runs in a Web Worker (Bun and Deno both have
  * them; the worker's code is inline, so it also works in the compiled
- * binary): the main thread walks and reads files (the rooted rules: no
+ * binary; under Node the same code runs in a `node:worker_threads` worker):
+ * the main thread walks and reads files (the rooted rules: no
  * symlinks followed, `.git` skipped) and sends their text in batches; when
  * the call's time budget runs out or its signal fires, the worker is
  * terminated and the call fails with `TIMEOUT` (or the signal's reason).
@@ -119,9 +120,55 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 
+/** The few worker operations grep needs, over a Web Worker or a `node:worker_threads` one. */
+interface MatchWorker {
+  post(message: unknown): void;
+  terminate(): void;
+}
+
+type NodeWorkerModule = {
+  Worker: new (code: string, options: { eval: true }) => {
+    on(event: "message", f: (d: unknown) => void): void;
+    on(event: "error", f: (e: Error) => void): void;
+    postMessage(m: unknown): void;
+    terminate(): unknown;
+  };
+};
+
+/** Node has no global `Worker`: the same source runs as an eval'd worker thread with a `self` shim. */
+const NODE_PRELUDE = `const { parentPort } = require("node:worker_threads");
+const self = { set onmessage(f) { parentPort.on("message", (data) => f({ data })); }, postMessage: (m) => parentPort.postMessage(m) };
+`;
+
+let nodeWorkers: NodeWorkerModule | undefined;
+
+function startWorker(onMessage: (data: unknown) => void, onError: (message: string) => void): MatchWorker {
+  if (typeof Worker === "function") {
+    workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
+    const w = new Worker(workerUrl, { type: "module" });
+    w.onmessage = (e: MessageEvent) => onMessage(e.data);
+    w.onerror = (e: Event) => {
+      e.preventDefault?.();
+      onError((e as ErrorEvent).message ?? "unknown error");
+    };
+    return { post: (m) => w.postMessage(m), terminate: () => w.terminate() };
+  }
+  if (nodeWorkers === undefined) throw new Error("grep needs Web Workers or node:worker_threads");
+  const w = new nodeWorkers.Worker(NODE_PRELUDE + WORKER_SOURCE, { eval: true });
+  w.on("message", onMessage);
+  w.on("error", (e) => onError(e.message));
+  return { post: (m) => w.postMessage(m), terminate: () => void w.terminate() };
+}
+
+/** Load `node:worker_threads` when there is no global `Worker` (Node). */
+async function ensureWorkers(): Promise<void> {
+  if (typeof Worker === "function" || nodeWorkers !== undefined) return;
+  nodeWorkers = (await import("node:worker_threads")) as unknown as NodeWorkerModule;
+}
+
 /** A running match worker with a deadline. */
 class Matcher {
-  readonly #worker: Worker;
+  readonly #worker: MatchWorker;
   #pending: { resolve: (v: { matches: GrepMatch[]; full: boolean }) => void; reject: (e: unknown) => void } | null = null;
   #failure: unknown = null;
   readonly #timer: ReturnType<typeof setTimeout>;
@@ -129,18 +176,15 @@ class Matcher {
   readonly #signal: AbortSignal;
 
   constructor(pattern: string, flags: string, limit: number, timeoutMs: number, signal: AbortSignal) {
-    workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
-    this.#worker = new Worker(workerUrl, { type: "module" });
     this.#signal = signal;
-    this.#worker.onmessage = (e: MessageEvent) => {
-      const p = this.#pending;
-      this.#pending = null;
-      p?.resolve(e.data as { matches: GrepMatch[]; full: boolean });
-    };
-    this.#worker.onerror = (e: Event) => {
-      e.preventDefault?.();
-      this.#stop(new Error(`grep worker failed: ${(e as ErrorEvent).message ?? "unknown error"}`));
-    };
+    this.#worker = startWorker(
+      (data) => {
+        const p = this.#pending;
+        this.#pending = null;
+        p?.resolve(data as { matches: GrepMatch[]; full: boolean });
+      },
+      (message) => this.#stop(new Error(`grep worker failed: ${message}`)),
+    );
     this.#timer = setTimeout(() => {
       this.#stop(
         Object.assign(new Error("grep ran out of its time budget"), {
@@ -151,7 +195,7 @@ class Matcher {
     }, timeoutMs);
     this.#onAbort = () => this.#stop(signal.reason);
     signal.addEventListener("abort", this.#onAbort, { once: true });
-    this.#worker.postMessage({ type: "init", pattern, flags, limit, maxText: GREP_MAX_TEXT });
+    this.#worker.post({ type: "init", pattern, flags, limit, maxText: GREP_MAX_TEXT });
   }
 
   #stop(err: unknown): void {
@@ -166,7 +210,7 @@ class Matcher {
     if (this.#failure !== null) return Promise.reject(this.#failure);
     return new Promise((resolve, reject) => {
       this.#pending = { resolve, reject };
-      this.#worker.postMessage({ type: "scan", files });
+      this.#worker.post({ type: "scan", files });
     });
   }
 
@@ -246,6 +290,7 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
       let skipped = 0;
       let searched = 0;
       const result: GrepMatch[] = [];
+      await ensureWorkers();
       const matcher = new Matcher(source, flags, limit, timeoutMs, ctx.signal);
       try {
         let single: { dir: DirHandle; name: string } | null = null;

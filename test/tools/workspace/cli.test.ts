@@ -158,3 +158,39 @@ describe("workspace tools through the CLI", () => {
     expect(q.stderr).toContain('isolation is "required" but bubblewrap');
   }, 120_000);
 });
+
+describe("workspace tools from a Node 20 bundle of the library", () => {
+  test("grep (worker_threads fallback, budget included), glob and write_file work under node", () => {
+    freshRoot();
+    fs.writeFileSync(path.join(root, "long.txt"), "a".repeat(5000) + "!\n");
+    const bundle = path.join(base, "agentcore.mjs");
+    const b = run([process.execPath, "build", path.join(REPO, "src/mod.ts"), "--target", "node", "--format", "esm", "--outfile", bundle]);
+    expect(b.status).toBe(0);
+    const script = path.join(base, "ws.mjs");
+    fs.writeFileSync(
+      script,
+      `import { createRuntime, workspaceTools } from ${JSON.stringify(bundle)};
+const root = ${JSON.stringify(root)};
+const rt = createRuntime({ root, tools: workspaceTools({ glob: true, grep: { timeout_ms: 1000 }, write_file: true }, root) });
+const call = async (tool, args) => { const e = await rt.dispatchCall({ id: "n", tool, arguments: args, shape: "agentcore" }); return e.success ? e.result : e.error.code; };
+console.log(JSON.stringify([
+  await call("write_file", { path: "w/x.txt", content: "TODO from node\\n" }),
+  await call("glob", { pattern: "**/*.txt" }),
+  (await call("grep", { pattern: "TODO" })).matches,
+  await call("grep", { pattern: "a*a*a*a*a*b", path: "long.txt" }),
+]));
+`,
+    );
+    const r = run(["node", script]);
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual([
+      { path: "w/x.txt", bytes: 15, created: true },
+      { matches: ["a.txt", "long.txt", "w/x.txt"], truncated: false },
+      [
+        { path: "a.txt", line: 1, text: "hello TODO" },
+        { path: "w/x.txt", line: 1, text: "TODO from node" },
+      ],
+      "TIMEOUT",
+    ]);
+  }, 120_000);
+});
