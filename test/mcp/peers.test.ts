@@ -97,6 +97,22 @@ describe("server-everything over stdio", () => {
     expect(reports.every(([m]) => m.length > 0)).toBe(true);
   });
 
+  test("the server sees a minimal environment plus the configured variables, not our secrets", async () => {
+    process.env.AGENTCORE_TEST_SECRET = "hunter2";
+    const h = new McpToolHandler("envcheck", { command: NODE, args: [EVERYTHING, "stdio"], env: { GIVEN_VAR: "given" } }, { logger: quiet });
+    try {
+      const r = await h.callTool("get-env", {});
+      const env = JSON.parse((r.content[0] as { text: string }).text) as Record<string, string>;
+      expect(env.GIVEN_VAR).toBe("given");
+      expect(env.PATH).toBe(process.env.PATH!);
+      expect(env.AGENTCORE_TEST_SECRET).toBeUndefined();
+      expect(JSON.stringify(env)).not.toContain("hunter2");
+    } finally {
+      delete process.env.AGENTCORE_TEST_SECRET;
+      await h.close();
+    }
+  }, 20_000);
+
   test("close() stops the server process", async () => {
     const h = new McpToolHandler("ev2", { command: NODE, args: [EVERYTHING, "stdio"] }, { logger: quiet });
     await h.connect();
