@@ -8,7 +8,9 @@
  * Result: `{"matches": [path…], "truncated"}`, sorted; folders end with `/`.
  *
  * The walk never follows symlinks (a symlink can match, as itself), skips
- * `.git`, and visits at most 100 000 entries (`truncated` then).
+ * `.git`, enters only folders that can hold a match (below the pattern's
+ * literal prefix, no deeper than its segments without `**`), and visits at
+ * most 100 000 entries (`truncated` then).
  *
  * @module
  */
@@ -65,6 +67,16 @@ export function compileGlob(pattern: string, what = "pattern"): Glob {
   }
 }
 
+/**
+ * Whether a folder can hold matches: it lies on the way to, or below, the
+ * pattern's literal prefix, and is shallower than the deepest possible match.
+ */
+export function worthEntering(glob: Glob, rel: string): boolean {
+  const p = glob.literalPrefix;
+  if (p !== "" && !(p === rel || p.startsWith(rel + "/") || rel.startsWith(p + "/"))) return false;
+  return rel.split("/").length < glob.maxSegments;
+}
+
 /** Create a `glob` tool; `maxResults` caps every call (default 1000). */
 export function createGlobTool(options: { root: string; maxResults?: number }): ToolDefinition<GlobArgs> {
   const realRoot = resolveRoot(options.root);
@@ -80,12 +92,14 @@ export function createGlobTool(options: { root: string; maxResults?: number }): 
       const matches: string[] = [];
       let truncated = false;
       const walk = walkTree(realRoot, args.path ?? ".", { maxEntries: GLOB_MAX_VISITED, signal: ctx.signal }, (e) => {
-        if (!glob.matches(e.rel)) return;
-        if (matches.length >= limit) {
-          truncated = true;
-          return "stop";
+        if (glob.matches(e.rel)) {
+          if (matches.length >= limit) {
+            truncated = true;
+            return "stop";
+          }
+          matches.push(e.kind === "dir" ? `${e.rel}/` : e.rel);
         }
-        matches.push(e.kind === "dir" ? `${e.rel}/` : e.rel);
+        return e.kind === "dir" && !worthEntering(glob, e.rel) ? "skip" : undefined;
       });
       return { matches, truncated: truncated || walk.truncated };
     },

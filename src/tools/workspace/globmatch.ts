@@ -185,6 +185,8 @@ function matchSegment(toks: Tok[], name: string): boolean {
 /** A compiled glob: call {@link Glob.matches} with a relative path. */
 export class Glob {
   readonly #alternatives: Seg[][];
+  readonly #prefix: string;
+  readonly #maxSegments: number;
 
   /** Throws {@link GlobSyntaxError} for a malformed pattern. */
   constructor(pattern: string) {
@@ -201,6 +203,32 @@ export class Glob {
       }
       return segs;
     });
+    const lits: string[] = [];
+    for (const part of pattern.split("/")) {
+      if (part === "" || part === "." || /[*?[\]{}\\]/.test(part)) break;
+      lits.push(part);
+    }
+    // the last segment names the match itself, not a folder to start from
+    if (lits.length === pattern.split("/").filter((p) => p !== "" && p !== ".").length) lits.pop();
+    this.#prefix = lits.join("/");
+    this.#maxSegments = this.#alternatives.some((a) => a.includes("**")) ? Infinity : Math.max(0, ...this.#alternatives.map((a) => a.length));
+  }
+
+  /**
+   * The leading segments of the pattern that contain no special character
+   * (`src/lib` for `src/lib/**\/*.ts`), joined with `/`; `""` when the first
+   * segment already has one. Every match lies below this folder.
+   */
+  get literalPrefix(): string {
+    return this.#prefix;
+  }
+
+  /**
+   * The most path segments a match can have, or `Infinity` when a `**`
+   * appears (a walk need not descend deeper than this).
+   */
+  get maxSegments(): number {
+    return this.#maxSegments;
   }
 
   /** Whether `path` (relative, `/`-separated) matches. */

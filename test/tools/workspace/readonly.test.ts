@@ -203,3 +203,35 @@ describe("grep", () => {
     expect(code(await pending)).toBe("CANCELLED");
   });
 });
+
+describe("glob pruning", () => {
+  test("literal prefix and depth bound which folders are entered", async () => {
+    const { worthEntering } = await import("../../../src/tools/workspace/glob.ts");
+    const g = (p: string) => new Glob(p);
+    expect(g("src/lib/**/*.ts").literalPrefix).toBe("src/lib");
+    expect(g("src/a.ts").literalPrefix).toBe("src");
+    expect(g("*.md").literalPrefix).toBe("");
+    expect(g("{src,lib}/*.ts").literalPrefix).toBe("");
+    expect(g("src/*/x").maxSegments).toBe(3);
+    expect(g("src/**/x").maxSegments).toBe(Infinity);
+    expect(worthEntering(g("src/lib/**/*.ts"), "src")).toBe(true);
+    expect(worthEntering(g("src/lib/**/*.ts"), "src/lib/deep/er")).toBe(true);
+    expect(worthEntering(g("src/lib/**/*.ts"), "docs")).toBe(false);
+    expect(worthEntering(g("src/lib/**/*.ts"), "src/libx")).toBe(false);
+    expect(worthEntering(g("*/*.ts"), "a")).toBe(true);
+    expect(worthEntering(g("*/*.ts"), "a/b")).toBe(false);
+  });
+
+  test("results are the same as an unpruned walk would give", async () => {
+    const env = await sb.call("glob", { pattern: "src/deep/*.{ts,js}" });
+    expect(env.result).toEqual({ matches: ["src/deep/c.ts", "src/deep/d.js"], truncated: false });
+    expect((await sb.call("glob", { pattern: "src/**" })).result).toEqual({
+      matches: ["src/", "src/a.ts", "src/b.ts", "src/deep/", "src/deep/c.ts", "src/deep/d.js", "src/secret-link.ts"],
+      truncated: false,
+    });
+    expect((await sb.call("glob", { pattern: "*" })).result).toEqual({
+      matches: ["README.md", "big.txt", "bin/", "outlink", "redos.txt", "src/"],
+      truncated: false,
+    });
+  });
+});
