@@ -92,6 +92,7 @@ export function createGlobTool(options: { root: string; maxResults?: number }): 
       const matches: string[] = [];
       let truncated = false;
       const walk = walkTree(realRoot, args.path ?? ".", { maxEntries: GLOB_MAX_VISITED, signal: ctx.signal }, (e) => {
+        if (e.name === ".git") return "skip"; // neither listed nor entered
         if (glob.matches(e.rel)) {
           if (matches.length >= limit) {
             truncated = true;
