@@ -13,6 +13,8 @@ import { parseArgs } from "node:util";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
+import type { AnyToolDefinition } from "../tools/definition.ts";
+import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.ts";
@@ -39,8 +41,11 @@ Files:
                             ~/.local/state/agentcore, created 0700)
   --root DIR                folder the file tools are confined to (default: the current directory)
   --sessions-dir DIR        session journals (default .agentcore/sessions under the root)
-  --config FILE             JSONC settings (root, limits, history, policy; also AGENTCORE_CONFIG);
-                            "require_approval" rules wait for POST /v1/approvals/{id}
+  --config FILE             JSONC settings (root, limits, history, policy, tools, mcpServers; also
+                            AGENTCORE_CONFIG); "require_approval" rules wait for POST /v1/approvals/{id};
+                            "mcpServers" are connected at start and their tools registered
+  --tools LIST              enable workspace tools (as for agentcore agent: read, workspace, list_dir,
+                            glob, grep, git_diff, write_file, apply_patch, exec)
 Limits:
   --max-body-bytes N        largest request body (default ${DEFAULT_MAX_BODY_BYTES})
   --max-concurrent N        requests handled at once before 503 (default 256)
@@ -89,6 +94,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         root: { type: "string" },
         "sessions-dir": { type: "string" },
         config: { type: "string" },
+        tools: { type: "string" },
         "max-body-bytes": { type: "string" },
         "max-concurrent": { type: "string" },
         "max-active-runs": { type: "string" },
@@ -132,6 +138,25 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     const port = int("--port", v.port, 0, 65535) ?? 8787;
     const middleware: ToolMiddleware[] = [];
     if (file.history !== undefined) middleware.push(historyMiddleware(HistoryLog.open(file.history)));
+    let toolOptions = file.tools;
+    if (v.tools !== undefined) {
+      try {
+        toolOptions = selectTools(v.tools, file.tools);
+      } catch (e) {
+        throw new ServeUsageError((e as Error).message);
+      }
+    }
+    let tools: AnyToolDefinition[] = [];
+    if (toolOptions !== undefined) {
+      try {
+        // agentcore's own files stay out of the tools' reach when they lie inside the root
+        const protect = [configPath, file.history].filter((p): p is string => p !== undefined);
+        tools = workspaceTools(toolOptions, root ?? process.cwd(), { protect });
+      } catch (e) {
+        throw new ConfigError(`tools: ${(e as Error).message}`);
+      }
+    }
+    const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
     const tokenInfo = loadOrCreateToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
@@ -141,7 +166,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         token: tokenInfo.token,
         allowedHosts,
         allowedOrigins: v["allow-origin"] ?? [],
-        runtimeOptions: { root, limits: { maxBytes, maxDepth }, maxFileBytes: file.max_file_bytes, defaultTimeoutMs: file.default_timeout_ms, middleware },
+        runtimeOptions: { root, tools, limits: { maxBytes, maxDepth }, maxFileBytes: file.max_file_bytes, defaultTimeoutMs: file.default_timeout_ms, middleware },
         policy: file.policy,
         approvalTimeoutMs: int("--approval-timeout-ms", v["approval-timeout-ms"], 1, 86_400_000) ?? file.policy?.approval_timeout_ms,
         maxBodyBytes: int("--max-body-bytes", v["max-body-bytes"], 1, HARD_MAX_BYTES),
@@ -152,6 +177,15 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         sessionsDir: v["sessions-dir"],
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
+      prepare: mcpServers === undefined ? undefined : async (daemon) => {
+        const { attachMcpServers, McpStartupError } = await import("../mcp/attach.ts");
+        try {
+          return (await attachMcpServers(daemon.runtime, mcpServers)).close;
+        } catch (e) {
+          if (e instanceof McpStartupError) throw new ConfigError(e.message);
+          throw e;
+        }
+      },
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });

@@ -37,6 +37,12 @@ export interface StartOptions {
   onShutdown?: ShutdownMode;
   /** In `finish` mode, how long runs may go on before they are aborted. Default 30000. */
   graceMs?: number;
+  /**
+   * Runs after the app (and its runtime) exist, before listening: e.g. to
+   * connect MCP servers and register their tools. Its result is called at
+   * the end of `stop()` (close what it opened). A throw stops the start-up.
+   */
+  prepare?: (daemon: Daemon) => Promise<(() => Promise<void>) | void>;
 }
 
 export interface RunningDaemon {
@@ -51,7 +57,15 @@ export interface RunningDaemon {
 export async function startDaemon(options: StartOptions): Promise<RunningDaemon> {
   let listening: Listening | null = null;
   const daemon = createApp({ ...options.app, port: () => listening?.port ?? null });
-  listening = await listen(daemon.fetch, options.listen);
+  let cleanup: (() => Promise<void>) | void = undefined;
+  try {
+    cleanup = await options.prepare?.(daemon);
+    listening = await listen(daemon.fetch, options.listen);
+  } catch (e) {
+    await daemon.shutdown("abort", 0);
+    await cleanup?.();
+    throw e;
+  }
   const l = listening;
   let stopped: Promise<void> | null = null;
   return {
@@ -63,6 +77,7 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
         l.stopAccepting();
         await daemon.shutdown(options.onShutdown ?? "abort", options.graceMs ?? 30_000);
         await l.close();
+        await cleanup?.();
       })();
       return stopped;
     },

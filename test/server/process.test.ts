@@ -5,7 +5,7 @@
  * non-loopback warning, and usage errors.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -97,7 +97,7 @@ describe("agentcore serve (child process)", () => {
     expect(records.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
     expect(records.map((r) => r.revision)).toEqual([1, 2, 3, 4]);
     expect(records.at(-1).data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
-  });
+  }, 60_000);
 
   test("--on-shutdown finish lets the run complete before exiting 0; new requests are refused meanwhile", async () => {
     const c = await spawnServe(["--port", "0", "--on-shutdown", "finish"]);
@@ -117,7 +117,7 @@ describe("agentcore serve (child process)", () => {
     expect(await c.exited).toBe(0);
     const records = journal(c, "fin");
     expect(records.at(-1)).toMatchObject({ type: "run_finished", data: { result: { status: "completed" } } });
-  });
+  }, 60_000);
 
   test("--unix PATH listens on a 0600 socket; SIGINT exits 0 and removes it", async () => {
     const sockDir = mkdtempSync(join(tmpdir(), "agentcore-sock-"));
@@ -135,7 +135,7 @@ describe("agentcore serve (child process)", () => {
     c.proc.kill("SIGINT");
     expect(await c.exited).toBe(0);
     expect(existsSync(sock)).toBe(false);
-  });
+  }, 60_000);
 
   test("AGENTCORE_TOKEN replaces the token file; a non-loopback --host prints a warning", async () => {
     const token = "t".repeat(48);
@@ -148,7 +148,31 @@ describe("agentcore serve (child process)", () => {
     expect(r.status).toBe(200);
     c.proc.kill("SIGTERM");
     expect(await c.exited).toBe(0);
-  });
+  }, 60_000);
+
+  test("--tools and the config's mcpServers add tools: a real MCP peer's tools are callable over /v1/calls", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-cfg-"));
+    dirs.push(dir);
+    writeFileSync(join(dir, "note.txt"), "from the filesystem server");
+    const fsServer = join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    const config = join(dir, "agentcore.jsonc");
+    writeFileSync(config, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [fsServer, dir] } } }));
+    const c = await spawnServe(["--port", "0", "--config", config, "--tools", "read"]);
+    const names: string[] = (await (await fetch(`${c.url}/v1/tools`, { headers: auth(c) })).json()).tools.map((t: { name: string }) => t.name);
+    expect(names).toEqual(expect.arrayContaining(["echo", "read_file", "list_dir", "glob", "grep", "git_diff"]));
+    const remote = names.find((n) => n.includes("read_text_file") || n.includes("read_file") && n !== "read_file");
+    expect(remote).toBeDefined();
+    const r = await fetch(`${c.url}/v1/calls`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ id: "m1", tool: remote, arguments: { path: join(dir, "note.txt") } }),
+    });
+    const env = await r.json();
+    expect(env).toMatchObject({ id: "m1", success: true });
+    expect(JSON.stringify(env.result)).toContain("from the filesystem server");
+    c.proc.kill("SIGTERM");
+    expect(await c.exited).toBe(0);
+  }, 60_000);
 
   test("usage errors exit 2 with a message; --help exits 0", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-usage-"));
@@ -162,6 +186,7 @@ describe("agentcore serve (child process)", () => {
       [["--bogus"], "Unknown option"],
       [["--root", "/nonexistent-dir-xyz"], "not a folder"],
       [["--allow-origin", "evil"], "not an http(s) origin"],
+      [["--tools", "rm_rf"], "unknown tool"],
     ] as const) {
       const r = run([...args]);
       expect(r.exitCode).toBe(2);
