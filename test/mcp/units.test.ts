@@ -255,3 +255,25 @@ describe("the client over HTTP against agentcore's own server", () => {
     }
   });
 });
+
+test("type sse: configured headers are sent on the SSE stream request too", async () => {
+  const seen: { method: string; auth: string | null }[] = [];
+  const http = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) => {
+      seen.push({ method: req.method, auth: req.headers.get("authorization") });
+      return new Response("no", { status: 403 });
+    },
+  });
+  const { attachMcpServers, McpStartupError } = await import("../../src/mcp/attach.ts");
+  try {
+    const err = await attachMcpServers(createRuntime({ logger: quiet }), { old: { url: `http://127.0.0.1:${http.port}/sse`, type: "sse", headers: { Authorization: "Bearer abc" }, connect_timeout_ms: 5000 } }, { logger: quiet }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toContain("403");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen[0]).toEqual({ method: "GET", auth: "Bearer abc" });
+  } finally {
+    await http.stop(true);
+  }
+});
