@@ -1,0 +1,104 @@
+/**
+ * Limits and edge cases of runs and requests: the active-run cap, a stalled
+ * body hitting the request deadline, an approval interrupted by an abort,
+ * attaching to an idle run, and a stop with an approval pending.
+ */
+import { describe, expect, test } from "bun:test";
+import * as net from "node:net";
+import { SseReader, startTestDaemon } from "./support.ts";
+
+const sleepCall = (id: string, ms: number) => ({ id, name: "sleep", arguments: JSON.stringify({ ms }) });
+
+describe("limits", () => {
+  test("past the active-run cap a new run gets 503 OVERLOADED with Retry-After; the cap frees up when a run ends", async () => {
+    const d = await startTestDaemon({ maxActiveRuns: 1 });
+    try {
+      const first = await d.req("/v1/runs", { method: "POST", json: { task: "a", script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "x" }] } });
+      const sse = new SseReader(first);
+      await sse.until((m) => m.event === "tool_progressed");
+      const second = await d.req("/v1/runs", { method: "POST", json: { task: "b", script: [{ content: "y" }] } });
+      expect(second.status).toBe(503);
+      expect(second.headers.get("retry-after")).toBe("1");
+      expect((await second.json()).error).toMatchObject({ code: "OVERLOADED", details: { limit: "max_active_runs" } });
+      await d.req(`/v1/runs/${first.headers.get("x-run-id")}/abort`, { method: "POST" });
+      await sse.all();
+      const third = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "c", script: [{ content: "z" }] } });
+      expect(third.status).toBe(201);
+      expect((await third.json()).result.output).toBe("z");
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test("a body that stalls gets 504 TIMEOUT at the request deadline", async () => {
+    const d = await startTestDaemon({ requestTimeoutMs: 300 });
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const sock = net.connect({ host: "127.0.0.1", port: d.port });
+        let text = "";
+        sock.on("data", (b: Buffer) => (text += b.toString()));
+        sock.on("error", reject);
+        sock.on("close", () => resolve(text));
+        // Declares 200 bytes, sends 10, then waits.
+        sock.write(`POST /v1/calls HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"tool":"e`);
+        const check = setInterval(() => {
+          if (text.includes("\r\n\r\n") && text.includes("duration_ms")) {
+            clearInterval(check);
+            sock.destroy();
+          }
+        }, 20);
+      });
+      expect(answer.split("\r\n")[0]).toContain("504");
+      expect(answer).toContain('"code":"TIMEOUT"');
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
+describe("approvals and runs at the edges", () => {
+  test("aborting a run while its approval is pending denies the approval (by: aborted) and cancels the run", async () => {
+    const d = await startTestDaemon({ policy: { default: "require_approval" } });
+    try {
+      const res = await d.req("/v1/runs", { method: "POST", json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] } });
+      const sse = new SseReader(res);
+      const req = await sse.until((m) => m.event === "approval_requested");
+      await d.req(`/v1/runs/${res.headers.get("x-run-id")}/abort`, { method: "POST", json: { reason: "stop" } });
+      const resolved = await sse.until((m) => m.event === "approval_resolved");
+      expect(resolved!.data.outcome).toMatchObject({ approval_id: req!.data.approval.approval_id, approved: false, by: "aborted" });
+      const done = await sse.until((m) => m.event === "done");
+      expect(done!.data.result.status).toBe("cancelled");
+      expect((await (await d.req("/v1/approvals")).json()).approvals).toEqual([]);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test("attaching to an idle run ends at once with done; an unknown run is 404", async () => {
+    const d = await startTestDaemon();
+    try {
+      const created = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", script: [{ content: "idle now" }] } });
+      const { run_id } = await created.json();
+      const watch = new SseReader(await d.req(`/v1/runs/${run_id}/events`));
+      const all = await watch.all();
+      expect(all.map((m) => m.event)).toEqual(["done"]);
+      expect(all[0]!.data).toMatchObject({ run_id, status: "idle", result: { output: "idle now" } });
+      expect((await d.req("/v1/runs/run_000/events")).status).toBe(404);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test("stopping the daemon with an approval pending: the run ends cancelled, the stream ends, nothing is left pending", async () => {
+    const d = await startTestDaemon({ policy: { default: "require_approval" } });
+    const res = await d.req("/v1/runs", { method: "POST", json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] } });
+    const sse = new SseReader(res);
+    await sse.until((m) => m.event === "approval_requested");
+    const stopped = d.stop();
+    const finished = await sse.until((m) => m.event === "agent_finished");
+    expect(finished!.data.result).toMatchObject({ status: "cancelled", error: "the daemon is shutting down" });
+    await stopped;
+    expect(d.running.daemon.approvals.list()).toEqual([]);
+    expect(d.running.daemon.runs.list().every((r) => r.status === "closed")).toBe(true);
+  });
+});
