@@ -3,12 +3,15 @@
  * and `git diff` where useful), exact edits, all-or-nothing behaviour, and
  * the same escapes as write_file.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
 import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 let sb: Sandbox;
 let before: Record<string, string>;

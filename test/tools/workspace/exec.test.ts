@@ -3,7 +3,7 @@
  * the bubblewrap checks): allowlist bypasses, environment scrubbing, argument
  * injection, process-group kills, output caps, and bad arguments.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
@@ -11,6 +11,9 @@ import { forkingScript, livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import { createLogger } from "../../../src/runtime/logger.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 let sb: Sandbox;
 const warnings: string[] = [];

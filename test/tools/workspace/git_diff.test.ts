@@ -3,10 +3,13 @@
  * tries to run programs (fsmonitor, clean filter, external diff, textconv,
  * pager): none of them may run through git_diff, while plain git runs them.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 let sb: Sandbox;
 let marker: string;

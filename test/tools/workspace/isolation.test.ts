@@ -6,7 +6,7 @@
  * doing). Without a working bwrap these tests are skipped, with the reason in
  * their names; CI installs bubblewrap (.ci/run), so there they run.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -16,6 +16,9 @@ import { detectBwrap, bwrapArgs } from "../../../src/tools/workspace/sandbox.ts"
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import { createLogger } from "../../../src/runtime/logger.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 const bwrap = detectBwrap(SEARCH_PATH);
 const SKIP = bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : "";

@@ -2,11 +2,14 @@
  * The read-only workspace tools (list_dir, glob, grep) on a real tree with
  * symlinks pointing outside the root, a .git folder, binary and large files.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, type Sandbox } from "./helpers.ts";
 import { Glob, GlobSyntaxError } from "../../../src/tools/workspace/globmatch.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 let sb: Sandbox;
 

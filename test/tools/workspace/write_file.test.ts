@@ -4,7 +4,7 @@
  * link to a file outside the root, `.git/hooks`) must fail and leave the
  * outside folder untouched.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
@@ -12,6 +12,9 @@ import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
 import { workspaceTools } from "../../../src/tools/workspace/index.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import { createLogger } from "../../../src/runtime/logger.ts";
+
+// real child processes and files on a machine shared with other jobs: generous per-test limits
+setDefaultTimeout(60_000);
 
 let sb: Sandbox;
 let before: Record<string, string>;
