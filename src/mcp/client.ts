@@ -77,6 +77,8 @@ export interface McpToolHandlerOptions {
 export type McpTransportKind = "stdio" | "streamable_http" | "sse";
 
 const MAX_DESCRIPTION = 2048;
+/** More tools than this from one server are skipped (a model cannot use thousands anyway). */
+export const MAX_TOOLS_PER_SERVER = 512;
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
@@ -187,6 +189,11 @@ export class McpToolHandler {
     for (const t of listed) {
       if (c.include !== undefined && !c.include.includes(t.name)) continue;
       if (c.exclude !== undefined && c.exclude.includes(t.name)) continue;
+      if (tools.length >= MAX_TOOLS_PER_SERVER) {
+        const reason = `the server offers more than ${MAX_TOOLS_PER_SERVER} tools; use "include" to choose`;
+        skipped.push({ server: this.server, tool: t.name, reason });
+        continue;
+      }
       const name = prefix === "" ? t.name : `${prefix}__${t.name}`;
       if (!TOOL_NAME_PATTERN.test(name)) {
         const reason = `the name "${name}" is not a valid agentcore tool name (^[A-Za-z0-9_-]{1,64}$)`;
@@ -194,7 +201,8 @@ export class McpToolHandler {
         this.#logger.warn("mcp: tool skipped", { server: this.server, tool: t.name, reason });
         continue;
       }
-      const effect: ToolEffect = c.tools?.[t.name]?.effect ?? c.effect ?? "side_effecting";
+      const override = c.tools !== undefined && Object.hasOwn(c.tools, t.name) ? c.tools[t.name] : undefined;
+      const effect: ToolEffect = override?.effect ?? c.effect ?? "side_effecting";
       const description = (t.description ?? t.title ?? "").slice(0, MAX_DESCRIPTION);
       const remote = t.name;
       tools.push({

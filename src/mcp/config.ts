@@ -197,7 +197,8 @@ export function parseMcpServers(
         if (!isObject(o)) throw new McpConfigError(`"${tat}" must be an object`);
         const bad = Object.keys(o).find((k) => k !== "effect");
         if (bad !== undefined) throw new McpConfigError(`"${tat}": unknown key "${bad}" (known: effect)`);
-        c.tools[tool] = o.effect === undefined ? {} : { effect: effect(o.effect, `${tat}.effect`) };
+        const v = o.effect === undefined ? {} : { effect: effect(o.effect, `${tat}.effect`) };
+        Object.defineProperty(c.tools, tool, { value: v, enumerable: true, writable: true, configurable: true });
       }
     }
     if (raw.include !== undefined) c.include = strList(raw.include, `${at}.include`);
@@ -209,7 +210,8 @@ export function parseMcpServers(
       c.max_result_bytes = posInt(raw.max_result_bytes, `${at}.max_result_bytes`);
       if (c.max_result_bytes < 1024) throw new McpConfigError(`"${at}.max_result_bytes" must be at least 1024`);
     }
-    out[name] = c;
+    // defineProperty: a key such as "__proto__" stays an ordinary key
+    Object.defineProperty(out, name, { value: c, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

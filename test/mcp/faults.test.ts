@@ -221,6 +221,33 @@ describe("tool registration", () => {
     }
   });
 
+  test("a server offering more than 512 tools: the first 512 register, the rest are skipped with the reason", async () => {
+    const f = fixture("normal", {}, { FIXTURE_MANY: "600" });
+    const rt = createRuntime({ logger });
+    const mcp = await attachMcpServers(rt, { many: f.config }, { logger });
+    try {
+      expect(mcp.tools).toHaveLength(512);
+      expect(mcp.skipped).toHaveLength(605 - 512);
+      expect(mcp.skipped[0]).toEqual({ server: "many", tool: "t507", reason: 'the server offers more than 512 tools; use "include" to choose' });
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  test("tool names like constructor or __proto__ are ordinary names (no prototype lookups)", async () => {
+    const f = fixture("normal", { include: ["constructor", "__proto__", "count"] }, { FIXTURE_EXTRA: "constructor,__proto__" });
+    const rt = createRuntime({ logger });
+    const mcp = await attachMcpServers(rt, { fx: f.config }, { logger });
+    try {
+      expect(mcp.tools).toEqual(["fx__count", "fx__constructor", "fx____proto__"]);
+      expect(rt.registry.get("fx__constructor")!.effect).toBe("side_effecting");
+      const e = await rt.dispatch('{"id":"1","tool":"fx__constructor","arguments":{}}');
+      expect(e.result).toEqual({ content: [{ type: "text", text: "called constructor" }] });
+    } finally {
+      await mcp.close();
+    }
+  });
+
   test("include, exclude and per-tool effects", async () => {
     const rt = createRuntime({ logger });
     const inc = fixture("normal", { include: ["count", "image"], tools: { image: { effect: "read_only" } } });

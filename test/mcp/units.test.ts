@@ -68,6 +68,13 @@ describe("parseMcpServers", () => {
     expect(err({ s: { url: "http://h/", headers: { A: "${NOPE}" } } })).toBe('"mcpServers.s.headers.A": environment variable NOPE is not set');
   });
 
+  test('a server or tool named "__proto__" is an ordinary key', () => {
+    const c = parse(JSON.parse('{"__proto__":{"command":"x","tools":{"__proto__":{"effect":"read_only"}}}}'));
+    expect(Object.keys(c)).toEqual(["__proto__"]);
+    expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
+    expect(Object.keys(c["__proto__"]!.tools!)).toEqual(["__proto__"]);
+  });
+
   test("a value of an expanded variable is not expanded again", () => {
     const c = parse({ s: { command: "x", args: ["${A}"] } }, { A: "${B}", B: "no" });
     expect(c.s!.args).toEqual(["${B}"]);
