@@ -3,9 +3,10 @@
  *
  * `tools/list` is read from `runtime.registry` at each request (so tools
  * registered later, e.g. from configured MCP servers, are listed too), and
- * every `tools/call` goes through `runtime.dispatchCall`, so schema
+ * every `tools/call` is re-serialised and goes through `runtime.dispatch`, so
+ * the strict parser's limits (size, depth, forbidden keys), schema
  * validation, policy, approval, history and timeouts apply exactly as for a
- * call from the CLI or the agent loop.
+ * call from the CLI.
  *
  * Envelope → `CallToolResult`:
  * - success: one text block holding the JSON of `result`, plus
@@ -41,7 +42,7 @@
 import { Server, type CallToolResult, type Tool } from "@modelcontextprotocol/server";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Envelope } from "../runtime/envelope.ts";
-import { serializeEnvelope } from "../runtime/envelope_io.ts";
+import { failureEnvelope, serializeEnvelope } from "../runtime/envelope_io.ts";
 import { VERSION } from "../version.ts";
 
 /** Options of {@link createMcpServer}. */
@@ -87,7 +88,7 @@ export function envelopeToCallToolResult(env: Envelope): CallToolResult {
 /**
  * Create a low-level MCP SDK `Server` (not yet connected to a transport)
  * whose `tools/list` lists `runtime.registry` and whose `tools/call` runs
- * `runtime.dispatchCall` (validation and policy middleware included).
+ * `runtime.dispatch` (strict limits, validation and policy middleware included).
  * Never throws for a call: every failure is an `isError` result. Each call
  * returns a new server object; connect it to one transport.
  */
@@ -101,11 +102,18 @@ export function createMcpServer(runtime: Runtime, opts: McpServerOptions = {}): 
   }));
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const params = request.params;
+    const id = `mcp-${String(ctx.mcpReq.id)}`;
     const args = isPlainObject(params.arguments) ? params.arguments : {};
-    const env = await runtime.dispatchCall(
-      { id: `mcp-${String(ctx.mcpReq.id)}`, tool: params.name, arguments: args, shape: "agentcore" },
-      ctx.mcpReq.signal,
-    );
+    // Re-serialised and dispatched as bytes, so that the strict parser's
+    // limits (input size, depth, forbidden keys) apply as to any other call.
+    let input: string;
+    try {
+      input = JSON.stringify({ id, tool: params.name, arguments: args });
+    } catch (e) {
+      const env = failureEnvelope(id, params.name, "INVALID_CALL", `arguments cannot be serialised: ${e instanceof Error ? e.message : String(e)}`, {}, performance.now());
+      return envelopeToCallToolResult(env);
+    }
+    const env = await runtime.dispatch(input, ctx.mcpReq.signal);
     return server.projectCallToolResult(envelopeToCallToolResult(env), undefined);
   });
   return server;

@@ -198,6 +198,32 @@ describe("createMcpServer", () => {
     await client.close();
   });
 
+  test("the strict parser's limits apply to served calls: size and depth", async () => {
+    const rt = createRuntime({ logger: quiet, limits: { maxBytes: 2048, maxDepth: 8 } });
+    const server = createMcpServer(rt);
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(b);
+    const client = new Client({ name: "t", version: "1" });
+    await client.connect(a);
+    const code = async (args: Record<string, unknown>) => {
+      const r = await client.callTool({ name: "echo", arguments: args });
+      return r.isError === true ? (r.structuredContent as { error: { code: string } }).error.code : "OK";
+    };
+    try {
+      expect(await code({ s: "x".repeat(100) })).toBe("OK");
+      expect(await code({ s: "x".repeat(5000) })).toBe("JSON_SIZE");
+      let deep: unknown = 1;
+      for (let i = 0; i < 20; i++) deep = [deep];
+      expect(await code({ deep })).toBe("JSON_DEPTH");
+      // the SDK's own parsing drops an own "__proto__" member before we see it
+      // (and our parser would refuse it); either way nothing is polluted
+      expect(["OK", "JSON_FORBIDDEN_KEY"]).toContain(await code(JSON.parse('{"__proto__":{"polluted":true}}')));
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    } finally {
+      await client.close();
+    }
+  });
+
   test("over Streamable HTTP with createMcpHandler (how the daemon mounts it): calls go through the policy", async () => {
     const rt = createRuntime({ logger: quiet, middleware: [policyFromConfig({ default: "allow", rules: [{ id: "x", action: "deny", tools: ["read_file"] }] })] });
     const handler = createMcpHandler(() => createMcpServer(rt), { responseMode: "json" });
