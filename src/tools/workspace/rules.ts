@@ -27,8 +27,12 @@
  *   (git accepts unambiguous abbreviations, so a prefix of four or more
  *   characters counts too) and `-O` are refused. `exec` adds
  *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
- *   -c diff.external= -c protocol.allow=never` in front, so hooks, a
- *   repository's fsmonitor and pagers never run.
+ *   -c diff.external= -c protocol.allow=never -c core.editor=false
+ *   -c sequence.editor=false` in front, so hooks, a repository's fsmonitor,
+ *   pagers and editors never run. Drivers the repository's configuration
+ *   names (clean/smudge filters such as git-lfs, textconv, merge drivers,
+ *   `gpg.program`) are the operator's and do run; under bubblewrap `.git` is
+ *   read-only, so a command can't change them.
  * - `find`: `-exec`, `-execdir`, `-ok`, `-okdir`, `-fprint*`, `-fls`.
  * - `rg`: `--pre`, `--pre-glob`. `tar`: `--to-command`,
  *   `--use-compress-program`, `-I`, `--checkpoint-action`, `--info-script`,
@@ -95,6 +99,8 @@ export const GIT_SAFE_PREFIX = [
   "-c", "core.pager=cat",
   "-c", "diff.external=",
   "-c", "protocol.allow=never",
+  "-c", "core.editor=false",
+  "-c", "sequence.editor=false",
   "--no-pager",
 ];
 

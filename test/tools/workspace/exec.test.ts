@@ -276,3 +276,18 @@ describe("exec option rules (unit)", () => {
     }
   });
 });
+
+describe("exec git editor", () => {
+  test("git commit without -m never starts an editor (the repository's core.editor included)", async () => {
+    await run({ argv: ["git", "init", "-q"] });
+    const marker = path.join(sb.base, "EDITOR-RAN");
+    fs.writeFileSync(path.join(sb.base, ".gitconfig"), "[user]\n\temail = t@example.com\n\tname = t\n");
+    Bun.spawnSync(["git", "config", "core.editor", `touch ${marker}; true`], { cwd: sb.root });
+    await run({ argv: ["git", "add", "sub"] });
+    const r = await run({ argv: ["git", "commit"], env: { HOME: sb.base } });
+    expect(r.exit_code).not.toBe(0);
+    expect(r.stderr).toContain("editor");
+    expect(fs.existsSync(marker)).toBe(false);
+    fs.rmSync(path.join(sb.root, ".git"), { recursive: true });
+  });
+});
