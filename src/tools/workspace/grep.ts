@@ -19,6 +19,9 @@
  * symlinks followed, `.git` skipped) and sends their text in batches; when
  * the call's time budget runs out or its signal fires, the worker is
  * terminated and the call fails with `TIMEOUT` (or the signal's reason).
+ * A pattern without any quantifier (a plain word, or `literal:true`) can't
+ * backtrack beyond its own length, so it is matched on the calling thread
+ * and skips the worker's start-up cost.
  *
  * @module
  */
@@ -85,22 +88,24 @@ export const GREP_PARAMETERS = deepFreeze({
 } as const);
 markTrustedSchema(GREP_PARAMETERS);
 
-/** The worker: compiles the pattern once, then scans batches of files. */
-const WORKER_SOURCE = `
-let re = null, limit = 0, maxText = 0;
-self.onmessage = (e) => {
-  const m = e.data;
-  if (m.type === "init") { re = new RegExp(m.pattern, m.flags); limit = m.limit; maxText = m.maxText; return; }
-  const out = [];
+/**
+ * Scan files line by line; at most `limit` matches. Self-contained (it is
+ * also the worker's code, through `Function.prototype.toString`).
+ */
+function scanFiles(re: RegExp, files: { path: string; text: string }[], limit: number, maxText: number): { matches: GrepMatch[]; full: boolean } {
+  const out: GrepMatch[] = [];
   let full = false;
-  for (const f of m.files) {
-    const lines = f.text.split("\\n");
+  for (const f of files) {
+    const lines = f.text.split("\n");
     for (let i = 0; i < lines.length; i++) {
-      let line = lines[i];
+      let line = lines[i]!;
       if (i === lines.length - 1 && line === "") break;
-      if (line.endsWith("\\r")) line = line.slice(0, -1);
+      if (line.endsWith("\r")) line = line.slice(0, -1);
       if (re.test(line)) {
-        if (out.length >= limit) { full = true; break; }
+        if (out.length >= limit) {
+          full = true;
+          break;
+        }
         let text = line.length > maxText ? line.slice(0, maxText) : line;
         const last = text.charCodeAt(text.length - 1);
         if (text.length < line.length && last >= 0xd800 && last <= 0xdbff) text = text.slice(0, -1);
@@ -109,10 +114,45 @@ self.onmessage = (e) => {
     }
     if (full) break;
   }
-  limit -= out.length;
-  self.postMessage({ matches: out, full });
+  return { matches: out, full };
+}
+
+/** The worker: compiles the pattern once, then scans batches of files. */
+const WORKER_SOURCE = `const scanFiles = ${scanFiles.toString()};
+let re = null, limit = 0, maxText = 0;
+self.onmessage = (e) => {
+  const m = e.data;
+  if (m.type === "init") { re = new RegExp(m.pattern, m.flags); limit = m.limit; maxText = m.maxText; return; }
+  const r = scanFiles(re, m.files, limit, maxText);
+  limit -= r.matches.length;
+  self.postMessage(r);
 };
 `;
+
+/**
+ * Whether a pattern can be matched on the calling thread: without any
+ * quantifier (`*`, `+`, `?`, `{`) a JavaScript regex can't backtrack more
+ * than its own length per position, so the cost is linear in the input.
+ */
+export function isLinearPattern(source: string): boolean {
+  return !/[*+?{]/.test(source);
+}
+
+/** Matching on the calling thread, for {@link isLinearPattern} patterns. */
+class InlineMatcher {
+  #limit: number;
+  readonly #re: RegExp;
+  constructor(pattern: string, flags: string, limit: number) {
+    this.#re = new RegExp(pattern, flags);
+    this.#limit = limit;
+  }
+  scan(files: { path: string; text: string }[]): Promise<{ matches: GrepMatch[]; full: boolean }> {
+    const r = scanFiles(this.#re, files, this.#limit, GREP_MAX_TEXT);
+    this.#limit -= r.matches.length;
+    return Promise.resolve(r);
+  }
+  close(): void {}
+}
 
 let workerUrl: string | undefined;
 
@@ -290,8 +330,10 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
       let skipped = 0;
       let searched = 0;
       const result: GrepMatch[] = [];
-      await ensureWorkers();
-      const matcher = new Matcher(source, flags, limit, timeoutMs, ctx.signal);
+      // Quantifier-free patterns (plain words, the literal mode) are linear: no worker needed.
+      const linear = isLinearPattern(source);
+      if (!linear) await ensureWorkers();
+      const matcher = linear ? new InlineMatcher(source, flags, limit) : new Matcher(source, flags, limit, timeoutMs, ctx.signal);
       try {
         let single: { dir: DirHandle; name: string } | null = null;
         if (parts.length > 0) {

@@ -32,7 +32,7 @@ const CALLS = [
   { id: "1", tool: "write_file", arguments: { path: "d/b.txt", content: "one\ntwo\n" } },
   { id: "2", tool: "list_dir", arguments: { path: "d" } },
   { id: "3", tool: "glob", arguments: { pattern: "**/*.txt" } },
-  { id: "4", tool: "grep", arguments: { pattern: "TODO|two" } },
+  { id: "4", tool: "grep", arguments: { pattern: "TODO+|two" } }, // a quantifier: matched in the worker
   { id: "5", tool: "apply_patch", arguments: { edits: [{ path: "d/b.txt", old: "two", new: "TWO" }] } },
   { id: "6", tool: "exec", arguments: { argv: ["cat", "d/b.txt"] } },
   { id: "7", tool: "git_diff", arguments: { mode: "status" } },

@@ -199,6 +199,17 @@ describe("grep", () => {
     expect((await grep({ pattern: "Title", path: "README.md" })).matches.length).toBe(1);
   });
 
+  test("quantifier-free patterns are matched inline, others in the worker: same results", async () => {
+    const { isLinearPattern } = await import("../../../src/tools/workspace/grep.ts");
+    expect(isLinearPattern("TODO")).toBe(true);
+    expect(isLinearPattern("^(foo|bar)\\b[a-z]\\d$")).toBe(true);
+    for (const p of ["a*", "a+", "a?", "a{2}", "(?:x)"]) expect(isLinearPattern(p)).toBe(false);
+    const inline = await grep({ pattern: "TODO", ignore_case: true });
+    const worker = await grep({ pattern: "TODO{1}", ignore_case: true });
+    expect(worker).toEqual(inline);
+    expect(inline.matches.length).toBe(4);
+  });
+
   test("cancellation terminates the search", async () => {
     const ac = new AbortController();
     const pending = sb.call("grep", { pattern: "a*a*a*a*a*b", path: "redos.txt" }, ac.signal);
