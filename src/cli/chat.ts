@@ -410,8 +410,10 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   const handle = async (line: string): Promise<void> => {
     if (exiting) return;
     interruptArmed = false;
-    if (gate.answer(line)) return;
     const input = parseChatInput(line);
+    // A waiting approval takes the line, except /abort and /exit, which deny it by ending the run.
+    const stops = input.kind === "command" && (input.name === "abort" || input.name === "exit");
+    if (!stops && gate.answer(line)) return;
     const idle = busy === null;
     const wait = async (p: Promise<void>) => {
       if (!interactive) await p;

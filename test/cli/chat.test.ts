@@ -242,19 +242,21 @@ describe("chat in a terminal (in process)", () => {
     expect(await h.done).toBe(0);
   });
 
-  test("/abort while an approval waits denies it and cancels the run", async () => {
-    const h = start([call("c1", "append", { text: "x" })]);
-    await h.waitFor("> ");
-    h.type("append");
-    await h.waitFor("needs approval");
-    // The line goes to the approval question, so abort with Ctrl-C (the terminal's interrupt key).
-    h.type("\u0003");
-    await h.waitFor("[run cancelled: external_abort");
-    expect(h.screen()).toContain("interrupted: denied");
-    expect(existsSync(join(dir, "out.txt"))).toBe(false);
-    h.type("/exit");
-    expect(await h.done).toBe(0);
-  });
+  for (const [how, keys] of [["Ctrl-C", "\u0003"], ["/abort", "/abort\n"]] as const) {
+    test(`${how} while an approval waits denies it and cancels the run`, async () => {
+      const h = start([call("c1", "append", { text: "x" })]);
+      await h.waitFor("> ");
+      h.type("append");
+      await h.waitFor("needs approval");
+      h.type(keys.replace(/\n$/, ""));
+      await h.waitFor("[run cancelled: external_abort");
+      expect(h.screen()).toContain("interrupted: denied");
+      expect(h.screen()).not.toContain("please answer");
+      expect(existsSync(join(dir, "out.txt"))).toBe(false);
+      h.type("/exit");
+      expect(await h.done).toBe(0);
+    });
+  }
 
   test("with policy.approval_timeout_ms, an unanswered question is denied", async () => {
     const h = start([call("c1", "append", { text: "x" })], { approvalTimeoutMs: 30 });

@@ -5,7 +5,8 @@
  *
  * Requests are asked one at a time, oldest first. Answers: `y`/`yes`
  * approve, `a`/`always` approve this tool for the rest of the run, `n`/`no`
- * or an empty line deny; anything else asks again. It fails closed: when
+ * or an empty line deny; anything else asks again (the REPL keeps `/abort`
+ * and `/exit` for itself: they end the run, which denies). It fails closed: when
  * stdin is not a terminal, on abort of the call, on timeout (when one is
  * set) and after {@link ReplApprover.close}, the call is denied.
  *
@@ -79,7 +80,7 @@ export class ReplApprover {
       this.#always.add(head.scope);
       this.#settle(head, { approved: true, reason: "approved for this tool in this run" }, `approved; ${head.request.tool} will not ask again in this run`);
     } else if (a === "" || a === "n" || a === "no") this.#settle(head, { approved: false, reason: "denied by the operator" }, "denied");
-    else this.#view?.ask(`  please answer y, n or a`, APPROVAL_PROMPT);
+    else this.#view?.ask(`  please answer y, n or a (or /abort the run)`, APPROVAL_PROMPT);
     return true;
   }
 
