@@ -258,6 +258,18 @@ describe("chat in a terminal (in process)", () => {
     });
   }
 
+  test("/exit while an approval waits denies it, ends the run and quits", async () => {
+    const h = start([call("c1", "append", { text: "x" })]);
+    await h.waitFor("> ");
+    h.type("append");
+    await h.waitFor("needs approval");
+    h.type("/exit");
+    expect(await h.done).toBe(0);
+    expect(h.screen()).toContain("denied: the chat is closing");
+    expect(h.screen()).toContain("[run cancelled: external_abort — the chat is closing]");
+    expect(existsSync(join(dir, "out.txt"))).toBe(false);
+  });
+
   test("with policy.approval_timeout_ms, an unanswered question is denied", async () => {
     const h = start([call("c1", "append", { text: "x" })], { approvalTimeoutMs: 30 });
     await h.waitFor("> ");
