@@ -19,8 +19,9 @@
  * symlinks followed, `.git` skipped) and sends their text in batches; when
  * the call's time budget runs out or its signal fires, the worker is
  * terminated and the call fails with `TIMEOUT` (or the signal's reason).
- * A pattern without any quantifier (a plain word, or `literal:true`) can't
- * backtrack beyond its own length, so it is matched on the calling thread
+ * A short pattern (at most 100 characters) without any quantifier (a plain
+ * word, or `literal:true`) can't backtrack beyond its own length, so it is
+ * matched on the calling thread, with the budget checked between batches,
  * and skips the worker's start-up cost.
  *
  * @module
@@ -135,18 +136,29 @@ self.onmessage = (e) => {
  * than its own length per position, so the cost is linear in the input.
  */
 export function isLinearPattern(source: string): boolean {
-  return !/[*+?{]/.test(source);
+  return source.length <= LINEAR_MAX_PATTERN && !/[*+?{]/.test(source);
 }
+
+/** Longest pattern matched inline (its length bounds the work per position). */
+const LINEAR_MAX_PATTERN = 100;
 
 /** Matching on the calling thread, for {@link isLinearPattern} patterns. */
 class InlineMatcher {
   #limit: number;
   readonly #re: RegExp;
-  constructor(pattern: string, flags: string, limit: number) {
+  readonly #deadline: number;
+  readonly #timeoutMs: number;
+  constructor(pattern: string, flags: string, limit: number, timeoutMs: number) {
     this.#re = new RegExp(pattern, flags);
     this.#limit = limit;
+    this.#timeoutMs = timeoutMs;
+    this.#deadline = performance.now() + timeoutMs;
   }
   scan(files: { path: string; text: string }[]): Promise<{ matches: GrepMatch[]; full: boolean }> {
+    // The budget is checked between batches (each at most 4 MiB of text).
+    if (performance.now() > this.#deadline) {
+      return Promise.reject(Object.assign(new Error("grep ran out of its time budget"), { toolCode: "TIMEOUT", details: { timeout_ms: this.#timeoutMs } }));
+    }
     const r = scanFiles(this.#re, files, this.#limit, GREP_MAX_TEXT);
     this.#limit -= r.matches.length;
     return Promise.resolve(r);
@@ -333,7 +345,7 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
       // Quantifier-free patterns (plain words, the literal mode) are linear: no worker needed.
       const linear = isLinearPattern(source);
       if (!linear) await ensureWorkers();
-      const matcher = linear ? new InlineMatcher(source, flags, limit) : new Matcher(source, flags, limit, timeoutMs, ctx.signal);
+      const matcher = linear ? new InlineMatcher(source, flags, limit, timeoutMs) : new Matcher(source, flags, limit, timeoutMs, ctx.signal);
       try {
         let single: { dir: DirHandle; name: string } | null = null;
         if (parts.length > 0) {
