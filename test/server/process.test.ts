@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
+import { binaryPath } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import { SseReader } from "./support.ts";
 
@@ -30,11 +31,11 @@ interface Child {
   exited: Promise<number>;
 }
 
-/** Spawn `serve` and wait for its "listening on" and token lines on stderr. */
-async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<Child> {
+/** Spawn `serve` (from source, or `exe` = the compiled binary) and wait for its "listening on" and token lines on stderr. */
+async function spawnServe(args: string[], env: Record<string, string> = {}, exe: string[] = [process.execPath, MAIN]): Promise<Child> {
   const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-proc-"));
   dirs.push(dir);
-  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), "--root", dir, "--heartbeat-ms", "100", ...args], {
+  const proc = Bun.spawn([...exe, "serve", "--state-dir", join(dir, "state"), "--root", dir, "--heartbeat-ms", "100", ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
     stdout: "pipe",
@@ -173,6 +174,22 @@ describe("agentcore serve (child process)", () => {
     c.proc.kill("SIGTERM");
     expect(await c.exited).toBe(0);
   }, 60_000);
+
+  test("the compiled single binary serves too: a scripted run over SSE, then SIGTERM exits 0", async () => {
+    const c = await spawnServe(["--port", "0"], {}, [binaryPath()]);
+    const res = await fetch(`${c.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"from":"binary"}' }] }, { content: "done" }] }),
+    });
+    const all = await new SseReader(res).all();
+    expect(all.find((m) => m.event === "tool_completed")!.data.result.error).toBeNull();
+    expect(all.at(-1)!.data.result).toMatchObject({ status: "completed", output: "done" });
+    const openapi = await (await fetch(`${c.url}/v1/openapi.json`, { headers: auth(c) })).json();
+    expect(openapi.paths["/v1/runs"]).toBeDefined();
+    c.proc.kill("SIGTERM");
+    expect(await c.exited).toBe(0);
+  }, 120_000);
 
   test("usage errors exit 2 with a message; --help exits 0", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-usage-"));
