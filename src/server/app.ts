@@ -259,11 +259,15 @@ export function createApp(options: AppOptions): Daemon {
   };
   app.post("/v1/calls", (c) => handleCall(c.req.raw));
 
-  app.post("/v1/calls/batch", (c) =>
-    timed(c, async (signal) => {
+  // The body is read under the request deadline; the calls then run one by
+  // one as the client reads the answers (each under its own tool timeout).
+  // A client that goes away cancels the call in flight and the rest.
+  app.post("/v1/calls/batch", async (c) => {
       const type = c.req.header("content-type") ?? null;
       if (!isNdjsonType(type)) throw new HttpError(415, "INVALID_REQUEST", "the body must be NDJSON, one call per line (Content-Type: application/x-ndjson)", { header: "content-type" });
-      const bytes = await readBody(c.req.raw, maxBody);
+      const bytes = await withDeadline(readBody(c.req.raw, maxBody));
+      const ac = new AbortController();
+      const signal = ac.signal;
       const maxLine = runtime.limits.maxBytes ?? maxBody;
       const lines: { number: number; bytes: Uint8Array | null; length: number }[] = [];
       const framer = new LineFramer(maxLine);
@@ -287,9 +291,12 @@ export function createApp(options: AppOptions): Daemon {
             return;
           }
         },
+        cancel() {
+          ac.abort(new DOMException("the client disconnected", "AbortError"));
+        },
       });
-      return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" } });
-    }));
+      return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" } });
+  });
 
   // ---------------------------------------------------------------- runs
 
@@ -410,20 +417,20 @@ export function createApp(options: AppOptions): Daemon {
       }
       return jsonResponse({ sessions: rows });
     }));
-  app.get("/v1/sessions/:id", async (c) => {
+  app.get("/v1/sessions/:id", (c) => timed(c, async () => {
     const id = c.req.param("id");
     const branch = c.req.query("branch") ?? "main";
     const checkout = await storage().checkout(id, branch);
     if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
     return jsonResponse({ session_id: id, branch: checkout.branch, head: checkout.head, session: checkout.session, messages: sessionMessages(checkout.session) });
-  });
-  app.get("/v1/sessions/:id/tree", async (c) => {
+  }));
+  app.get("/v1/sessions/:id/tree", (c) => timed(c, async () => {
     const id = c.req.param("id");
     const s = storage();
     const records = await s.records(id);
     if (records.length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
     return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
-  });
+  }));
   app.post("/v1/sessions/:id/fork", (c) =>
     timed(c, async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["from", "name"]);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import * as net from "node:net";
-import { SseReader, startTestDaemon } from "./support.ts";
+import { eventually, SseReader, startTestDaemon } from "./support.ts";
 
 const sleepCall = (id: string, ms: number) => ({ id, name: "sleep", arguments: JSON.stringify({ ms }) });
 
@@ -50,6 +50,34 @@ describe("limits", () => {
       });
       expect(answer.split("\r\n")[0]).toContain("504");
       expect(answer).toContain('"code":"TIMEOUT"');
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
+describe("batch", () => {
+  test("a batch client that goes away cancels the call in flight (its pending approval is withdrawn)", async () => {
+    const d = await startTestDaemon({ policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    try {
+      const ac = new AbortController();
+      const res = await d.req("/v1/calls/batch", {
+        method: "POST",
+        headers: { "content-type": "application/x-ndjson" },
+        body: '{"id":"a","tool":"sleep","arguments":{"ms":1}}\n{"id":"b","tool":"echo","arguments":{"x":1}}\n{"id":"c","tool":"sleep","arguments":{"ms":1}}\n',
+        signal: ac.signal,
+      });
+      const reader = res.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(JSON.parse(first)).toMatchObject({ id: "a", success: true });
+      const pending = await eventually(async () => {
+        const list = (await (await d.req("/v1/approvals")).json()).approvals;
+        return list.length === 1 ? list : undefined;
+      });
+      expect(pending[0]).toMatchObject({ tool: "echo", tool_call_id: "b" });
+      await reader.cancel();
+      ac.abort();
+      await eventually(async () => ((await (await d.req("/v1/approvals")).json()).approvals.length === 0 ? true : undefined));
     } finally {
       await d.stop();
     }
