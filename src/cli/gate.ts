@@ -59,5 +59,24 @@ export function gateMiddleware(s: GateSettings): ToolMiddleware[] {
   if (s.approveAll === true) approver = approveAll;
   else if (s.approver !== undefined) approver = s.approver;
   else if (s.stdinIsInput !== true) approver = createTtyApprover({ timeoutMs: s.policy?.approval_timeout_ms });
-  return [policyFromConfig(policy as PolicyConfig, approver === undefined ? {} : { approver })];
+  const middleware = policyFromConfig(policy as PolicyConfig, approver === undefined ? {} : { approver });
+  return [s.approveAll === true ? labelApproveAll(middleware) : middleware];
+}
+
+/**
+ * Wrap the policy middleware so that calls let through by `--approve-all`
+ * carry the decision `by: "approve_all"` (what the history log records). The
+ * wrapper keeps the policy brand, so the runtime still puts schema
+ * validation before it.
+ */
+function labelApproveAll(policy: ToolMiddleware): ToolMiddleware {
+  const labelled: ToolMiddleware = (ctx, next) =>
+    policy(ctx, (c) => {
+      const d = c.decision;
+      if (d !== undefined && d.action === "require_approval" && d.approved === true && d.reason === APPROVE_ALL_REASON) {
+        c.decision = { ...d, by: "approve_all" };
+      }
+      return next(c);
+    });
+  return Object.assign(labelled, { [Symbol.for("agentcore.policyMiddleware")]: true });
 }

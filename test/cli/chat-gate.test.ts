@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVE_ALL_REASON, APPROVE_ALL_WARNING, DEFAULT_GATE_POLICY, gateMiddleware } from "../../src/cli/gate.ts";
-import type { ToolApprovalRequest, ToolApprover } from "../../src/middleware/index.ts";
+import { isPolicyMiddleware, type ToolApprovalRequest, type ToolApprover } from "../../src/middleware/index.ts";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 
@@ -104,6 +104,8 @@ describe("the default gate", () => {
     expect(denied.error!.details.rule_id).toBe("no-touch");
     expect(readFileSync(join(dir, "out.txt"), "utf8")).toBe("all");
     expect(APPROVE_ALL_REASON).toContain("--approve-all");
+    // Still a policy middleware to the runtime: schema validation stays in front of it.
+    expect(isPolicyMiddleware(gateMiddleware({ defaultGate: true, approveAll: true })[0])).toBe(true);
   });
 
   test("a config policy replaces the default gate entirely", async () => {
@@ -167,7 +169,7 @@ describe("the CLI flags", () => {
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
     const recs = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(recs.map((x) => [x.tool, x.decision, x.success])).toEqual([
-      ["write_file", { action: "require_approval", by: "rule:side-effecting", approved: true }, true],
+      ["write_file", { action: "require_approval", by: "approve_all", approved: true }, true],
     ]);
   });
 
