@@ -20,7 +20,8 @@ import { createLogger } from "../../../src/runtime/logger.ts";
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);
 
-const bwrap = detectBwrap(SEARCH_PATH);
+// AGENTCORE_TEST_NO_BWRAP=1 simulates a machine without bubblewrap (to check the skip path)
+const bwrap = process.env.AGENTCORE_TEST_NO_BWRAP === "1" ? null : detectBwrap(SEARCH_PATH);
 const SKIP = bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : "";
 if (bwrap === null) console.warn("isolation tests skipped: bubblewrap (bwrap) is missing or not working on this machine");
 
