@@ -255,9 +255,11 @@ const mcpClosers: (() => Promise<void>)[] = [];
 async function runtimeFor(s: Settings): Promise<Runtime> {
   const rt = makeRuntime(s);
   if (s.mcpServers === undefined || Object.keys(s.mcpServers).length === 0) return rt;
-  const { attachMcpServers, McpStartupError } = await import("../mcp/attach.ts");
+  const { attachMcpServers, McpStartupError, stopOnSignals } = await import("../mcp/attach.ts");
   try {
-    mcpClosers.push((await attachMcpServers(rt, s.mcpServers)).close);
+    const toolset = await attachMcpServers(rt, s.mcpServers);
+    const unhook = stopOnSignals(toolset); // a signal still stops the servers
+    mcpClosers.push(() => toolset.close().finally(unhook));
   } catch (e) {
     if (e instanceof McpStartupError) throw new ConfigError(e.message);
     throw e;

@@ -124,3 +124,29 @@ export async function attachMcpServers(
     close: () => (closing ??= closeAll()),
   };
 }
+
+const STOP_SIGNALS = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const;
+
+/**
+ * For command-line programs: on SIGINT, SIGTERM or SIGHUP, when no other
+ * listener handles that signal, close `toolset` (stopping its servers) and
+ * exit with 128 + the signal number. Without this, a signal would end the
+ * program at once and leave servers that ignore the end of their stdin
+ * running. A command that handles a signal itself (the agent's SIGINT,
+ * `agentcore mcp`) keeps doing so, and closes the toolset on its way out.
+ * Returns a function that removes the listeners.
+ */
+export function stopOnSignals(toolset: McpToolset): () => void {
+  const proc = globalThis.process;
+  const listeners = STOP_SIGNALS.map(([sig, status]) => {
+    const listener = () => {
+      if (proc.listenerCount(sig) > 1) return; // someone else handles it
+      void toolset.close().finally(() => proc.exit(status));
+    };
+    proc.on(sig, listener);
+    return [sig, listener] as const;
+  });
+  return () => {
+    for (const [sig, listener] of listeners) proc.off(sig, listener);
+  };
+}

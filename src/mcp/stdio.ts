@@ -9,8 +9,11 @@
  *   connection is closed (every byte from a server is untrusted);
  * - the child's stderr is kept as a bounded tail (for error messages) and
  *   never written to our stdout;
- * - `close()` ends stdin, then sends SIGTERM, then SIGKILL, and resolves only
- *   once the child has exited, so no process outlives it;
+ * - the server runs in its own process group (POSIX): `close()` ends stdin,
+ *   then sends SIGTERM, then SIGKILL to the group, and resolves once the
+ *   server's main process has exited; when that process exits (on its own or
+ *   not), what is left of its group is sent SIGKILL, so no process outlives
+ *   it, even behind a wrapper such as `npx` or `sh -c`;
  * - the environment is a minimal inherited set (see {@link SAFE_ENV_VARS})
  *   plus the configured variables, never our whole environment.
  *
@@ -53,6 +56,8 @@ export interface StdioTransportOptions {
 }
 
 const STDERR_TAIL = 4096;
+/** Servers get their own process group where that exists (not on Windows). */
+const GROUPS = globalThis.process?.platform !== "win32";
 
 /** See the module documentation. Single use: start once, close once. */
 export class StdioTransport implements Transport {
@@ -67,6 +72,8 @@ export class StdioTransport implements Transport {
   #buffered = 0;
   #stderr = "";
   #closed = false;
+  /** The server's process group id (its pid at start). */
+  #pgid: number | undefined;
 
   constructor(opts: StdioTransportOptions) {
     this.#opts = opts;
@@ -91,13 +98,19 @@ export class StdioTransport implements Transport {
           stdio: ["pipe", "pipe", "pipe"],
           shell: false,
           windowsHide: true,
+          // Its own process group (POSIX), so that close() also reaches what
+          // a wrapper (npx, sh) started; see #signal.
+          detached: GROUPS,
         });
       } catch (e) {
         rejectStart(e);
         return;
       }
       this.#child = child;
-      this.#exited = new Promise((r) => child.once("close", () => r()));
+      this.#exited = new Promise((r) => child.once("exit", () => r()));
+      // The server is gone once its main process is: whatever it left behind
+      // in its group (and holding our pipes open) goes too.
+      child.once("exit", () => this.#signal(child, "SIGKILL"));
       let started = false;
       child.once("error", (e) => {
         if (!started) rejectStart(e);
@@ -106,6 +119,7 @@ export class StdioTransport implements Transport {
       child.once("spawn", () => {
         started = true;
         this.pid = child.pid;
+        this.#pgid = child.pid;
         resolveStart();
       });
       child.once("close", () => this.#finish());
@@ -171,6 +185,24 @@ export class StdioTransport implements Transport {
     this.onclose?.();
   }
 
+  /** Signal the child's whole process group (POSIX), else the child alone. Never throws. */
+  #signal(child: ChildProcess, sig: NodeJS.Signals): void {
+    const pid = this.#pgid; // kept from the start: some runtimes clear child.pid on exit
+    if (GROUPS && pid !== undefined) {
+      try {
+        process.kill(-pid, sig);
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ESRCH") return; // the group is gone
+      }
+    }
+    try {
+      child.kill(sig);
+    } catch {
+      // already gone
+    }
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
     const child = this.#child;
     if (child === undefined || this.#closed || child.stdin === null || child.stdin.destroyed) {
@@ -196,13 +228,14 @@ export class StdioTransport implements Transport {
       // already gone
     }
     if (child.exitCode === null && child.signalCode === null && !(await wait(grace))) {
-      child.kill("SIGTERM");
+      this.#signal(child, "SIGTERM");
       if (!(await wait(grace))) {
-        child.kill("SIGKILL");
+        this.#signal(child, "SIGKILL");
         await exited;
       }
     }
     await exited;
+    this.#signal(child, "SIGKILL"); // anything left in its group
     child.stdout?.destroy();
     child.stderr?.destroy();
     this.#finish();

@@ -292,3 +292,34 @@ describe("usage", () => {
     expect(r.stderr).toContain("agentcore: mcp takes no arguments, got 'serve'");
   });
 });
+
+describe("signals", () => {
+  for (const [sig, status] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+    test(`${sig} while 'run -' waits for input: the servers are stopped (even one that ignores stdin's end and SIGTERM), exit ${status}`, async () => {
+      const c = config({}, { args: [FIXTURE, "stubborn"] });
+      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "run", "-"], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+      p.stdin.write('{"id":"1","tool":"fx__count","arguments":{}}\n');
+      p.stdin.flush();
+      const reader = p.stdout.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(JSON.parse(first).result.structured_content.calls).toBe(1);
+      const [server] = pids(c.log);
+      p.kill(sig);
+      expect(await p.exited).toBe(status);
+      await until(() => !alive(server!), "the stubborn server to be killed");
+    }, 20_000);
+  }
+  test("SIGTERM to 'agentcore mcp': it stops serving, exits, and stops its servers", async () => {
+    const c = config({}, { args: [FIXTURE, "stubborn"] });
+    const { client, transport } = await connect([BUN, MAIN, "--config", c.path, "mcp"]);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(2);
+    const ours = transport.pid!;
+    const [server] = pids(c.log);
+    const exited = new Promise<void>((r) => (transport.onclose = () => r()));
+    process.kill(ours, "SIGTERM");
+    await exited;
+    await until(() => !alive(ours), "agentcore mcp to exit");
+    await until(() => !alive(server!), "the stubborn server to be killed");
+    await client.close();
+  }, 20_000);
+});

@@ -317,3 +317,45 @@ describe("StdioTransport", () => {
     await t.close();
   });
 });
+
+describe("shutdown", () => {
+  test("a server that ignores the end of stdin and SIGTERM is killed; close() returns once it is gone", async () => {
+    const f = fixture("stubborn");
+    const h = new McpToolHandler("stub", f.config, { logger });
+    await h.connect();
+    const pid = h.pid!;
+    await h.close();
+    expect(alive(pid)).toBe(false);
+    expect(logLines(f.log)).toContain("sigterm ignored");
+  }, 20_000);
+
+  test("behind a wrapper (sh -c), the server the wrapper started is stopped too", async () => {
+    const log = join(dir, "wrapped.log");
+    const h = new McpToolHandler("wrapped", { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } }, { logger });
+    await h.connect();
+    const wrapper = h.pid!;
+    const [server] = pids(log);
+    expect(server).not.toBe(wrapper); // really a grandchild
+    expect((await h.callTool("count", {})).structured_content).toMatchObject({ calls: 1, pid: server });
+    await h.close();
+    expect(alive(wrapper)).toBe(false);
+    // close() waits for the wrapper; the SIGKILL to the rest of its group lands a moment later
+    await until(() => !alive(server!), "the wrapped server to be killed");
+  }, 20_000);
+
+  test("when the wrapper dies on its own, what it started is killed with it", async () => {
+    const log = join(dir, "wrapped2.log");
+    const h = new McpToolHandler("wrapped", { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } }, { logger });
+    await h.connect();
+    const wrapper = h.pid!;
+    const [server] = pids(log);
+    process.kill(wrapper, "SIGKILL");
+    await until(() => !alive(server!), "the wrapped server to be killed with its group");
+    const err = await h.callTool("count", {}).then(() => null, (e) => e);
+    // the next call starts a new wrapper and server (the previous ones are gone)
+    expect(err).toBeNull();
+    expect(pids(log)).toHaveLength(2);
+    await h.close();
+    for (const pid of pids(log)) await until(() => !alive(pid), `server ${pid} to be killed`);
+  }, 20_000);
+});

@@ -34,13 +34,22 @@ export function tcpOpen(port: number): Promise<boolean> {
   });
 }
 
-/** Whether a process with this pid exists (signal 0 probe). */
+/**
+ * Whether a process with this pid is running (signal 0 probe). A zombie (dead,
+ * not yet reaped — an orphan's zombie waits for PID 1, which in a container
+ * may never reap it) counts as gone: it runs no code and holds no resources.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust the probe
   }
 }
 
