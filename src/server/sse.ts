@@ -44,12 +44,13 @@ export function sseMessage(event: string, data: unknown, id?: number): Uint8Arra
   return enc.encode(`${id !== undefined ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-function itemMessage(item: RunStreamItem, runId: string, id: number): Uint8Array | null {
+function itemMessage(item: RunStreamItem, id: number): Uint8Array | null {
   switch (item.type) {
     case "agent":
       return sseMessage(item.event.kind, item.event, id);
     case "approval":
-      return sseMessage(item.notice.kind, { run_id: runId, ...item.notice }, id);
+      // `approval.run_id` is the agent run that asked, like `run_id` in agent events.
+      return sseMessage(item.notice.kind, item.notice, id);
     case "idle":
       return null;
   }
@@ -103,7 +104,7 @@ export function runEventStream(run: ServerRun, options: RunStreamOptions): Reada
   };
   const listener = (item: RunStreamItem) => {
     if (item.type === "idle") return end(item.status, item.result);
-    const m = itemMessage(item, run.id, counter + 1);
+    const m = itemMessage(item, counter + 1);
     if (m === null) return;
     counter++;
     send(m);

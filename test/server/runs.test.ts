@@ -90,8 +90,10 @@ describe("approvals", () => {
   test("round trip: the approval shows as an event and at GET /v1/approvals; approving runs the tool", async () => {
     const { sse, runId } = await startRun({ task: "echo it", script: [{ content: null, tool_calls: [echoCall("c1", "hello")] }, { content: "echoed" }] });
     const req = await sse.until((m) => m.event === "approval_requested");
-    expect(req!.data.run_id).toBe(runId);
     const approval = req!.data.approval;
+    const agentRun = sse.messages.find((m) => m.event === "agent_started")!.data;
+    expect(approval.run_id).toBe(agentRun.run_id);
+    expect(approval.agent_id).toBe(agentRun.agent_id);
     expect(approval).toMatchObject({ tool: "echo", effect: "read_only", tool_call_id: "c1", reason: "echo is reviewed", rule_id: "ask-echo", arguments: { message: "hello" } });
     const list = await (await d.req("/v1/approvals")).json();
     expect(list.approvals.map((a: { approval_id: string }) => a.approval_id)).toContain(approval.approval_id);
