@@ -2,7 +2,8 @@
  * `exec`: run an allowlisted program with an argv array, inside the root.
  *
  * Arguments: `{"argv": [program, arg…], "cwd"?: string (relative folder,
- * default the root), "env"?: {NAME: value} (allowlisted names only),
+ * default the root), "env"?: {NAME: value} (allowlisted names only, not
+ * PATH, HOME, XDG_*, SHELL or TMPDIR),
  * "timeout_ms"?: integer (at most the configured timeout), "stdin"?: string}`.
  * Result: `{"exit_code", "signal", "stdout", "stderr", "truncated",
  * "stdout_bytes", "stderr_bytes", "timed_out", "isolated"}`. A non-zero exit
@@ -29,7 +30,7 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, FIXED_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
 import { deepFreeze } from "./util.ts";
 
@@ -151,8 +152,9 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       for (const [k, v] of Object.entries(args.env ?? {})) {
         if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (it can make programs run other code)`, { env: k });
         if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
+        if (FIXED_ENV.has(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
         if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
-        env[k] = k === "PATH" ? absolutePathOnly(v) : v;
+        env[k] = v;
       }
       if (name === "git") {
         env.GIT_CONFIG_NOSYSTEM = "1";

@@ -45,7 +45,9 @@
  *
  * **Environment.** The child gets only the allowlisted variables; `PATH`
  * keeps only its absolute entries (an empty or `.` entry would let a
- * program find helpers in the working folder). Names
+ * program find helpers in the working folder). A call may override
+ * allowlisted variables except {@link FIXED_ENV} (`PATH`, `HOME`, `XDG_*`,
+ * `SHELL`, `TMPDIR`). Names
  * matching {@link FORBIDDEN_ENV} (the dynamic loader's `LD_*` and `DYLD_*`,
  * and variables that make shells, git or language runtimes execute code)
  * can't be allowlisted and can't be set per call.
@@ -78,6 +80,14 @@ export const FORBIDDEN_ENV: readonly RegExp[] = [
 ];
 
 export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"] as const;
+
+/**
+ * Variables a call can't override even when allowlisted: they decide which
+ * programs and which configuration files run (a `PATH` or `HOME` pointing
+ * into the workspace would let a written file be executed, or a written
+ * `.gitconfig` name a filter program). They keep the operator's values.
+ */
+export const FIXED_ENV: ReadonlySet<string> = new Set(["PATH", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SHELL", "TMPDIR"]);
 
 /** Git subcommands `exec` allows (local, no program execution by design). */
 export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([

@@ -39,6 +39,12 @@ beforeAll(() => {
 
 afterAll(() => sb.cleanup());
 
+/** A committer identity in the test repository's own config (set by the test, not through exec). */
+function identity(): void {
+  Bun.spawnSync(["git", "config", "user.email", "t@example.com"], { cwd: sb.root });
+  Bun.spawnSync(["git", "config", "user.name", "t"], { cwd: sb.root });
+}
+
 type R = { exit_code: number | null; signal: string | null; stdout: string; stderr: string; truncated: boolean; stdout_bytes: number; stderr_bytes: number; timed_out: boolean; isolated: boolean };
 async function run(args: Record<string, unknown>, signal?: AbortSignal): Promise<R> {
   const env = await sb.call("exec", args, signal);
@@ -117,6 +123,13 @@ describe("exec allowlist bypasses (each must fail)", () => {
     const env = await sb.call("exec", { argv: ["ls"], env: { SOMETHING_ELSE: "x" } });
     expect(code(env)).toBe("COMMAND_NOT_ALLOWED");
     expect(env.error?.message).toContain("not on the allowlist");
+    // allowlisted, but they decide which programs and config files run: the operator's values stay
+    for (const name of ["PATH", "HOME"]) {
+      const e = await sb.call("exec", { argv: ["ls"], env: { [name]: sb.root } });
+      expect(code(e)).toBe("COMMAND_NOT_ALLOWED");
+      expect(e.error?.message).toContain("keeps the operator's value");
+    }
+    expect((await run({ argv: ["cat", "/proc/self/environ"], env: { LANG: "C" } })).stdout).toContain("LANG=C\0");
   });
 
   test("LD_PRELOAD can't be allowlisted, and agentcore's own environment is scrubbed", async () => {
@@ -185,9 +198,9 @@ describe("exec allowlist bypasses (each must fail)", () => {
     await run({ argv: ["git", "init", "-q"] });
     const marker = path.join(sb.base, "HOOK-RAN");
     fs.writeFileSync(path.join(sb.root, ".git", "hooks", "pre-commit"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
-    fs.writeFileSync(path.join(sb.base, ".gitconfig"), "[user]\n\temail = t@example.com\n\tname = t\n");
+    identity();
     await run({ argv: ["git", "add", "sub"] });
-    const r = await run({ argv: ["git", "-P", "commit", "-q", "-m", "x"], env: { HOME: sb.base } });
+    const r = await run({ argv: ["git", "-P", "commit", "-q", "-m", "x"] });
     expect(r).toMatchObject({ exit_code: 0, stderr: "" });
     expect(fs.existsSync(marker)).toBe(false);
     // control: plain git runs the same hook
@@ -281,10 +294,10 @@ describe("exec git editor", () => {
   test("git commit without -m never starts an editor (the repository's core.editor included)", async () => {
     await run({ argv: ["git", "init", "-q"] });
     const marker = path.join(sb.base, "EDITOR-RAN");
-    fs.writeFileSync(path.join(sb.base, ".gitconfig"), "[user]\n\temail = t@example.com\n\tname = t\n");
+    identity();
     Bun.spawnSync(["git", "config", "core.editor", `touch ${marker}; true`], { cwd: sb.root });
     await run({ argv: ["git", "add", "sub"] });
-    const r = await run({ argv: ["git", "commit"], env: { HOME: sb.base } });
+    const r = await run({ argv: ["git", "commit"] });
     expect(r.exit_code).not.toBe(0);
     expect(r.stderr).toContain("editor");
     expect(fs.existsSync(marker)).toBe(false);
