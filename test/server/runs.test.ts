@@ -253,6 +253,37 @@ describe("control", () => {
 });
 
 describe("sessions", () => {
+  test("two runs at once on two branches of one session: every journal line whole, revisions in order, each branch intact", async () => {
+    const first = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "base", session: "s2", script: [{ content: "base done" }] } });
+    expect(first.status).toBe(201);
+    await first.text();
+    expect((await d.req("/v1/sessions/s2/fork", { method: "POST", json: { name: "side" } })).status).toBe(201);
+    const script = (tag: string) => [{ content: null, tool_calls: [sleepCall(`${tag}1`, 150)] }, { content: null, tool_calls: [sleepCall(`${tag}2`, 150)] }, { content: `${tag} done` }];
+    const [a, b] = await Promise.all([
+      startRun({ task: "on main", session: "s2", script: script("m") }),
+      startRun({ task: "on side", session: "s2", branch: "side", script: script("s") }),
+    ]);
+    // both are running at the same time before either finishes
+    await Promise.all([a.sse.until((m) => m.event === "tool_progressed"), b.sse.until((m) => m.event === "tool_progressed")]);
+    const [da, db] = await Promise.all([a.sse.until((m) => m.event === "done"), b.sse.until((m) => m.event === "done")]);
+    expect(da!.data.result.output).toBe("m done");
+    expect(db!.data.result.output).toBe("s done");
+    const file = new JsonlSessionStorage(join(d.dir, "sessions")).fileFor("s2");
+    const records = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(records.map((r) => r.revision)).toEqual(records.map((_, i) => i + 1));
+    for (const branch of ["main", "side"]) {
+      const mine = records.filter((r) => r.branch_id === branch && r.type !== "branch_created");
+      expect(mine.filter((r) => r.type === "run_finished").length).toBeGreaterThanOrEqual(1);
+    }
+    const main = await (await d.req("/v1/sessions/s2")).json();
+    const side = await (await d.req("/v1/sessions/s2?branch=side")).json();
+    expect(main.messages.at(-1).content).toBe("m done");
+    expect(side.messages.at(-1).content).toBe("s done");
+    expect(main.messages.some((m: { content: string | null }) => m.content === "s done")).toBe(false);
+    expect(side.messages[0].content).toBe("base");
+  });
+
+
   test("a session run is journaled; a second run on the same branch meanwhile is a conflict; list/show/tree/fork/rollback/retry", async () => {
     const { sse } = await startRun({ task: "remember 42", session: "s1", script: [{ content: null, tool_calls: [sleepCall("c1", 200)] }, { content: "noted" }] });
     await sse.until((m) => m.event === "tool_progressed");
