@@ -36,7 +36,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout } from "../session/types.ts";
-import { AgentSetupError, makeModel, setupPlan, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, makeModel, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
@@ -188,6 +188,8 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   }
   if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${sessionId}' has no branch '${branch}'`);
 
+  // Skills: the same rule as agent (--skills, else the config's skills_dir, else .agentcore/skills).
+  const skills = await setupSkills(runtime, flags);
   const model = options.model ?? (await makeModel({ ...flags, task: "" }));
   // A closed output (a pipe whose reader went away) ends the chat with status 2, never a crash.
   const screen = new Screen(output, (e) => {
@@ -242,6 +244,9 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
         }
         break;
       }
+      case "skill_activated":
+        screen.line(`[skill ${event.name} is active]`);
+        break;
       case "steering_applied":
         screen.line(`[steering applied before turn ${event.target_turn}: ${JSON.stringify(event.control.content)}]`);
         break;
@@ -297,6 +302,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       systemPrompt,
       sinks: [render, recordSink],
       agentId: checkout?.session.agent_id ?? CHAT_AGENT_ID,
+      ...(skills !== null ? { skills } : {}),
       // /compact summarises everything but the last turn; nothing compacts on its own.
       compaction: {
         policy: new CompactionPolicy({ contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1 }),

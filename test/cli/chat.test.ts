@@ -519,6 +519,20 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     expect(out).toContain("> /plan\nPlan (2/2 done)");
   });
 
+  test("--skills: a $name in a typed line activates that skill for its run; a missing folder is a setup error", () => {
+    const s = script([{ content: "notes drafted" }, { content: "plain answer" }]);
+    const r = cli(["chat", "--script", s, "--root", dir, "--skills", join(REPO, "examples/skills"), "--no-plan"], "draft $release-notes for 1.4\nand now something else\n");
+    expect(r.code).toBe(0);
+    const active = r.stdout.indexOf("[skill release-notes is active]");
+    expect(active).toBeGreaterThan(r.stdout.indexOf("> draft $release-notes"));
+    expect(active).toBeLessThan(r.stdout.indexOf("notes drafted"));
+    // The second line mentions no skill: nothing is activated for its run.
+    expect(r.stdout.split("[skill ").length).toBe(2);
+    const bad = cli(["chat", "--script", s, "--root", dir, "--skills", join(dir, "no-such-folder")], "");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("no-such-folder");
+  });
+
   test("setup errors exit 2 with a message: arguments, agent-only flags, unknown branch, a bad script", () => {
     const ok = script([{ content: "hi" }]);
     const cases: [string[], string][] = [
