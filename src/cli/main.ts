@@ -83,7 +83,7 @@ Options:
   -h, --help             show this help
   -V, --version          print the version
 
-Agent options (agentcore agent; chat takes them too, except --events, --continue and --skills):
+Agent options (agentcore agent; chat takes them too, except --events and --continue):
   --script FILE          play a scripted model (JSONL, one turn per line); no network
   --preset NAME          openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)
   --model NAME           model name (else CHAT_MODEL)
@@ -100,7 +100,7 @@ Agent options (agentcore agent; chat takes them too, except --events, --continue
                          (without a config "policy", read-only tools run and side-effecting tools ask on
                          the terminal; with stdin not a terminal they are refused)
   --no-plan              agent, chat: do not offer the update_plan tool nor ask the model to plan first
-  --skills DIR           agent: skills folder (default: the config's skills_dir, else .agentcore/skills under
+  --skills DIR           agent, chat: skills folder (default: the config's skills_dir, else .agentcore/skills under
                          --root when it exists); its index goes to the model, $name or skill:name in the
                          task activates one (agentcore skills --help)
 
@@ -510,8 +510,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["events", "continue", "skills"] as const;
-    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan"] as const;
+    const agentOnly = ["events", "continue"] as const;
+    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan", "skills"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
       if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
@@ -602,6 +602,7 @@ export async function main(argv: string[]): Promise<number> {
           branch: values.branch as string | undefined,
           sessionsDir: values["sessions-dir"] as string | undefined,
           plan: values["no-plan"] !== true,
+          skills: (values.skills as string | undefined) ?? settings.skillsDir,
           approvalTimeoutMs: settings.policy?.approval_timeout_ms,
         };
         if (typeof values["max-steps"] === "string") chatFlags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
