@@ -21,11 +21,11 @@
  *   `config`, no `submodule`, `bisect run`, `rebase -x`, `difftool`, and
  *   no `merge`/`cherry-pick`/`revert`, whose `--strategy` runs a
  *   `git-merge-NAME` program found on PATH);
- *   and long options naming or starting with `--upload-pack`,
+ *   and the long options in {@link GIT_DENIED_LONG} (`--upload-pack`,
  *   `--receive-pack`, `--exec`, `--ext-diff`, `--textconv`, `--output`,
- *   `--open-files-in-pager`, `--config`, `--template`, `--separate-git-dir`
- *   (git accepts unambiguous abbreviations, so a prefix of four or more
- *   characters counts too) and `-O` are refused. `exec` adds
+ *   `--open-files-in-pager`, `--template`, `--unsafe-paths` for `git apply`
+ *   writing outside the worktree, …; git accepts unambiguous abbreviations,
+ *   so a prefix of four or more characters counts too) and `-O` are refused. `exec` adds
  *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
  *   -c diff.external= -c protocol.allow=never -c core.editor=false
  *   -c sequence.editor=false` in front, so hooks, a repository's fsmonitor,
@@ -97,9 +97,11 @@ export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([
 ]);
 
 const GIT_GLOBAL_OK = new Set(["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects", "-P", "--version"]);
-const GIT_DENIED_LONG = [
+/** git long options refused anywhere before `--` (with their abbreviations). */
+export const GIT_DENIED_LONG: readonly string[] = [
   "--upload-pack", "--receive-pack", "--exec", "--exec-path", "--ext-diff", "--textconv", "--output", "--open-files-in-pager",
   "--config", "--config-env", "--template", "--separate-git-dir", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+  "--unsafe-paths",
 ];
 
 /** Options injected in front of every git command run by `exec`. */

@@ -172,6 +172,7 @@ describe("exec allowlist bypasses (each must fail)", () => {
       ["git", "submodule", "foreach", `touch ${marker}`],
       ["git", "difftool", "-x", `touch ${marker}`],
       ["git", "merge", "-s", "evil", "HEAD"],
+      ["git", "apply", "--unsafe-paths", "--directory=/", "x.patch"],
       ["find", ".", "-exec", "touch", marker, ";"],
       ["find", ".", "-fprint", marker],
       ["find", "--", ".", "-exec", "touch", marker, ";"],
