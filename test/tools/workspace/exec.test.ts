@@ -236,7 +236,7 @@ describe("exec processes", () => {
     const marker = `agentcore-cancel-${process.pid}-${Date.now()}`;
     const ac = new AbortController();
     const pending = sb.call("exec", { argv: ["bun", "-e", forkingScript(marker)] }, ac.signal);
-    for (let i = 0; i < 100 && livePidsWith(marker).length === 0; i++) await Bun.sleep(50);
+    for (let i = 0; i < 400 && livePidsWith(marker).length === 0; i++) await Bun.sleep(50);
     expect(livePidsWith(marker).length).toBe(1);
     ac.abort();
     expect(code(await pending)).toBe("CANCELLED");
