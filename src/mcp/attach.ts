@@ -72,7 +72,9 @@ export async function attachMcpServers(
         try {
           return await h.toolDefinitions();
         } catch (e) {
-          throw new McpStartupError(e instanceof Error ? e.message : String(e));
+          const message = e instanceof Error ? e.message : String(e);
+          const named = `mcp server "${h.server}"`;
+          throw new McpStartupError(message.startsWith(named) ? message : `${named}: listing its tools failed: ${message}`);
         }
       }),
     );

@@ -159,6 +159,16 @@ describe("the server dies or misbehaves", () => {
     expect(logLines(f.log)).toContain("sigterm ignored");
   }, 20_000);
 
+  test("a server whose tools/list fails is a startup error naming the server", async () => {
+    const f = fixture("notools");
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { nt: f.config }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toStartWith('mcp server "nt": listing its tools failed: ');
+    expect(err.message).toContain("no method tools/list");
+    expect(alive(pids(f.log)[0]!)).toBe(false);
+  });
+
   test("a command that does not exist is a startup error naming the server", async () => {
     const rt = createRuntime({ logger });
     const err = await attachMcpServers(rt, { nope: { command: join(dir, "no-such-program") } }, { logger }).catch((e) => e);
