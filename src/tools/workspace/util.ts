@@ -12,8 +12,3 @@ export function deepFreeze<T>(v: T): T {
   }
   return v;
 }
-
-/** Milliseconds from a monotonic clock. */
-export function now(): number {
-  return performance.now();
-}
