@@ -136,7 +136,6 @@ export function createApp(options: AppOptions): Daemon {
   });
   app.notFound((c) => errorResponse(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`));
 
-  // Guards: host/origin, then CORS preflight, then the token, then the concurrency limit.
   /**
    * The guards every request passes: Host/Origin (403), CORS preflight (204),
    * the token (401, not for GET /v1/health), shutdown and the concurrency
