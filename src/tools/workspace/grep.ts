@@ -31,7 +31,7 @@ import type { ToolContext, ToolDefinition } from "../definition.ts";
 import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { at, closeQuietly, fail, lstatAt, openParent, type DirHandle } from "./dirfd.ts";
-import { compileGlob } from "./glob.ts";
+import { compileGlob, worthEntering } from "./glob.ts";
 import { deepFreeze } from "./util.ts";
 import { walkTree } from "./walk.ts";
 
@@ -361,7 +361,7 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
           if (batch.length === 0 || full) return;
           const r = await matcher.scan(batch);
           result.push(...r.matches);
-          full = r.full || result.length >= limit;
+          full = r.full; // more matches than the limit were seen (exactly `limit` is not truncation)
           batch = [];
           batchBytes = 0;
         };
@@ -386,6 +386,7 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
           // The walk is synchronous: gather the paths first, then reach each
           // file again by a descriptor walk from the root, read and scan it.
           const walk = walkTree(realRoot, start, { maxEntries: GREP_MAX_VISITED, signal: ctx.signal }, (e) => {
+            if (e.kind === "dir") return filter !== null && !worthEntering(filter, e.rel) ? "skip" : undefined;
             if (e.kind !== "file") return;
             if (filter !== null && !filter.matches(e.rel)) return;
             files.push(e.rel);

@@ -173,6 +173,15 @@ describe("grep", () => {
     expect((await grep({ pattern: "^hello", path: "README.md" })).matches).toEqual([{ path: "README.md", line: 2, text: "hello world" }]);
   });
 
+  test("exactly max_results matches is not truncation", async () => {
+    const r = await grep({ pattern: "TODO", max_results: 3 });
+    expect(r.matches.length).toBe(3);
+    expect(r.truncated).toBe(false);
+    const w = await grep({ pattern: "TOD+O", max_results: 3 }); // the worker path
+    expect(w).toEqual(r);
+    expect((await grep({ pattern: "TODO", max_results: 2 })).truncated).toBe(true);
+  });
+
   test("max_results caps and flags truncation; long lines are cut", async () => {
     const r = await grep({ pattern: "\\w", max_results: 2 });
     expect(r.matches.length).toBe(2);
