@@ -34,9 +34,12 @@
  *   `gpg.program`) are the operator's and do run; under bubblewrap `.git` is
  *   read-only, so a command can't change them.
  * - `find`: `-exec`, `-execdir`, `-ok`, `-okdir`, `-fprint*`, `-fls`.
- * - `rg`: `--pre`, `--pre-glob`. `tar`: `--to-command`,
- *   `--use-compress-program`, `-I`, `--checkpoint-action`, `--info-script`,
- *   `--new-volume-script`, `-F`, `--rsh-command`, `--rmt-command`.
+ * - `rg`: `--pre`, `--pre-glob`. `fd`: `-x`, `-X`, `--exec`,
+ *   `--exec-batch`. `tar`: `--to-command`, `--use-compress-program`, `-I`,
+ *   `--checkpoint-action`, `--info-script`, `--new-volume-script`, `-F`,
+ *   `--rsh-command`, `--rmt-command`. `sort`: `--compress-program`. `zip`:
+ *   `-TT`, `--unzip-command`. Long options count with GNU abbreviations;
+ *   short letters count inside bundled clusters (`-xvIcmd`, `tar xIf`).
  *
  * Programs that are themselves ways to run anything (shells, interpreters,
  * `env`, `xargs`, `sed` with its `e` command, `awk` with `system()`, …) can
@@ -66,6 +69,7 @@ export const RUNS_PROGRAMS: ReadonlySet<string> = new Set([
   "awk", "gawk", "mawk", "nawk", "sed", "vim", "vi", "nvim", "emacs", "ed", "less", "more", "man",
   "make", "cmake", "npm", "npx", "yarn", "pnpm", "pip", "cargo", "go",
   "ssh", "scp", "sftp", "rsync", "curl", "wget", "nc", "ncat", "socat",
+  "docker", "podman", "kubectl", "systemctl", "crontab", "at", "batch", "bwrap", "firejail", "expect", "tmux", "screen",
 ]);
 
 /** Environment variable names that can never be passed. */
@@ -116,13 +120,35 @@ export const GIT_SAFE_PREFIX = [
   "--no-pager",
 ];
 
-const DENIED: Record<string, { exact?: string[]; prefix?: string[] }> = {
+/**
+ * Per-program option rules:
+ * - `long`: GNU-style long options, refused also as unambiguous
+ *   abbreviations (`--to-com=` for `--to-command`) and with `=value`;
+ * - `exact`: whole arguments (find's single-dash words such as `-exec`);
+ * - `prefix`: any argument starting with it (`-fprint`, `-fprintf`);
+ * - `short`: letters refused anywhere in a single-dash cluster (`-xvIcmd`);
+ * - `oldStyle`: the first argument is an option cluster even without a dash
+ *   (`tar xIf …`).
+ */
+interface OptionRule {
+  long?: string[];
+  exact?: string[];
+  prefix?: string[];
+  short?: string;
+  oldStyle?: boolean;
+}
+
+const DENIED: Record<string, OptionRule> = {
   find: { exact: ["-exec", "-execdir", "-ok", "-okdir", "-fls"], prefix: ["-fprint"] },
-  rg: { exact: ["--pre", "--pre-glob"], prefix: ["--pre="] },
+  rg: { long: ["--pre", "--pre-glob"] },
+  fd: { long: ["--exec", "--exec-batch"], short: "xX" },
   tar: {
-    exact: ["-I", "-F"],
-    prefix: ["--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"],
+    long: ["--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"],
+    short: "IF",
+    oldStyle: true,
   },
+  sort: { long: ["--compress-program"] },
+  zip: { exact: ["-TT"], long: ["--unzip-command"] },
 };
 
 function refuse(message: string, details: Record<string, unknown>): never {
@@ -142,25 +168,22 @@ export function checkProgram(argv0: string, allowed: ReadonlyMap<string, string>
 /** Check the arguments of `program` against its denylist. */
 export function checkArguments(program: string, args: readonly string[]): void {
   if (program === "git") return checkGit(args);
-  if (program === "tar") checkTarClusters(args);
   const rule = DENIED[program];
   if (rule === undefined) return;
   // Every argument is checked, `--` or not: GNU find reads `find -- . -exec …` as an expression.
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
-    if (rule.exact?.includes(name) || rule.prefix?.some((p) => a.startsWith(p))) {
-      refuse(`${program}: option ${JSON.stringify(name)} runs other programs and is not allowed`, { argv_index: i + 1, option: name });
-    }
-  }
-}
-
-/** tar bundles short options (`-xvIcmd`, or `xIf` as the first argument): refuse `I` and `F` anywhere in a cluster. */
-function checkTarClusters(args: readonly string[]): void {
   args.forEach((a, i) => {
-    const cluster = a.startsWith("-") && !a.startsWith("--") ? a.slice(1) : i === 0 && !a.startsWith("-") ? a : null;
-    if (cluster !== null && /[IF]/.test(cluster)) {
-      refuse(`tar: options -I and -F run other programs and are not allowed (found in ${JSON.stringify(a.slice(0, 20))})`, { argv_index: i + 1, option: a.includes("I") ? "-I" : "-F" });
+    const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
+    const deny = (option: string) => refuse(`${program}: option ${JSON.stringify(option)} runs other programs and is not allowed`, { argv_index: i + 1, option });
+    if (rule.exact?.includes(name)) deny(name);
+    const p = rule.prefix?.find((x) => a.startsWith(x));
+    if (p !== undefined) deny(p);
+    if (name.startsWith("--")) {
+      const l = rule.long?.find((d) => d === name || (name.length >= 4 && d.startsWith(name)));
+      if (l !== undefined) deny(l);
+    } else if (rule.short !== undefined) {
+      const cluster = a.startsWith("-") ? a.slice(1) : i === 0 && rule.oldStyle === true ? a : "";
+      const letter = [...rule.short].find((c) => cluster.includes(c));
+      if (letter !== undefined) deny(`-${letter}`);
     }
   });
 }

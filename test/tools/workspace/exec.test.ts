@@ -285,8 +285,28 @@ describe("exec option rules (unit)", () => {
     for (const args of [["-I", "sh"], ["-xvIsh", "-f", "a.tar"], ["xIf", "sh", "a.tar"], ["--use-compress-program=sh", "-xf", "a.tar"], ["-cf", "a.tar", "--checkpoint-action=exec=sh", "x"], ["-xF", "x"]]) {
       expect(() => checkArguments("tar", args)).toThrow(/not allowed/);
     }
-    for (const args of [["-xvf", "a.tar"], ["-czf", "out.tgz", "src"], ["tf", "a.tar"]]) {
+    for (const args of [["-xvf", "a.tar"], ["-czf", "out.tgz", "src"], ["tf", "a.tar"], ["--totals", "-cf", "a.tar", "x"]]) {
       expect(() => checkArguments("tar", args)).not.toThrow();
+    }
+  });
+
+  test("GNU abbreviations of denied long options; fd, sort, zip, rg", async () => {
+    const { checkArguments } = await import("../../../src/tools/workspace/rules.ts");
+    const refused: [string, string[]][] = [
+      ["tar", ["-xf", "a.tar", "--to-com=sh"]],
+      ["tar", ["--use=sh", "-xf", "a.tar"]],
+      ["fd", ["-x", "rm"]],
+      ["fd", ["-Hx", "rm"]],
+      ["fd", ["--exec-batch", "rm"]],
+      ["fd", ["--exec=rm"]],
+      ["sort", ["--compress-prog=sh", "f"]],
+      ["zip", ["-TT", "sh", "a.zip", "f"]],
+      ["rg", ["--pre", "sh", "x"]],
+      ["find", ["-fprintf", "/tmp/x", "%p"]],
+    ];
+    for (const [program, args] of refused) expect(() => checkArguments(program, args)).toThrow(/not allowed/);
+    for (const [program, args] of [["fd", ["-H", "name"]], ["sort", ["-r", "f"]], ["rg", ["--hidden", "x"]], ["find", [".", "-name", "*.ts"]], ["ls", ["--exec"]]] as [string, string[]][]) {
+      expect(() => checkArguments(program, args)).not.toThrow();
     }
   });
 });
