@@ -194,3 +194,33 @@ console.log(JSON.stringify([
     ]);
   }, 120_000);
 });
+
+describe("an agent run with the workspace tools", () => {
+  test("a scripted model greps, patches and runs a command through the compiled binary", () => {
+    freshRoot();
+    const turn = (calls: { id: string; name: string; args: unknown }[]) =>
+      JSON.stringify({ content: null, tool_calls: calls.map((c) => ({ id: c.id, name: c.name, arguments: JSON.stringify(c.args) })) });
+    const script = path.join(base, "agent.jsonl");
+    fs.writeFileSync(
+      script,
+      [
+        turn([
+          { id: "g1", name: "grep", args: { pattern: "TODO" } },
+          { id: "g2", name: "glob", args: { pattern: "*.txt" } },
+        ]),
+        turn([{ id: "p1", name: "apply_patch", args: { edits: [{ path: "a.txt", old: "hello TODO", new: "hello DONE" }] } }]),
+        turn([{ id: "x1", name: "exec", args: { argv: ["cat", "a.txt"] } }]),
+        JSON.stringify({ content: "Fixed the TODO." }),
+      ].join("\n") + "\n",
+    );
+    const cfg = config({ root: "./root", tools: { exec: { allow: ["cat"] } } }, "agent.json");
+    const r = run([binaryPath(), "--config", cfg, "--tools", "workspace,exec", "agent", "--script", script, "--approve-all", "--events", "jsonl", "Fix the TODO"]);
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(path.join(root, "a.txt"), "utf8")).toBe("hello DONE\n");
+    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { kind: string; tool_call?: { name: string }; result?: unknown });
+    const done = events.filter((e) => e.kind === "tool_completed").map((e) => [e.tool_call!.name, JSON.stringify(e.result)]);
+    expect(done.map(([name]) => name)).toEqual(["grep", "glob", "apply_patch", "exec"]);
+    expect(done[3]![1]).toContain("hello DONE");
+    expect(events.at(-1)!.kind).toBe("agent_finished");
+  }, 120_000);
+});
