@@ -92,6 +92,9 @@ export interface Daemon {
 
 const CALL_INPUT_CODES = new Set(["JSON_PARSE", "JSON_DEPTH", "JSON_SIZE", "JSON_DUPLICATE_KEY", "JSON_ENCODING", "JSON_NUMBER_RANGE", "JSON_FORBIDDEN_KEY", "INVALID_CALL"]);
 
+/** The JSON headers as one `Headers` object: a Response copies it several times faster than a record. */
+const CALL_HEADERS = new Headers(JSON_HEADERS);
+
 /** HTTP status of a dispatched call's envelope: 400 when the call itself was malformed, else 200. */
 export function callStatus(env: Envelope): number {
   return env.success || env.error === null ? 200 : CALL_INPUT_CODES.has(env.error.code) ? 400 : 200;
@@ -249,11 +252,11 @@ export function createApp(options: AppOptions): Daemon {
       // A synchronous call only read `signal.aborted`: with no middleware
       // (which could have listened), the controller is as new and is reused.
       if (reusable && controllers.length < 256) controllers.push(ac);
-      return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: JSON_HEADERS });
+      return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: CALL_HEADERS });
     }
     return timed(null, async () => {
       const env = await out;
-      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: JSON_HEADERS });
+      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: CALL_HEADERS });
     }, ac);
   };
   app.post("/v1/calls", (c) => handleCall(c.req.raw));
