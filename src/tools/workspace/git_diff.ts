@@ -97,6 +97,22 @@ const SAFE_CONFIG = [
 ];
 const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
 
+let home: string | undefined;
+
+/** One empty private folder per process for git's HOME, removed at exit. */
+function emptyHome(): string {
+  if (home === undefined || !fs.existsSync(home)) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-git-home-"));
+    if (home === undefined) {
+      globalThis.process?.on?.("exit", () => {
+        if (home !== undefined) fs.rmSync(home, { recursive: true, force: true });
+      });
+    }
+    home = dir;
+  }
+  return home;
+}
+
 /** Create a `git_diff` tool. Throws when `git` is not on PATH. */
 export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<GitDiffArgs> {
   const realRoot = resolveRoot(options.root);
@@ -104,12 +120,10 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
   if (git === null) throw new Error("git_diff: git was not found on PATH");
   const maxBytes = options.maxBytes ?? DEFAULT_GIT_DIFF_MAX_BYTES;
   const timeoutMs = options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS;
-  let home: string | undefined;
   const env = (): Record<string, string> => {
-    if (home === undefined || !fs.existsSync(home)) home = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-git-home-"));
     return {
       PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),
-      HOME: home,
+      HOME: emptyHome(),
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",
       GIT_ATTR_NOSYSTEM: "1",
