@@ -1,0 +1,52 @@
+/** The `tools` config section and the `--tools` list, checked in-process. */
+import { describe, expect, test } from "bun:test";
+import { parseToolsConfig, selectTools, ToolsConfigError } from "../../../src/tools/workspace/config.ts";
+
+describe("parseToolsConfig", () => {
+  test("accepts booleans and settings objects", () => {
+    const v = {
+      list_dir: true,
+      glob: false,
+      grep: { max_results: 5, max_file_bytes: 10, timeout_ms: 100 },
+      git_diff: { max_bytes: 1, timeout_ms: 2 },
+      write_file: { max_bytes: 3 },
+      apply_patch: {},
+      exec: { allow: ["ls"], env: ["PATH"], timeout_ms: 4, max_output_bytes: 5, isolation: "off" },
+    };
+    expect(parseToolsConfig(v)).toEqual(v as never);
+  });
+
+  test("every problem names its key", () => {
+    const cases: [unknown, string][] = [
+      [[], '"tools" must be an object'],
+      [{ nope: true }, 'unknown key "tools.nope"'],
+      [{ toString: true }, 'unknown key "tools.toString"'],
+      [{ grep: "yes" }, '"tools.grep" must be true, false or an object'],
+      [{ grep: { max_results: 1.5 } }, '"tools.grep.max_results" must be a positive integer'],
+      [{ grep: { max_results: -1 } }, '"tools.grep.max_results" must be a positive integer'],
+      [{ grep: { hasOwnProperty: 1 } }, 'unknown key "tools.grep.hasOwnProperty"'],
+      [{ exec: true }, '"tools.exec" needs an object with an "allow" list'],
+      [{ exec: {} }, '"tools.exec.allow" is required'],
+      [{ exec: { allow: "ls" } }, '"tools.exec.allow" must be an array of strings'],
+      [{ exec: { allow: [""] } }, '"tools.exec.allow[0]" must be a non-empty string'],
+      [{ exec: { allow: ["ls"], isolation: true } }, '"tools.exec.isolation" must be "auto", "required" or "off"'],
+    ];
+    for (const [value, message] of cases) {
+      expect(() => parseToolsConfig(value)).toThrow(ToolsConfigError);
+      expect(() => parseToolsConfig(value)).toThrow(message);
+    }
+  });
+});
+
+describe("selectTools", () => {
+  test("groups, names, configured settings, and exec's need for a config section", () => {
+    expect(selectTools("read")).toEqual({ list_dir: true, glob: true, grep: true, git_diff: true });
+    expect(Object.keys(selectTools("workspace"))).toEqual(["list_dir", "glob", "grep", "git_diff", "write_file", "apply_patch"]);
+    expect(selectTools(" grep , write_file ,", { grep: { max_results: 3 }, exec: { allow: ["ls"] } })).toEqual({ grep: { max_results: 3 }, write_file: true });
+    expect(selectTools("exec", { exec: { allow: ["ls"] } })).toEqual({ exec: { allow: ["ls"] } });
+    expect(() => selectTools("exec")).toThrow('needs a config file with a "tools.exec" section');
+    expect(() => selectTools("exec", { exec: false })).toThrow("tools.exec");
+    expect(() => selectTools("read,bash")).toThrow('unknown tool "bash"');
+    expect(() => selectTools("")).toThrow("at least one tool");
+  });
+});
