@@ -1,13 +1,14 @@
 /**
  * Smoke test: the same daemon under `deno run` (Deno.serve): health without a
- * token, an authenticated call, a refused Host, then SIGTERM → exit 0.
+ * token, an authenticated call, a scripted run over SSE, a refused Host, then
+ * SIGTERM → exit 0.
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
-import { rawRequest } from "./support.ts";
+import { rawRequest, SseReader } from "./support.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-deno-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,6 +40,16 @@ test("agentcore serve runs under deno run", async () => {
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ id: "d1", success: true, tool: "echo", result: { message: "from deno" } });
     expect((await fetch(`${url}/v1/tools`)).status).toBe(401);
+    // A scripted run streams over SSE on Deno.serve too.
+    const run = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"on":"deno"}' }] }, { content: "deno done" }] }),
+    });
+    expect(run.headers.get("content-type")).toContain("text/event-stream");
+    const events = await new SseReader(run).all();
+    expect(events.find((m) => m.event === "tool_completed")!.data.result.error).toBeNull();
+    expect(events.at(-1)).toMatchObject({ event: "done", data: { result: { status: "completed", output: "deno done" } } });
     const port = Number(new URL(url).port);
     const evil = await rawRequest(port, `GET /v1/health HTTP/1.1\r\nHost: evil.example:${port}\r\nConnection: close`);
     expect(evil.status).toBe(403);
