@@ -102,6 +102,24 @@ describe("approvals and runs at the edges", () => {
     }
   });
 
+  test("an idle agent is shut down after its TTL; the run stays readable and refuses to continue", async () => {
+    const d = await startTestDaemon({ idleTtlMs: 100 });
+    try {
+      const created = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", script: [{ content: "bye" }, { content: "never" }] } });
+      const { run_id } = await created.json();
+      const view = await eventually(async () => {
+        const v = await (await d.req(`/v1/runs/${run_id}`)).json();
+        return v.status === "closed" ? v : undefined;
+      }, 50);
+      expect(view).toMatchObject({ result: { output: "bye" }, can_continue: false, continue_rejection_reason: "agent_shutting_down" });
+      const cont = await d.req(`/v1/runs/${run_id}/continue`, { method: "POST" });
+      expect(cont.status).toBe(409);
+      expect((await cont.json()).error.details.reason).toBe("closed");
+    } finally {
+      await d.stop();
+    }
+  });
+
   test("attaching to an idle run ends at once with done; an unknown run is 404", async () => {
     const d = await startTestDaemon();
     try {
