@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { ERROR_CODES } from "../../src/runtime/envelope.ts";
 import { bearerChecker, loadOrCreateToken, TokenError } from "../../src/server/token.ts";
 import { hostOriginGuard } from "../../src/server/guard.ts";
+import { createLogger } from "../../src/runtime/logger.ts";
 import { rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
 
 let d: TestDaemon;
@@ -226,6 +227,32 @@ describe("bodies", () => {
       const r = await d.req(p, { method: m, json: m === "POST" ? { approved: true } : undefined });
       expect(r.status).toBe(404);
       expect(envelopeOf(await r.text()).error.code).toBe("NOT_FOUND");
+    }
+  });
+});
+
+describe("internal errors", () => {
+  test("an unexpected exception is a bare 500 INTERNAL_ERROR envelope: no message, no stack", async () => {
+    const logged: string[] = [];
+    const t = await startTestDaemon({
+      runtimeOptions: { logger: createLogger({ level: "error", sink: (l) => logged.push(l) }) },
+      mount: (app) => {
+        app.get("/v1/boom", () => {
+          throw new Error("secret internal detail at /home/me/key");
+        });
+      },
+    });
+    try {
+      const r = await t.req("/v1/boom");
+      expect(r.status).toBe(500);
+      const text = await r.text();
+      expect(envelopeOf(text).error).toEqual({ code: "INTERNAL_ERROR", message: "internal error", details: {} });
+      expect(text).not.toContain("secret");
+      expect(text).not.toContain("/home/me");
+      // the operator's log has it
+      expect(logged.join("\n")).toContain("secret internal detail");
+    } finally {
+      await t.stop();
     }
   });
 });
