@@ -46,6 +46,11 @@
  * outside the root are regular files inside it and are read, and the
  * non-Linux fallback is weaker than the `/proc` check.
  *
+ * Writes can't be checked after the fact, so the workspace tools
+ * (`write_file`, `apply_patch`, and the read-only walkers) resolve the same
+ * paths, with {@link splitRelativePath} and the same codes, through
+ * directory descriptors instead: see `../workspace/dirfd.ts`.
+ *
  * @module
  */
 import * as fs from "node:fs";
