@@ -71,7 +71,7 @@ Options:
                          Also AGENTCORE_CONFIG. A "policy" section (default, rules) allows, denies (DENIED)
                          or asks on the terminal before each tool call. "mcpServers" (command/args/env or
                          url/headers, as other MCP clients) adds each server's tools as SERVER__TOOL to
-                         tools, execute, run, agent, chat and mcp; the servers stop when the command ends.
+                         tools, execute, run, agent, chat, mcp and serve; the servers stop when the command ends.
   --json                 tools: print the list as JSON
   --tools LIST           enable workspace tools (comma-separated): list_dir, glob, grep, git_diff,
                          write_file, apply_patch, exec; 'read' = the four read-only ones, 'workspace' =
