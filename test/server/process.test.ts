@@ -72,8 +72,12 @@ function journal(c: Child, session: string) {
 }
 
 describe("agentcore serve (child process)", () => {
-  test("prints its URL and a 0600 token file; SIGTERM mid-run aborts the run, flushes the journal and exits 0", async () => {
-    const c = await spawnServe(["--port", "0"]);
+  test("prints its URL and a 0600 token file; SIGTERM during a slow tool aborts the run, flushes the journal and exits 0", async () => {
+    const cfgDir = mkdtempSync(join(tmpdir(), "agentcore-serve-exec-"));
+    dirs.push(cfgDir);
+    const config = join(cfgDir, "agentcore.jsonc");
+    writeFileSync(config, JSON.stringify({ tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 120_000, isolation: "off" } } }));
+    const c = await spawnServe(["--port", "0", "--config", config]);
     expect(c.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(statSync(c.tokenFile!).mode & 0o777).toBe(0o600);
     expect(c.token).toMatch(/^[0-9a-f]{64}$/);
@@ -83,21 +87,29 @@ describe("agentcore serve (child process)", () => {
       body: JSON.stringify({
         task: "work slowly",
         session: "job",
-        script: [{ content: "step 1", tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"one"}' }] }, { content: "never said", delay_ms: 600_000 }],
+        script: [
+          { content: "step 1", tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"one"}' }] },
+          { content: "step 2", tool_calls: [{ id: "c2", name: "exec", arguments: '{"argv":["sleep","600"]}' }] },
+          { content: "never said" },
+        ],
       }),
     });
     expect(res.status).toBe(201);
     const sse = new SseReader(res);
-    await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
+    await sse.until((m) => m.event === "tool_started" && m.data.tool_call.name === "exec");
     c.proc.kill("SIGTERM");
     const finished = await sse.until((m) => m.event === "agent_finished");
     expect(finished!.data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "the daemon is shutting down" });
     expect(await c.exited).toBe(0);
     expect(c.stderr()).toContain("SIGTERM: stopping");
-    const records = journal(c, "job");
-    expect(records.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
-    expect(records.map((r) => r.revision)).toEqual([1, 2, 3, 4]);
+    const records = journal(c, "job"); // every line parses
+    expect(records.map((r) => r.revision)).toEqual(records.map((_, i) => i + 1));
+    const types = records.map((r) => r.type);
+    expect(types.slice(0, 4)).toEqual(["run_started", "message_appended", "messages_appended", "message_appended"]);
+    expect(types.at(-1)).toBe("run_finished");
     expect(records.at(-1).data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+    // the assistant turn that asked for the slow tool is on disk
+    expect(JSON.stringify(records[3].data)).toContain("sleep");
   }, 60_000);
 
   test("--on-shutdown finish lets the run complete before exiting 0; new requests are refused meanwhile", async () => {
