@@ -132,7 +132,7 @@ describe("agentcore skills list (source)", () => {
     }
   });
 
-  test("--help, and --skills refused outside agent", async () => {
+  test("--help, and --skills refused outside agent and chat", async () => {
     const h = await cli(["skills", "--help"]);
     expect(h.status).toBe(0);
     expect(h.stdout).toContain("agentcore skills list [--json] [--dir DIR]");
@@ -141,7 +141,7 @@ describe("agentcore skills list (source)", () => {
     expect(main.stdout).toContain("--skills DIR");
     const t = await cli(["tools", "--skills", "examples/skills"]);
     expect(t.status).toBe(2);
-    expect(t.stderr).toContain("--skills applies to 'agent' only");
+    expect(t.stderr).toContain("--skills applies to 'agent' and 'chat' only");
   });
 });
 
