@@ -84,6 +84,13 @@ export function openApiDocument(version: string): Record<string, unknown> {
       "/v1/sessions/{session_id}/fork": { post: { summary: "new branch at a record (default: head of main)", parameters: [idParam("session_id", "session id")], requestBody: { required: false, content: json({ type: "object", properties: { from: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
       "/v1/sessions/{session_id}/rollback": { post: { summary: "new branch at an earlier record (main is never rewritten)", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["to"], properties: { to: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
       "/v1/sessions/{session_id}/retry": { post: { summary: "new branch just before a run; returns its task (start it with POST /v1/runs {session, branch, task})", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["run"], properties: { run: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch and task", content: json({ type: "object" }) }, ...errors(400, 404, 409, ...STD) } } },
+      "/mcp": {
+        post: {
+          summary: "MCP Streamable HTTP endpoint: the registered tools (tools/list, tools/call) for MCP clients; same token, Host and Origin checks",
+          requestBody: { required: true, content: json({ type: "object", description: "a JSON-RPC message" }) },
+          responses: { "200": { description: "JSON-RPC response (JSON, or SSE when the server streams)", content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } } }, ...errors(413, ...STD) },
+        },
+      },
     },
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "the token from the daemon's token file, or AGENTCORE_TOKEN" } },
