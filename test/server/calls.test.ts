@@ -97,7 +97,12 @@ describe("discovery", () => {
     expect(doc.openapi).toBe("3.1.0");
     const norm = (p: string) => p.replace(/\{[^}]+\}/g, "{}").replace(/:[A-Za-z_]+/g, "{}");
     const documented = new Set<string>();
-    for (const [p, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${norm(p)}`);
+    for (const [p, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      if (p.startsWith("/v1/")) for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${norm(p)}`);
+    }
+    // /mcp (every method goes to the MCP handler) is described too
+    expect(doc.paths["/mcp"].post).toBeDefined();
+    expect(d.running.daemon.app.routes.some((r) => r.path === "/mcp" && r.method === "ALL")).toBe(true);
     const routed = new Set(d.running.daemon.app.routes.filter((r) => r.path.startsWith("/v1/")).map((r) => `${r.method} ${norm(r.path)}`));
     expect([...routed].sort()).toEqual([...documented].sort());
     // every path's refs resolve
