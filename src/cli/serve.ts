@@ -57,7 +57,8 @@ Limits:
   --max-input-bytes N, --max-depth N   strict JSON limits of a call (defaults ${DEFAULT_MAX_BYTES}, ${DEFAULT_MAX_DEPTH})
 Shutdown:
   --on-shutdown abort|finish  abort active runs at once (default), or let them finish
-  --shutdown-grace-ms N       with finish: abort what is still running after this (default 30000)
+  --shutdown-grace-ms N       with finish: abort what is still running after this (default 30000);
+                              a second signal aborts them at once
 `;
 
 function fail(message: string): number {
@@ -206,18 +207,25 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     const onInt = () => onSignal("SIGINT");
     const onTerm = () => onSignal("SIGTERM");
     const onSignal = (name: string) => {
-      if (signalled) return;
+      if (signalled) {
+        // A second signal does not wait for the grace period: abort what runs (journals are still flushed).
+        const n = daemon.daemon.runs.abortAll("the daemon is shutting down (second signal)");
+        process.stderr.write(`agentcore serve: ${name} again: aborting ${n} run(s) now\n`);
+        return;
+      }
       signalled = true;
-      process.off("SIGINT", onInt);
-      process.off("SIGTERM", onTerm);
       process.stderr.write(`agentcore serve: ${name}: stopping\n`);
       daemon.stop().then(
         () => {
           process.stderr.write("agentcore serve: stopped\n");
+          process.off("SIGINT", onInt);
+          process.off("SIGTERM", onTerm);
           resolve(0);
         },
         (e) => {
           process.stderr.write(`agentcore serve: error while stopping: ${(e as Error)?.message ?? String(e)}\n`);
+          process.off("SIGINT", onInt);
+          process.off("SIGTERM", onTerm);
           resolve(1);
         },
       );

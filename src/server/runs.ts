@@ -463,6 +463,13 @@ export class RunManager {
     r.listeners.clear();
   }
 
+  /** Abort every active run now (a second SIGINT/SIGTERM during a `finish` shutdown). */
+  abortAll(reason: string): number {
+    let n = 0;
+    for (const r of this.#runs.values()) if (r.agent.abort(reason)) n++;
+    return n;
+  }
+
   /**
    * Shutdown: refuse new runs; in `abort` mode abort every active run at
    * once; in `finish` mode give them `graceMs`, then abort the rest. Resolves

@@ -132,6 +132,25 @@ describe("agentcore serve (child process)", () => {
     expect(records.at(-1)).toMatchObject({ type: "run_finished", data: { result: { status: "completed" } } });
   }, 60_000);
 
+  test("in finish mode a second SIGTERM aborts the run at once; the journal still ends with run_finished and the exit is 0", async () => {
+    const c = await spawnServe(["--port", "0", "--on-shutdown", "finish", "--shutdown-grace-ms", "600000"]);
+    const res = await fetch(`${c.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ task: "long", session: "twice", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never", delay_ms: 600_000 }] }),
+    });
+    const sse = new SseReader(res);
+    await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
+    c.proc.kill("SIGTERM");
+    while (!c.stderr().includes("SIGTERM: stopping")) await Bun.sleep(10);
+    c.proc.kill("SIGTERM");
+    const finished = await sse.until((m) => m.event === "agent_finished");
+    expect(finished!.data.result).toMatchObject({ status: "cancelled", error: "the daemon is shutting down (second signal)" });
+    expect(await c.exited).toBe(0);
+    expect(c.stderr()).toContain("SIGTERM again: aborting 1 run(s) now");
+    expect(journal(c, "twice").at(-1)).toMatchObject({ type: "run_finished", data: { result: { status: "cancelled" } } });
+  }, 60_000);
+
   test("--unix PATH listens on a 0600 socket; SIGINT exits 0 and removes it", async () => {
     const sockDir = mkdtempSync(join(tmpdir(), "agentcore-sock-"));
     dirs.push(sockDir);
