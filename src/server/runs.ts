@@ -155,11 +155,19 @@ function compactionPrompt(request: CompactionRequest): ChatMessage[] {
   ];
 }
 
+/** Items kept per run for replays to a client that reattaches. */
+export const BACKLOG = 2000;
+
 /** One live (or finished) run. */
 export class ServerRun {
   readonly createdAt = new Date();
   readonly results: { agent_run_id: string; result: AgentRunResult }[] = [];
-  readonly listeners = new Set<(item: RunStreamItem) => void>();
+  /** Stream listeners; `id` numbers the run's events and approval notices from 1 (0 for `idle`). */
+  readonly listeners = new Set<(item: RunStreamItem, id: number) => void>();
+  /** The last {@link BACKLOG} numbered items, for `Last-Event-ID` replays. */
+  readonly backlog: { id: number; item: RunStreamItem }[] = [];
+  /** The id of the last numbered item. */
+  lastId = 0;
   /** Event run ids of the agent (to route approvals). */
   readonly agentRunIds = new Set<string>();
   closed = false;
@@ -177,9 +185,15 @@ export class ServerRun {
   ) {}
 
   emit(item: RunStreamItem): void {
+    let id = 0;
+    if (item.type !== "idle") {
+      id = ++this.lastId;
+      this.backlog.push({ id, item });
+      if (this.backlog.length > BACKLOG) this.backlog.shift();
+    }
     for (const l of [...this.listeners]) {
       try {
-        l(item);
+        l(item, id);
       } catch {
         // a broken stream never affects the run
       }

@@ -1,9 +1,11 @@
 /**
  * Server-sent events for runs.
  *
- * Each item is one SSE message: `id:` (a counter per stream), `event:` (the
- * agent event's `kind`, or `approval_requested` / `approval_resolved`), and
- * `data:` (the item as one line of JSON). A comment line (`: heartbeat`)
+ * Each item is one SSE message: `id:` (numbered per run from 1, the same in
+ * every stream of that run), `event:` (the agent event's `kind`, or
+ * `approval_requested` / `approval_resolved`), and `data:` (the item as one
+ * line of JSON). A stream opened with `replayAfter` first sends the run's
+ * kept items after that id (a reconnecting client's `Last-Event-ID`). A comment line (`: heartbeat`)
  * goes out every `heartbeatMs` so that idle connections stay open through
  * proxies and the server's idle timeout. When the run is idle again the
  * stream sends `event: done` with the run's status and last result, and ends.
@@ -35,6 +37,8 @@ export interface RunStreamOptions {
   onDisconnect?: () => void;
   /** End at once with `done` if the run is not running (for attaching to a run). */
   endIfIdle?: boolean;
+  /** Replay the run's kept items with an id above this first. */
+  replayAfter?: number;
 }
 
 const enc = new TextEncoder();
@@ -62,7 +66,6 @@ function itemMessage(item: RunStreamItem, id: number): Uint8Array | null {
  */
 export function runEventStream(run: ServerRun, options: RunStreamOptions): ReadableStream<Uint8Array> {
   const maxQueued = options.maxQueued ?? 10_000;
-  let counter = 0;
   let finished = false;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -81,7 +84,7 @@ export function runEventStream(run: ServerRun, options: RunStreamOptions): Reada
     if (finished) return;
     cleanup();
     try {
-      controller.enqueue(sseMessage("done", { run_id: run.id, status, result }, ++counter));
+      controller.enqueue(sseMessage("done", { run_id: run.id, status, result }));
       controller.close();
     } catch {
       // the client is already gone
@@ -102,12 +105,10 @@ export function runEventStream(run: ServerRun, options: RunStreamOptions): Reada
       leave();
     }
   };
-  const listener = (item: RunStreamItem) => {
+  const listener = (item: RunStreamItem, id: number) => {
     if (item.type === "idle") return end(item.status, item.result);
-    const m = itemMessage(item, counter + 1);
-    if (m === null) return;
-    counter++;
-    send(m);
+    const m = itemMessage(item, id);
+    if (m !== null) send(m);
   };
   const onAbort = () => leave();
   return new ReadableStream<Uint8Array>({
@@ -117,6 +118,9 @@ export function runEventStream(run: ServerRun, options: RunStreamOptions): Reada
       options.signal?.addEventListener("abort", onAbort, { once: true });
       if (options.signal?.aborted) return leave();
       c.enqueue(enc.encode(`: run ${run.id}\n\n`));
+      if (options.replayAfter !== undefined) {
+        for (const { id, item } of run.backlog) if (id > options.replayAfter) listener(item, id);
+      }
       heartbeat = setInterval(() => send(enc.encode(`: heartbeat\n\n`)), options.heartbeatMs);
       if (options.endIfIdle === true && run.status !== "running") end(run.status, run.agent.lastResult);
     },

@@ -48,7 +48,9 @@ describe("runs over SSE", () => {
       "agent_started", "turn_started", "assistant_text_delta", "message_completed", "tool_started", "tool_progressed", "tool_completed", "turn_completed",
       "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished", "done",
     ]);
-    expect(all.map((m) => Number(m.id))).toEqual(all.map((_, i) => i + 1));
+    // ids number the run's items from 1; done closes the stream and has none
+    expect(all.slice(0, -1).map((m) => Number(m.id))).toEqual(all.slice(0, -1).map((_, i) => i + 1));
+    expect(all.at(-1)!.id).toBeUndefined();
     const agentEvents = all.slice(0, -1).map((m) => m.data);
     expect(agentEvents.map((e) => e.sequence)).toEqual(agentEvents.map((_, i) => i + 1));
     expect(new Set(agentEvents.map((e) => e.run_id)).size).toBe(1);
@@ -163,14 +165,25 @@ describe("control", () => {
     expect(view.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "the client disconnected" });
   });
 
-  test("a detached run survives its client and can be watched again", async () => {
+  test("a detached run survives its client; the client reattaches with Last-Event-ID and misses nothing", async () => {
     const { sse, runId } = await startRun({ task: "t", detached: true, script: [{ content: null, tool_calls: [sleepCall("c1", 300)] }, { content: "finished alone" }] });
-    await sse.until((m) => m.event === "tool_progressed");
+    const seen = await sse.until((m) => m.event === "tool_progressed");
     await sse.cancel();
-    const watch = new SseReader(await d.req(`/v1/runs/${runId}/events`));
+    const watch = new SseReader(await d.req(`/v1/runs/${runId}/events`, { headers: { "last-event-id": seen!.id! } }));
     const done = await watch.until((m) => m.event === "done");
     expect(done!.data.result).toMatchObject({ status: "completed", output: "finished alone" });
+    const ids = [...sse.messages, ...watch.messages].filter((m) => m.id !== undefined).map((m) => Number(m.id));
+    expect(ids).toEqual(ids.map((_, i) => i + 1)); // no gap, no duplicate across the two streams
+    expect(watch.messages[0]!.event).toBe("tool_completed");
     expect((await runView(runId)).result.status).toBe("completed");
+    // after=0 replays the whole run to a late watcher, then done
+    const late = new SseReader(await d.req(`/v1/runs/${runId}/events?after=0`));
+    const replay = await late.all();
+    expect(replay[0]!.event).toBe("agent_started");
+    expect(replay.at(-1)!.event).toBe("done");
+    expect(replay.length).toBe(ids.length + 1);
+    const bad = await d.req(`/v1/runs/${runId}/events`, { headers: { "last-event-id": "x1" } });
+    expect(bad.status).toBe(400);
   });
 
   test("two runs at once: both wait for approval at the same time, each stream carries only its own run", async () => {
