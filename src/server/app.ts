@@ -186,7 +186,7 @@ export function createApp(options: AppOptions): Daemon {
   (ticker as { unref?: () => void }).unref?.();
 
   /** Run `fn` with the request deadline: past it, its signal fires and the client gets 504 TIMEOUT. */
-  const timed = async (_c: Context | null, fn: (signal: AbortSignal) => Promise<Response>, ac = new AbortController()): Promise<Response> => {
+  const timed = async (fn: (signal: AbortSignal) => Promise<Response>, ac = new AbortController()): Promise<Response> => {
     let settle!: (r: Response) => void;
     const deadline = new Promise<Response>((resolve) => (settle = resolve));
     const entry = {
@@ -254,7 +254,7 @@ export function createApp(options: AppOptions): Daemon {
       if (reusable && controllers.length < 256) controllers.push(ac);
       return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: CALL_HEADERS });
     }
-    return timed(null, async () => {
+    return timed(async () => {
       const env = await out;
       return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: CALL_HEADERS });
     }, ac);
@@ -362,14 +362,14 @@ export function createApp(options: AppOptions): Daemon {
     return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), { headers: SSE_HEADERS });
   });
   app.post("/v1/runs/:id/abort", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const run = runs.get(c.req.param("id"));
       const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["reason"]);
       const reason = f.string("reason", { max: 1000 }) ?? "aborted by a client";
       return jsonResponse({ run_id: run.id, aborted: run.agent.abort(reason) });
     }));
   app.post("/v1/runs/:id/steer", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const run = runs.get(c.req.param("id"));
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["content"]);
       const content = f.string("content", { required: true, max: 1 << 20 })!;
@@ -377,7 +377,7 @@ export function createApp(options: AppOptions): Daemon {
       return jsonResponse({ run_id: run.id, ...receipt }, receipt.status === "accepted" ? 202 : 409);
     }));
   app.post("/v1/runs/:id/follow_up", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const run = runs.get(c.req.param("id"));
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["task"]);
       const task = f.string("task", { required: true, max: 1 << 20 })!;
@@ -399,7 +399,7 @@ export function createApp(options: AppOptions): Daemon {
 
   app.get("/v1/approvals", () => jsonResponse({ approvals: approvals.list() }));
   app.post("/v1/approvals/:id", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const id = c.req.param("id");
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["approved", "reason"]);
       const approved = f.bool("approved");
@@ -415,7 +415,7 @@ export function createApp(options: AppOptions): Daemon {
   // ---------------------------------------------------------------- sessions
 
   app.get("/v1/sessions", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const s = storage();
       const rows = [];
       for (const id of await s.listSessions()) {
@@ -426,14 +426,14 @@ export function createApp(options: AppOptions): Daemon {
       }
       return jsonResponse({ sessions: rows });
     }));
-  app.get("/v1/sessions/:id", (c) => timed(c, async () => {
+  app.get("/v1/sessions/:id", (c) => timed(async () => {
     const id = c.req.param("id");
     const branch = c.req.query("branch") ?? "main";
     const checkout = await storage().checkout(id, branch);
     if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
     return jsonResponse({ session_id: id, branch: checkout.branch, head: checkout.head, session: checkout.session, messages: sessionMessages(checkout.session) });
   }));
-  app.get("/v1/sessions/:id/tree", (c) => timed(c, async () => {
+  app.get("/v1/sessions/:id/tree", (c) => timed(async () => {
     const id = c.req.param("id");
     const s = storage();
     const records = await s.records(id);
@@ -441,20 +441,20 @@ export function createApp(options: AppOptions): Daemon {
     return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
   }));
   app.post("/v1/sessions/:id/fork", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["from", "name"]);
       const checkout = await storage().fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
       return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
     }));
   app.post("/v1/sessions/:id/rollback", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["to", "name"]);
       const to = f.string("to", { required: true, max: 200 })!;
       const checkout = await storage().rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
       return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
     }));
   app.post("/v1/sessions/:id/retry", (c) =>
-    timed(c, async () => {
+    timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["run", "name"]);
       const runId = f.string("run", { required: true, max: 200 })!;
       const r = await storage().prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
