@@ -50,6 +50,24 @@ test("agentcore serve runs under deno run", async () => {
     const events = await new SseReader(run).all();
     expect(events.find((m) => m.event === "tool_completed")!.data.result.error).toBeNull();
     expect(events.at(-1)).toMatchObject({ event: "done", data: { result: { status: "completed", output: "deno done" } } });
+    // A client that goes away aborts its (non-detached) run on Deno too.
+    const long = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ task: "t", script: [{ content: "thinking", delay_ms: 600_000 }] }),
+    });
+    const longId = long.headers.get("x-run-id")!;
+    const longSse = new SseReader(long);
+    await longSse.until((m) => m.event === "turn_started");
+    await longSse.cancel();
+    for (;;) {
+      const v = await (await fetch(`${url}/v1/runs/${longId}`, { headers: { authorization: `Bearer ${token}` } })).json();
+      if (v.status === "idle") {
+        expect(v.result).toMatchObject({ status: "cancelled", error: "the client disconnected" });
+        break;
+      }
+      await Bun.sleep(20);
+    }
     const port = Number(new URL(url).port);
     const evil = await rawRequest(port, `GET /v1/health HTTP/1.1\r\nHost: evil.example:${port}\r\nConnection: close`);
     expect(evil.status).toBe(403);
