@@ -1,7 +1,8 @@
 /**
  * Smoke test: the same daemon under `deno run` (Deno.serve): health without a
- * token, an authenticated call, a scripted run over SSE, a refused Host, then
- * SIGTERM → exit 0.
+ * token, an authenticated call, a scripted run over SSE, a disconnect that
+ * aborts a run, a refused Host, then SIGTERM during a session run → the
+ * journal ends with run_finished and the exit status is 0.
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { rawRequest, SseReader } from "./support.ts";
+import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-deno-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -71,8 +73,20 @@ test("agentcore serve runs under deno run", async () => {
     const port = Number(new URL(url).port);
     const evil = await rawRequest(port, `GET /v1/health HTTP/1.1\r\nHost: evil.example:${port}\r\nConnection: close`);
     expect(evil.status).toBe(403);
+    // SIGTERM during a session run: the run is aborted, its journal ends with run_finished, exit 0.
+    const job = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ task: "t", session: "deno-job", script: [{ content: "slow", delay_ms: 600_000 }] }),
+    });
+    const jobSse = new SseReader(job);
+    await jobSse.until((m) => m.event === "turn_started");
     proc.kill("SIGTERM");
+    const finished = await jobSse.until((m) => m.event === "agent_finished");
+    expect(finished!.data.result.status).toBe("cancelled");
     expect(await proc.exited).toBe(0);
+    const journal = readFileSync(new JsonlSessionStorage(join(dir, ".agentcore", "sessions")).fileFor("deno-job"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(journal.map((r) => r.type)).toEqual(["run_started", "run_finished"]);
   } finally {
     if (proc.exitCode === null) proc.kill("SIGKILL");
   }
