@@ -240,6 +240,16 @@ describe("agentcore serve (child process)", () => {
       expect(r.exitCode).toBe(2);
       expect(r.stderr.toString()).toContain(msg);
     }
+    // a port already in use is reported, not thrown
+    const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("x") });
+    try {
+      const r = run(["--port", String(busy.port)]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr.toString()).toContain(`cannot listen on 127.0.0.1:${busy.port}`);
+      expect(r.stderr.toString()).not.toContain("    at ");
+    } finally {
+      busy.stop(true);
+    }
     const h = run(["--help"]);
     expect(h.exitCode).toBe(0);
     expect(h.stdout.toString()).toContain("--on-shutdown abort|finish");
