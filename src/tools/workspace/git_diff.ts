@@ -20,8 +20,8 @@
  * ```
  *
  * with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
- * `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `HOME` an empty private
- * folder and only `PATH` besides. Command-line `-c` beats the repository's
+ * `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `HOME` a folder with
+ * nothing in it, and only `PATH` besides. Command-line `-c` beats the repository's
  * own configuration, so a hostile `.git/config` can't start an fsmonitor,
  * a pager, an external diff or a hook. Clean/smudge filters are named in the
  * repository's config (`filter.NAME.clean`) and chosen by `.gitattributes`:
@@ -41,7 +41,7 @@ import * as path from "node:path";
 import type { ToolContext, ToolDefinition } from "../definition.ts";
 import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
-import { fail } from "./dirfd.ts";
+import { fail, hasProcFd } from "./dirfd.ts";
 import { runProcess } from "./process.ts";
 import { findOnPath, pathDirs } from "./sandbox.ts";
 import { absolutePathOnly } from "./rules.ts";
@@ -99,8 +99,14 @@ const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
 
 let home: string | undefined;
 
-/** One empty private folder per process for git's HOME, removed at exit. */
+/**
+ * git's HOME: a folder with nothing in it, so no `~/.gitconfig` or
+ * `~/.config/git/*` is read. On Linux a path under `/proc/self` that can't
+ * exist (nobody can create entries there; git treats the missing files as
+ * absent); elsewhere one empty private folder per process, removed at exit.
+ */
 function emptyHome(): string {
+  if (hasProcFd()) return "/proc/self/agentcore-no-home";
   if (home === undefined || !fs.existsSync(home)) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-git-home-"));
     if (home === undefined) {
