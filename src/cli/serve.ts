@@ -21,6 +21,8 @@ import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.
 import { defaultStateDir, loadOrCreateToken, TOKEN_ENV, TokenError } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
+import { loadCliSkills } from "./skills.ts";
+import { SkillError } from "../skills/catalog.ts";
 
 export const SERVE_HELP = `Usage: agentcore serve [options]
 
@@ -44,6 +46,8 @@ Files:
   --config FILE             JSONC settings (root, limits, history, policy, tools, mcpServers; also
                             AGENTCORE_CONFIG); "require_approval" rules wait for POST /v1/approvals/{id};
                             "mcpServers" are connected at start and their tools registered
+  --skills DIR              skills runs can activate with $name (else the config's skills_dir, else
+                            .agentcore/skills under the root when it exists)
   --tools LIST              enable workspace tools (as for agentcore agent: read, workspace, list_dir,
                             glob, grep, git_diff, write_file, apply_patch, exec)
 Limits:
@@ -96,6 +100,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         "sessions-dir": { type: "string" },
         config: { type: "string" },
         tools: { type: "string" },
+        skills: { type: "string" },
         "max-body-bytes": { type: "string" },
         "max-concurrent": { type: "string" },
         "max-active-runs": { type: "string" },
@@ -157,6 +162,14 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         throw new ConfigError(`tools: ${(e as Error).message}`);
       }
     }
+    if (v.skills !== undefined && v.skills.trim() === "") throw new ServeUsageError("--skills must not be empty");
+    let skills;
+    try {
+      skills = await loadCliSkills(v.skills ?? file.skills_dir, root ?? process.cwd());
+    } catch (e) {
+      if (e instanceof SkillError) throw new ConfigError(e.message);
+      throw e;
+    }
     const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
     const tokenInfo = loadOrCreateToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
@@ -176,6 +189,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         requestTimeoutMs: int("--request-timeout-ms", v["request-timeout-ms"], 1, 86_400_000),
         heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 3_600_000),
         sessionsDir: v["sessions-dir"],
+        ...(skills !== null ? { skills } : {}),
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
       prepare: mcpServers === undefined ? undefined : async (daemon) => {

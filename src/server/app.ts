@@ -21,6 +21,7 @@
 import { Hono, type Context } from "hono";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { createMcpServer } from "../mcp/server.ts";
+import type { SkillCatalog } from "../skills/catalog.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { serializeEnvelope } from "../runtime/envelope_io.ts";
 import type { Envelope } from "../runtime/envelope.ts";
@@ -73,6 +74,8 @@ export interface AppOptions {
   idleTtlMs?: number;
   /** Environment for the OpenAI-compatible model adapter. Default process.env. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Skills every run can activate (`$name` or `skill:name` in its task). */
+  skills?: SkillCatalog;
   /** Serve the runtime's tools over MCP Streamable HTTP at `/mcp`. Default true. */
   mcp?: boolean;
   /** Mount extra routes behind the same guards. */
@@ -121,7 +124,7 @@ export function createApp(options: AppOptions): Daemon {
     runtime = createRuntime({ ...base, middleware });
   }
   const sessionsDir = options.sessionsDir ?? defaultDaemonSessionsDir(runtime.root);
-  const runs = new RunManager({ runtime, approvals, sessionsDir, maxActiveRuns: options.maxActiveRuns, idleTtlMs: options.idleTtlMs, env: options.env });
+  const runs = new RunManager({ runtime, approvals, sessionsDir, maxActiveRuns: options.maxActiveRuns, idleTtlMs: options.idleTtlMs, env: options.env, skills: options.skills });
   const checkBearer = bearerChecker(options.token);
   const checkHostOrigin = hostOriginGuard({ port: options.port, allowedHosts: options.allowedHosts, allowedOrigins: options.allowedOrigins });
   const storage = () => new JsonlSessionStorage(sessionsDir);

@@ -35,6 +35,7 @@ import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionValidationError } from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
+import type { SkillCatalog } from "../skills/catalog.ts";
 import { HttpError } from "./errors.ts";
 import { Fields } from "./body.ts";
 
@@ -98,6 +99,8 @@ export interface RunManagerOptions {
   idleTtlMs?: number;
   /** The environment the OpenAI-compatible adapter reads (CHAT_MODEL, MODEL_URL, MODEL_API_KEY…). Default process.env. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Skills every run's agent can activate (`$name` or `skill:name` in a task). */
+  skills?: SkillCatalog;
 }
 
 const RUN_KEYS = ["task", "model", "script", "max_steps", "max_run_tokens", "system", "session", "branch", "detached", "compaction"] as const;
@@ -211,7 +214,7 @@ export class RunManager {
   readonly #runs = new Map<string, ServerRun>();
   /** Session-branch key → the run holding it while active. */
   readonly #leases = new Map<string, ServerRun>();
-  readonly #opts: Required<Omit<RunManagerOptions, "env">> & { env: Readonly<Record<string, string | undefined>> };
+  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills">> & { env: Readonly<Record<string, string | undefined>>; skills: SkillCatalog | undefined };
   readonly #timer: ReturnType<typeof setInterval>;
   #shuttingDown = false;
 
@@ -224,6 +227,7 @@ export class RunManager {
       maxRuns: options.maxRuns ?? 256,
       idleTtlMs: options.idleTtlMs ?? 15 * 60_000,
       env: options.env ?? process.env,
+      skills: options.skills,
     };
     for (const k of ["maxActiveRuns", "maxRuns", "idleTtlMs"] as const) {
       if (!(Number.isSafeInteger(this.#opts[k]) && this.#opts[k] > 0)) throw new RangeError(`${k} must be a positive integer`);
@@ -345,6 +349,7 @@ export class RunManager {
         runtime: this.#opts.runtime,
         policy,
         systemPrompt: req.system,
+        ...(this.#opts.skills !== undefined ? { skills: this.#opts.skills } : {}),
         sinks: session === null ? [broadcast] : [session.recorder, broadcast],
         agentId: session === null ? `agent-${id.slice(4, 16)}` : (checkout?.session.agent_id ?? "agentcore-daemon"),
         ...(req.compaction !== undefined

@@ -182,14 +182,14 @@ describe("agentcore serve (child process)", () => {
     expect(await c.exited).toBe(0);
   }, 60_000);
 
-  test("--tools and the config's mcpServers add tools: a real MCP peer's tools are callable over /v1/calls", async () => {
+  test("--tools, --skills and the config's mcpServers: a real MCP peer's tools are callable over /v1/calls, a skill activates", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-cfg-"));
     dirs.push(dir);
     writeFileSync(join(dir, "note.txt"), "from the filesystem server");
     const fsServer = join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     const config = join(dir, "agentcore.jsonc");
     writeFileSync(config, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [fsServer, dir] } } }));
-    const c = await spawnServe(["--port", "0", "--config", config, "--tools", "read"]);
+    const c = await spawnServe(["--port", "0", "--config", config, "--tools", "read", "--skills", join(REPO_ROOT, "examples/skills")]);
     const names: string[] = (await (await fetch(`${c.url}/v1/tools`, { headers: auth(c) })).json()).tools.map((t: { name: string }) => t.name);
     expect(names).toEqual(expect.arrayContaining(["echo", "read_file", "list_dir", "glob", "grep", "git_diff"]));
     const remote = names.find((n) => n.includes("read_text_file") || n.includes("read_file") && n !== "read_file");
@@ -202,6 +202,14 @@ describe("agentcore serve (child process)", () => {
     const env = await r.json();
     expect(env).toMatchObject({ id: "m1", success: true });
     expect(JSON.stringify(env.result)).toContain("from the filesystem server");
+    // --skills: a task naming $commit-message activates that skill
+    const run = await fetch(`${c.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ task: "use $commit-message for this change", script: [{ content: "feat: x" }] }),
+    });
+    const events = await new SseReader(run).all();
+    expect(events.find((m) => m.event === "skill_activated")?.data).toMatchObject({ name: "commit-message", trigger: "run_start" });
     c.proc.kill("SIGTERM");
     expect(await c.exited).toBe(0);
   }, 60_000);
@@ -235,6 +243,7 @@ describe("agentcore serve (child process)", () => {
       [["--root", "/nonexistent-dir-xyz"], "not a folder"],
       [["--allow-origin", "evil"], "not an http(s) origin"],
       [["--tools", "rm_rf"], "unknown tool"],
+      [["--skills", "/nonexistent-skills-xyz"], "nonexistent-skills-xyz"],
     ] as const) {
       const r = run([...args]);
       expect(r.exitCode).toBe(2);
