@@ -389,12 +389,15 @@ export function createApp(options: AppOptions): Daemon {
       handle.wait().catch(() => {});
       return jsonResponse({ run_id: run.id, ...handle.receipt }, handle.receipt.status === "accepted" ? 202 : 409);
     }));
+  // continue and compact take no fields: the body is empty, or `{}`.
   app.post("/v1/runs/:id/continue", async (c) => {
     const run = runs.get(c.req.param("id"));
+    Fields.of(await withDeadline(readJson(c.req.raw, maxBody, { allowEmpty: true })), []);
     return runResponse(c, run, { kind: "continue" }, false);
   });
   app.post("/v1/runs/:id/compact", async (c) => {
     const run = runs.get(c.req.param("id"));
+    Fields.of(await withDeadline(readJson(c.req.raw, maxBody, { allowEmpty: true })), []);
     return runResponse(c, run, { kind: "compact" }, false);
   });
 

@@ -29,7 +29,9 @@ const sse = { "text/event-stream": { schema: { type: "string", description: "SSE
 
 const runOp = (summary: string, body: unknown | null, created: boolean) => ({
   summary,
-  ...(body === null ? {} : { requestBody: { required: true, content: json(body) } }),
+  requestBody: body === null
+    ? { required: false, description: "empty, or {}", content: json({ type: "object", additionalProperties: false }) }
+    : { required: true, content: json(body) },
   responses: {
     [created ? "201" : "200"]: { description: "the run's events (default), or with `Accept: application/json` the run once idle", content: { ...sse, ...json(ref("Run")) } },
     ...errors(400, 404, 409, 413, 415, ...STD),

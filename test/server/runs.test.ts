@@ -230,7 +230,12 @@ describe("control", () => {
   test("continue runs again on the same agent; continuing an active run is a conflict", async () => {
     const { sse, runId } = await startRun({ task: "t", script: [{ content: "first", delay_ms: 200 }, { content: "continued" }] });
     await sse.until((m) => m.event === "turn_started");
-    const busy = await d.req(`/v1/runs/${runId}/continue`, { method: "POST" });
+    const junk = await d.req(`/v1/runs/${runId}/continue`, { method: "POST", headers: { "content-type": "text/plain" }, body: "please" });
+    expect(junk.status).toBe(415);
+    const extra = await d.req(`/v1/runs/${runId}/continue`, { method: "POST", json: { task: "x" } });
+    expect(extra.status).toBe(400);
+    expect((await extra.json()).error.details.location).toBe("/task");
+    const busy = await d.req(`/v1/runs/${runId}/continue`, { method: "POST", json: {} });
     expect(busy.status).toBe(409);
     expect((await busy.json()).error.details.reason).toBe("agent_active");
     await sse.all();
