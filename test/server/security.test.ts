@@ -10,7 +10,8 @@ import { ERROR_CODES } from "../../src/runtime/envelope.ts";
 import { bearerChecker, loadOrCreateToken, TokenError } from "../../src/server/token.ts";
 import { hostOriginGuard } from "../../src/server/guard.ts";
 import { createLogger } from "../../src/runtime/logger.ts";
-import { rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
+import { eventually, rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
+import type { ApprovalNotice } from "../../src/server/approvals.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {
@@ -286,13 +287,22 @@ describe("limits", () => {
   });
 
   test("a request that outlives its deadline gets 504 TIMEOUT and its call is cancelled", async () => {
-    const t = await startTestDaemon({ requestTimeoutMs: 200 });
+    const t = await startTestDaemon({ requestTimeoutMs: 200, policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    const notices: ApprovalNotice[] = [];
+    t.running.daemon.approvals.subscribe((n) => notices.push(n));
     try {
       const r = await t.req("/v1/calls", { method: "POST", json: { tool: "sleep", arguments: { ms: 100_000 } } });
       expect(r.status).toBe(504);
       const env = envelopeOf(await r.text());
       expect(env.error.code).toBe("TIMEOUT");
       expect(env.error.details.timeout_ms).toBe(200);
+      // A call parked on an approval past the deadline: the call's signal fires, so the approval is withdrawn.
+      const parked = await t.req("/v1/calls", { method: "POST", json: { id: "p1", tool: "echo", arguments: {} } });
+      expect(parked.status).toBe(504);
+      await parked.text();
+      const resolved = await eventually(() => notices.find((n) => n.kind === "approval_resolved"));
+      expect(resolved).toMatchObject({ approval: { tool: "echo", tool_call_id: "p1" }, outcome: { approved: false, by: "aborted" } });
+      expect(t.running.daemon.approvals.list()).toEqual([]);
     } finally {
       await t.stop();
     }
