@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { JsonStreamValidator, validateStrict, type JsonError, type StreamStatus } from "../../src/core/index.ts";
+import { acquireCore, R_COMPLETE, R_ERROR, R_NEED_MORE, releaseCore } from "../../src/core/wasm.ts";
 
 // Short string chunks that provably stay inside a string are kept by the
 // JavaScript side and later accepted by the core without a second scan. These
@@ -96,6 +97,60 @@ describe("deferred plain string text", () => {
       expect(v.push('","a":1}')).toMatchObject({ state: "error", error: { code: "JSON_DUPLICATE_KEY" } });
     } finally {
       v.dispose();
+    }
+  });
+});
+
+describe("core skip(n, esc) contract", () => {
+  // JsonStreamValidator only calls skip() for bytes its JS pass proved plain;
+  // these tests pin what the core does with them.
+  function core() {
+    const c = acquireCore();
+    c.x.reset(64, 0);
+    return c;
+  }
+  function write(c: ReturnType<typeof acquireCore>, text: string): number {
+    const b = new TextEncoder().encode(text);
+    const p = c.x.reserve(b.length);
+    c.bytes().set(b, p);
+    return b.length;
+  }
+  test("inside a string the skipped bytes are trusted, not scanned", () => {
+    const c = core();
+    try {
+      expect(c.x.push(write(c, '["ab'), 0) & 3).toBe(R_NEED_MORE);
+      // a control character would be an error if it were scanned
+      c.x.skip(write(c, "c\u0001d"), 0);
+      expect(c.x.push(write(c, '"]'), 1) & 3).toBe(R_COMPLETE);
+      expect(c.x.getInputLen()).toBe(9);
+    } finally {
+      releaseCore(c);
+    }
+  });
+  test("outside a string skip() only appends: the next push scans the bytes", () => {
+    const c = core();
+    try {
+      expect(c.x.push(write(c, "[1,"), 0) & 3).toBe(R_NEED_MORE);
+      c.x.skip(write(c, "x2"), 0);
+      expect(c.x.push(write(c, "]"), 1) & 3).toBe(R_ERROR);
+      expect(c.x.getErrOffset()).toBe(3);
+    } finally {
+      releaseCore(c);
+    }
+  });
+  test("esc marks a member name for unescaping before the duplicate check", () => {
+    for (const esc of [1, 0]) {
+      const c = core();
+      try {
+        expect(c.x.push(write(c, '{"a":1,"'), 0) & 3).toBe(R_NEED_MORE);
+        c.x.skip(write(c, "\\u0061"), esc);
+        const r = c.x.push(write(c, '":2}'), 1) & 3;
+        // with esc the name is decoded to "a" and is a duplicate; without it
+        // the raw bytes \u0061 are compared and differ from "a"
+        expect({ esc, r }).toEqual({ esc, r: esc ? R_ERROR : R_COMPLETE });
+      } finally {
+        releaseCore(c);
+      }
     }
   });
 });
