@@ -13,7 +13,8 @@
  *
  * so: the whole system is visible but read-only; only the workspace root is
  * writable (its `.git` and `.agentcore` are not); `/tmp` is a private empty
- * tmpfs; there is no network (a new network namespace with only loopback);
+ * tmpfs (an allowlisted program installed under the host's /tmp is bound back
+ * read-only); there is no network (a new network namespace with only loopback);
  * there is a new PID namespace (host processes are invisible, `/proc` shows
  * the sandbox's own); IPC and UTS are unshared; capabilities are dropped;
  * and the sandbox dies with its parent.
@@ -78,6 +79,10 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
  */
 export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = []): string[] {
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root];
+  // The private /tmp hides whatever lives under the host's /tmp: an allowlisted
+  // program installed there (a checkout's node_modules/.bin, say) is bound back
+  // read-only, with the folder its symlink resolves into.
+  for (const dir of programDirsUnderTmp(program, root)) out.push("--ro-bind", dir, dir);
   for (const name of [".git", ".agentcore", ...protect]) {
     const p = path.join(root, name);
     let st: fs.Stats | null = null;
@@ -92,4 +97,24 @@ export function bwrapArgs(root: string, cwd: string, program: string, args: read
   }
   out.push("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", cwd, "--", program, ...args);
   return out;
+}
+
+function isInside(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+}
+
+/** The folders of `program` (as named, and its real path) that a tmpfs on /tmp would hide, outside the root. */
+function programDirsUnderTmp(program: string, root: string): string[] {
+  let real = program;
+  try {
+    real = fs.realpathSync(program);
+  } catch {
+    // a missing program fails at exec time, with its own message
+  }
+  const dirs: string[] = [];
+  for (const p of [program, real]) {
+    const dir = path.dirname(p);
+    if (isInside(dir, "/tmp") && !isInside(dir, root) && !dirs.includes(dir)) dirs.push(dir);
+  }
+  return dirs;
 }

@@ -149,6 +149,39 @@ s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
   });
 });
 
+describe("exec isolation: programs that live under /tmp", () => {
+  // A checkout under /tmp (CI clones anywhere) has its allowlisted programs
+  // there too, behind the sandbox's private /tmp: they are bound back read-only.
+  test.skipIf(bwrap === null)(`an allowlisted program under /tmp, reached through a symlink, still runs isolated${SKIP}`, async () => {
+    const base = fs.realpathSync(fs.mkdtempSync("/tmp/agentcore-tmpprog-"));
+    try {
+      const real = path.join(base, "pkg", "bin");
+      const link = path.join(base, "dotbin");
+      fs.mkdirSync(real, { recursive: true });
+      fs.mkdirSync(link);
+      fs.copyFileSync("/bin/echo", path.join(real, "say"));
+      fs.chmodSync(path.join(real, "say"), 0o755);
+      fs.symlinkSync(path.join("..", "pkg", "bin", "say"), path.join(link, "say"));
+      const args = bwrapArgs(iso.root, iso.root, path.join(link, "say"), ["x"]);
+      expect(args.join(" ")).toContain(`--ro-bind ${link} ${link} --ro-bind ${real} ${real}`);
+      const tool = createExecTool({ root: iso.root, allow: ["say"], env: ["PATH"], searchPath: [link, ...SEARCH_PATH], isolation: "required", warn: () => {} });
+      const rt = createRuntime({ root: iso.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
+      const env = await rt.dispatchCall({ id: "c", tool: "exec", arguments: { argv: ["say", "hello", "from", "tmp"] }, shape: "agentcore" });
+      expect(env.error).toBeNull();
+      expect(env.result as R).toMatchObject({ exit_code: 0, stdout: "hello from tmp\n", isolated: true });
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  test("bwrap arguments bind nothing extra for programs outside /tmp, or inside the root", () => {
+    const args = bwrapArgs("/tmp/some-root", "/tmp/some-root", "/usr/bin/ls", []).join(" ");
+    expect(args).not.toContain("--ro-bind /usr");
+    const inRoot = bwrapArgs("/tmp/some-root", "/tmp/some-root", "/tmp/some-root/bin/tool", []).join(" ");
+    expect(inRoot).not.toContain("--ro-bind /tmp/some-root/bin");
+  });
+});
+
 describe("bwrap arguments", () => {
   test("the root is bound writable, .git and .agentcore read-only; symlinks are never bound", () => {
     const sb = sandbox({}, "agentcore-bwargs-");
