@@ -47,7 +47,7 @@ import { ToolError, TOOL_NAME_PATTERN, type AnyToolDefinition, type ToolEffect }
 import type { Logger } from "../runtime/logger.ts";
 import { createLogger } from "../runtime/logger.ts";
 import { VERSION } from "../version.ts";
-import { MCP_DEFAULTS, type McpServerConfig } from "./config.ts";
+import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
 import { McpProtocolError, StdioTransport } from "./stdio.ts";
 
@@ -134,8 +134,9 @@ export class McpToolHandler {
     }
     this.server = server;
     this.config = Object.freeze({ ...config });
-    this.timeoutMs = config.timeout_ms ?? MCP_DEFAULTS.timeoutMs;
-    this.connectTimeoutMs = config.connect_timeout_ms ?? MCP_DEFAULTS.connectTimeoutMs;
+    // A timer cannot wait longer than MCP_MAX_TIMEOUT_MS (a longer one fires at once).
+    this.timeoutMs = Math.min(config.timeout_ms ?? MCP_DEFAULTS.timeoutMs, MCP_MAX_TIMEOUT_MS);
+    this.connectTimeoutMs = Math.min(config.connect_timeout_ms ?? MCP_DEFAULTS.connectTimeoutMs, MCP_MAX_TIMEOUT_MS);
     this.maxResultBytes = Math.max(1024, config.max_result_bytes ?? MCP_DEFAULTS.maxResultBytes);
     this.#logger = options.logger ?? createLogger();
   }
@@ -163,7 +164,7 @@ export class McpToolHandler {
   /** The server's tools (all pages). */
   async listTools(): Promise<Tool[]> {
     const client = await this.#ensure();
-    const r = await withTimeout(client.listTools(undefined, { timeout: this.timeoutMs }), this.timeoutMs + 100, () =>
+    const r = await withTimeout(client.listTools(undefined, { timeout: this.timeoutMs }), Math.min(this.timeoutMs + 100, MCP_MAX_TIMEOUT_MS), () =>
       new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`));
     return r.tools;
   }

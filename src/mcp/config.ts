@@ -39,6 +39,9 @@ export const MCP_DEFAULTS = Object.freeze({
   maxResultBytes: 1 << 20,
 });
 
+/** The longest `timeout_ms` / `connect_timeout_ms`: a timer cannot wait longer (about 24.8 days). */
+export const MCP_MAX_TIMEOUT_MS = 2_147_483_647;
+
 /** One entry of `mcpServers`, checked. Exactly one of `command` and `url` is set. */
 export interface McpServerConfig {
   /** stdio: the program to start (no shell). */
@@ -124,6 +127,13 @@ function posInt(v: unknown, where: string): number {
   return v;
 }
 
+/** A timeout in ms: a positive integer a timer can wait for (longer ones would fire at once). */
+function timeoutMs(v: unknown, where: string): number {
+  const n = posInt(v, where);
+  if (n > MCP_MAX_TIMEOUT_MS) throw new McpConfigError(`"${where}" must be at most ${MCP_MAX_TIMEOUT_MS} (about 24.8 days)`);
+  return n;
+}
+
 function effect(v: unknown, where: string): ToolEffect {
   if (!(EFFECTS as readonly unknown[]).includes(v)) throw new McpConfigError(`"${where}" must be one of ${EFFECTS.join(", ")}`);
   return v as ToolEffect;
@@ -204,8 +214,8 @@ export function parseMcpServers(
     if (raw.include !== undefined) c.include = strList(raw.include, `${at}.include`);
     if (raw.exclude !== undefined) c.exclude = strList(raw.exclude, `${at}.exclude`);
     if (c.include !== undefined && c.exclude !== undefined) throw new McpConfigError(`"${at}": use "include" or "exclude", not both`);
-    if (raw.timeout_ms !== undefined) c.timeout_ms = posInt(raw.timeout_ms, `${at}.timeout_ms`);
-    if (raw.connect_timeout_ms !== undefined) c.connect_timeout_ms = posInt(raw.connect_timeout_ms, `${at}.connect_timeout_ms`);
+    if (raw.timeout_ms !== undefined) c.timeout_ms = timeoutMs(raw.timeout_ms, `${at}.timeout_ms`);
+    if (raw.connect_timeout_ms !== undefined) c.connect_timeout_ms = timeoutMs(raw.connect_timeout_ms, `${at}.connect_timeout_ms`);
     if (raw.max_result_bytes !== undefined) {
       c.max_result_bytes = posInt(raw.max_result_bytes, `${at}.max_result_bytes`);
       if (c.max_result_bytes < 1024) throw new McpConfigError(`"${at}.max_result_bytes" must be at least 1024`);

@@ -301,6 +301,23 @@ describe("reconnection", () => {
   }, 30_000);
 });
 
+describe("limits given to the handler", () => {
+  test("timeouts beyond what a timer can wait are capped, not turned into an instant timeout", async () => {
+    const f = fixture("normal", { timeout_ms: Number.MAX_SAFE_INTEGER, connect_timeout_ms: Number.MAX_SAFE_INTEGER });
+    const h = new McpToolHandler("big", f.config, { logger });
+    try {
+      expect(h.timeoutMs).toBe(2_147_483_647);
+      expect(h.connectTimeoutMs).toBe(2_147_483_647);
+      await h.connect();
+      const { tools } = await h.toolDefinitions();
+      expect(tools.map((t) => t.name)).toContain("big__count");
+      expect((await h.callTool("count", {})).structured_content).toMatchObject({ calls: 1 });
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe("StdioTransport", () => {
   test("a message longer than maxLineBytes is a protocol violation: the connection closes and the process is stopped", async () => {
     const { Client } = await import("@modelcontextprotocol/client");

@@ -62,6 +62,10 @@ describe("parseMcpServers", () => {
     expect(err({ s: { command: "x", include: ["a"], exclude: ["b"] } })).toBe('"mcpServers.s": use "include" or "exclude", not both');
     expect(err({ s: { command: "x", timeout_ms: 0 } })).toBe('"mcpServers.s.timeout_ms" must be a positive integer');
     expect(err({ s: { command: "x", connect_timeout_ms: 1.5 } })).toBe('"mcpServers.s.connect_timeout_ms" must be a positive integer');
+    // a timer cannot wait longer than 2^31-1 ms: a larger value would fire at once, not never
+    expect(err({ s: { command: "x", timeout_ms: 2_147_483_648 } })).toBe('"mcpServers.s.timeout_ms" must be at most 2147483647 (about 24.8 days)');
+    expect(err({ s: { url: "http://h/", connect_timeout_ms: Number.MAX_SAFE_INTEGER } })).toBe('"mcpServers.s.connect_timeout_ms" must be at most 2147483647 (about 24.8 days)');
+    expect(parse({ s: { command: "x", timeout_ms: 2_147_483_647 } }).s!.timeout_ms).toBe(2_147_483_647);
     expect(err({ s: { command: "x", max_result_bytes: 100 } })).toBe('"mcpServers.s.max_result_bytes" must be at least 1024');
     expect(err({ s: { command: "x", prefix: "a__b c" } })).toBe(`"mcpServers.s.prefix" must be "" or 1 to 32 letters, digits, '_' or '-'`);
     expect(err({ s: { command: "x", args: ["${NOPE}"] } })).toBe('"mcpServers.s.args[0]": environment variable NOPE is not set');
