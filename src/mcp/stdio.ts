@@ -20,6 +20,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { statSync } from "node:fs";
 import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from "@modelcontextprotocol/client";
 
 /** Variables inherited from our environment when present (POSIX and Windows basics). */
@@ -89,6 +90,18 @@ export class StdioTransport implements Transport {
 
   start(): Promise<void> {
     if (this.#child !== undefined) return Promise.reject(new Error("StdioTransport already started"));
+    const cwd = this.#opts.cwd;
+    if (cwd !== undefined) {
+      // spawn() reports a missing cwd as ENOENT naming the command, which
+      // points at the wrong thing: say what is missing.
+      let folder = false;
+      try {
+        folder = statSync(cwd).isDirectory();
+      } catch {
+        folder = false;
+      }
+      if (!folder) return Promise.reject(new Error(`the working directory (cwd) ${cwd} does not exist or is not a folder`));
+    }
     return new Promise((resolveStart, rejectStart) => {
       let child: ChildProcess;
       try {

@@ -177,6 +177,14 @@ describe("the server dies or misbehaves", () => {
     expect(err.message).toContain("ENOENT");
   });
 
+  test("a cwd that does not exist is a startup error naming the folder, not the command", async () => {
+    const rt = createRuntime({ logger });
+    const missing = join(dir, "no-such-folder");
+    const err = await attachMcpServers(rt, { wd: { command: NODE, args: [FIXTURE], cwd: missing } }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toBe(`mcp server "wd": cannot connect: the working directory (cwd) ${missing} does not exist or is not a folder`);
+  });
+
   test("a server that exits at once: its stderr is quoted in the startup error", async () => {
     const rt = createRuntime({ logger });
     const err = await attachMcpServers(rt, { bad: { command: NODE, args: ["-e", "console.error('missing API key'); process.exit(3)"], connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
