@@ -168,13 +168,18 @@ export function loadSkill(dir: string): Skill {
   else throw fieldError(file, positions, "description", `must be text, got ${kindOf(rawDesc)}`);
   const template = path.join(dir, "template.md");
   const sample = path.join(dir, "examples", "sample.md");
+  const templatePath = isFile(template) ? template : null;
+  const samplePath = isFile(sample) ? sample : null;
+  // Checked now (size, UTF-8), so that a bad one is reported by discovery
+  // rather than in the middle of the run that first activates the skill.
+  for (const extra of [templatePath, samplePath]) if (extra !== null) readSkillFile(extra);
   return Object.freeze({
     name,
     description,
     dir,
     path: file,
-    templatePath: isFile(template) ? template : null,
-    samplePath: isFile(sample) ? sample : null,
+    templatePath,
+    samplePath,
     metadata: Object.freeze(metadata),
   });
 }

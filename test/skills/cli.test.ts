@@ -195,6 +195,12 @@ describe("agentcore agent --skills (source)", () => {
     const dup = await cli(["agent", "--skills", root, "--script", "examples/skills_script.jsonl", "$same"]);
     expect(dup.status).toBe(2);
     expect(dup.stderr).toContain("duplicate skill name 'same'");
+    // an oversized template is a bad skill too: found before the run, not when the skill activates
+    const big = skillsRoot({ "big/SKILL.md": "---\nname: big\n---\nBody.\n", "big/template.md": "x".repeat(300_000) });
+    const tpl = await cli(["agent", "--skills", big, "--script", "examples/skills_script.jsonl", "$big"]);
+    expect(tpl.status).toBe(2);
+    expect(tpl.stdout).toBe("");
+    expect(tpl.stderr).toContain("template.md: 300000 bytes, more than the 262144-byte limit for skill files");
   });
 });
 

@@ -228,6 +228,20 @@ describe("discovery errors", () => {
     expect(e3.message).toContain("not valid UTF-8");
   });
 
+  test("a template.md or examples/sample.md that is too large or not UTF-8 is reported by discovery", () => {
+    const big = skillsRoot({ "t/SKILL.md": md("name: t"), "t/template.md": "x".repeat(MAX_SKILL_FILE_BYTES + 1) });
+    const e1 = skillError(() => discoverSkills(big));
+    expect(e1.code).toBe("unreadable");
+    expect(e1.file).toBe(join(realpathSync(big), "t", "template.md"));
+    expect(e1.message).toContain(`${MAX_SKILL_FILE_BYTES}-byte limit`);
+
+    const latin1 = skillsRoot({ "s/SKILL.md": md("name: s"), "s/examples/sample.md": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) });
+    const e2 = skillError(() => discoverSkills(latin1));
+    expect(e2.code).toBe("unreadable");
+    expect(e2.file).toBe(join(realpathSync(latin1), "s", "examples", "sample.md"));
+    expect(e2.message).toContain("not valid UTF-8");
+  });
+
   test("a non-string root is a TypeError", () => {
     expect(() => discoverSkills("")).toThrow(TypeError);
     expect(() => discoverSkills(42 as unknown as string)).toThrow(TypeError);
