@@ -273,6 +273,10 @@ export class McpToolHandler {
         ? new ToolError("TIMEOUT", `mcp server "${this.server}", tool "${tool}": timed out (cancellation sent)`, details)
         : new ToolError("CANCELLED", `mcp server "${this.server}", tool "${tool}": cancelled (cancellation sent)`, details);
     }
+    if (this.#closed) {
+      // close() ended the connection under this call (the command is shutting down)
+      return new ToolError("CANCELLED", `mcp server "${this.server}", tool "${tool}": cancelled because the connection was closed (shutting down)`, details);
+    }
     if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) {
       return new ToolError("TIMEOUT", `mcp server "${this.server}", tool "${tool}": no answer within ${this.timeoutMs} ms (cancellation sent)`, { ...details, timeout_ms: this.timeoutMs });
     }

@@ -364,6 +364,21 @@ describe("shutdown", () => {
     expect(logLines(f.log)).toContain("sigterm ignored");
   }, 20_000);
 
+  test("a call in flight when close() is called fails as CANCELLED (not as a lost server), and is not replayed", async () => {
+    const f = fixture("normal", { timeout_ms: 20_000 });
+    const h = new McpToolHandler("fx", f.config, { logger });
+    await h.connect();
+    const pid = h.pid!;
+    const p = h.callTool("slow", { ms: 60_000 }).then(() => null, (e) => e);
+    await until(() => logLines(f.log).some((l) => l.startsWith("call slow ")), "the slow call to reach the server");
+    await h.close();
+    const err = await p;
+    expect(err.code).toBe("CANCELLED");
+    expect(err.message).toBe('mcp server "fx", tool "slow": cancelled because the connection was closed (shutting down)');
+    expect(alive(pid)).toBe(false);
+    expect(pids(f.log)).toEqual([pid]);
+  }, 20_000);
+
   test("behind a wrapper (sh -c), the server the wrapper started is stopped too", async () => {
     const log = join(dir, "wrapped.log");
     const h = new McpToolHandler("wrapped", { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } }, { logger });
