@@ -6,7 +6,9 @@
  * every `tools/call` is re-serialised and goes through `runtime.dispatch`, so
  * the strict parser's limits (size, depth, forbidden keys), schema
  * validation, policy, approval, history and timeouts apply exactly as for a
- * call from the CLI.
+ * call from the CLI. (One exception: a `__proto__` key at the top level of
+ * `arguments` is dropped by the SDK's request parsing before this code sees
+ * it, so it is lost rather than refused; one deeper down is refused.)
  *
  * Envelope → `CallToolResult`:
  * - success: one text block holding the JSON of `result`, plus

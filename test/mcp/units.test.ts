@@ -223,6 +223,8 @@ describe("createMcpServer", () => {
       // (and our parser would refuse it); either way nothing is polluted
       expect(["OK", "JSON_FORBIDDEN_KEY"]).toContain(await code(JSON.parse('{"__proto__":{"polluted":true}}')));
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      // deeper down the member reaches our parser, which refuses it
+      expect(await code(JSON.parse('{"a":{"__proto__":{"polluted":true}}}'))).toBe("JSON_FORBIDDEN_KEY");
     } finally {
       await client.close();
     }
