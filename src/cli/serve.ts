@@ -18,7 +18,7 @@ import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.ts";
-import { defaultStateDir, loadOrCreateToken, TOKEN_ENV, TokenError } from "../server/token.ts";
+import { defaultStateDir, prepareToken, TOKEN_ENV, TokenError } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
@@ -171,7 +171,9 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       throw e;
     }
     const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
-    const tokenInfo = loadOrCreateToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
+    // The token file is written only once the daemon listens: a start that
+    // fails must not replace the token of a daemon that is already running.
+    const tokenInfo = prepareToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
     if (!isLoopbackBind(host) && !wildcard) allowedHosts.push(`${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`);
@@ -204,6 +206,12 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });
+    try {
+      tokenInfo.commit();
+    } catch (e) {
+      await started.stop();
+      throw e;
+    }
     if (v.unix === undefined && !isLoopbackBind(host)) {
       process.stderr.write(`agentcore serve: WARNING: listening on ${host}, which is not loopback: other machines can reach this daemon (the token still guards it)\n`);
     }

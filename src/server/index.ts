@@ -28,7 +28,7 @@ export type { Listening, ListenOptions } from "./listen.ts";
 export { ApprovalQueue } from "./approvals.ts";
 export type { ApprovalNotice, ApprovalOutcome, ApprovalQueueOptions, PendingApproval } from "./approvals.ts";
 export type { RunRequest, RunView } from "./runs.ts";
-export { bearerChecker, defaultStateDir, generateToken, loadOrCreateToken, TOKEN_ENV, TokenError } from "./token.ts";
+export { bearerChecker, defaultStateDir, generateToken, loadOrCreateToken, prepareToken, TOKEN_ENV, TokenError, type PendingToken } from "./token.ts";
 export type { DaemonToken } from "./token.ts";
 export { hostOriginGuard, isLoopbackName } from "./guard.ts";
 export type { GuardOptions } from "./guard.ts";

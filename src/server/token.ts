@@ -64,35 +64,63 @@ export interface DaemonToken {
   file: string | null;
 }
 
+/** A daemon token whose file is not written yet (see {@link prepareToken}). */
+export interface PendingToken extends DaemonToken {
+  /**
+   * Write the token file (mode 0600, replaced atomically, so a reader never
+   * sees half a token). Does nothing for a token from the environment.
+   * Throws {@link TokenError}.
+   */
+  commit(): void;
+}
+
 /**
- * The token for a daemon: `AGENTCORE_TOKEN` when set (at least
- * {@link MIN_TOKEN_LENGTH} characters, no whitespace), else a fresh random
- * token written to `<stateDir>/token` (mode 0600, replaced atomically, so a
- * reader never sees half a token). A fresh token per start means a leaked
- * file is only good until the next restart.
+ * The token for a daemon, without touching the token file yet:
+ * `AGENTCORE_TOKEN` when set (at least {@link MIN_TOKEN_LENGTH} characters,
+ * no whitespace), else a fresh random token for `<stateDir>/token`. The state
+ * directory is checked (and created 0700) at once, so its problems are
+ * reported before anything listens. Call `commit()` once the daemon listens:
+ * a start that fails (address in use, bad config) must not replace the file
+ * of a daemon that is already running with another token.
  */
-export function loadOrCreateToken(stateDir: string, env: Record<string, string | undefined> = process.env): DaemonToken {
+export function prepareToken(stateDir: string, env: Record<string, string | undefined> = process.env): PendingToken {
   const fromEnv = env[TOKEN_ENV];
   if (fromEnv !== undefined && fromEnv !== "") {
     if (fromEnv.length < MIN_TOKEN_LENGTH) throw new TokenError(`${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters long`);
     if (/[\s\u0000-\u001f\u007f]/.test(fromEnv)) throw new TokenError(`${TOKEN_ENV} must not contain whitespace or control characters`);
-    return { token: fromEnv, file: null };
+    return { token: fromEnv, file: null, commit() {} };
   }
   ensureStateDir(stateDir);
   const file = path.join(stateDir, "token");
   const token = generateToken();
-  const tmp = `${file}.${process.pid}.${generateToken().slice(0, 8)}.tmp`;
-  try {
-    fs.writeFileSync(tmp, token + "\n", { mode: 0o600, flag: "wx" });
-    fs.chmodSync(tmp, 0o600);
-    fs.renameSync(tmp, file);
-  } catch (e) {
-    try {
-      fs.unlinkSync(tmp);
-    } catch { /* never created */ }
-    throw new TokenError(`cannot write token file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
-  }
-  return { token, file };
+  return {
+    token,
+    file,
+    commit() {
+      const tmp = `${file}.${process.pid}.${generateToken().slice(0, 8)}.tmp`;
+      try {
+        fs.writeFileSync(tmp, token + "\n", { mode: 0o600, flag: "wx" });
+        fs.chmodSync(tmp, 0o600);
+        fs.renameSync(tmp, file);
+      } catch (e) {
+        try {
+          fs.unlinkSync(tmp);
+        } catch { /* never created */ }
+        throw new TokenError(`cannot write token file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+      }
+    },
+  };
+}
+
+/**
+ * The token for a daemon, with its file written at once: {@link prepareToken}
+ * then `commit()`. A fresh token per start means a leaked file is only good
+ * until the next restart.
+ */
+export function loadOrCreateToken(stateDir: string, env: Record<string, string | undefined> = process.env): DaemonToken {
+  const t = prepareToken(stateDir, env);
+  t.commit();
+  return { token: t.token, file: t.file };
 }
 
 type BunHasher = { CryptoHasher?: { hash(algorithm: "sha256", data: string): Uint8Array } };

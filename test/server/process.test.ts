@@ -5,7 +5,7 @@
  * non-loopback warning, and usage errors.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -249,13 +249,24 @@ describe("agentcore serve (child process)", () => {
       expect(r.exitCode).toBe(2);
       expect(r.stderr.toString()).toContain(msg);
     }
-    // a port already in use is reported, not thrown
+    // a port already in use is reported, not thrown; the token file of the
+    // daemon already there is left alone (a failed start writes no token)
     const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("x") });
+    const tokenFile = join(dir, "state", "token");
+    mkdirSync(join(dir, "state"), { recursive: true, mode: 0o700 });
+    writeFileSync(tokenFile, "f".repeat(64) + "\n", { mode: 0o600 });
     try {
       const r = run(["--port", String(busy.port)]);
       expect(r.exitCode).toBe(2);
       expect(r.stderr.toString()).toContain(`cannot listen on 127.0.0.1:${busy.port}`);
       expect(r.stderr.toString()).not.toContain("    at ");
+      expect(readFileSync(tokenFile, "utf8")).toBe("f".repeat(64) + "\n");
+      const sockFile = join(dir, "not-a-socket");
+      writeFileSync(sockFile, "");
+      const u = run(["--unix", sockFile]);
+      expect(u.exitCode).toBe(2);
+      expect(u.stderr.toString()).toContain("is not a socket");
+      expect(readFileSync(tokenFile, "utf8")).toBe("f".repeat(64) + "\n");
     } finally {
       busy.stop(true);
     }
