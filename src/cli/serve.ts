@@ -37,7 +37,8 @@ Listening:
   --port N                  TCP port (default 8787; 0 picks a free one, the printed URL tells which)
   --unix PATH               listen on a Unix socket (mode 0600) instead of TCP
   --allow-origin ORIGIN     accept this browser Origin (repeatable; default: none)
-  --allow-host NAME:PORT    accept this Host header besides loopback names (repeatable)
+  --allow-host NAME[:PORT]  accept this Host header besides loopback names (repeatable; without a
+                            port: with the daemon's port)
 Files:
   --state-dir DIR           where the token file goes (default $XDG_STATE_HOME/agentcore or
                             ~/.local/state/agentcore, created 0700)
@@ -176,7 +177,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     const tokenInfo = prepareToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
-    if (!isLoopbackBind(host) && !wildcard) allowedHosts.push(`${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`);
+    // A bare name: accepted with the port the daemon really listens on (also with --port 0).
+    if (!isLoopbackBind(host) && !wildcard) allowedHosts.push(host.includes(":") && !host.startsWith("[") ? `[${host}]` : host);
     started = await startDaemon({
       app: {
         token: tokenInfo.token,

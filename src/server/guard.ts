@@ -4,10 +4,12 @@
  * - **Host.** A browser page on `evil.example` whose name is rebound to
  *   127.0.0.1 still sends `Host: evil.example`. Only a loopback name or
  *   address (`localhost`, `127.x.x.x`, `[::1]`) with the daemon's own port
- *   passes, plus any `host:port` the operator allowed explicitly (a
- *   non-loopback `--host`). An empty host, another name or another port is
- *   refused. On a Unix socket there is no port: a loopback name without a
- *   port passes there.
+ *   passes, plus any host the operator allowed explicitly: `name:port`
+ *   exactly, or a bare `name` with the daemon's port (a non-loopback
+ *   `--host`, also with `--port 0`). An empty host, another name or another
+ *   port is refused. A Host without a port means port 80, as in HTTP. On a
+ *   Unix socket there is no port: a loopback name without a port passes
+ *   there.
  * - **Origin.** Absent (curl, SDKs, server-side callers) or exactly one of the
  *   configured origins (empty by default). `Origin: null` and everything else
  *   is refused. No CORS header is ever a wildcard: an allowed origin is echoed
@@ -20,7 +22,12 @@
 export interface GuardOptions {
   /** The daemon's TCP port (read per request: it is known only after listening on port 0); null on a Unix socket. */
   port: () => number | null;
-  /** Extra accepted `Host` values, `name:port`, lower-case (e.g. the explicit `--host`). */
+  /**
+   * Extra accepted `Host` values: `name:port` (exactly that), or a bare
+   * `name`, accepted with the daemon's port like a loopback name (e.g. the
+   * explicit `--host`, whose port may be known only after listening).
+   * IPv6 addresses in brackets. A malformed entry throws a TypeError.
+   */
   allowedHosts?: readonly string[];
   /** Accepted `Origin` values, e.g. `http://localhost:3000`. Empty by default. */
   allowedOrigins?: readonly string[];
@@ -80,7 +87,14 @@ export function normalizeOrigin(value: string): string | null {
  * ```
  */
 export function hostOriginGuard(options: GuardOptions): (host: string | null, origin: string | null) => GuardRefusal | null {
-  const extraHosts = new Set((options.allowedHosts ?? []).map((h) => h.toLowerCase()));
+  const extraHosts = new Set<string>();
+  const extraNames = new Set<string>();
+  for (const h of options.allowedHosts ?? []) {
+    const parts = splitHost(h.trim());
+    if (parts === null) throw new TypeError(`allowed host ${JSON.stringify(h)} is not a host name like example.lan:8787 (IPv6 in brackets)`);
+    if (parts.port === null) extraNames.add(parts.name);
+    else extraHosts.add(`${parts.name}:${parts.port}`);
+  }
   const origins = new Set<string>();
   for (const o of options.allowedOrigins ?? []) {
     const n = normalizeOrigin(o);
@@ -102,10 +116,12 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
     const h = host.trim().toLowerCase();
     const parts = splitHost(h);
     if (parts === null) return { header: "host", message: "the Host header is malformed" };
-    const known = extraHosts.has(h);
+    // A Host without a port names HTTP's default port 80 (browsers and curl leave it out).
+    const hostPort = parts.port ?? (port === null ? null : 80);
+    const known = hostPort !== null && extraHosts.has(`${parts.name}:${hostPort}`);
     if (!known) {
-      if (!isLoopbackName(parts.name)) return { header: "host", message: "the Host header must name a loopback address (localhost, 127.0.0.1 or [::1])" };
-      if (parts.port !== port) {
+      if (!isLoopbackName(parts.name) && !extraNames.has(parts.name)) return { header: "host", message: "the Host header must name a loopback address (localhost, 127.0.0.1 or [::1])" };
+      if (port === null ? parts.port !== null : hostPort !== port) {
         return { header: "host", message: port === null ? "the Host header must not carry a port on a Unix socket" : `the Host header must carry the daemon's port ${port}` };
       }
     }

@@ -6,12 +6,12 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { binaryPath } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
-import { SseReader } from "./support.ts";
+import { rawRequest, SseReader } from "./support.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 const dirs: string[] = [];
@@ -178,6 +178,23 @@ describe("agentcore serve (child process)", () => {
     const port = new URL(c.url.replace("0.0.0.0", "127.0.0.1")).port;
     const r = await fetch(`http://127.0.0.1:${port}/v1/tools`, { headers: { authorization: `Bearer ${token}` } });
     expect(r.status).toBe(200);
+    c.proc.kill("SIGTERM");
+    expect(await c.exited).toBe(0);
+  }, 60_000);
+
+  // An explicit non-loopback --host accepts its own name as Host, with the
+  // port it really got (here --port 0). Needs a non-loopback IPv4 address.
+  const lanAddress = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === "IPv4" && !a.internal)?.address;
+  test.skipIf(lanAddress === undefined)("a non-loopback --host with --port 0 accepts Host <that address>:<bound port>, and still refuses other names", async () => {
+    const c = await spawnServe(["--host", lanAddress!, "--port", "0"]);
+    expect(c.stderr()).toContain(`WARNING: listening on ${lanAddress}`);
+    const port = Number(new URL(c.url).port);
+    expect(port).toBeGreaterThan(0);
+    const ok = await fetch(`${c.url}/v1/tools`, { headers: auth(c) });
+    expect(ok.status).toBe(200);
+    await ok.text();
+    const evil = await rawRequest(port, `GET /v1/tools HTTP/1.1\r\nHost: evil.example:${port}\r\nAuthorization: Bearer ${c.token}\r\nConnection: close`, "", lanAddress);
+    expect(evil.status).toBe(403);
     c.proc.kill("SIGTERM");
     expect(await c.exited).toBe(0);
   }, 60_000);

@@ -144,6 +144,31 @@ describe("Host and Origin (DNS rebinding)", () => {
     expect(bad.status).toBe(403);
   });
 
+  test("allowed hosts: name:port exactly, a bare name with the daemon's port (known only after listening); malformed entries throw", () => {
+    let port: number | null = null;
+    const check = hostOriginGuard({ port: () => port, allowedHosts: ["box.lan:9000", "192.0.2.7", "[fd00::1]"] });
+    port = 41234; // bound after the guard was made (--port 0)
+    expect(check("192.0.2.7:41234", null)).toBeNull();
+    expect(check("[fd00::1]:41234", null)).toBeNull();
+    expect(check("192.0.2.7:41235", null)?.header).toBe("host");
+    expect(check("192.0.2.7", null)?.header).toBe("host");
+    expect(check("box.lan:9000", null)).toBeNull();
+    expect(check("box.lan:41234", null)?.header).toBe("host");
+    expect(check("other.lan:41234", null)?.header).toBe("host");
+    expect(() => hostOriginGuard({ port: () => 1, allowedHosts: ["not a host"] })).toThrow(TypeError);
+    expect(() => hostOriginGuard({ port: () => 1, allowedHosts: [":8787"] })).toThrow(TypeError);
+  });
+
+  test("a Host without a port means port 80 (what clients send to a daemon on port 80)", () => {
+    const on80 = hostOriginGuard({ port: () => 80 });
+    expect(on80("localhost", null)).toBeNull();
+    expect(on80("127.0.0.1", null)).toBeNull();
+    expect(on80("localhost:80", null)).toBeNull();
+    expect(on80("evil.example", null)?.header).toBe("host");
+    const on8787 = hostOriginGuard({ port: () => 8787 });
+    expect(on8787("localhost", null)?.header).toBe("host");
+  });
+
   test("on a Unix socket (no port) loopback names without a port pass", () => {
     const check = hostOriginGuard({ port: () => null });
     expect(check("localhost", null)).toBeNull();

@@ -84,9 +84,9 @@ export async function startTestDaemon(app: Partial<Omit<AppOptions, "port">> = {
 }
 
 /** A raw HTTP/1.1 exchange: full control over the request head. Returns status, headers and body. */
-export function rawRequest(port: number, head: string, body: Uint8Array | string = ""): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+export function rawRequest(port: number, head: string, body: Uint8Array | string = "", host = "127.0.0.1"): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: "127.0.0.1", port });
+    const sock = net.connect({ host, port });
     const chunks: Buffer[] = [];
     sock.on("data", (d: Buffer) => chunks.push(d));
     sock.on("error", reject);
