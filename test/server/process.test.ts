@@ -259,6 +259,7 @@ describe("agentcore serve (child process)", () => {
       [["--bogus"], "Unknown option"],
       [["--root", "/nonexistent-dir-xyz"], "not a folder"],
       [["--allow-origin", "evil"], "not an http(s) origin"],
+      [["--allow-host", "two words"], "is not a host name"],
       [["--tools", "rm_rf"], "unknown tool"],
       [["--skills", "/nonexistent-skills-xyz"], "nonexistent-skills-xyz"],
     ] as const) {
