@@ -11,6 +11,10 @@
  *   timeout if it never stops).
  * - stdin is `/dev/null` unless `stdin` text is given.
  * - Output is decoded as UTF-8, invalid sequences replaced by U+FFFD.
+ * - When agentcore itself ends while children run (its exit, or SIGINT,
+ *   SIGHUP or SIGTERM that the command does not handle itself), their
+ *   groups are killed first: a child's own group never receives the
+ *   terminal's Ctrl-C or a signal sent to agentcore.
  *
  * A process that leaves the group (its own `setsid`) and keeps the pipes
  * open can't hold the call: once the child has exited and the group was
@@ -84,6 +88,58 @@ function killGroup(pid: number | undefined): void {
 }
 
 /**
+ * Process groups of children still running. A child has its own group (it
+ * must, for the group kill), so a terminal's Ctrl-C or a `kill` aimed at
+ * agentcore never reaches it: when agentcore itself ends, it kills them.
+ */
+const liveGroups = new Set<number>();
+/** Signals that end agentcore by default; each one's exit status is 128 + its number. */
+const ENDING_SIGNALS: Readonly<Record<string, number>> = { SIGINT: 2, SIGHUP: 1, SIGTERM: 15 };
+let exitHook = false;
+
+function killLiveGroups(): void {
+  for (const pid of liveGroups) killGroup(pid);
+  liveGroups.clear();
+}
+
+/**
+ * A signal that would end agentcore while children run. When the command
+ * handles that signal itself (chat and agent abort the run on SIGINT, serve
+ * and mcp shut down on SIGTERM), its handler decides and the run's abort kills
+ * the children. Otherwise the signal keeps its default meaning, agentcore
+ * ends, and the children's groups are killed first.
+ */
+const onEndingSignal = (signal: NodeJS.Signals): void => {
+  if (process.listenerCount(signal) > 1) return;
+  killLiveGroups();
+  unwatchSignals();
+  process.exit(128 + (ENDING_SIGNALS[signal] ?? 0));
+};
+
+function watchSignals(): void {
+  if (!exitHook) {
+    exitHook = true;
+    process.on("exit", killLiveGroups);
+  }
+  for (const s of Object.keys(ENDING_SIGNALS)) process.on(s as NodeJS.Signals, onEndingSignal);
+}
+
+function unwatchSignals(): void {
+  for (const s of Object.keys(ENDING_SIGNALS)) process.off(s as NodeJS.Signals, onEndingSignal);
+}
+
+function track(pid: number | undefined): void {
+  if (pid === undefined || liveGroups.has(pid)) return;
+  if (liveGroups.size === 0) watchSignals();
+  liveGroups.add(pid);
+}
+
+function untrack(pid: number | undefined): void {
+  if (pid === undefined || !liveGroups.delete(pid)) return;
+  if (liveGroups.size === 0) unwatchSignals();
+}
+
+/**
  * Run a program to completion (or timeout). Rejects only when the program
  * can't be started (the error carries `code`, e.g. `ENOENT`) or when
  * `signal` fires (with the signal's reason); a non-zero exit, a kill or a
@@ -111,6 +167,7 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
       stdio: [o.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       windowsHide: true,
     });
+    track(child.pid);
 
     const finish = () => {
       if (settled || exit === null || !closed) return;
@@ -131,6 +188,7 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
     };
     const onAbort = () => {
       killGroup(child.pid);
+      untrack(child.pid);
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -153,12 +211,14 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
       killGroup(child.pid);
+      untrack(child.pid);
       reject(e);
     });
     child.on("exit", (code, sig) => {
       exit = { code, signal: sig };
       // No background job outlives the command.
       killGroup(child.pid);
+      untrack(child.pid);
       graceTimer = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();

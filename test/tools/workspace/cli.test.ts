@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../../support/binary.ts";
+import { forkingScript, livePidsWith, waitGone } from "./procs.ts";
 
 let base: string;
 let root: string;
@@ -223,4 +224,36 @@ describe("an agent run with the workspace tools", () => {
     expect(done[3]![1]).toContain("hello DONE");
     expect(events.at(-1)!.kind).toBe("agent_finished");
   }, 120_000);
+});
+
+describe("agentcore ending while exec runs", () => {
+  // The command has its own process group, so a signal aimed at agentcore
+  // (kill, a terminal's Ctrl-C or hang-up) never reaches it: agentcore must
+  // kill it on the way out. Isolation off: bubblewrap's --die-with-parent
+  // would hide the problem.
+  for (const [signal, status] of [["SIGTERM", 143], ["SIGINT", 130], ["SIGHUP", 129]] as const) {
+    test(`${signal} to agentcore execute kills the running command and its grandchildren (exit ${status})`, async () => {
+      freshRoot();
+      const marker = `agentcore-sig-${signal}-${process.pid}-${Date.now()}`;
+      const cfg = config({ root: "./root", tools: { exec: { allow: ["bun"], env: ["PATH"], isolation: "off", timeout_ms: 60_000 } } }, `sig-${signal}.json`);
+      const call = JSON.stringify({ id: "s", tool: "exec", arguments: { argv: ["bun", "-e", forkingScript(marker)] } });
+      const child = Bun.spawn([process.execPath, path.join(REPO, "src/cli/main.ts"), "--config", cfg, "execute", call], {
+        cwd: base,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: `${path.join(REPO, "node_modules", ".bin")}:${process.env.PATH}`, HOME: base },
+      });
+      try {
+        for (let i = 0; i < 600 && livePidsWith(marker).length === 0; i++) await Bun.sleep(50);
+        expect(livePidsWith(marker).length).toBe(1);
+        child.kill(signal);
+        expect(await child.exited).toBe(status);
+        expect(await waitGone(marker)).toEqual([]);
+      } finally {
+        child.kill("SIGKILL");
+        for (const pid of livePidsWith(marker)) process.kill(pid, "SIGKILL");
+      }
+    }, 120_000);
+  }
 });
