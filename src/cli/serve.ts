@@ -230,11 +230,17 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     let signalled = false;
     const onInt = () => onSignal("SIGINT");
     const onTerm = () => onSignal("SIGTERM");
-    const onSignal = (name: string) => {
+    // The work starts on a later turn of the event loop, never inside the
+    // signal's dispatch: aborting a call there would end its child processes
+    // and remove the exec tool's own signal listener while the runtime is
+    // still calling the listeners, and that listener would then take the
+    // signal as unhandled and exit 143.
+    const onSignal = (name: string) => void setTimeout(() => handleSignal(name), 0);
+    const handleSignal = (name: string) => {
       if (signalled) {
         // A second signal does not wait for the grace period: abort what runs (journals are still flushed).
-        const n = daemon.daemon.runs.abortAll("the daemon is shutting down (second signal)");
-        process.stderr.write(`agentcore serve: ${name} again: aborting ${n} run(s) now\n`);
+        const n = daemon.daemon.abortAll("the daemon is shutting down (second signal)");
+        process.stderr.write(`agentcore serve: ${name} again: aborting ${n} run(s) and call(s) now\n`);
         return;
       }
       signalled = true;

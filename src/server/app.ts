@@ -89,8 +89,16 @@ export interface Daemon {
   readonly runtime: Runtime;
   readonly runs: RunManager;
   readonly approvals: ApprovalQueue;
-  /** Stop taking requests (503), then finish or abort runs (see {@link RunManager.shutdown}). */
+  /**
+   * Stop taking requests (503), then finish or abort runs (see
+   * {@link RunManager.shutdown}) and the calls in flight (`POST /v1/calls`,
+   * batches): in `abort` mode their signals fire at once, in `finish` mode
+   * after `graceMs`. Resolves when every run and call has settled (so every
+   * journal and history record is written).
+   */
   shutdown(mode: "abort" | "finish", graceMs: number): Promise<void>;
+  /** Abort every active run and call now (a second signal during a `finish` shutdown); returns how many. */
+  abortAll(reason: string): number;
 }
 
 const CALL_INPUT_CODES = new Set(["JSON_PARSE", "JSON_DEPTH", "JSON_SIZE", "JSON_DUPLICATE_KEY", "JSON_ENCODING", "JSON_NUMBER_RANGE", "JSON_FORBIDDEN_KEY", "INVALID_CALL"]);
@@ -243,6 +251,14 @@ export function createApp(options: AppOptions): Daemon {
    */
   const controllers: AbortController[] = [];
   const reusable = runtime.middlewareChain.length === 1;
+  /** Asynchronous calls in flight (single and batch): shutdown aborts them and waits for them. */
+  const calls = new Set<{ ac: AbortController; done: Promise<unknown> }>();
+  const track = (ac: AbortController, p: Promise<unknown>): void => {
+    const entry = { ac, done: p };
+    calls.add(entry);
+    const untrack = () => calls.delete(entry);
+    p.then(untrack, untrack);
+  };
   const handleCall = async (req: Request): Promise<Response> => {
     const type = req.headers.get("content-type");
     if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
@@ -257,10 +273,18 @@ export function createApp(options: AppOptions): Daemon {
       if (reusable && controllers.length < 256) controllers.push(ac);
       return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: CALL_HEADERS });
     }
-    return timed(async () => {
-      const env = await out;
-      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: CALL_HEADERS });
-    }, ac);
+    track(ac, out);
+    // A client that goes away cancels its call (runtimes that report it on the request's signal).
+    const gone = () => ac.abort(new DOMException("the client disconnected", "AbortError"));
+    req.signal?.addEventListener("abort", gone, { once: true });
+    try {
+      return await timed(async () => {
+        const env = await out;
+        return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: CALL_HEADERS });
+      }, ac);
+    } finally {
+      req.signal?.removeEventListener("abort", gone);
+    }
   };
   app.post("/v1/calls", (c) => handleCall(c.req.raw));
 
@@ -290,7 +314,11 @@ export function createApp(options: AppOptions): Daemon {
             let env: Envelope;
             if (l.bytes === null) {
               env = { id: null, success: false, tool: null, result: null, error: { code: "JSON_SIZE", message: `line exceeds ${maxLine} bytes`, details: { bytes: l.length } }, duration_ms: 0 };
-            } else env = await runtime.dispatch(l.bytes, signal);
+            } else {
+              const out = runtime.dispatch(l.bytes, signal);
+              if (out instanceof Promise) track(ac, out);
+              env = await out;
+            }
             if (!env.success && env.error !== null) env.error.details.input_line = l.number;
             ctrl.enqueue(enc.encode(serializeEnvelope(env) + "\n"));
             return;
@@ -503,6 +531,17 @@ export function createApp(options: AppOptions): Daemon {
     return errorResponse(500, "INTERNAL_ERROR", "internal error");
   };
 
+  const abortCalls = (reason: string): number => {
+    let n = 0;
+    for (const c of calls) {
+      if (!c.ac.signal.aborted) {
+        c.ac.abort(new DOMException(reason, "AbortError"));
+        n++;
+      }
+    }
+    return n;
+  };
+
   return {
     app,
     fetch,
@@ -511,9 +550,21 @@ export function createApp(options: AppOptions): Daemon {
     approvals,
     async shutdown(mode, graceMs) {
       stopping = true;
+      const settleCalls = async () => {
+        if (mode === "finish" && calls.size > 0) {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([Promise.all([...calls].map((c) => c.done)), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+          clearTimeout(timer);
+        }
+        abortCalls("the daemon is shutting down");
+        await Promise.all([...calls].map((c) => c.done));
+      };
+      await Promise.all([runs.shutdown(mode, graceMs), settleCalls()]);
       clearInterval(ticker);
-      await runs.shutdown(mode, graceMs);
       await mcp?.close().catch(() => {});
+    },
+    abortAll(reason) {
+      return runs.abortAll(reason) + abortCalls(reason);
     },
   };
 }

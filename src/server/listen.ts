@@ -33,7 +33,7 @@ export interface Listening {
   readonly runtime: "bun" | "deno";
   /** Stop accepting connections; requests in flight may finish. */
   stopAccepting(): void;
-  /** Close everything that is left (idempotent). */
+  /** Close everything that is left (idempotent): answers being sent get a moment, then connections are cut. */
   close(): Promise<void>;
 }
 
@@ -100,18 +100,26 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
       if (unix !== null) fs.chmodSync(unix, 0o600);
       const port = unix === null ? (server.port ?? null) : null;
       let closed: Promise<void> | null = null;
+      // Resolves when every connection has closed: idle ones at once, the others once their answer is sent.
+      let draining: Promise<void> | null = null;
       return {
         url: unix !== null ? `unix:${unix}` : formatUrl(hostname, port!),
         port,
         unix,
         runtime: "bun",
         stopAccepting() {
-          void server.stop(false);
+          draining ??= Promise.resolve(server.stop(false)).catch(() => {});
         },
         close() {
-          closed ??= server.stop(true).then(() => {
+          closed ??= (async () => {
+            // Answers still being written (e.g. a call cancelled by the shutdown) get up to 2 s to go out.
+            draining ??= Promise.resolve(server.stop(false)).catch(() => {});
+            let timer: ReturnType<typeof setTimeout> | undefined;
+            await Promise.race([draining, new Promise((r) => (timer = setTimeout(r, 2000)))]);
+            clearTimeout(timer);
+            await server.stop(true);
             if (unix !== null) fs.rmSync(unix, { force: true });
-          });
+          })();
           return closed;
         },
       };

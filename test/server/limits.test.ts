@@ -6,6 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import { eventually, SseReader, startTestDaemon } from "./support.ts";
+import type { ApprovalNotice } from "../../src/server/approvals.ts";
+import type { AnyToolDefinition } from "../../src/tools/definition.ts";
 
 const sleepCall = (id: string, ms: number) => ({ id, name: "sleep", arguments: JSON.stringify({ ms }) });
 
@@ -81,6 +83,48 @@ describe("batch", () => {
     } finally {
       await d.stop();
     }
+  });
+});
+
+describe("single calls", () => {
+  test("a client that goes away cancels its POST /v1/calls call (its pending approval is withdrawn, by: aborted)", async () => {
+    const d = await startTestDaemon({ policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    const notices: ApprovalNotice[] = [];
+    d.running.daemon.approvals.subscribe((n) => notices.push(n));
+    try {
+      const ac = new AbortController();
+      const call = d.req("/v1/calls", { method: "POST", json: { id: "gone1", tool: "echo", arguments: {} }, signal: ac.signal });
+      call.catch(() => {});
+      await eventually(() => (d.running.daemon.approvals.list().length === 1 ? true : undefined));
+      ac.abort();
+      const resolved = await eventually(() => notices.find((n) => n.kind === "approval_resolved"));
+      expect(resolved).toMatchObject({ approval: { tool_call_id: "gone1" }, outcome: { approved: false, by: "aborted" } });
+    } finally {
+      await d.stop();
+    }
+  });
+
+  test("stopping the daemon cancels a call in flight and answers it (CANCELLED) before closing", async () => {
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const waitTool = {
+      name: "wait_forever",
+      description: "waits until aborted",
+      effect: "read_only",
+      parameters: { type: "object" },
+      handler: (_args: unknown, ctx: { signal: AbortSignal }) =>
+        new Promise((_, reject) => {
+          started();
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
+        }),
+    } as unknown as AnyToolDefinition;
+    const d = await startTestDaemon({ runtimeOptions: { tools: [waitTool] } });
+    const answer = d.req("/v1/calls", { method: "POST", json: { id: "s1", tool: "wait_forever", arguments: {} } });
+    await running;
+    await d.stop();
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: "s1", success: false, tool: "wait_forever", error: { code: "CANCELLED" } });
   });
 });
 

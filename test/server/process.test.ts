@@ -5,7 +5,7 @@
  * non-loopback warning, and usage errors.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from "node:fs";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
@@ -112,6 +112,37 @@ describe("agentcore serve (child process)", () => {
     expect(JSON.stringify(records[3].data)).toContain("sleep");
   }, 60_000);
 
+  test("SIGTERM during a slow POST /v1/calls (not a run): the call is cancelled and answered, its process killed, its history record written, exit 0", async () => {
+    const cfgDir = mkdtempSync(join(tmpdir(), "agentcore-serve-call-"));
+    dirs.push(cfgDir);
+    const config = join(cfgDir, "agentcore.jsonc");
+    const history = join(cfgDir, "history.jsonl");
+    writeFileSync(config, JSON.stringify({ history, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 3_600_000, isolation: "off" } } }));
+    const c = await spawnServe(["--port", "0", "--config", config, "--request-timeout-ms", "3600000"]);
+    const marker = `3599.${process.pid}${Date.now() % 100000}`; // a sleep argument nobody else uses
+    const answer = fetch(`${c.url}/v1/calls`, {
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: JSON.stringify({ id: "slow1", tool: "exec", arguments: { argv: ["sleep", marker] } }),
+    });
+    const sleeping = () => readdirSync("/proc").filter((p) => /^\d+$/.test(p)).some((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8") === `sleep\0${marker}\0`;
+      } catch {
+        return false;
+      }
+    });
+    while (!sleeping()) await Bun.sleep(20);
+    c.proc.kill("SIGTERM");
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: "slow1", success: false, error: { code: "CANCELLED" } });
+    expect(await c.exited).toBe(0);
+    expect(sleeping()).toBe(false);
+    const records = readFileSync(history, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(records.at(-1)).toMatchObject({ tool: "exec", call_id: "slow1", success: false, code: "CANCELLED" });
+  }, 60_000);
+
   test("--on-shutdown finish lets the run complete before exiting 0; new requests are refused meanwhile", async () => {
     const c = await spawnServe(["--port", "0", "--on-shutdown", "finish"]);
     const res = await fetch(`${c.url}/v1/runs`, {
@@ -147,7 +178,7 @@ describe("agentcore serve (child process)", () => {
     const finished = await sse.until((m) => m.event === "agent_finished");
     expect(finished!.data.result).toMatchObject({ status: "cancelled", error: "the daemon is shutting down (second signal)" });
     expect(await c.exited).toBe(0);
-    expect(c.stderr()).toContain("SIGTERM again: aborting 1 run(s) now");
+    expect(c.stderr()).toContain("SIGTERM again: aborting 1 run(s) and call(s) now");
     expect(journal(c, "twice").at(-1)).toMatchObject({ type: "run_finished", data: { result: { status: "cancelled" } } });
   }, 60_000);
 
