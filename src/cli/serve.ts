@@ -58,7 +58,7 @@ Limits:
   --request-timeout-ms N    deadline of a request (not of run streams; default 30000)
   --approval-timeout-ms N   pending approvals are denied after this (default: the config's
                             policy.approval_timeout_ms, else 300000)
-  --heartbeat-ms N          SSE heartbeat period (default 15000)
+  --heartbeat-ms N          SSE heartbeat period (default 15000, at most 240000)
   --max-input-bytes N, --max-depth N   strict JSON limits of a call (defaults ${DEFAULT_MAX_BYTES}, ${DEFAULT_MAX_DEPTH})
 Shutdown:
   --on-shutdown abort|finish  abort active runs at once (default), or let them finish
@@ -191,7 +191,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         maxConcurrent: int("--max-concurrent", v["max-concurrent"], 1, 1_000_000),
         maxActiveRuns: int("--max-active-runs", v["max-active-runs"], 1, 100_000),
         requestTimeoutMs: int("--request-timeout-ms", v["request-timeout-ms"], 1, 86_400_000),
-        heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 3_600_000),
+        // Bun cuts a connection idle for 255 s at most: a heartbeat must come sooner.
+        heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 240_000),
         sessionsDir: v["sessions-dir"],
         ...(skills !== null ? { skills } : {}),
       },

@@ -53,6 +53,19 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+/** Bun's most idle seconds for a connection. */
+const MAX_IDLE_SECONDS = 255;
+
+/**
+ * The idle timeout of connections: Bun closes a connection (an SSE stream
+ * too) that sends nothing for this long, so it must outlast the heartbeat
+ * period, or a quiet run's stream would be cut and its run aborted. At least
+ * 60 s (or what is asked), and 10 s more than the heartbeat period.
+ */
+export function idleTimeoutFor(heartbeatMs = 15_000, requestedSeconds = 60): number {
+  return Math.min(MAX_IDLE_SECONDS, Math.max(requestedSeconds, Math.ceil(heartbeatMs / 1000) + 10));
+}
+
 /** Create the app and listen. */
 export async function startDaemon(options: StartOptions): Promise<RunningDaemon> {
   let listening: Listening | null = null;
@@ -60,7 +73,7 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
   let cleanup: (() => Promise<void>) | void = undefined;
   try {
     cleanup = await options.prepare?.(daemon);
-    listening = await listen(daemon.fetch, options.listen);
+    listening = await listen(daemon.fetch, { ...options.listen, idleTimeoutSeconds: idleTimeoutFor(options.app.heartbeatMs, options.listen.idleTimeoutSeconds) });
   } catch (e) {
     await daemon.shutdown("abort", 0);
     await cleanup?.();

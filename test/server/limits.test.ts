@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import { eventually, SseReader, startTestDaemon } from "./support.ts";
+import { idleTimeoutFor } from "../../src/server/serve.ts";
 import type { ApprovalNotice } from "../../src/server/approvals.ts";
 import type { AnyToolDefinition } from "../../src/tools/definition.ts";
 
@@ -84,6 +85,26 @@ describe("batch", () => {
       await d.stop();
     }
   });
+});
+
+describe("idle connections", () => {
+  test("the idle timeout always outlasts the heartbeat period, so a quiet run's stream is never cut", async () => {
+    expect(idleTimeoutFor()).toBe(60);
+    expect(idleTimeoutFor(120_000)).toBe(130);
+    expect(idleTimeoutFor(240_000)).toBe(250);
+    expect(idleTimeoutFor(3_000, 1)).toBe(13);
+    // Asked for a 1 s idle timeout with a 10 s heartbeat: a model that is
+    // quiet for 6 s (Bun cuts a connection idle for 1 s within about 4 s)
+    // still finishes, because the daemon raised the idle timeout to 20 s.
+    const d = await startTestDaemon({ heartbeatMs: 10_000 }, { listen: { hostname: "127.0.0.1", port: 0, idleTimeoutSeconds: 1 } });
+    try {
+      const res = await d.req("/v1/runs", { method: "POST", json: { task: "t", script: [{ content: "after a pause", delay_ms: 6_000 }] } });
+      const done = await new SseReader(res).until((m) => m.event === "done");
+      expect(done!.data.result).toMatchObject({ status: "completed", output: "after a pause" });
+    } finally {
+      await d.stop();
+    }
+  }, 30_000);
 });
 
 describe("single calls", () => {
