@@ -13,11 +13,16 @@
  * ```
  * git -c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
  *     -c diff.external= -c core.attributesFile=/dev/null -c protocol.allow=never
+ *     -c safe.bareRepository=explicit
  *     [-c filter.NAME.clean= -c filter.NAME.smudge= -c filter.NAME.process= …]
  *     --no-pager --no-optional-locks --literal-pathspecs
- *     status --porcelain=v1 --untracked-files=all --ignore-submodules=all -- PATHS
- *   | diff [--cached | REF] --no-ext-diff --no-textconv --no-color --ignore-submodules=all [--stat] -- PATHS
+ *     [-c status.relativePaths=true -c color.status=never …] status --short --untracked-files=all --ignore-submodules=all -- PATHS
+ *   | diff [--cached | REF] --no-ext-diff --no-textconv --no-color --ignore-submodules=all --relative [--stat] -- PATHS
  * ```
+ *
+ * PATHS default to `.`, so when the root is a subfolder of a repository
+ * nothing outside the root shows; `status` (short format, relative paths)
+ * and `diff --relative` name files relative to the root, as the other tools do.
  *
  * with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
  * `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `HOME` a folder with
@@ -94,8 +99,11 @@ const SAFE_CONFIG = [
   "-c", "diff.external=",
   "-c", "core.attributesFile=/dev/null",
   "-c", "protocol.allow=never",
+  "-c", "safe.bareRepository=explicit",
 ];
 const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
+/** `status --short` with names relative to the root, plain, whatever the repository's config says. */
+const STATUS_CONFIG = ["-c", "status.relativePaths=true", "-c", "color.status=never", "-c", "status.branch=false", "-c", "status.showStash=false"];
 
 let home: string | undefined;
 
@@ -177,9 +185,11 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
 
       const sub =
         mode === "status"
-          ? ["status", "--porcelain=v1", "--untracked-files=all", "--ignore-submodules=all"]
-          : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", ...(args.stat === true ? ["--stat"] : [])];
-      const r = await run([...SAFE_CONFIG, ...noFilters, ...GLOBAL, ...sub, "--", ...paths], ctx.signal, maxBytes);
+          ? [...STATUS_CONFIG, "status", "--short", "--untracked-files=all", "--ignore-submodules=all"]
+          : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "--relative", ...(args.stat === true ? ["--stat"] : [])];
+      // Without paths, "." still limits git to the root: when the root is a
+      // subfolder of a repository, the rest of the repository is outside it.
+      const r = await run([...SAFE_CONFIG, ...noFilters, ...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])], ctx.signal, maxBytes);
       if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
       if (r.exit_code !== 0) {
         const first = r.stderr.trim().split("\n")[0] ?? "";

@@ -28,8 +28,10 @@
  *   so a prefix of four or more characters counts too) and `-O` are refused. `exec` adds
  *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
  *   -c diff.external= -c protocol.allow=never -c core.editor=false
- *   -c sequence.editor=false` in front, so hooks, a repository's fsmonitor,
- *   pagers and editors never run. Drivers the repository's configuration
+ *   -c sequence.editor=false -c safe.bareRepository=explicit` in front, so
+ *   hooks, a repository's fsmonitor, pagers and editors never run, and a
+ *   folder written to look like a bare repository (its config the model's)
+ *   is not taken for one. Drivers the repository's configuration
  *   names (clean/smudge filters such as git-lfs, textconv, merge drivers,
  *   `gpg.program`) are the operator's and do run; under bubblewrap `.git` is
  *   read-only, so a command can't change them.
@@ -117,6 +119,10 @@ export const GIT_SAFE_PREFIX = [
   "-c", "protocol.allow=never",
   "-c", "core.editor=false",
   "-c", "sequence.editor=false",
+  // A folder that merely looks like a bare repository (HEAD, config, objects/,
+  // refs/: files write_file can make) is never used as one: its config would
+  // be the model's, with filters and diff drivers that git runs.
+  "-c", "safe.bareRepository=explicit",
   "--no-pager",
 ];
 

@@ -184,6 +184,26 @@ describe("exec allowlist bypasses (each must fail)", () => {
     expect(fs.existsSync(marker)).toBe(false);
   });
 
+  test("git in a folder written to look like a bare repository (its config naming a filter) refuses it; nothing runs", async () => {
+    // All of these are files write_file can make: no .git anywhere.
+    const marker = path.join(sb.base, "FAKE-BARE-FILTER-RAN");
+    const evil = path.join(sb.root, "evil");
+    fs.mkdirSync(path.join(evil, "objects"), { recursive: true });
+    fs.mkdirSync(path.join(evil, "refs"));
+    fs.writeFileSync(path.join(evil, "HEAD"), "ref: refs/heads/main\n");
+    fs.writeFileSync(path.join(evil, "config"), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n[filter "x"]\n\tclean = touch ${marker}; cat\n`);
+    fs.writeFileSync(path.join(sb.root, ".gitattributes"), "*.txt filter=x\n");
+    try {
+      const r = await run({ argv: ["git", "add", "../sub/f.txt"], cwd: "evil" });
+      expect(r.exit_code).toBe(128);
+      expect(r.stderr).toContain("bare repository");
+      expect(fs.existsSync(marker)).toBe(false);
+    } finally {
+      fs.rmSync(evil, { recursive: true, force: true });
+      fs.rmSync(path.join(sb.root, ".gitattributes"));
+    }
+  });
+
   test("after '--' an option-like argument is an operand; safe git commands run", async () => {
     const init = await run({ argv: ["git", "init", "-q"] });
     expect(init.exit_code).toBe(0);

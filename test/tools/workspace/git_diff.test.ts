@@ -105,6 +105,62 @@ describe("git_diff", () => {
     expect(fs.existsSync(marker)).toBe(true);
   });
 
+  test("a root inside a bigger repository: nothing outside the root shows, names are relative to the root", async () => {
+    // sb.base is the repository; its subfolder root/ is the tools' root. Changes outside root/ must not leak.
+    const big = sandbox({ git_diff: true }, "agentcore-subroot-");
+    try {
+      const g = (...a: string[]) => {
+        const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...a], { cwd: big.base, env: { PATH: process.env.PATH!, HOME: big.base } });
+        if (r.exitCode !== 0) throw new Error(r.stderr.toString());
+      };
+      fs.writeFileSync(path.join(big.root, "in.txt"), "in\n");
+      g("init", "-q");
+      g("add", ".");
+      g("commit", "-qm", "x");
+      g("tag", "t0");
+      fs.appendFileSync(path.join(big.outside, "secret.txt"), "\nLEAKED CHANGE");
+      fs.writeFileSync(path.join(big.base, "untracked-outside.txt"), "x");
+      fs.appendFileSync(path.join(big.root, "in.txt"), "more\n");
+      const call = async (args: Record<string, unknown>) => {
+        const env = await big.call("git_diff", args);
+        expect(env.error).toBeNull();
+        return (env.result as { output: string }).output;
+      };
+      expect(await call({ mode: "status" })).toBe(" M in.txt\n");
+      const wt = await call({});
+      expect(wt).toContain("diff --git a/in.txt b/in.txt");
+      expect(await call({ mode: "ref", ref: "t0", stat: true })).toContain("in.txt");
+      for (const out of [wt, await call({ mode: "ref", ref: "t0" }), await call({ mode: "ref", ref: "t0", stat: true })]) {
+        expect(out).not.toContain("secret");
+        expect(out).not.toContain("LEAKED");
+        expect(out).not.toContain("root/");
+      }
+      g("add", "-A");
+      expect(await call({ mode: "staged" })).not.toContain("LEAKED");
+    } finally {
+      big.cleanup();
+    }
+  });
+
+  test("a folder written to look like a bare repository is not used as one", async () => {
+    // No .git in the root: the model writes HEAD, config (a clean filter, a worktree outside), objects/, refs/.
+    const bare = sandbox({ git_diff: true }, "agentcore-fakebare-");
+    try {
+      const mark = path.join(bare.base, "FAKE-BARE-RAN");
+      fs.writeFileSync(path.join(bare.root, "HEAD"), "ref: refs/heads/main\n");
+      fs.mkdirSync(path.join(bare.root, "objects"));
+      fs.mkdirSync(path.join(bare.root, "refs"));
+      fs.writeFileSync(path.join(bare.root, "config"), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ${bare.outside}\n[filter "x"]\n\tclean = touch ${mark}; cat\n`);
+      fs.writeFileSync(path.join(bare.outside, ".gitattributes"), "* filter=x\n");
+      const env = await bare.call("git_diff", { mode: "status" });
+      expect(code(env)).toBe("GIT_FAILED");
+      expect(JSON.stringify(env)).not.toContain("secret.txt");
+      expect(fs.existsSync(mark)).toBe(false);
+    } finally {
+      bare.cleanup();
+    }
+  });
+
   test("a folder that is not a repository is GIT_FAILED", async () => {
     const other = sandbox({ git_diff: true }, "agentcore-nogit-");
     try {
