@@ -255,11 +255,10 @@ const mcpClosers: (() => Promise<void>)[] = [];
 async function runtimeFor(s: Settings): Promise<Runtime> {
   const rt = makeRuntime(s);
   if (s.mcpServers === undefined || Object.keys(s.mcpServers).length === 0) return rt;
-  const { attachMcpServers, McpStartupError, stopOnSignals } = await import("../mcp/attach.ts");
+  const { attachMcpServersForCommand, McpStartupError } = await import("../mcp/attach.ts");
   try {
-    const toolset = await attachMcpServers(rt, s.mcpServers);
-    const unhook = stopOnSignals(toolset); // a signal still stops the servers
-    mcpClosers.push(() => toolset.close().finally(unhook));
+    // a signal, during the start-up or after it, stops the servers before exiting
+    mcpClosers.push(await attachMcpServersForCommand(rt, s.mcpServers));
   } catch (e) {
     if (e instanceof McpStartupError) throw new ConfigError(e.message);
     throw e;

@@ -57,7 +57,7 @@ export interface McpToolset {
 export async function attachMcpServers(
   runtime: Runtime,
   servers: Record<string, McpServerConfig>,
-  options: { logger?: Logger } = {},
+  options: { logger?: Logger; signal?: AbortSignal } = {},
 ): Promise<McpToolset> {
   const logger = options.logger ?? runtime.logger;
   const handlers = Object.entries(servers).map(([name, config]) => new McpToolHandler(name, config, { logger }));
@@ -66,8 +66,17 @@ export async function attachMcpServers(
   };
   const registered: string[] = [];
   const skipped: SkippedMcpTool[] = [];
+  // `signal` interrupts the start-up: the servers are stopped, nothing is registered
+  const signal = options.signal;
+  let onAbort: (() => void) | undefined;
+  const interrupted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new McpStartupError("the start-up of the MCP servers was interrupted"));
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  interrupted.catch(() => {});
   try {
-    const lists = await Promise.all(
+    const lists = await Promise.race([interrupted, Promise.all(
       handlers.map(async (h) => {
         try {
           return await h.toolDefinitions();
@@ -77,7 +86,7 @@ export async function attachMcpServers(
           throw new McpStartupError(message.startsWith(named) ? message : `${named}: listing its tools failed: ${message}`);
         }
       }),
-    );
+    )]);
     // Pass 1, on a scratch registry: schemas that ajv rejects are skipped,
     // and names are checked against the runtime's tools and each other.
     // Nothing is registered into the runtime unless every check passes.
@@ -116,7 +125,9 @@ export async function attachMcpServers(
     }
   } catch (e) {
     await closeAll();
-    throw e;
+    throw signal?.aborted ? new McpStartupError("the start-up of the MCP servers was interrupted") : e;
+  } finally {
+    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
   }
   let closing: Promise<void> | undefined;
   return {
@@ -128,6 +139,46 @@ export async function attachMcpServers(
 }
 
 const STOP_SIGNALS = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const;
+
+/**
+ * For command-line programs: {@link attachMcpServers}, where SIGINT, SIGTERM
+ * or SIGHUP during the start-up stops the servers started so far (a server
+ * hanging at start-up would otherwise outlive us) and exits with 128 + the
+ * signal number; then {@link stopOnSignals} for the rest of the command.
+ * Resolves to the function that closes the servers.
+ */
+export async function attachMcpServersForCommand(
+  runtime: Runtime,
+  servers: Record<string, McpServerConfig>,
+): Promise<() => Promise<void>> {
+  const proc = globalThis.process;
+  const ac = new AbortController();
+  let status: number | undefined;
+  const listeners = STOP_SIGNALS.map(([sig, code]) => {
+    const listener = () => {
+      status ??= code;
+      ac.abort();
+    };
+    proc.on(sig, listener);
+    return [sig, listener] as const;
+  });
+  let toolset: McpToolset;
+  try {
+    toolset = await attachMcpServers(runtime, servers, { signal: ac.signal });
+  } catch (e) {
+    if (status !== undefined) proc.exit(status); // the servers are stopped already
+    throw e;
+  } finally {
+    for (const [sig, listener] of listeners) proc.off(sig, listener);
+  }
+  if (status !== undefined) {
+    // the signal came as the start-up finished
+    await toolset.close();
+    proc.exit(status);
+  }
+  const unhook = stopOnSignals(toolset);
+  return () => toolset.close().finally(unhook);
+}
 
 /**
  * For command-line programs: on SIGINT, SIGTERM or SIGHUP, when no other

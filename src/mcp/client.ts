@@ -122,6 +122,8 @@ export class McpToolHandler {
   #transport: Transport | undefined;
   #kind: McpTransportKind | undefined;
   #connecting: Promise<Client> | undefined;
+  /** The transport of the connection attempt in progress (close() ends it rather than wait for connect_timeout_ms). */
+  #pending: Transport | undefined;
   #failures = 0;
   #closed = false;
   /** Why the last connection ended, when we know (a protocol violation, the process exiting). */
@@ -351,7 +353,9 @@ export class McpToolHandler {
     const c = this.config;
     const ms = this.connectTimeoutMs;
     const attempt = async (kind: McpTransportKind): Promise<Client> => {
+      if (this.#closed) throw new McpConnectError(this.server, `mcp server "${this.server}" is closed`);
       const transport = this.#makeTransport(kind);
+      this.#pending = transport;
       const client = new Client({ name: "agentcore", version: VERSION }, { capabilities: {} });
       client.onerror = (e) => {
         if (e instanceof McpProtocolError) {
@@ -375,7 +379,10 @@ export class McpToolHandler {
       } catch (e) {
         await client.close().catch(() => {});
         await transport.close().catch(() => {});
+        if (this.#closed) throw new McpConnectError(this.server, `mcp server "${this.server}" was closed while connecting`);
         throw e;
+      } finally {
+        if (this.#pending === transport) this.#pending = undefined;
       }
       this.#lastLoss = undefined;
       this.#client = client;
@@ -444,7 +451,12 @@ export class McpToolHandler {
   async close(): Promise<void> {
     this.#closed = true;
     const connecting = this.#connecting;
-    if (connecting !== undefined) await connecting.catch(() => {});
+    if (connecting !== undefined) {
+      // end a connection attempt now (a server hanging at start-up would
+      // otherwise hold close() for up to connect_timeout_ms)
+      await this.#pending?.close().catch(() => {});
+      await connecting.catch(() => {});
+    }
     const client = this.#client;
     const transport = this.#transport;
     this.#client = undefined;

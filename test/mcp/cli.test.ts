@@ -309,6 +309,18 @@ describe("signals", () => {
       await until(() => !alive(server!), "the stubborn server to be killed");
     }, 20_000);
   }
+  for (const [sig, status] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+    test(`${sig} while a server hangs at start-up: the server (which ignores stdin and SIGTERM) is stopped, exit ${status}`, async () => {
+      const c = config({}, { args: [FIXTURE, "hang"], connect_timeout_ms: 600_000 });
+      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "tools"], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV });
+      await until(() => pids(c.log).length === 1, "the hanging server to start");
+      p.kill(sig);
+      const [status_, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+      expect(status_).toBe(status);
+      expect(stderr).not.toContain("no answer to initialize");
+      await until(() => !alive(pids(c.log)[0]!), "the hanging server to be stopped");
+    }, 20_000);
+  }
   test("SIGTERM to 'agentcore mcp': it stops serving, exits, and stops its servers", async () => {
     const c = config({}, { args: [FIXTURE, "stubborn"] });
     const { client, transport } = await connect([BUN, MAIN, "--config", c.path, "mcp"]);

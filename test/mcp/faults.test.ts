@@ -159,6 +159,32 @@ describe("the server dies or misbehaves", () => {
     expect(logLines(f.log)).toContain("sigterm ignored");
   }, 20_000);
 
+  test("close() while a server hangs at start-up ends the attempt at once, not after connect_timeout_ms", async () => {
+    const f = fixture("hang", { connect_timeout_ms: 600_000 });
+    const h = new McpToolHandler("stuck", f.config, { logger });
+    const p = h.connect().then(() => null, (e) => e);
+    await until(() => pids(f.log).length === 1, "the server to start");
+    await h.close(); // without ending the attempt this would wait ten minutes
+    const err = await p;
+    expect(err.message).toBe('mcp server "stuck" was closed while connecting');
+    expect(alive(pids(f.log)[0]!)).toBe(false);
+  }, 20_000);
+
+  test("an AbortSignal interrupts attachMcpServers during start-up: servers stopped, nothing registered", async () => {
+    const hang = fixture("hang", { connect_timeout_ms: 600_000 });
+    const good = fixture("normal");
+    const rt = createRuntime({ logger });
+    const ac = new AbortController();
+    const p = attachMcpServers(rt, { stuck: hang.config, good: good.config }, { logger, signal: ac.signal }).then(() => null, (e) => e);
+    await until(() => pids(hang.log).length === 1 && pids(good.log).length === 1, "both servers to start");
+    ac.abort();
+    const err = await p;
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toBe("the start-up of the MCP servers was interrupted");
+    for (const pid of [...pids(hang.log), ...pids(good.log)]) expect(alive(pid)).toBe(false);
+    expect(rt.registry.has("good__count")).toBe(false);
+  }, 20_000);
+
   test("a server whose tools/list fails is a startup error naming the server", async () => {
     const f = fixture("notools");
     const rt = createRuntime({ logger });
