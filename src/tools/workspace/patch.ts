@@ -15,7 +15,9 @@
  *   twice are refused (`PATCH_INVALID`);
  * - no fuzz: every context and removed line must match exactly. A hunk is
  *   tried at its stated line first; if the file moved, the nearest exact
- *   match after the previous hunk is used (the result reports the offset).
+ *   match after the previous hunk is used. A hunk with no context and no
+ *   removed lines (a pure insertion) has nothing to match, so it goes exactly
+ *   where it says, and a place past the end of the file is a mismatch.
  *
  * Errors are {@link ToolError}s: `PATCH_INVALID` (with the patch line) for
  * malformed input, `PATCH_MISMATCH` (with file, hunk and file line) when the
@@ -202,7 +204,17 @@ export function applyFilePatch(fp: FilePatch, content: string | null, path: stri
     const neu = h.lines.filter((l) => l.op !== "-").map((l) => l.text);
     const stated = (h.oldCount === 0 ? h.oldStart : h.oldStart - 1) + offset;
     let at = -1;
-    if (stated >= cursor && matchesAt(text.lines, old, stated)) at = stated;
+    if (old.length === 0) {
+      // Nothing to match (a pure insertion, as diff -U0 makes): only the stated
+      // place is right; there is no evidence to move the hunk anywhere else.
+      if (stated < cursor || stated > text.lines.length) {
+        mismatch(`hunk ${hunkNo} (${h.header}) inserts after line ${stated}, but ${stated > text.lines.length ? `the file has ${text.lines.length} line${text.lines.length === 1 ? "" : "s"}` : `the previous hunk ends at line ${cursor}`}`, {
+          hunk: hunkNo,
+          line: stated,
+        });
+      }
+      at = stated;
+    } else if (stated >= cursor && matchesAt(text.lines, old, stated)) at = stated;
     else {
       let best = -1;
       for (let k = cursor; k + old.length <= text.lines.length; k++) {

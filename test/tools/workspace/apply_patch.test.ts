@@ -161,6 +161,18 @@ describe("apply_patch: unified diffs", () => {
     expect(read("b.txt")).toBe("alpha\nbeta\ngamma\n");
   });
 
+  test("a hunk with nothing to match (diff -U0 insertion) goes exactly where it says; past the end of the file is a mismatch", async () => {
+    // b.txt has 3 lines: an insertion after line 50 has no place in it.
+    const env = await sb.call("apply_patch", { patch: "--- a/b.txt\n+++ b/b.txt\n@@ -50,0 +51 @@\n+inserted\n" });
+    expect(code(env)).toBe("PATCH_MISMATCH");
+    expect(env.error?.message).toBe("b.txt: hunk 1 (@@ -50,0 +51 @@) inserts after line 50, but the file has 3 lines");
+    expect(env.error?.details).toEqual({ path: "b.txt", hunk: 1, line: 50 });
+    expect(read("b.txt")).toBe("alpha\nbeta\ngamma\n");
+    // in range, it lands after the stated line, not at some other place
+    expect((await sb.call("apply_patch", { patch: "--- a/b.txt\n+++ b/b.txt\n@@ -1,0 +2 @@\n+inserted\n" })).success).toBe(true);
+    expect(read("b.txt")).toBe("alpha\ninserted\nbeta\ngamma\n");
+  });
+
   test("creating a file that exists, or patching one that does not, is a mismatch", async () => {
     expect(code(await sb.call("apply_patch", { patch: diffU("b.txt", "x\n", null).replace(/^--- .*$/m, "--- /dev/null") }))).toBe("PATCH_MISMATCH");
     expect(code(await sb.call("apply_patch", { patch: diffU("nope.txt", "y\n", "x\n") }))).toBe("PATCH_MISMATCH");
