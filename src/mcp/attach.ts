@@ -30,7 +30,7 @@ import type { Logger } from "../runtime/logger.ts";
 import { ToolRegistrationError, ToolRegistry } from "../tools/registry.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import type { McpServerConfig } from "./config.ts";
-import { McpToolHandler, type SkippedMcpTool } from "./client.ts";
+import { boundedText, McpToolHandler, type SkippedMcpTool } from "./client.ts";
 
 /** A configured MCP server could not be used; the message names it. */
 export class McpStartupError extends Error {
@@ -81,7 +81,7 @@ export async function attachMcpServers(
         try {
           return await h.toolDefinitions();
         } catch (e) {
-          const message = e instanceof Error ? e.message : String(e);
+          const message = boundedText(e instanceof Error ? e.message : String(e));
           const named = `mcp server "${h.server}"`;
           throw new McpStartupError(message.startsWith(named) ? message : `${named}: listing its tools failed: ${message}`);
         }

@@ -82,9 +82,18 @@ export const MAX_TOOLS_PER_SERVER = 512;
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
+/** Longest error text taken from a server (an HTTP error body, a JSON-RPC error message) into our messages. */
+const MAX_ERROR_TEXT = 1000;
+
+/** `text` cut to {@link MAX_ERROR_TEXT} characters, saying how much was left out. */
+export function boundedText(text: string): string {
+  return text.length <= MAX_ERROR_TEXT ? text : `${text.slice(0, MAX_ERROR_TEXT)}…[${text.length - MAX_ERROR_TEXT} more characters]`;
+}
+
+/** An error's message, bounded: much of it can come from the (untrusted) server. */
 function errorText(e: unknown): string {
-  if (e instanceof SdkHttpError && !e.message.includes(String(e.status))) return `${e.message} (HTTP ${e.status})`;
-  return e instanceof Error ? e.message : String(e);
+  if (e instanceof SdkHttpError && !e.message.includes(String(e.status))) return `${boundedText(e.message)} (HTTP ${e.status})`;
+  return boundedText(e instanceof Error ? e.message : String(e));
 }
 
 function sleep(ms: number): Promise<void> {
@@ -287,10 +296,10 @@ export class McpToolHandler {
       return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
     }
     if (e instanceof ProtocolError) {
-      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${e.message}`, { ...details, mcp_error_code: e.code });
+      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, { ...details, mcp_error_code: e.code });
     }
     if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) {
-      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${e.message}`, details);
+      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
     }
     if (this.#kind !== "stdio" && this.#client === client) {
       // Over HTTP nothing tells us a connection ended: a refused or failed

@@ -335,6 +335,38 @@ describe("reconnection", () => {
   }, 30_000);
 });
 
+describe("error text from a server is bounded", () => {
+  test("a huge JSON-RPC error message is cut in the envelope's message", async () => {
+    const f = fixture("normal", {}, { FIXTURE_EXTRA: "rpc_error" });
+    const h = new McpToolHandler("fx", f.config, { logger });
+    try {
+      const err = await h.callTool("rpc_error", { n: 2_000_000 }).then(() => null, (e) => e);
+      expect(err.code).toBe("TOOL_ERROR");
+      expect(err.details.mcp_error_code).toBe(-32000);
+      expect(err.message.length).toBeLessThan(1200);
+      expect(err.message).toStartWith(`mcp server "fx", tool "rpc_error": `);
+      expect(err.message).toContain("more characters]");
+    } finally {
+      await h.close();
+    }
+  }, 20_000);
+
+  test("a huge HTTP error body at start-up is cut in the startup error", async () => {
+    const body = `<h1>${"x".repeat(2_000_000)}</h1>`;
+    const srv = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(body, { status: 500, headers: { "content-type": "text/html" } }) });
+    try {
+      const rt = createRuntime({ logger });
+      const err = await attachMcpServers(rt, { web: { url: `http://127.0.0.1:${srv.port}/mcp`, connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+      expect(err).toBeInstanceOf(McpStartupError);
+      expect(err.message).toStartWith('mcp server "web": cannot connect: ');
+      expect(err.message).toContain("more characters]");
+      expect(err.message.length).toBeLessThan(1200);
+    } finally {
+      srv.stop(true);
+    }
+  }, 20_000);
+});
+
 describe("limits given to the handler", () => {
   test("timeouts beyond what a timer can wait are capped, not turned into an instant timeout", async () => {
     const f = fixture("normal", { timeout_ms: Number.MAX_SAFE_INTEGER, connect_timeout_ms: Number.MAX_SAFE_INTEGER });
