@@ -13,7 +13,9 @@
  *
  * Never a shell string: there is no shell between the call and the program.
  * The allowlist is resolved to absolute paths through PATH when the tool is
- * created; a missing program fails creation. The environment is exactly the
+ * created; a missing program fails creation, and one found inside the root
+ * (which the file tools can rewrite) is warned about, as is a PATH entry
+ * inside the root. The environment is exactly the
  * allowlisted variables (values from agentcore's own environment at
  * creation, overridable per call). Process handling (process group killed on
  * timeout, capped output) is in `process.ts`; isolation in `sandbox.ts`.
@@ -25,6 +27,8 @@
  *
  * @module
  */
+import * as fs from "node:fs";
+import * as nodePath from "node:path";
 import type { ToolContext, ToolDefinition } from "../definition.ts";
 import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
@@ -95,6 +99,18 @@ export const EXEC_PARAMETERS = deepFreeze({
 } as const);
 markTrustedSchema(EXEC_PARAMETERS);
 
+/** Whether `p` (or the file it resolves to) lies inside `realRoot`. */
+function insideRoot(realRoot: string, p: string): boolean {
+  const base = realRoot.endsWith("/") ? realRoot : `${realRoot}/`;
+  const inside = (x: string) => x === realRoot || x.startsWith(base);
+  if (inside(nodePath.resolve(p))) return true;
+  try {
+    return inside(fs.realpathSync(p));
+  } catch {
+    return false;
+  }
+}
+
 function stderrWarn(message: string): void {
   globalThis.process?.stderr?.write(`agentcore: warning: ${message}\n`);
 }
@@ -119,6 +135,11 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   }
   const runners = [...programs.keys()].filter((n) => RUNS_PROGRAMS.has(n));
   if (runners.length > 0) warn(`exec allows ${runners.join(", ")}, which can run any program: the allowlist does not restrict what those commands do`);
+  // A program file inside the root is one write_file or apply_patch can rewrite (keeping its mode bits).
+  const inRoot = [...programs].filter(([, abs]) => insideRoot(realRoot, abs));
+  if (inRoot.length > 0) {
+    warn(`exec allows ${inRoot.map(([n, abs]) => `${n} (${abs})`).join(", ")}, found inside the root: write_file, apply_patch and commands can rewrite ${inRoot.length === 1 ? "it" : "them"}, so the allowlist does not restrict what runs`);
+  }
 
   const envNames = [...(options.env ?? DEFAULT_EXEC_ENV)];
   for (const n of envNames) if (!envNameAllowed(n)) throw new Error(`exec: environment variable "${n}" can't be allowlisted (it can make programs run other code)`);
@@ -127,6 +148,10 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   for (const n of envNames) {
     const v = source[n];
     if (v !== undefined) baseEnv[n] = n === "PATH" ? absolutePathOnly(v) : v;
+  }
+  const pathInRoot = (baseEnv.PATH ?? "").split(":").filter((d) => d !== "" && insideRoot(realRoot, d));
+  if (pathInRoot.length > 0) {
+    warn(`the PATH that commands get holds ${pathInRoot.join(", ")}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`);
   }
 
   const protectedPaths = protectedInside(realRoot, options.protect ?? []);

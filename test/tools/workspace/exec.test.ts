@@ -11,6 +11,7 @@ import { forkingScript, livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import { createLogger } from "../../../src/runtime/logger.ts";
+import { workspaceTools } from "../../../src/tools/workspace/index.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);
@@ -296,6 +297,35 @@ describe("exec creation", () => {
     const seen: string[] = [];
     createExecTool({ root: sb.root, allow: ["bun"], searchPath: noBwrap, isolation: "auto", warn: (m) => seen.push(m) });
     expect(seen.some((m) => m.includes("without isolation"))).toBe(true);
+  });
+});
+
+describe("exec programs inside the root", () => {
+  test("a program found inside the root (rewritable by write_file) and a PATH entry there are warned about at creation", async () => {
+    const bin = path.join(sb.root, "tools");
+    fs.mkdirSync(bin, { recursive: true });
+    fs.copyFileSync("/bin/echo", path.join(bin, "lint"));
+    fs.chmodSync(path.join(bin, "lint"), 0o755);
+    try {
+      const seen: string[] = [];
+      const tool = createExecTool({ root: sb.root, allow: ["lint", "ls"], env: ["PATH"], searchPath: [bin, ...SEARCH_PATH], sourceEnv: { PATH: `${bin}:/usr/bin:/bin` }, isolation: "off", warn: (m) => seen.push(m) });
+      expect(seen.filter((m) => m.includes("inside the root"))).toEqual([
+        `exec allows lint (${path.join(bin, "lint")}), found inside the root: write_file, apply_patch and commands can rewrite it, so the allowlist does not restrict what runs`,
+        `the PATH that commands get holds ${bin}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`,
+      ]);
+      // the danger it warns about: the file tools can rewrite the program, which keeps its mode bits
+      const rt = createRuntime({ root: sb.root, builtins: false, tools: [tool as never, ...workspaceTools({ write_file: true }, sb.root)], logger: createLogger({ level: "error", sink: () => {} }) });
+      const w = await rt.dispatchCall({ id: "w", tool: "write_file", arguments: { path: "tools/lint", content: "#!/bin/sh\necho rewritten\n" }, shape: "agentcore" });
+      expect(w.success).toBe(true);
+      const r = await rt.dispatchCall({ id: "x", tool: "exec", arguments: { argv: ["lint"] }, shape: "agentcore" });
+      expect((r.result as R).stdout).toBe("rewritten\n");
+      // programs outside the root and an outside PATH: no such warning
+      const quiet: string[] = [];
+      createExecTool({ root: sb.root, allow: ["ls"], env: ["PATH"], searchPath: SEARCH_PATH, sourceEnv: { PATH: "/usr/bin:/bin" }, isolation: "off", warn: (m) => quiet.push(m) });
+      expect(quiet.filter((m) => m.includes("inside the root"))).toEqual([]);
+    } finally {
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   });
 });
 
