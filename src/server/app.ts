@@ -504,7 +504,39 @@ export function createApp(options: AppOptions): Daemon {
     maxRequestBodySize: maxBody,
     onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
   });
-  if (mcp !== null) app.all("/mcp", (c) => mcp.fetch(c.req.raw));
+  if (mcp !== null) {
+    // The request deadline applies here too: past it the request's signal
+    // fires, the SDK tears the exchange down, and the call in flight is
+    // cancelled (a pending approval is withdrawn). The deadline lasts until
+    // the answer (JSON or an SSE stream) has been sent.
+    app.all("/mcp", async (c) => {
+      const raw = c.req.raw;
+      const ac = new AbortController();
+      const entry = {
+        at: performance.now() + requestTimeoutMs,
+        fire() {
+          deadlines.delete(entry);
+          ac.abort(new DOMException("request timed out", "TimeoutError"));
+        },
+      };
+      const settle = () => deadlines.delete(entry);
+      deadlines.add(entry);
+      raw.signal?.addEventListener("abort", () => ac.abort(raw.signal.reason), { once: true });
+      let res: Response;
+      try {
+        res = await mcp.fetch(new Request(raw, { signal: ac.signal }));
+      } catch (e) {
+        settle();
+        throw e;
+      }
+      if (res.body === null) {
+        settle();
+        return res;
+      }
+      const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: settle }));
+      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    });
+  }
 
   options.mount?.(app, { runtime });
 

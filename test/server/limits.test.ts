@@ -107,6 +107,35 @@ describe("idle connections", () => {
   }, 30_000);
 });
 
+describe("/mcp deadline", () => {
+  test("an /mcp tools/call past the request deadline is cancelled: its pending approval is withdrawn (by: aborted), the exchange ends", async () => {
+    const d = await startTestDaemon({ requestTimeoutMs: 300, policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    const notices: ApprovalNotice[] = [];
+    d.running.daemon.approvals.subscribe((n) => notices.push(n));
+    try {
+      const res = await d.req("/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { via: "mcp" } } }),
+      });
+      expect(res.status).toBe(200);
+      const resolved = await eventually(() => notices.find((n) => n.kind === "approval_resolved"));
+      expect(resolved).toMatchObject({ approval: { tool: "echo" }, outcome: { approved: false, by: "aborted" } });
+      await res.text().catch(() => ""); // the stream ends (no result was produced)
+      expect(d.running.daemon.approvals.list()).toEqual([]);
+      // a quick call is answered as usual
+      const ok = await d.req("/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }),
+      });
+      expect(await ok.text()).toContain('"name":"echo"');
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
 describe("single calls", () => {
   test("a client that goes away cancels its POST /v1/calls call (its pending approval is withdrawn, by: aborted)", async () => {
     const d = await startTestDaemon({ policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
