@@ -449,7 +449,12 @@ describe("chat helpers", () => {
   });
 
   test("argsSummary redacts, clips and survives non-objects", () => {
-    expect(argsSummary('{"path":"a.txt","password":"hunter2","n":3,"list":[1,2],"o":{"k":1}}')).toBe('path="a.txt" password="[redacted]" n=3 list=[2 items] o={…}');
+    expect(argsSummary('{"path":"a.txt","password":"hunter2","n":3,"list":[1,2],"o":{"k":1}}')).toBe('path="a.txt" password="[redacted]" n=3 list=[1,2] o={…}');
+    // exec's argv shows what runs; lists of objects are counted; long lists are clipped
+    expect(argsSummary('{"argv":["git","log","--oneline"],"cwd":"sub"}')).toBe('argv=["git","log","--oneline"] cwd="sub"');
+    expect(argsSummary('{"steps":[{"title":"a"},{"title":"b"}]}')).toBe("steps=[2 items]");
+    expect(argsSummary(JSON.stringify({ argv: ["echo", "x".repeat(60)] }))).toBe(`argv=${JSON.stringify(["echo", "x".repeat(60)]).slice(0, 39)}…`);
+    expect(argsSummary('{"argv":["printf","\\u001b[2J"]}')).not.toContain("\u001b[2J"[0]);
     expect(argsSummary("{not json")).toBe("{not json");
     expect(argsSummary('"just a string"')).toBe('"just a string"');
     expect(argsSummary(JSON.stringify({ s: "x".repeat(100) })).length).toBeLessThanOrEqual(80);

@@ -15,17 +15,28 @@ function oneLine(text: string, max: number): string {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
-function scalar(v: unknown, max: number): string {
+const plain = (x: unknown) => x === null || typeof x === "string" || typeof x === "number" || typeof x === "boolean";
+
+/** `v` is the redacted value; `raw` the one the model sent (redaction turns nested objects into strings). */
+function scalar(v: unknown, raw: unknown, max: number): string {
   if (typeof v === "string") return JSON.stringify(v.length > max ? `${v.slice(0, max - 1)}…` : v);
-  if (Array.isArray(v)) return `[${v.length} item${v.length === 1 ? "" : "s"}]`;
+  if (Array.isArray(v)) {
+    // A list of plain values (exec's argv, git_diff's paths) is what the user needs to see.
+    if (v.length > 0 && Array.isArray(raw) && raw.every(plain) && v.every(plain)) {
+      const s = JSON.stringify(v);
+      return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+    }
+    return `[${v.length} item${v.length === 1 ? "" : "s"}]`;
+  }
   if (typeof v === "object" && v !== null) return "{…}";
   return String(v);
 }
 
 /**
- * `path="notes.txt" content="Hello…"`: the arguments (a JSON text, as the
- * model sent it) on one line, secrets redacted, long strings clipped, the
- * whole clipped to `max` characters. Arguments that are not a JSON object are
+ * `path="notes.txt" content="Hello…"`, `argv=["git","status"]`: the
+ * arguments (a JSON text, as the model sent it) on one line, secrets
+ * redacted, long strings and lists of plain values clipped, other lists and
+ * objects counted (`[2 items]`, `{…}`), the whole clipped to `max` characters. Arguments that are not a JSON object are
  * shown clipped as they came.
  */
 export function argsSummary(rawArguments: string, max = 80): string {
@@ -37,7 +48,7 @@ export function argsSummary(rawArguments: string, max = 80): string {
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return oneLine(rawArguments, max);
   const shown = redactArguments(value, { maxStringLength: 200, maxDepth: 2 }) as Record<string, unknown>;
-  const parts = Object.entries(shown).map(([k, v]) => `${oneLine(k, 30)}=${scalar(v, 40)}`);
+  const parts = Object.entries(shown).map(([k, v]) => `${oneLine(k, 30)}=${scalar(v, (value as Record<string, unknown>)[k], 40)}`);
   return oneLine(parts.join(" "), max);
 }
 
