@@ -519,7 +519,9 @@ export function createApp(options: AppOptions): Daemon {
           ac.abort(new DOMException("request timed out", "TimeoutError"));
         },
       };
-      const settle = () => deadlines.delete(entry);
+      const settle = (): void => {
+        deadlines.delete(entry);
+      };
       deadlines.add(entry);
       raw.signal?.addEventListener("abort", () => ac.abort(raw.signal.reason), { once: true });
       let res: Response;
