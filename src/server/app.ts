@@ -474,24 +474,30 @@ export function createApp(options: AppOptions): Daemon {
     if (records.length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
     return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
   }));
+  /** A session's storage, or 404 when it has no journal (as for the GET routes). */
+  const existing = async (id: string): Promise<JsonlSessionStorage> => {
+    const s = storage();
+    if ((await s.records(id)).length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
+    return s;
+  };
   app.post("/v1/sessions/:id/fork", (c) =>
     timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["from", "name"]);
-      const checkout = await storage().fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
+      const checkout = await (await existing(c.req.param("id"))).fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
       return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
     }));
   app.post("/v1/sessions/:id/rollback", (c) =>
     timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["to", "name"]);
       const to = f.string("to", { required: true, max: 200 })!;
-      const checkout = await storage().rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
+      const checkout = await (await existing(c.req.param("id"))).rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
       return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
     }));
   app.post("/v1/sessions/:id/retry", (c) =>
     timed(async () => {
       const f = Fields.of(await readJson(c.req.raw, maxBody), ["run", "name"]);
       const runId = f.string("run", { required: true, max: 200 })!;
-      const r = await storage().prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
+      const r = await (await existing(c.req.param("id"))).prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
       return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
     }));
 

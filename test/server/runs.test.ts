@@ -345,7 +345,14 @@ describe("sessions", () => {
     expect(midRun.status).toBe(400);
     expect((await midRun.json()).error.message).toContain("unfinished run");
 
-    for (const [p, init] of [["/v1/sessions/nope", {}], ["/v1/sessions/nope/tree", {}], ["/v1/sessions/s1?branch=zzz", {}]] as const) {
+    for (const [p, init] of [
+      ["/v1/sessions/nope", {}],
+      ["/v1/sessions/nope/tree", {}],
+      ["/v1/sessions/s1?branch=zzz", {}],
+      ["/v1/sessions/nope/fork", { method: "POST" }],
+      ["/v1/sessions/nope/rollback", { method: "POST", json: { to: "x" } }],
+      ["/v1/sessions/nope/retry", { method: "POST", json: { run: "x" } }],
+    ] as const) {
       const r = await d.req(p, init);
       expect(r.status).toBe(404);
       expect((await r.json()).error.code).toBe("NOT_FOUND");
