@@ -77,9 +77,9 @@ Options:
                          write_file, apply_patch, exec; 'read' = the four read-only ones, 'workspace' =
                          all but exec. exec needs the config's "tools.exec" section (its allowlist).
                          Without --tools the config's "tools" section decides; default: none.
-  --history FILE         execute, run, agent: append every call to FILE, a JSONL audit log (one fsynced
-                         line per call: time, tool, call id, effect, decision, ms, result, SHA-256 of
-                         the arguments); read it with 'agentcore history --file FILE'
+  --history FILE         execute, run, agent, chat, mcp: append every call to FILE, a JSONL audit log
+                         (one fsynced line per call: time, tool, call id, effect, decision, ms, result,
+                         SHA-256 of the arguments); read it with 'agentcore history --file FILE'
   -h, --help             show this help
   -V, --version          print the version
 

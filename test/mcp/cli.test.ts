@@ -186,6 +186,23 @@ describe("agentcore mcp on the wire", () => {
   }, 20_000);
 });
 
+describe("agentcore mcp --history", () => {
+  test("served calls, proxied ones included, are appended to the history log (as --help says)", async () => {
+    const c = config();
+    const history = join(dir, "mcp-history.jsonl");
+    const { client } = await connect([BUN, MAIN, "--config", c.path, "--history", history, "mcp"]);
+    try {
+      expect((await client.callTool({ name: "echo", arguments: { a: 1 } })).isError).toBeFalsy();
+      expect((await client.callTool({ name: "fx__fail", arguments: {} })).isError).toBe(true);
+    } finally {
+      await client.close();
+    }
+    const lines = logLines(history).map((l) => JSON.parse(l) as { tool: string; call_id: string; success: boolean; code: string | null });
+    expect(lines.map((l) => [l.tool, l.success, l.code])).toEqual([["echo", true, null], ["fx__fail", false, "TOOL_ERROR"]]);
+    for (const l of lines) expect(l.call_id).toMatch(/^mcp-\d+$/);
+  }, 20_000);
+});
+
 describe("mcpServers in the config of tools, execute and run", () => {
   test("tools lists the server's tools; the server process is gone when the command returns", async () => {
     const c = config();
