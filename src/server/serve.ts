@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * const d = await startDaemon({ app: { token, port: () => null }, listen: { port: 0 } });
+ * const d = await startDaemon({ app: { token: generateToken() }, listen: { hostname: "127.0.0.1", port: 0 } });
  * console.error(d.url);
  * await d.stop();
  * ```
