@@ -155,12 +155,23 @@ export function loadSkill(dir: string): Skill {
   const { metadata, positions } = parseSkillFile(text, file);
   let name = folder;
   const rawName = metadata.name;
-  if (rawName !== undefined && rawName !== null && rawName !== "") {
+  const namedInFile = rawName !== undefined && rawName !== null && rawName !== "";
+  if (namedInFile) {
     if (typeof rawName !== "string") throw fieldError(file, positions, "name", `must be a string, got ${kindOf(rawName)}`);
     name = rawName.trim();
     if (name === "") throw fieldError(file, positions, "name", "must not be blank");
   }
-  if (CONTROL.test(name)) throw fieldError(file, positions, "name", "must not contain line breaks or control characters");
+  if (CONTROL.test(name)) {
+    if (!namedInFile) {
+      // no front matter name: the folder's own name is the problem, not a line of the file
+      throw new SkillError(
+        "invalid_field",
+        `${file}: the folder name ${JSON.stringify(folder)} cannot be a skill name (it has line breaks or control characters); set "name" in the front matter`,
+        file,
+      );
+    }
+    throw fieldError(file, positions, "name", "must not contain line breaks or control characters");
+  }
   const rawDesc = metadata.description;
   let description: string;
   if (rawDesc === undefined || rawDesc === null) description = "";

@@ -196,6 +196,17 @@ describe("discovery errors", () => {
     }
   });
 
+  test("a folder name that cannot be a skill name is reported as the folder's fault, not a front matter line", () => {
+    const root = skillsRoot({ "a\nb/SKILL.md": "no front matter\n" });
+    const file = join(realpathSync(root), "a\nb", "SKILL.md");
+    const e = skillError(() => discoverSkills(root));
+    expect(e).toMatchObject({ code: "invalid_field", file, line: null, column: null });
+    expect(e.message).toBe(`${file}: the folder name "a\\nb" cannot be a skill name (it has line breaks or control characters); set "name" in the front matter`);
+    // with a name in the front matter the folder name does not matter
+    writeFileSync(file, md("name: ab"));
+    expect(discoverSkills(root).skills.map((s) => s.name)).toEqual(["ab"]);
+  });
+
   test("two skills with the same name", () => {
     const root = skillsRoot({
       "a/SKILL.md": md("name: same"),
