@@ -5,22 +5,26 @@
  * root are needed), each command runs as:
  *
  * ```
- * bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+ * bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run
  *       --bind ROOT ROOT [--ro-bind ROOT/.git ROOT/.git] [--ro-bind ROOT/.agentcore ROOT/.agentcore]
  *       --unshare-all --die-with-parent --new-session --cap-drop ALL
  *       --chdir CWD -- /abs/program args…
  * ```
  *
  * so: the whole system is visible but read-only; only the workspace root is
- * writable (its `.git` and `.agentcore` are not); `/tmp` is a private empty
- * tmpfs (an allowlisted program installed under the host's /tmp is bound back
- * read-only); there is no network (a new network namespace with only loopback);
+ * writable (its `.git` and `.agentcore` are not); `/tmp` and `/run` are
+ * private empty tmpfs (so the host's Unix sockets there, which a read-only
+ * bind would not protect, are out of reach; an allowlisted program installed
+ * under either is bound back read-only); there is no network (a new network
+ * namespace with only loopback);
  * there is a new PID namespace (host processes are invisible, `/proc` shows
  * the sandbox's own); IPC and UTS are unshared; capabilities are dropped;
  * and the sandbox dies with its parent.
  *
  * Limits (documented in docs/workspace-tools.md): reading is not restricted
- * (secrets readable by the user are readable by the command); a root without
+ * (secrets readable by the user are readable by the command); Unix sockets
+ * outside /tmp and /run (under the home folder, /var/lib) can still be
+ * connected to; a root without
  * `.git` can get one created by a command; nested `.git` folders (submodules)
  * are writable.
  *
@@ -78,11 +82,15 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
  * (relative to the root: agentcore's config file or history log inside it).
  */
 export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = []): string[] {
-  const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", root, root];
-  // The private /tmp hides whatever lives under the host's /tmp: an allowlisted
-  // program installed there (a checkout's node_modules/.bin, say) is bound back
-  // read-only, with the folder its symlink resolves into.
-  for (const dir of programDirsUnderTmp(program, root)) out.push("--ro-bind", dir, dir);
+  const hidden = hiddenTops();
+  const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+  for (const top of hidden) out.push("--tmpfs", top);
+  out.push("--bind", root, root);
+  // The private /tmp and /run hide whatever lives under the host's: an
+  // allowlisted program installed there (a checkout's node_modules/.bin under
+  // /tmp, NixOS's /run/current-system/sw/bin) is bound back read-only, with
+  // the folder its symlink resolves into.
+  for (const dir of programDirsUnder(hidden, program, root)) out.push("--ro-bind", dir, dir);
   for (const name of [".git", ".agentcore", ...protect]) {
     const p = path.join(root, name);
     let st: fs.Stats | null = null;
@@ -103,8 +111,28 @@ function isInside(p: string, dir: string): boolean {
   return p === dir || p.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
 }
 
-/** The folders of `program` (as named, and its real path) that a tmpfs on /tmp would hide, outside the root. */
-function programDirsUnderTmp(program: string, root: string): string[] {
+/**
+ * The host folders replaced by an empty tmpfs in the sandbox: `/tmp`, and
+ * `/run` (and `/var/run` when it is a folder of its own) where the host's
+ * Unix sockets live (D-Bus, the systemd user manager, docker, ssh and gpg
+ * agents under /run/user/UID). A read-only bind does not stop `connect()`
+ * on a socket file, and a new network namespace does not either, so they
+ * must not be visible at all.
+ */
+function hiddenTops(): string[] {
+  const tops = ["/tmp"];
+  for (const p of ["/run", "/var/run"]) {
+    try {
+      if (fs.lstatSync(p).isDirectory()) tops.push(p);
+    } catch {
+      // absent here: nothing to hide
+    }
+  }
+  return tops;
+}
+
+/** The folders of `program` (as named, and its real path) that a tmpfs on one of `tops` would hide, outside the root. */
+function programDirsUnder(tops: readonly string[], program: string, root: string): string[] {
   let real = program;
   try {
     real = fs.realpathSync(program);
@@ -114,7 +142,7 @@ function programDirsUnderTmp(program: string, root: string): string[] {
   const dirs: string[] = [];
   for (const p of [program, real]) {
     const dir = path.dirname(p);
-    if (isInside(dir, "/tmp") && !isInside(dir, root) && !dirs.includes(dir)) dirs.push(dir);
+    if (tops.some((t) => isInside(dir, t)) && !isInside(dir, root) && !dirs.includes(dir)) dirs.push(dir);
   }
   return dirs;
 }

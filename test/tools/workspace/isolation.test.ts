@@ -125,6 +125,43 @@ s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
     }
   });
 
+  // Host services listen on Unix sockets under /run (D-Bus and the systemd user
+  // manager in /run/user/UID, docker.sock): a read-only bind does not stop
+  // connect(), and the network namespace does not cover them.
+  const runDir = (() => {
+    try {
+      return fs.mkdtempSync("/run/agentcore-sock-");
+    } catch {
+      return null;
+    }
+  })();
+  afterAll(() => {
+    if (runDir !== null) fs.rmSync(runDir, { recursive: true, force: true });
+  });
+  test.skipIf(bwrap === null || runDir === null)(`cannot connect to a host Unix socket under /run${bwrap === null ? SKIP : runDir === null ? " (SKIPPED: /run is not writable here)" : ""}`, async () => {
+    const sock = path.join(runDir!, "host.sock");
+    let connections = 0;
+    const server = net.createServer((s) => {
+      connections++;
+      s.end("hello from the host\n");
+    });
+    await new Promise<void>((resolve) => server.listen(sock, resolve));
+    const script = `const s = require("node:net").connect(${JSON.stringify(sock)});
+s.on("data", (d) => { console.log("got " + d); process.exit(0); });
+s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
+    try {
+      const r = await runIn(iso, ["bun", "-e", script]);
+      expect(r.stdout).toBe("error ENOENT\n");
+      expect(connections).toBe(0);
+      // control: unisolated it connects
+      const c = await runIn(open, ["bun", "-e", script]);
+      expect(c.stdout).toStartWith("got hello from the host");
+      expect(connections).toBe(1);
+    } finally {
+      server.close();
+    }
+  });
+
   test.skipIf(bwrap === null)(`cannot see host processes (new PID namespace)${SKIP}`, async () => {
     const pids = (out: string) => out.split("\n").filter((l) => /^\d+$/.test(l)).map(Number);
     const r = await runIn(iso, ["ls", "/proc"]);
@@ -179,6 +216,13 @@ describe("exec isolation: programs that live under /tmp", () => {
     expect(args).not.toContain("--ro-bind /usr");
     const inRoot = bwrapArgs("/tmp/some-root", "/tmp/some-root", "/tmp/some-root/bin/tool", []).join(" ");
     expect(inRoot).not.toContain("--ro-bind /tmp/some-root/bin");
+    // a program under the hidden /run (NixOS's /run/current-system/sw/bin) is bound back, after the tmpfs
+    if (fs.existsSync("/run") && fs.lstatSync("/run").isDirectory()) {
+      const nix = bwrapArgs("/tmp/some-root", "/tmp/some-root", "/run/current-system/sw/bin/git", []).join(" ");
+      const bindBack = nix.indexOf("--ro-bind /run/current-system/sw/bin /run/current-system/sw/bin");
+      expect(nix.indexOf("--tmpfs /run ")).toBeGreaterThan(0);
+      expect(bindBack).toBeGreaterThan(nix.indexOf("--tmpfs /run "));
+    }
   });
 });
 
@@ -189,8 +233,9 @@ describe("bwrap arguments", () => {
       fs.mkdirSync(path.join(sb.root, ".git"));
       fs.symlinkSync("/etc", path.join(sb.root, ".agentcore"));
       const args = bwrapArgs(sb.root, path.join(sb.root, "sub"), "/usr/bin/ls", ["-la"]);
+      const hidden = ["/tmp", ...["/run", "/var/run"].filter((p) => fs.existsSync(p) && fs.lstatSync(p).isDirectory())];
       expect(args.join(" ")).toBe(
-        `--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind ${sb.root} ${sb.root} --ro-bind ${sb.root}/.git ${sb.root}/.git ` +
+        `--ro-bind / / --dev /dev --proc /proc ${hidden.map((t) => `--tmpfs ${t}`).join(" ")} --bind ${sb.root} ${sb.root} --ro-bind ${sb.root}/.git ${sb.root}/.git ` +
           `--unshare-all --die-with-parent --new-session --cap-drop ALL --chdir ${sb.root}/sub -- /usr/bin/ls -la`,
       );
     } finally {
