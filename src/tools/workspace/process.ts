@@ -110,7 +110,9 @@ function killLiveGroups(): void {
  * ends, and the children's groups are killed first.
  */
 const onEndingSignal = (signal: NodeJS.Signals): void => {
-  if (process.listenerCount(signal) > 1) return;
+  // Another listener (even when this one was removed during the same dispatch,
+  // which still calls it) means the command handles the signal.
+  if (process.listeners(signal).some((l) => l !== onEndingSignal)) return;
   killLiveGroups();
   unwatchSignals();
   process.exit(128 + (ENDING_SIGNALS[signal] ?? 0));

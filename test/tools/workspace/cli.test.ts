@@ -231,6 +231,28 @@ describe("agentcore ending while exec runs", () => {
   // (kill, a terminal's Ctrl-C or hang-up) never reaches it: agentcore must
   // kill it on the way out. Isolation off: bubblewrap's --die-with-parent
   // would hide the problem.
+  test("a command that handles the signal itself keeps running, even when its handler (registered first) aborts the call", () => {
+    // As serve does: its listener comes first; aborting the call inside the
+    // dispatch removes exec's listener, which the dispatch still calls.
+    const script = path.join(base, "own-handler.ts");
+    fs.writeFileSync(
+      script,
+      `import { runProcess } from ${JSON.stringify(path.join(REPO, "src/tools/workspace/process.ts"))};
+const ac = new AbortController();
+let handled = 0;
+process.on("SIGTERM", () => { handled++; ac.abort(); });
+const p = runProcess({ file: "/bin/sleep", args: ["30"], cwd: "/", env: {}, timeoutMs: 60000, maxOutputBytes: 100, signal: ac.signal }).catch(() => "aborted");
+setTimeout(() => process.kill(process.pid, "SIGTERM"), 300);
+console.log(await p, handled);
+await new Promise((r) => setTimeout(r, 200));
+console.log("still running");
+`,
+    );
+    const r = run([process.execPath, script]);
+    expect(r.stdout).toBe("aborted 1\nstill running\n");
+    expect(r.status).toBe(0);
+  }, 60_000);
+
   for (const [signal, status] of [["SIGTERM", 143], ["SIGINT", 130], ["SIGHUP", 129]] as const) {
     test(`${signal} to agentcore execute kills the running command and its grandchildren (exit ${status})`, async () => {
       freshRoot();
