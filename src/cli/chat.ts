@@ -13,7 +13,9 @@
  *   after the current run, if that one completes); `/steer TEXT` steers the
  *   running run; `/abort` or Ctrl-C aborts it.
  * - At the prompt: `/continue`, `/compact`, `/sessions`, `/fork [NAME]`,
- *   `/plan`, `/help`, `/exit` (also Ctrl-D, or Ctrl-C twice).
+ *   `/plan`, `/help`, `/exit` (also Ctrl-D, or Ctrl-C twice). SIGTERM and
+ *   SIGHUP end the chat like `/exit` (a running run is aborted and journaled),
+ *   with status 143 / 129.
  * - The history is journaled in a session: a new id is printed at start;
  *   `--session ID` (and `--branch`) resumes one. `/fork` branches it at its
  *   current head and records on the new branch from then on.
@@ -165,8 +167,9 @@ class Screen {
 }
 
 /**
- * Run the REPL until /exit, Ctrl-D, or Ctrl-C twice at the prompt. Resolves
- * to the exit status: 0, or 1 when the session journal could not be written.
+ * Run the REPL until /exit, Ctrl-D, Ctrl-C twice at the prompt, SIGTERM or
+ * SIGHUP. Resolves to the exit status: 0 (143 / 129 after SIGTERM / SIGHUP),
+ * or 1 when the session journal could not be written.
  * Setup problems (a bad session, model or script) throw AgentSetupError.
  */
 export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, options: ChatOptions = {}): Promise<number> {
@@ -527,6 +530,20 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   };
   rl.on("SIGINT", onInterrupt);
   proc.on("SIGINT", onInterrupt);
+  // SIGTERM, or SIGHUP when the terminal goes away: end like /exit (the run is
+  // aborted and journaled as finished, so the session can be resumed); a
+  // second one exits at once.
+  let endedBy: { name: string; status: number } | null = null;
+  const onEndSignal = (name: string, status: number) => {
+    if (endedBy !== null) proc.exit(status);
+    endedBy = { name, status };
+    screen.line(`[${name}: stopping]`);
+    void exit();
+  };
+  const onTerm = () => onEndSignal("SIGTERM", 143);
+  const onHup = () => onEndSignal("SIGHUP", 129);
+  proc.on("SIGTERM", onTerm);
+  proc.on("SIGHUP", onHup);
 
   const resumed = checkout !== null ? `, resumed with ${sessionMessages(checkout.session).length} messages` : "";
   screen.line(`agentcore chat — session ${sessionId} (branch ${branch}${resumed}). /help lists the commands; Ctrl-D quits.`);
@@ -537,9 +554,12 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     await finished;
   } finally {
     proc.off("SIGINT", onInterrupt);
+    proc.off("SIGTERM", onTerm);
+    proc.off("SIGHUP", onHup);
     await agent.shutdown();
   }
   screen.line(`[session ${sessionId}, branch ${branch}: resume with --session ${sessionId}${branch !== "main" ? ` --branch ${branch}` : ""}]`);
   if (screen.broken) return 2;
-  return recordingErrors.length > 0 ? 1 : 0;
+  if (recordingErrors.length > 0) return 1;
+  return endedBy?.status ?? 0;
 }

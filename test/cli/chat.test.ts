@@ -538,6 +538,50 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     expect(bad.stderr).toContain("no-such-folder");
   });
 
+  for (const [signal, status] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+    test(`${signal} during a run aborts it, journals it as finished, exits ${status}; the session resumes`, async () => {
+      const s = script([{ content: "never shown", delay_ms: 120_000 }, { content: "back again" }]);
+      const child = Bun.spawn([process.execPath, "src/cli/main.ts", "chat", "--script", s, "--root", dir, "--session", "sig", "--no-plan"], {
+        cwd: REPO,
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: process.env.PATH ?? "" },
+      });
+      child.stdin.write("start something slow\n");
+      child.stdin.flush();
+      // stdin stays open: the chat waits on the run, not on the end of input
+      const reader = child.stdout.getReader();
+      let out = "";
+      const decoder = new TextDecoder();
+      while (!out.includes("> start something slow")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out += decoder.decode(value);
+      }
+      // the run's journal records are written once it has started
+      const journal = new JsonlSessionStorage(join(dir, ".agentcore", "sessions"));
+      for (let i = 0; i < 200 && ((await journal.load("sig"))?.runs.length ?? 0) === 0; i++) await Bun.sleep(25);
+      child.kill(signal);
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out += decoder.decode(value);
+      }
+      expect(await child.exited).toBe(status);
+      expect(out).toContain(`[${signal}: stopping]`);
+      expect(out).toContain("[run cancelled: external_abort");
+      expect(out).not.toContain("never shown");
+      const session = await journal.load("sig");
+      expect(session!.runs.map((r) => [r.task, r.result?.status])).toEqual([["start something slow", "cancelled"]]);
+      // resumable as it is: no fork or rollback needed
+      const again = cli(["chat", "--script", script([{ content: "back again" }]), "--root", dir, "--session", "sig", "--no-plan"], "are you there?\n");
+      expect(again.stderr).toBe("");
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain("back again");
+    }, 60_000);
+  }
+
   test("setup errors exit 2 with a message: arguments, agent-only flags, unknown branch, a bad script", () => {
     const ok = script([{ content: "hi" }]);
     const cases: [string[], string][] = [
