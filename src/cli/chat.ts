@@ -533,7 +533,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   // SIGTERM, or SIGHUP when the terminal goes away: end like /exit (the run is
   // aborted and journaled as finished, so the session can be resumed); a
   // second one exits at once.
-  let endedBy: { name: string; status: number } | null = null;
+  let endedBy = null as { name: string; status: number } | null;
   const onEndSignal = (name: string, status: number) => {
     if (endedBy !== null) proc.exit(status);
     endedBy = { name, status };
