@@ -141,6 +141,22 @@ export async function attachMcpServers(
 const STOP_SIGNALS = [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const;
 
 /**
+ * Whether a listener other than `ours` handles `sig` for the command. A
+ * function listening to all of SIGINT, SIGTERM and SIGHUP is a clean-up
+ * helper like this one (the workspace tools' child-process guard, which
+ * itself stands aside when another listener exists), not a command's
+ * handler: counting it would leave both standing aside and the signal
+ * ignored. Commands handle one or two of them (agent and chat SIGINT, mcp
+ * SIGINT and SIGTERM).
+ */
+function commandHandles(sig: NodeJS.Signals, ours: (...a: unknown[]) => void): boolean {
+  const proc = globalThis.process;
+  const everywhere = (l: (...a: unknown[]) => void) =>
+    STOP_SIGNALS.every(([s]) => (proc.listeners(s) as unknown[]).includes(l));
+  return (proc.listeners(sig) as ((...a: unknown[]) => void)[]).some((l) => l !== ours && !everywhere(l));
+}
+
+/**
  * For command-line programs: {@link attachMcpServers}, where SIGINT, SIGTERM
  * or SIGHUP during the start-up stops the servers started so far (a server
  * hanging at start-up would otherwise outlive us) and exits with 128 + the
@@ -193,7 +209,7 @@ export function stopOnSignals(toolset: McpToolset): () => void {
   const proc = globalThis.process;
   const listeners = STOP_SIGNALS.map(([sig, status]) => {
     const listener = () => {
-      if (proc.listenerCount(sig) > 1) return; // someone else handles it
+      if (commandHandles(sig, listener)) return; // the command decides (and closes the toolset on its way out)
       void toolset.close().finally(() => proc.exit(status));
     };
     proc.on(sig, listener);

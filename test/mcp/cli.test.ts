@@ -4,7 +4,7 @@
  * config of `tools` / `execute` / `run`, with every child process checked gone.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
@@ -338,6 +338,33 @@ describe("signals", () => {
       await until(() => !alive(pids(c.log)[0]!), "the hanging server to be stopped");
     }, 20_000);
   }
+  test("SIGTERM while the exec tool runs a command, with MCP servers configured: not ignored; exit 143, command and servers stopped", async () => {
+    // Both clean-up helpers (the MCP servers' and exec's children's) listen to the
+    // ending signals; each stood aside for the other, so the signal was ignored.
+    const root = mkdtempSync(join(dir, "exec-root-"));
+    const c = config({ root, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 60_000, isolation: "off" } } }, { args: [FIXTURE, "stubborn"] });
+    const p = Bun.spawn([BUN, MAIN, "--config", c.path, "--tools", "exec", "execute", '{"id":"1","tool":"exec","arguments":{"argv":["sleep","45"]}}'], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV });
+    const childSleep = (): number | undefined => {
+      for (const e of readdirSync("/proc")) {
+        if (!/^\d+$/.test(e)) continue;
+        try {
+          const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+          const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+          if (stat.includes("(sleep)") && Number(fields[1]) === p.pid) return Number(e);
+        } catch {
+          // gone meanwhile
+        }
+      }
+      return undefined;
+    };
+    let sleeper: number | undefined;
+    await until(() => (sleeper = childSleep()) !== undefined, "exec's sleep to start");
+    const [server] = pids(c.log);
+    p.kill("SIGTERM");
+    expect(await p.exited).toBe(143);
+    await until(() => !alive(sleeper!), "exec's command to be killed");
+    await until(() => !alive(server!), "the stubborn MCP server to be killed");
+  }, 30_000);
   test("SIGTERM to 'agentcore mcp': it stops serving, exits, and stops its servers", async () => {
     const c = config({}, { args: [FIXTURE, "stubborn"] });
     const { client, transport } = await connect([BUN, MAIN, "--config", c.path, "mcp"]);
