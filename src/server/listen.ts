@@ -75,7 +75,7 @@ async function prepareSocketPath(path: string): Promise<void> {
 }
 
 function formatUrl(hostname: string, port: number): string {
-  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  const host = hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname;
   return `http://${host}:${port}`;
 }
 

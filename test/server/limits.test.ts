@@ -242,3 +242,17 @@ describe("approvals and runs at the edges", () => {
     expect(d.running.daemon.runs.list().every((r) => r.status === "closed")).toBe(true);
   });
 });
+
+describe("listening", () => {
+  test("an IPv6 host given with or without brackets gives one well-formed URL that answers", async () => {
+    for (const hostname of ["::1", "[::1]"]) {
+      const d = await startTestDaemon({}, { listen: { hostname, port: 0 } });
+      try {
+        expect(d.url).toMatch(/^http:\/\/\[::1\]:\d+$/);
+        expect(await (await fetch(`${d.url}/v1/health`)).json()).toEqual({ status: "ok" });
+      } finally {
+        await d.stop();
+      }
+    }
+  });
+});
