@@ -178,6 +178,37 @@ describe("single calls", () => {
   });
 });
 
+describe("single calls at shutdown in finish mode", () => {
+  test("a call in flight may finish within the grace period; its answer goes out, then the daemon stops", async () => {
+    let started!: () => void;
+    let release!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const gate = new Promise<void>((r) => (release = r));
+    const gated = {
+      name: "gated",
+      description: "finishes when the test says so",
+      effect: "read_only",
+      parameters: { type: "object" },
+      handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
+        started();
+        await gate;
+        return { aborted: ctx.signal.aborted };
+      },
+    } as unknown as AnyToolDefinition;
+    const d = await startTestDaemon({ runtimeOptions: { tools: [gated] } }, { onShutdown: "finish", graceMs: 600_000 });
+    const answer = d.req("/v1/calls", { method: "POST", json: { id: "g1", tool: "gated", arguments: {} } });
+    await running;
+    let stopped = false;
+    const stopping = d.stop().then(() => (stopped = true));
+    await Bun.sleep(50); // the stop is waiting for the call (it would have aborted it by now in abort mode)
+    expect(stopped).toBe(false);
+    release();
+    const res = await answer;
+    expect(await res.json()).toMatchObject({ id: "g1", success: true, result: { aborted: false } });
+    await stopping;
+  });
+});
+
 describe("approvals and runs at the edges", () => {
   test("aborting a run while its approval is pending denies the approval (by: aborted) and cancels the run", async () => {
     const d = await startTestDaemon({ policy: { default: "require_approval" } });
