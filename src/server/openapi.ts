@@ -118,7 +118,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
             task: { type: "string" },
             model: { type: "object", additionalProperties: false, properties: { preset: { enum: ["openai", "lmstudio", "ollama"] }, model: { type: "string" }, url: { type: "string", description: "a URL other than MODEL_URL never receives MODEL_API_KEY" } } },
             script: { type: "array", description: "scripted model turns (instead of model): no network", items: { type: "object" } },
-            max_steps: { type: "integer", minimum: 1 },
+            max_steps: { type: "integer", minimum: 1, maximum: 10000 },
             max_run_tokens: { type: "integer", minimum: 1 },
             system: { type: "string" },
             session: { type: "string" },
