@@ -49,7 +49,7 @@ import { createLogger } from "../runtime/logger.ts";
 import { VERSION } from "../version.ts";
 import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
-import { McpProtocolError, StdioTransport } from "./stdio.ts";
+import { McpNotConnectedError, McpProtocolError, StdioTransport } from "./stdio.ts";
 
 /** The server could not be started or did not complete the MCP handshake in time. */
 export class McpConnectError extends Error {
@@ -259,8 +259,25 @@ export class McpToolHandler {
         const message = typeof p.message === "string" && p.message !== "" ? p.message.slice(0, 500) : `${p.progress}${p.total === undefined ? "" : `/${p.total}`}`;
         onProgress(message, data);
       };
-      r = (await client.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs, onprogress })) as CallToolResult;
+      const call = (c: Client) => c.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs, onprogress }) as Promise<CallToolResult>;
+      try {
+        r = await call(client);
+      } catch (e) {
+        if (!(e instanceof McpNotConnectedError) || this.#closed) throw e;
+        // The server died before the request was written (its exit not yet
+        // noticed): nothing reached it, so this is not a replay. Connect afresh
+        // and send it once.
+        this.#drop(client, "the server process exited");
+        try {
+          client = await this.#ensure(signal);
+        } catch (e2) {
+          if (e2 instanceof ToolError) throw e2;
+          throw new ToolError("UNAVAILABLE", e2 instanceof McpConnectError ? e2.message : `mcp server "${this.server}" is not available: ${errorText(e2)}`, { server: this.server, tool });
+        }
+        r = await call(client);
+      }
     } catch (e) {
+      if (e instanceof ToolError) throw e;
       throw this.#callError(e, tool, signal, client);
     }
     const mapped = capResult(mapCallToolResult(r), this.maxResultBytes);
@@ -300,6 +317,10 @@ export class McpToolHandler {
     }
     if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) {
       return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
+    }
+    if (e instanceof McpNotConnectedError) {
+      this.#drop(client, "the server process exited");
+      return new ToolError("UNAVAILABLE", `mcp server "${this.server}" is not running (it exited); the next call reconnects`, details);
     }
     if (this.#kind !== "stdio" && this.#client === client) {
       // Over HTTP nothing tells us a connection ended: a refused or failed

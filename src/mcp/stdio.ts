@@ -45,6 +45,11 @@ export class McpProtocolError extends Error {
   override name = "McpProtocolError";
 }
 
+/** `send()` found the server gone (or the transport closed): nothing was written. */
+export class McpNotConnectedError extends Error {
+  override name = "McpNotConnectedError";
+}
+
 export interface StdioTransportOptions {
   command: string;
   args?: string[];
@@ -219,7 +224,7 @@ export class StdioTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const child = this.#child;
     if (child === undefined || this.#closed || child.stdin === null || child.stdin.destroyed) {
-      return Promise.reject(new Error("not connected: the server process is not running"));
+      return Promise.reject(new McpNotConnectedError("not connected: the server process is not running"));
     }
     return new Promise((res, rej) => {
       child.stdin!.write(serializeMessage(message), (err) => (err ? rej(err) : res()));

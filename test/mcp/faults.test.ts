@@ -127,6 +127,37 @@ describe("the server dies or misbehaves", () => {
     expect(alive(second)).toBe(false);
   }, 30_000);
 
+  test("a call sent after the server died but before its exit was noticed: not written, so sent once on a new connection", async () => {
+    const { StdioTransport, McpNotConnectedError } = await import("../../src/mcp/stdio.ts");
+    const f = fixture("normal", { timeout_ms: 20_000 });
+    const h = new McpToolHandler("fx", f.config, { logger });
+    await h.connect();
+    const first = h.pid!;
+    // The window between the process exiting and its pipes closing: send()
+    // finds it gone. Simulated for the next tools/call only.
+    const send = StdioTransport.prototype.send;
+    let refused = 0;
+    StdioTransport.prototype.send = function (this: InstanceType<typeof StdioTransport>, m) {
+      if (refused === 0 && (m as { method?: string }).method === "tools/call") {
+        refused++;
+        return Promise.reject(new McpNotConnectedError("not connected: the server process is not running"));
+      }
+      return send.call(this, m);
+    };
+    try {
+      const r = await h.callTool("count", {});
+      expect(refused).toBe(1);
+      expect(r.structured_content).toMatchObject({ calls: 1 });
+      expect(h.connections).toBe(2);
+      expect(h.pid).not.toBe(first);
+      expect(logLines(f.log).filter((l) => l.startsWith("call count "))).toHaveLength(1);
+    } finally {
+      StdioTransport.prototype.send = send;
+      await h.close();
+    }
+    for (const pid of pids(f.log)) expect(alive(pid)).toBe(false);
+  }, 20_000);
+
   test("malformed JSON-RPC: the connection is closed, the call fails naming the violation, the next call reconnects", async () => {
     const f = fixture("garbage", { timeout_ms: 20_000 });
     const h = new McpToolHandler("junk", f.config, { logger });
