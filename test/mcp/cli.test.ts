@@ -3,7 +3,7 @@
  * (from source via bun, and the compiled binary), and `mcpServers` in the
  * config of `tools` / `execute` / `run`, with every child process checked gone.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,8 @@ import { binaryPath } from "../support/binary.ts";
 import { alive, FIXTURE, logLines, NODE, REPO, until } from "./helpers.ts";
 
 const MAIN = join(REPO, "src/cli/main.ts");
+// Tests start the CLI; on a loaded machine one start can take seconds (bun's default is 5 s).
+setDefaultTimeout(60_000);
 const BUN = process.execPath;
 let dir: string;
 let n = 0;

@@ -3,7 +3,7 @@
  * source CLI under bun, and the compiled binary for the example skills and
  * the example activation script.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
@@ -11,6 +11,8 @@ import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../supp
 import { cleanupRoots, skillsRoot, tempRoot, writeTree } from "./support.ts";
 
 afterAll(cleanupRoots);
+// Each test starts the CLI several times; on a loaded machine that outlasts bun's 5 s default.
+setDefaultTimeout(60_000);
 
 const CLEAN_ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 const MAIN = join(REPO, "src", "cli", "main.ts");
@@ -195,7 +197,9 @@ describe("agentcore agent --skills (source)", () => {
     const dup = await cli(["agent", "--skills", root, "--script", "examples/skills_script.jsonl", "$same"]);
     expect(dup.status).toBe(2);
     expect(dup.stderr).toContain("duplicate skill name 'same'");
-    // an oversized template is a bad skill too: found before the run, not when the skill activates
+  });
+
+  test("an oversized template.md is a bad skill too: found before the run (exit 2), not when the skill activates", async () => {
     const big = skillsRoot({ "big/SKILL.md": "---\nname: big\n---\nBody.\n", "big/template.md": "x".repeat(300_000) });
     const tpl = await cli(["agent", "--skills", big, "--script", "examples/skills_script.jsonl", "$big"]);
     expect(tpl.status).toBe(2);
