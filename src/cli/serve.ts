@@ -199,11 +199,32 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
       prepare: mcpServers === undefined ? undefined : async (daemon) => {
         const { attachMcpServers, McpStartupError } = await import("../mcp/attach.ts");
+        // The daemon's own signal handling starts once it listens: until then a
+        // signal interrupts the MCP start-up (a server hanging there is
+        // stopped, not left behind) and ends the command with 128 + its number.
+        const ac = new AbortController();
+        let status: number | undefined;
+        const listeners = ([["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const).map(([sig, code]) => {
+          const listener = () => {
+            status ??= code;
+            ac.abort();
+          };
+          process.on(sig, listener);
+          return [sig, listener] as const;
+        });
         try {
-          return (await attachMcpServers(daemon.runtime, mcpServers)).close;
+          const toolset = await attachMcpServers(daemon.runtime, mcpServers, { signal: ac.signal });
+          if (status !== undefined) {
+            await toolset.close(); // the signal came as the start-up finished
+            process.exit(status);
+          }
+          return toolset.close;
         } catch (e) {
+          if (status !== undefined) process.exit(status); // the servers are stopped already
           if (e instanceof McpStartupError) throw new ConfigError(e.message);
           throw e;
+        } finally {
+          for (const [sig, listener] of listeners) process.off(sig, listener);
         }
       },
       onShutdown: mode,

@@ -340,6 +340,16 @@ describe("signals", () => {
       await until(() => !alive(pids(c.log)[0]!), "the hanging server to be stopped");
     }, 20_000);
   }
+  test("SIGTERM to 'agentcore serve' while a server hangs at start-up: the server is stopped, exit 143, nothing listens", async () => {
+    const c = config({}, { args: [FIXTURE, "hang"], connect_timeout_ms: 600_000 });
+    const p = Bun.spawn([BUN, MAIN, "serve", "--config", c.path, "--port", "0", "--state-dir", join(dir, "state")], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...ENV, AGENTCORE_TOKEN: "t".repeat(64) } });
+    await until(() => pids(c.log).length === 1, "the hanging server to start");
+    p.kill("SIGTERM");
+    const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+    expect(status).toBe(143);
+    expect(stderr).not.toContain("listening on");
+    await until(() => !alive(pids(c.log)[0]!), "the hanging server to be stopped");
+  }, 20_000);
   test("SIGTERM while the exec tool runs a command, with MCP servers configured: not ignored; exit 143, command and servers stopped", async () => {
     // Both clean-up helpers (the MCP servers' and exec's children's) listen to the
     // ending signals; each stood aside for the other, so the signal was ignored.
