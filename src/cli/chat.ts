@@ -384,7 +384,13 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       agent.abort("the chat is closing");
       await busy;
     }
-    if (!inputClosed) rl.close();
+    if (!inputClosed) {
+      try {
+        rl.close();
+      } catch {
+        // a terminal that is gone (EIO restoring its mode): nothing left to close
+      }
+    }
     finish();
   };
   exitRef.exit = exit;
@@ -502,6 +508,15 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     }).then(() => {
       if (busy === null && !gate.waiting) showPrompt();
     });
+  });
+  // The terminal went away (EIO from reading it or restoring its mode, as when
+  // its window closes): the input is over, end like Ctrl-D. Unhandled, the
+  // error left the process spinning without a terminal.
+  rl.on("error", (e: unknown) => {
+    if (!inputClosed && !exiting) error.write(`agentcore chat: the terminal is gone (${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? String(e)}); stopping\n`);
+    inputClosed = true;
+    gate.close();
+    void exit();
   });
   rl.on("close", () => {
     inputClosed = true;

@@ -127,6 +127,30 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     expect(roles).toEqual(["user", "assistant", "tool", "assistant"]);
   });
 
+  test("the terminal going away (its tmux server killed) ends the chat: the process exits instead of spinning", async () => {
+    const script = writeScript([{ content: "hello" }]);
+    startChat(["--script", script, "--root", dir]);
+    await waitFor(has("/help lists the commands"), "the banner");
+    const shell = Number(tmux("display-message", "-p", "-t", NAME, "#{pane_pid}").out.trim());
+    const chat = Number(Bun.spawnSync(["pgrep", "-P", String(shell)]).stdout.toString().trim().split("\n")[0]);
+    expect(chat).toBeGreaterThan(0);
+    const running = () => {
+      try {
+        // a zombie (exited, not yet reaped) counts as gone
+        return !readFileSync(`/proc/${chat}/stat`, "utf8").replace(/^.*\) /s, "").startsWith("Z");
+      } catch {
+        return false;
+      }
+    };
+    expect(running()).toBe(true);
+    tmux("kill-server");
+    const deadline = Date.now() + WAIT_MS;
+    while (running() && Date.now() < deadline) await Bun.sleep(100);
+    const still = running();
+    if (still) process.kill(chat, "SIGKILL"); // never leave it spinning behind the test
+    expect(still).toBe(false);
+  });
+
   test("answering n leaves the file unchanged, says so, and the chat goes on", async () => {
     const script = writeScript([writeTurn, { content: "Still here." }]);
     startChat(["--script", script, "--root", dir, "--tools", "write_file"]);
