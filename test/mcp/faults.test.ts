@@ -37,7 +37,8 @@ describe("calls", () => {
   let h: McpToolHandler;
   let log: string;
   beforeAll(async () => {
-    const f = fixture("normal", { timeout_ms: 400, max_result_bytes: 4096 });
+    // a timeout that a 3 MB result still beats on a loaded machine, and the slow tool does not
+    const f = fixture("normal", { timeout_ms: 2000, max_result_bytes: 4096 });
     log = f.log;
     rt = createRuntime({ logger });
     const mcp = await attachMcpServers(rt, { fx: f.config }, { logger });
@@ -87,7 +88,7 @@ describe("calls", () => {
 
   test("a huge result is capped at max_result_bytes and flagged", async () => {
     const e = await rt.dispatch('{"id":"c5","tool":"fx__huge","arguments":{"n":3000000}}');
-    expect(e.success).toBe(true);
+    expect(e.error).toBeNull();
     const r = e.result as { content: { type: string; text: string }[]; truncated: boolean; original_bytes: number; structured_content?: unknown };
     expect(r.truncated).toBe(true);
     expect(r.original_bytes).toBeGreaterThan(3_000_000);

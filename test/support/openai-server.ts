@@ -169,7 +169,9 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
         res.flushHeaders();
         for (const p of reply.chunks) {
           if (closed || res.destroyed) return;
-          res.write(isRaw(p) ? p.raw : `data: ${JSON.stringify(p)}\n\n`);
+          // Wait until the chunk is handed to the kernel: a `destroy` that follows
+          // would otherwise drop what is still buffered (seen on a loaded machine).
+          await new Promise<void>((resolve) => res.write(isRaw(p) ? p.raw : `data: ${JSON.stringify(p)}\n\n`, () => resolve()));
           await pause(reply.gapMs ?? 0);
         }
         const end = reply.end ?? "done";
