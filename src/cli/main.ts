@@ -211,6 +211,27 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
   return s;
 }
 
+/** The options `agent` and `chat` share: the model, the session, the plan, skills and the run limits. */
+function modelFlags(values: Record<string, string | boolean | undefined>, settings: Settings): Omit<AgentFlags, "task" | "events" | "continue"> {
+  const flags: Omit<AgentFlags, "task" | "events" | "continue"> = {
+    script: values.script as string | undefined,
+    preset: values.preset as string | undefined,
+    model: values.model as string | undefined,
+    modelUrl: values["model-url"] as string | undefined,
+    system: values.system as string | undefined,
+    session: values.session as string | undefined,
+    branch: values.branch as string | undefined,
+    sessionsDir: values["sessions-dir"] as string | undefined,
+    plan: values["no-plan"] !== true,
+    skills: (values.skills as string | undefined) ?? settings.skillsDir,
+  };
+  if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
+  if (typeof values["max-run-tokens"] === "string") {
+    flags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
+  }
+  return flags;
+}
+
 function makeRuntime(s: Settings): Runtime {
   if (s.root !== undefined) {
     let isDir: boolean;
@@ -563,24 +584,11 @@ export async function main(argv: string[]): Promise<number> {
           task = new TextDecoder().decode(bytes);
         }
         const flags: AgentFlags = {
+          ...modelFlags(values, settings),
           task,
-          script: values.script as string | undefined,
-          preset: values.preset as string | undefined,
-          model: values.model as string | undefined,
-          modelUrl: values["model-url"] as string | undefined,
           events: values.events as string | undefined,
-          system: values.system as string | undefined,
-          session: values.session as string | undefined,
-          branch: values.branch as string | undefined,
-          sessionsDir: values["sessions-dir"] as string | undefined,
           continue: values.continue === true,
-          plan: values["no-plan"] !== true,
-          skills: (values.skills as string | undefined) ?? settings.skillsDir,
         };
-        if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
-        if (typeof values["max-run-tokens"] === "string") {
-          flags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
-        }
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
@@ -591,23 +599,10 @@ export async function main(argv: string[]): Promise<number> {
         if (rest.length !== 0) return usage(`chat takes no arguments (type the task at its prompt), got '${rest[0]}'`);
         if (values.json) return usage("--json applies to 'tools' only");
         const chatFlags: ChatFlags = {
+          ...modelFlags(values, settings),
           task: "",
-          script: values.script as string | undefined,
-          preset: values.preset as string | undefined,
-          model: values.model as string | undefined,
-          modelUrl: values["model-url"] as string | undefined,
-          system: values.system as string | undefined,
-          session: values.session as string | undefined,
-          branch: values.branch as string | undefined,
-          sessionsDir: values["sessions-dir"] as string | undefined,
-          plan: values["no-plan"] !== true,
-          skills: (values.skills as string | undefined) ?? settings.skillsDir,
           approvalTimeoutMs: settings.policy?.approval_timeout_ms,
         };
-        if (typeof values["max-steps"] === "string") chatFlags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);
-        if (typeof values["max-run-tokens"] === "string") {
-          chatFlags.maxRunTokens = positiveInt("--max-run-tokens", values["max-run-tokens"], Number.MAX_SAFE_INTEGER);
-        }
         // Loaded on demand, like agent. The REPL answers approvals itself.
         const chat = await import("./chat.ts");
         const gate = chat.createReplApprover();
