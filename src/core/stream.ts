@@ -52,6 +52,12 @@ export class JsonStreamValidator {
   #inString = false; // the core was inside a string after the last run
   #escOpen = false; // the deferred bytes end with a backslash whose escape letter has not come yet
   #pendingEsc = false; // the deferred bytes hold an escape (matters when the string is a member name)
+  // The hot path (push of a short, plain delta inside a string) touches only
+  // #ptr, #deferEnd, #mem and the escape flags: the bytes it writes are added
+  // to #len, #avail and #pending by #sync() when any other path runs.
+  #synced = 0; // #ptr when #len, #avail and #pending were last brought up to date
+  #deferEnd = 0; // hot path allowed while #ptr + 4 * length <= this (0: not allowed)
+  #mem: Uint8Array | null = null; // wasm memory view, valid while #deferEnd > 0
 
   constructor(limits?: JsonLimits) {
     this.#lim = resolveLimits(limits);
@@ -62,7 +68,31 @@ export class JsonStreamValidator {
   /** UTF-8 bytes accepted into the buffer so far. */
   get bytesSeen(): number {
     this.#live();
+    this.#sync();
     return this.#len;
+  }
+
+  /** Account for the bytes the hot path wrote since the last sync. */
+  #sync(): void {
+    const d = this.#ptr - this.#synced;
+    if (d !== 0) {
+      this.#len += d;
+      this.#avail -= d;
+      this.#pending += d;
+      this.#synced = this.#ptr;
+    }
+  }
+
+  /** After any other path: may the next short plain delta take the hot path? */
+  #refresh(): void {
+    this.#synced = this.#ptr;
+    const core = this.#core;
+    if (core !== null && this.#inString && this.#status === NEED_MORE && this.#pendingHigh === "" && !this.#finished) {
+      this.#mem = core.bytes();
+      this.#deferEnd = this.#ptr + Math.min(this.#avail, this.#lim.maxBytes - this.#len);
+    } else {
+      this.#deferEnd = 0;
+    }
   }
 
   #live(): CoreInstance {
@@ -283,6 +313,28 @@ export class JsonStreamValidator {
 
   /** Feed the next chunk. After an error, the same error is returned again. */
   push(chunk: string | Uint8Array): StreamStatus {
+    if (typeof chunk === "string") {
+      // the hot path: a short delta of plain text inside a string (see #pushShort)
+      const len = chunk.length;
+      const ptr = this.#ptr;
+      if (ptr + len * 4 <= this.#deferEnd && len > 0 && len <= SMALL_CHUNK) {
+        const r = encodeShort(chunk, len, this.#mem!, ptr, this.#escOpen);
+        if ((r & (F_NOT_PLAIN | F_HIGH | F_LONE)) === 0) {
+          this.#ptr = ptr + (r >>> 5);
+          this.#escOpen = (r & F_ESC) !== 0;
+          if ((r & F_BS) !== 0) this.#pendingEsc = true;
+          return NEED_MORE;
+        }
+        // anything else goes the general way (which encodes the text again)
+      }
+    }
+    this.#sync();
+    const st = this.#push(chunk);
+    this.#refresh();
+    return st;
+  }
+
+  #push(chunk: string | Uint8Array): StreamStatus {
     if (typeof chunk === "string" && this.#status === NEED_MORE && this.#pendingHigh === "" && this.#core !== null && !this.#finished) {
       const len = chunk.length;
       // short delta with ample room below maxBytes: the streaming hot path
@@ -329,6 +381,13 @@ export class JsonStreamValidator {
   /** No more input: a value must be complete now. */
   finish(): StreamStatus {
     this.#live();
+    this.#sync();
+    const st = this.#finish();
+    this.#refresh();
+    return st;
+  }
+
+  #finish(): StreamStatus {
     if (this.#status.state === "error") return this.#status;
     if (this.#pendingHigh !== "") return this.#loneSurrogate();
     this.#finished = true;
@@ -348,6 +407,7 @@ export class JsonStreamValidator {
     this.#status = NEED_MORE;
     this.#pendingHigh = "";
     this.#finished = false;
+    this.#refresh();
   }
 
   /** Release the WebAssembly instance; the validator can't be used afterwards. */
@@ -355,6 +415,8 @@ export class JsonStreamValidator {
     if (this.#core === null) return;
     releaseCore(this.#core);
     this.#core = null;
+    this.#deferEnd = 0;
+    this.#mem = null;
   }
 }
 
