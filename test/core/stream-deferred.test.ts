@@ -101,6 +101,55 @@ describe("deferred plain string text", () => {
   });
 });
 
+describe("hot path bookkeeping (deltas counted lazily)", () => {
+  const enc = new TextEncoder();
+  test("many short deltas across reserve batches: bytesSeen, size limit and verdict match one-shot", () => {
+    const body = "abc é 🙂 \\n ".repeat(1200); // about 20 KB of string content: several 4 KiB batches
+    const doc = `{"k":"${body}"}`;
+    const total = enc.encode(doc).length;
+    for (const maxBytes of [total, total - 1, total - 7, total >> 1, 4097, 100]) {
+      const v = new JsonStreamValidator({ maxBytes });
+      try {
+        let sent = 0;
+        let last: StreamStatus = { state: "need_more" };
+        for (let i = 0; i < doc.length && last.state === "need_more"; i += 13) {
+          let j = Math.min(i + 13, doc.length);
+          if (j < doc.length && doc.charCodeAt(j - 1) >= 0xd800 && doc.charCodeAt(j - 1) <= 0xdbff) j++; // keep pairs whole
+          const part = doc.slice(i, j);
+          i = j - 13;
+          last = v.push(part);
+          // the push that takes the stream past maxBytes must fail at once
+          if (sent + enc.encode(part).length > maxBytes) expect(last.state).toBe("error");
+          if (last.state === "need_more") {
+            sent += enc.encode(part).length;
+            expect(v.bytesSeen).toBe(sent);
+          }
+        }
+        if (last.state === "need_more") last = v.finish();
+        const one = validateStrict(doc, { maxBytes });
+        if (one === null) expect(last).toEqual({ state: "complete" });
+        else expect(last).toMatchObject({ state: "error", error: { code: one.code, offset: one.offset, line: one.line, column: one.column } });
+      } finally {
+        v.dispose();
+      }
+    }
+  });
+  test("reset() in the middle of deferred text starts clean; dispose() stops the hot path", () => {
+    const v = new JsonStreamValidator();
+    expect(v.push('{"a":"')).toEqual({ state: "need_more" });
+    for (let i = 0; i < 50; i++) expect(v.push("plain text ")).toEqual({ state: "need_more" });
+    v.reset();
+    expect(v.bytesSeen).toBe(0);
+    expect(v.push("[1,")).toEqual({ state: "need_more" });
+    expect(v.push("2]")).toEqual({ state: "complete" });
+    expect(v.finish()).toEqual({ state: "complete" });
+    v.reset();
+    expect(v.push('"abc')).toEqual({ state: "need_more" });
+    v.dispose();
+    expect(() => v.push("more plain text")).toThrow(/disposed/);
+  });
+});
+
 describe("core skip(n, esc) contract", () => {
   // JsonStreamValidator only calls skip() for bytes its JS pass proved plain;
   // these tests pin what the core does with them.
