@@ -62,7 +62,7 @@ Tool-call shapes accepted:
   {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}      OpenAI Responses
   {"type":"tool_use","id":"c1","name":"echo","input":{...}}                      Anthropic
 
-Options:
+Options (before or after the command; sessions, serve and skills take their own, see their --help):
   --root DIR             folder the file tools are confined to (default: the current directory)
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
@@ -469,9 +469,37 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 
 // ---------------------------------------------------------------- main
 
+/** Commands that parse their own options, so options written before them are moved after them. */
+const SELF_PARSING = new Set(["sessions", "serve", "skills"]);
+/** Options of the main parser that take a value (the token after them is not a command). */
+const VALUE_OPTIONS = new Set([
+  "root", "config", "max-input-bytes", "max-depth", "history", "script", "preset", "model", "model-url", "events",
+  "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "tools", "skills",
+]);
+
+/**
+ * `agentcore --root DIR sessions list` means `agentcore sessions --root DIR list`:
+ * move a self-parsing command written after options to the front, so its
+ * own parser sees them (and names any it does not take).
+ */
+export function hoistCommand(argv: string[]): string[] {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") return argv;
+    if (a.startsWith("-")) {
+      if (a.startsWith("--") && !a.includes("=") && VALUE_OPTIONS.has(a.slice(2))) i++;
+      continue;
+    }
+    if (i > 0 && SELF_PARSING.has(a)) return [a, ...argv.slice(0, i), ...argv.slice(i + 1)];
+    return argv;
+  }
+  return argv;
+}
+
 /** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const out = new LineWriter(1);
+  argv = hoistCommand(argv);
   // `history` parses its own options (--file, --tool, --since, --failed, --json).
   if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
   // `sessions` parses its own options too (loaded on demand).

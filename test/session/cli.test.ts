@@ -110,3 +110,36 @@ describe("agentcore agent --session / sessions", () => {
     expect(cli(dir, "sessions", "--help").stdout).toContain("agentcore agent --session ID --branch BRANCH \"TASK\"");
   }, 60_000);
 });
+
+describe("options written before a self-parsing command", () => {
+  test("agentcore --root DIR sessions list works like agentcore sessions --root DIR list", () => {
+    const dir = tmp();
+    const work = path.join(dir, "work");
+    fs.mkdirSync(work);
+    const s = script(dir, "s.jsonl", { content: "done" });
+    expect(cli(work, "agent", "--session", "demo", "--script", s, "t").code).toBe(0);
+    // from another directory: the sessions live under work/.agentcore
+    const before = cli(dir, "--root", work, "sessions", "list");
+    expect(before.stderr).toBe("");
+    expect(before.code).toBe(0);
+    expect(before.stdout).toContain("demo  records");
+    expect(cli(dir, "sessions", "--root", work, "list").stdout).toBe(before.stdout);
+    expect(cli(dir, `--root=${work}`, "--json", "sessions", "list").stdout).toContain('"demo"');
+    // an option the command does not take is named by its own parser
+    const bad = cli(dir, "--max-depth", "5", "sessions", "list");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--max-depth");
+    // no hoisting past "--" or for a value that happens to be a command name
+    expect(cli(dir, "--config", "sessions", "tools").stderr).toContain("sessions");
+  }, 60_000);
+
+  test("hoistCommand moves only self-parsing commands, skipping option values", async () => {
+    const { hoistCommand } = await import("../../src/cli/main.ts");
+    expect(hoistCommand(["--root", "x", "sessions", "list"])).toEqual(["sessions", "--root", "x", "list"]);
+    expect(hoistCommand(["--json", "skills", "list"])).toEqual(["skills", "--json", "list"]);
+    expect(hoistCommand(["--config", "serve", "tools"])).toEqual(["--config", "serve", "tools"]);
+    expect(hoistCommand(["--root", "x", "tools"])).toEqual(["--root", "x", "tools"]);
+    expect(hoistCommand(["--", "sessions"])).toEqual(["--", "sessions"]);
+    expect(hoistCommand(["sessions", "list"])).toEqual(["sessions", "list"]);
+  });
+});
