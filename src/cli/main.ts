@@ -62,7 +62,7 @@ Tool-call shapes accepted:
   {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}      OpenAI Responses
   {"type":"tool_use","id":"c1","name":"echo","input":{...}}                      Anthropic
 
-Options (before or after the command; sessions, serve and skills take their own, see their --help):
+Options (before or after the command; history, sessions, serve and skills take their own, see their --help):
   --root DIR             folder the file tools are confined to (default: the current directory)
   --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
   --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
@@ -470,7 +470,7 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 // ---------------------------------------------------------------- main
 
 /** Commands that parse their own options, so options written before them are moved after them. */
-const SELF_PARSING = new Set(["sessions", "serve", "skills"]);
+const SELF_PARSING = new Set(["history", "sessions", "serve", "skills"]);
 /** Options of the main parser that take a value (the token after them is not a command). */
 const VALUE_OPTIONS = new Set([
   "root", "config", "max-input-bytes", "max-depth", "history", "script", "preset", "model", "model-url", "events",
@@ -580,9 +580,6 @@ export async function main(argv: string[]): Promise<number> {
     }
     let status: number;
     switch (command) {
-      case "history": // options given before the command (agentcore --config C history …)
-        status = cmdHistory([...rest, ...(typeof values.config === "string" ? ["--config", values.config] : []), ...(typeof values.history === "string" ? ["--history", values.history] : []), ...(values.json ? ["--json"] : [])], { out });
-        break;
       case "tools":
         if (values.history !== undefined) return usage("--history applies to execute, run and agent");
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);

@@ -137,6 +137,7 @@ describe("options written before a self-parsing command", () => {
     const { hoistCommand } = await import("../../src/cli/main.ts");
     expect(hoistCommand(["--root", "x", "sessions", "list"])).toEqual(["sessions", "--root", "x", "list"]);
     expect(hoistCommand(["--json", "skills", "list"])).toEqual(["skills", "--json", "list"]);
+    expect(hoistCommand(["--history", "h.jsonl", "history", "--json"])).toEqual(["history", "--history", "h.jsonl", "--json"]);
     expect(hoistCommand(["--config", "serve", "tools"])).toEqual(["--config", "serve", "tools"]);
     expect(hoistCommand(["--root", "x", "tools"])).toEqual(["--root", "x", "tools"]);
     expect(hoistCommand(["--", "sessions"])).toEqual(["--", "sessions"]);
