@@ -169,6 +169,16 @@ describe("read_file path syntax", () => {
     expect(code(setup()({ path: "a/b/" }))).toBe("NOT_A_FILE");
   });
 
+  test("a trailing '/.' names a directory too: NOT_A_FILE for a file, never its content", () => {
+    for (const p of ["top.txt/.", "a/b/c.txt/.", "./top.txt/./.", "top.txt//."]) {
+      const env = setup()({ path: p });
+      expect(code(env)).toBe("NOT_A_FILE");
+      expect(env.result).toBeNull();
+    }
+    // a "." elsewhere is still ignored
+    expect(code(setup()({ path: "./a/./b/c.txt" }))).toBeNull();
+  });
+
   test("'.' names the root: NOT_A_FILE", () => {
     expect(code(setup()({ path: "." }))).toBe("NOT_A_FILE");
     expect(code(setup()({ path: "./" }))).toBe("NOT_A_FILE");

@@ -20,7 +20,7 @@
  * | any other OS error (`EACCES`, `EMFILE`, …), errno in `details.errno` | `IO_ERROR` |
  *
  * Empty components and `.` are ignored (`a//b`, `./a` mean `a/b`, `a`); a
- * trailing `/` names a directory, so it is `NOT_A_FILE`.
+ * trailing `/` or `/.` names a directory, so it is `NOT_A_FILE`.
  *
  * **No check-then-use window.** Checking components with `lstat` is not enough
  * on its own: a directory could be swapped for a symlink between the checks
@@ -188,7 +188,10 @@ function checkDirectories(base: string, parts: string[]): void {
 export function readRootedFile(realRoot: string, relativePath: string, maxBytes: number): RootedFile {
   const parts = splitRelativePath(relativePath);
   if (parts.length === 0) fail("NOT_A_FILE", "path names the root directory", { kind: "directory" });
-  if (relativePath.endsWith("/")) fail("NOT_A_FILE", "path ends with '/', which names a directory", { kind: "directory" });
+  // "f.txt/" and "f.txt/." both name f.txt as a directory (POSIX: ENOTDIR)
+  if (relativePath.endsWith("/") || relativePath.endsWith("/.")) {
+    fail("NOT_A_FILE", "path ends with '/' or '/.', which names a directory", { kind: "directory" });
+  }
   const base = realRoot.endsWith("/") ? realRoot : realRoot + "/";
   const rel = parts.join("/");
   const abs = base + rel;
