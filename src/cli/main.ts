@@ -353,8 +353,28 @@ async function readAllBounded(source: string, limit: number): Promise<Uint8Array
 async function* chunks(source: string): AsyncGenerator<Uint8Array> {
   if (source === "-") {
     const stdin = (globalThis as { process?: { stdin: AsyncIterable<Uint8Array | string> } }).process!.stdin;
-    for await (const c of stdin) yield typeof c === "string" ? new TextEncoder().encode(c) : c;
-    return;
+    const it = stdin[Symbol.asyncIterator]();
+    let done = false;
+    try {
+      for (;;) {
+        let r: IteratorResult<Uint8Array | string>;
+        try {
+          r = await it.next();
+        } catch (e) {
+          done = true;
+          // stdin redirected from a directory (EISDIR), a read error (EIO): the input cannot be read
+          throw new InputError(`cannot read stdin: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+        }
+        if (r.done) {
+          done = true;
+          return;
+        }
+        yield typeof r.value === "string" ? new TextEncoder().encode(r.value) : r.value;
+      }
+    } finally {
+      // the caller stopped early (input over the limit): release stdin as for-await would
+      if (!done) await it.return?.();
+    }
   }
   let fd: number;
   try {
@@ -394,13 +414,17 @@ class InputError extends Error {
 async function cmdExecute(rt: Runtime, arg: string, out: LineWriter): Promise<number> {
   let input: string | Uint8Array;
   if (arg === "-") {
+    // Read at most one chunk past the limit: the core then refuses the input
+    // with JSON_SIZE and its offset, line and column, as for `execute '<json>'`.
     const max = rt.limits.maxBytes ?? DEFAULT_MAX_BYTES;
-    const bytes = await readAllBounded("-", max);
-    if (bytes === null) {
-      out.line(serializeEnvelope(sizeEnvelope(max, {})));
-      return 1;
+    const parts: Uint8Array[] = [];
+    let total = 0;
+    for await (const chunk of chunks("-")) {
+      parts.push(chunk.slice());
+      total += chunk.length;
+      if (total > max) break;
     }
-    input = bytes;
+    input = concatBytes(parts);
   } else {
     input = arg;
   }

@@ -1,0 +1,89 @@
+/**
+ * Acceptance review of the 0.1 CLI, through the compiled binary run from a
+ * folder with no node_modules: the defects found in review, each pinned by a
+ * test that failed before its fix.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { binaryPath } from "../support/binary.ts";
+
+let work: string;
+let bin: string;
+
+beforeAll(() => {
+  work = mkdtempSync(join(tmpdir(), "agentcore-review-"));
+  mkdirSync(join(work, "adir"));
+  bin = binaryPath();
+}, 120_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+interface Out {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the binary through sh, so that stdin can be redirected from anything (a directory, /dev/null). */
+function sh(args: string, stdinFrom: string): Out {
+  const r = Bun.spawnSync(["sh", "-c", `"$0" ${args} < "$1"`, bin, stdinFrom], { cwd: work });
+  return { status: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+function run(args: string[], stdin?: string): Out {
+  const r = Bun.spawnSync([bin, ...args], {
+    cwd: work,
+    stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin),
+  });
+  return { status: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+describe("stdin that cannot be read", () => {
+  // Before: Bun's stdin stream threw EISDIR and the CLI printed "internal error" with a stack trace.
+  for (const cmd of ["execute -", "run -"]) {
+    test(`${cmd} with stdin redirected from a directory: exit 2, a one-line input error, nothing on stdout`, () => {
+      const r = sh(cmd, join(work, "adir"));
+      expect(r.status).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toBe("agentcore: cannot read stdin: EISDIR\n");
+    });
+  }
+});
+
+describe("execute - over the size limit", () => {
+  // Before: the envelope's details were {} (README: JSON_SIZE carries offset, line and column).
+  test("the JSON_SIZE envelope has the same offset, line and column as execute '<json>'", () => {
+    const call = `{"id":"a",\n"tool":"echo","arguments":{"s":"${"é".repeat(40)}"}}`;
+    const fromArg = run(["--max-input-bytes", "30", "execute", call]);
+    const fromStdin = run(["--max-input-bytes", "30", "execute", "-"], call);
+    expect(fromStdin.status).toBe(1);
+    expect(fromArg.status).toBe(1);
+    const strip = (s: string) => {
+      const v = JSON.parse(s) as Record<string, unknown>;
+      delete v.duration_ms;
+      return v;
+    };
+    const expected = {
+      id: null,
+      success: false,
+      tool: null,
+      result: null,
+      error: { code: "JSON_SIZE", message: "input exceeds 30 bytes", details: { offset: 30, line: 2, column: 20 } },
+    };
+    expect(strip(fromArg.stdout)).toEqual(expected);
+    expect(strip(fromStdin.stdout)).toEqual(expected);
+  });
+
+  test("a stream far larger than the limit is still refused (only about one chunk past the limit is read)", () => {
+    const big = `{"tool":"echo","arguments":{"s":"${"x".repeat(3 << 20)}"}}`;
+    const r = run(["execute", "-"], big);
+    expect(r.status).toBe(1);
+    const env = JSON.parse(r.stdout) as { error: { code: string; details: Record<string, number> } };
+    expect(env.error.code).toBe("JSON_SIZE");
+    expect(env.error.details).toEqual({ offset: 1048576, line: 1, column: 1048577 });
+  });
+});
