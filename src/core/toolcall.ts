@@ -56,6 +56,8 @@ const SHAPE_MEMBERS: Record<ToolCallShape, ReadonlySet<string>> = {
   anthropic: new Set(["type", "id", "name", "input", "cache_control"]),
 };
 const CHAT_FUNCTION_MEMBERS: ReadonlySet<string> = new Set(["name", "arguments"]);
+/** Empty, or nothing but JSON whitespace (space, tab, LF, CR). */
+const JSON_BLANK = /^[ \t\n\r]*$/;
 
 function isObject(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -125,7 +127,8 @@ function readStringArgs(o: Obj, key: string, location: string, limits?: JsonLimi
   if (v === undefined) fail(`missing "${key}"`, location);
   if (isObject(v)) return { ok: true, value: v }; // tolerated: some servers send the object itself
   if (typeof v !== "string") fail(`"${key}" must be a JSON string, got ${describe(v)}`, location);
-  if (v.trim().length === 0) fail(`"${key}" is an empty string; expected a JSON object`, location);
+  // only JSON whitespace counts as blank; other white space (U+00A0…) is left to the parser, which names it
+  if (JSON_BLANK.test(v)) fail(`"${key}" is an empty string; expected a JSON object`, location);
   const inner = parseStrict(v, limits);
   if (!inner.ok) {
     const e = inner.error;

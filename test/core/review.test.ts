@@ -1,0 +1,45 @@
+/**
+ * Acceptance review of the 0.1 core: defects found in review, each pinned by a
+ * test that failed before its fix.
+ */
+import { describe, expect, test } from "bun:test";
+import { parseToolCall } from "../../src/mod.ts";
+
+function chat(args: string) {
+  return parseToolCall(JSON.stringify({ id: "c1", type: "function", function: { name: "echo", arguments: args } }));
+}
+
+describe("string arguments that are not JSON whitespace", () => {
+  // Before: String#trim() treated U+00A0, U+2028, U+3000… as blank, so such
+  // arguments were reported as "an empty string" (INVALID_CALL), which they are not.
+  test.each([["\u00a0", 0xc2], ["\u2028", 0xe2], ["\u3000{}", 0xe3], ["\u00a0{}\u00a0", 0xc2]])(
+    "%j is a JSON_PARSE error at offset 0 of the inner text, naming the byte",
+    (args, byte) => {
+      const r = chat(args);
+      expect(r.ok).toBe(false);
+      if (r.ok) return;
+      expect(r.error.code).toBe("JSON_PARSE");
+      expect(r.error.message).toContain(`unexpected byte 0x${byte.toString(16)}`);
+      expect(r.error.details).toEqual({ offset: 0, line: 1, column: 1, location: "/function/arguments" });
+      expect(r.id).toBe("c1");
+      expect(r.tool).toBe("echo");
+    },
+  );
+
+  test("empty and JSON-whitespace-only arguments are still INVALID_CALL 'empty string'", () => {
+    for (const args of ["", " ", " \t\r\n "]) {
+      const r = chat(args);
+      expect(r.ok).toBe(false);
+      if (r.ok) continue;
+      expect(r.error.code).toBe("INVALID_CALL");
+      expect(r.error.message).toBe('"arguments" is an empty string; expected a JSON object');
+      expect(r.error.details).toEqual({ location: "/function/arguments" });
+    }
+  });
+
+  test("the Responses shape behaves the same", () => {
+    const r = parseToolCall(JSON.stringify({ type: "function_call", call_id: "c2", name: "echo", arguments: "\u00a0" }));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.code).toBe("JSON_PARSE");
+  });
+});
