@@ -18,7 +18,7 @@ import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.ts";
-import { defaultStateDir, prepareToken, TOKEN_ENV, TokenError } from "../server/token.ts";
+import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, TokenError, type CommittedDaemonToken } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
@@ -27,8 +27,13 @@ import { SkillError } from "../skills/catalog.ts";
 export const SERVE_HELP = `Usage: agentcore serve [options]
 
 Runs the local API daemon (HTTP, JSON and SSE under /v1; see docs/daemon.md).
-Every route but GET /v1/health needs "Authorization: Bearer <token>"; the
-token is written to <state-dir>/token (mode 0600), or taken from ${TOKEN_ENV}.
+Every route but GET /v1/health needs "Authorization: Bearer <token>". Each
+start makes a fresh token and writes it (mode 0600) to a file of this daemon's
+own, named after where it listens: <state-dir>/token-<port> on 127.0.0.1,
+token-<host>-<port> on another host, token-unix-<name>-<hash> for --unix (see
+docs/daemon.md). <state-dir>/token holds the token of the daemon started last.
+On stop the daemon removes its own file, and <state-dir>/token if that still
+holds its token. With ${TOKEN_ENV} set, that is the token and no file is written.
 The URL and the token file are printed on stderr. SIGINT/SIGTERM stop it
 gracefully (exit 0).
 
@@ -40,7 +45,7 @@ Listening:
   --allow-host NAME[:PORT]  accept this Host header besides loopback names (repeatable; without a
                             port: with the daemon's port)
 Files:
-  --state-dir DIR           where the token file goes (default $XDG_STATE_HOME/agentcore or
+  --state-dir DIR           where the token files go (default $XDG_STATE_HOME/agentcore or
                             ~/.local/state/agentcore, created 0700)
   --root DIR                folder the file tools are confined to (default: the current directory)
   --sessions-dir DIR        session journals (default .agentcore/sessions under the root)
@@ -124,6 +129,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     return 0;
   }
   let started;
+  let tokenInfo: CommittedDaemonToken;
   try {
     if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined)) throw new ServeUsageError("--unix replaces --host and --port");
     if (v.unix === "") throw new ServeUsageError("--unix needs a path");
@@ -174,14 +180,14 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
     // The token file is written only once the daemon listens: a start that
     // fails must not replace the token of a daemon that is already running.
-    const tokenInfo = prepareToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
+    const pendingToken = prepareDaemonToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
     // A bare name: accepted with the port the daemon really listens on (also with --port 0).
     if (!isLoopbackBind(host) && !wildcard) allowedHosts.push(host.includes(":") && !host.startsWith("[") ? `[${host}]` : host);
     started = await startDaemon({
       app: {
-        token: tokenInfo.token,
+        token: pendingToken.token,
         allowedHosts,
         allowedOrigins: v["allow-origin"] ?? [],
         runtimeOptions: { root, tools, limits: { maxBytes, maxDepth }, maxFileBytes: file.max_file_bytes, defaultTimeoutMs: file.default_timeout_ms, middleware },
@@ -231,15 +237,19 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });
     try {
-      tokenInfo.commit();
+      const port = started.listening.port;
+      tokenInfo = pendingToken.commit(v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: port ?? 0 });
     } catch (e) {
       await started.stop();
       throw e;
     }
+    // A process that ends another way than the signal path still removes its files.
+    process.on("exit", tokenInfo.release);
     if (v.unix === undefined && !isLoopbackBind(host)) {
       process.stderr.write(`agentcore serve: WARNING: listening on ${host}, which is not loopback: other machines can reach this daemon (the token still guards it)\n`);
     }
     process.stderr.write(`agentcore serve: listening on ${started.url}\n`);
+    if (tokenInfo.sharedFile !== null) process.stderr.write(`agentcore serve: ${tokenInfo.sharedFile} holds this token too (the daemon started last on this state directory)\n`);
     process.stderr.write(tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`);
   } catch (e) {
     if (e instanceof ServeUsageError || e instanceof ConfigError || e instanceof TokenError || (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))) {
@@ -248,6 +258,12 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     throw e;
   }
   const daemon = started;
+  const token = tokenInfo!;
+  // The daemon's own token file goes, and <state-dir>/token if it still holds this token.
+  const releaseToken = () => {
+    process.off("exit", token.release);
+    token.release();
+  };
   return await new Promise<number>((resolve) => {
     let signalled = false;
     const onInt = () => onSignal("SIGINT");
@@ -269,12 +285,14 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       process.stderr.write(`agentcore serve: ${name}: stopping\n`);
       daemon.stop().then(
         () => {
+          releaseToken();
           process.stderr.write("agentcore serve: stopped\n");
           process.off("SIGINT", onInt);
           process.off("SIGTERM", onTerm);
           resolve(0);
         },
         (e) => {
+          releaseToken();
           process.stderr.write(`agentcore serve: error while stopping: ${(e as Error)?.message ?? String(e)}\n`);
           process.off("SIGINT", onInt);
           process.off("SIGTERM", onTerm);

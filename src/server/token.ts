@@ -1,6 +1,10 @@
 /**
  * The daemon's bearer token: 256 random bits (64 hex characters), written to
- * a 0600 file in a 0700 state directory, or taken from `AGENTCORE_TOKEN`.
+ * 0600 files in a 0700 state directory, or taken from `AGENTCORE_TOKEN`.
+ * Each `agentcore serve` writes a file of its own, named after where it
+ * listens ({@link tokenFileName}), and `token`, which holds the token of the
+ * daemon started last; a daemon that stops removes its own file, and `token`
+ * only while `token` still holds its token ({@link prepareDaemonToken}).
  * Tokens are compared in constant time: both sides are hashed with SHA-256
  * and the equal-length digests go through `timingSafeEqual`, so neither the
  * length nor the content of the expected token leaks through timing.
@@ -97,17 +101,187 @@ export function prepareToken(stateDir: string, env: Record<string, string | unde
     token,
     file,
     commit() {
-      const tmp = `${file}.${process.pid}.${generateToken().slice(0, 8)}.tmp`;
+      writeAtomically(file, token + "\n");
+    },
+  };
+}
+
+/**
+ * Where a daemon listens, as far as the name of its own token file goes:
+ * the host and the port it really got (never 0), or its socket path.
+ */
+export type TokenListener = { hostname: string; port: number } | { unix: string };
+
+/** The host whose token files carry only the port (the daemon's default bind address). */
+export const DEFAULT_TOKEN_HOST = "127.0.0.1";
+/** The file every daemon on a state directory also writes: the token of the one started last. */
+export const SHARED_TOKEN_FILE = "token";
+
+const sha256hex = (s: string, n: number): string => createHash("sha256").update(s, "utf8").digest("hex").slice(0, n);
+
+/**
+ * The name of a daemon's own token file inside the state directory:
+ * - `token-<port>` on 127.0.0.1 (the default host);
+ * - `token-<host>-<port>` on another host whose name is only letters,
+ *   digits, dots and dashes (`token-0.0.0.0-8787`, `token-localhost-8787`);
+ *   any other host (an IPv6 address) becomes `h` and the first 12 hex
+ *   digits of the SHA-256 of its name (`token-h<12 hex>-<port>`);
+ * - `token-unix-<name>-<16 hex>` for a Unix socket: `<name>` is the socket's
+ *   file name (characters other than letters, digits, `.`, `_` and `-`
+ *   become `_`, at most 32 of them) and the hex digits are the start of the
+ *   SHA-256 of its absolute path (`path.resolve`, symlinks not followed),
+ *   so two sockets of the same name in different folders get two files.
+ * Throws a TypeError for a port outside 1-65535 or an empty path or host.
+ */
+export function tokenFileName(listener: TokenListener): string {
+  if ("unix" in listener) {
+    if (typeof listener.unix !== "string" || listener.unix === "") throw new TypeError("tokenFileName: the socket path must be a non-empty string");
+    const abs = path.resolve(listener.unix);
+    const base = path.basename(abs).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 32);
+    return `token-unix-${base}-${sha256hex(abs, 16)}`;
+  }
+  const { hostname, port } = listener;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new TypeError(`tokenFileName: port must be an integer between 1 and 65535, got ${String(port)}`);
+  if (typeof hostname !== "string" || hostname === "") throw new TypeError("tokenFileName: hostname must be a non-empty string");
+  if (hostname === DEFAULT_TOKEN_HOST) return `token-${port}`;
+  const host = /^[A-Za-z0-9.-]+$/.test(hostname) ? hostname : `h${sha256hex(hostname, 12)}`;
+  return `token-${host}-${port}`;
+}
+
+/** Write `content` to `file` with mode 0600, replacing it atomically (a reader never sees half a token). */
+function writeAtomically(file: string, content: string): void {
+  const tmp = `${file}.${process.pid}.${generateToken().slice(0, 8)}.tmp`;
+  try {
+    fs.writeFileSync(tmp, content, { mode: 0o600, flag: "wx" });
+    fs.chmodSync(tmp, 0o600);
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    try {
+      fs.unlinkSync(tmp);
+    } catch { /* never created */ }
+    throw new TokenError(`cannot write token file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+}
+
+function readOrNull(file: string): string | null {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Remove `file` if it holds exactly `token` (as written: the token and a
+ * newline); leave it alone otherwise. Another daemon may replace the file
+ * at any moment, so the file is first moved aside (an atomic rename), its
+ * content checked again, and put back with a hard link when it turned out
+ * to be another daemon's (unless a newer file is in place by then). Never
+ * throws; true when the file was removed. `hooks.afterCheck` runs between
+ * the first check and the move (tests use it to replace the file there).
+ */
+export function removeTokenFileIfHolds(file: string, token: string, hooks: { afterCheck?: () => void } = {}): boolean {
+  const expected = `${token}\n`;
+  if (readOrNull(file) !== expected) return false;
+  hooks.afterCheck?.();
+  const aside = `${file}.${process.pid}.${generateToken().slice(0, 8)}.release`;
+  try {
+    fs.renameSync(file, aside);
+  } catch {
+    return false; // gone already
+  }
+  if (readOrNull(aside) === expected) {
+    try {
+      fs.unlinkSync(aside);
+    } catch { /* nothing left to do */ }
+    return true;
+  }
+  // Another daemon's token came in between: put it back, unless a newer one is there already.
+  try {
+    fs.linkSync(aside, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST" && !fs.existsSync(file)) {
       try {
-        fs.writeFileSync(tmp, token + "\n", { mode: 0o600, flag: "wx" });
-        fs.chmodSync(tmp, 0o600);
-        fs.renameSync(tmp, file);
+        fs.renameSync(aside, file); // a file system without hard links
+        return false;
+      } catch { /* left below */ }
+    }
+  }
+  try {
+    fs.unlinkSync(aside);
+  } catch { /* moved back by rename */ }
+  return false;
+}
+
+/** A daemon's token once its files are written (see {@link prepareDaemonToken}). */
+export interface CommittedDaemonToken {
+  readonly token: string;
+  /** This daemon's own file (`<state-dir>/` + {@link tokenFileName}); null when the token came from the environment. */
+  readonly file: string | null;
+  /** `<state-dir>/token`, which now holds this token too; null when the token came from the environment. */
+  readonly sharedFile: string | null;
+  /**
+   * Remove this daemon's own file, and `<state-dir>/token` only while it
+   * still holds this token (a daemon started later keeps its token there).
+   * Idempotent, never throws; returns the files removed.
+   */
+  release(): string[];
+}
+
+/** A daemon token whose files are not written yet. */
+export interface PendingDaemonToken {
+  readonly token: string;
+  /** The checked state directory; null when the token came from the environment. */
+  readonly stateDir: string | null;
+  /**
+   * Write the token, once the daemon listens, to its own file (named by
+   * {@link tokenFileName} after `listener`), then to `<state-dir>/token`;
+   * both mode 0600 and replaced atomically. When the second write fails the
+   * first file is removed again. Nothing is written for a token from the
+   * environment. Throws {@link TokenError} (or a TypeError for a bad listener).
+   */
+  commit(listener: TokenListener): CommittedDaemonToken;
+}
+
+/**
+ * The token of one `agentcore serve`: like {@link prepareToken} (the same
+ * `AGENTCORE_TOKEN` rules, the state directory checked at once), but the
+ * token goes to a file of the daemon's own, named after where it listens,
+ * so daemons sharing a state directory never replace each other's token;
+ * `<state-dir>/token` holds the token of the daemon started last.
+ */
+export function prepareDaemonToken(stateDir: string, env: Record<string, string | undefined> = process.env): PendingDaemonToken {
+  const base = prepareToken(stateDir, env);
+  const token = base.token;
+  if (base.file === null) {
+    const none: CommittedDaemonToken = { token, file: null, sharedFile: null, release: () => [] };
+    return { token, stateDir: null, commit: (listener) => (tokenFileName(listener), none) };
+  }
+  const shared = base.file;
+  const dir = path.dirname(shared);
+  return {
+    token,
+    stateDir: dir,
+    commit(listener) {
+      const own = path.join(dir, tokenFileName(listener));
+      writeAtomically(own, token + "\n");
+      try {
+        writeAtomically(shared, token + "\n");
       } catch (e) {
-        try {
-          fs.unlinkSync(tmp);
-        } catch { /* never created */ }
-        throw new TokenError(`cannot write token file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+        removeTokenFileIfHolds(own, token);
+        throw e;
       }
+      let released: string[] | null = null;
+      return {
+        token,
+        file: own,
+        sharedFile: shared,
+        release() {
+          if (released !== null) return [];
+          released = [own, shared].filter((f) => removeTokenFileIfHolds(f, token));
+          return released;
+        },
+      };
     },
   };
 }
