@@ -11,7 +11,9 @@
  * every event is one JSON line on stdout instead, ending with
  * `agent_finished`, which carries the result. Exit status 0 when the run
  * completed, 1 otherwise; Ctrl-C aborts the run (`cancelled` /
- * `external_abort`).
+ * `external_abort`). SIGTERM and SIGHUP abort it the same way (so a session
+ * journals its `run_finished`), then the command exits 143 / 129; a second
+ * signal while stopping exits at once.
  *
  * @module
  */
@@ -26,7 +28,7 @@ import type { Runtime } from "../runtime/index.ts";
 import { restoreSession } from "../session/restore.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
-import { SessionError } from "../session/types.ts";
+import { SessionError, SessionUnfinishedRunError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
@@ -59,6 +61,18 @@ export interface AgentFlags {
 export class AgentSetupError extends Error {
   override name = "AgentSetupError";
 }
+
+/**
+ * The session cannot take a run in its current state (a run a crash left
+ * unfinished): exit status 2, and the message names the fix; not a usage
+ * error, so no usage hint.
+ */
+export class AgentSessionStateError extends Error {
+  override name = "AgentSessionStateError";
+}
+
+/** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
+const ENDING_SIGNALS = [["SIGTERM", 143], ["SIGHUP", 129]] as const;
 
 const PRESETS = ["openai", "lmstudio", "ollama"];
 
@@ -233,6 +247,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (checkout !== null) restoreSession(agent, checkout);
   } catch (e) {
     await agent?.shutdown();
+    if (e instanceof SessionUnfinishedRunError) throw new AgentSessionStateError(e.message);
     throw new AgentSetupError((e as Error).message);
   }
   if (recorder !== null) recorder.options.messages = () => agent.messages;
@@ -245,6 +260,18 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     agent.abort("interrupted by the user (Ctrl-C)");
   };
   process.on("SIGINT", onSigint);
+  // SIGTERM / SIGHUP: abort like Ctrl-C, so the run ends `cancelled` and its
+  // run_finished is journaled, then exit 128 + n. A second ending signal
+  // exits at once. One listener per signal: a function listening to all of
+  // them is taken for a clean-up helper (src/mcp/attach.ts), not a handler.
+  let endedBy: { name: string; status: number } | null = null;
+  const onEnding = (name: string, status: number) => {
+    if (endedBy !== null) process.exit(status);
+    endedBy = { name, status };
+    agent.abort(`interrupted by ${name}: agentcore was asked to stop`);
+  };
+  const endingListeners = ENDING_SIGNALS.map(([name, status]) => [name, () => onEnding(name, status)] as const);
+  for (const [name, listener] of endingListeners) process.on(name, listener);
   try {
     const result = flags.continue === true ? await agent.continueRun() : await agent.run(flags.task);
     out.flush();
@@ -256,9 +283,13 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}\n`);
       if (result.stop_reason === "tool_rejected") stderr.write(`${rejectionNote(result.output)}\n`);
     }
+    const ended = endedBy as { status: number } | null;
+    if (ended !== null) return ended.status;
     return result.status === "completed" ? 0 : 1;
   } finally {
     process.off("SIGINT", onSigint);
     await agent.shutdown();
+    // Still listening during the shutdown: a second signal there exits at once.
+    for (const [name, listener] of endingListeners) process.off(name, listener);
   }
 }

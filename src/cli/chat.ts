@@ -37,8 +37,8 @@ import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
-import { SessionError, sessionMessages, type SessionCheckout } from "../session/types.ts";
-import { AgentSetupError, makeModel, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
+import { AgentSessionStateError, AgentSetupError, makeModel, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
@@ -319,6 +319,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     }
   } catch (e) {
     await agent?.shutdown();
+    if (e instanceof SessionUnfinishedRunError) throw new AgentSessionStateError(e.message);
     throw new AgentSetupError((e as Error).message);
   }
 
@@ -376,12 +377,12 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     return p;
   };
 
-  const exit = async (): Promise<void> => {
+  const exit = async (why = "the chat is closing"): Promise<void> => {
     if (exiting) return;
     exiting = true;
     gate.close();
     if (busy !== null) {
-      agent.abort("the chat is closing");
+      agent.abort(why);
       await busy;
     }
     if (!inputClosed) {
@@ -553,7 +554,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     if (endedBy !== null) proc.exit(status);
     endedBy = { name, status };
     screen.line(`[${name}: stopping]`);
-    void exit();
+    void exit(`the chat is closing (${name})`);
   };
   const onTerm = () => onEndSignal("SIGTERM", 143);
   const onHup = () => onEndSignal("SIGHUP", 129);

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { openSync, readSync, closeSync, fstatSync, statSync } from "node:fs";
+import { openSync, readSync, readFileSync, closeSync, fstatSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
 import type { Envelope } from "../runtime/envelope.ts";
@@ -426,11 +426,41 @@ async function cmdExecute(rt: Runtime, arg: string, out: LineWriter): Promise<nu
     }
     input = concatBytes(parts);
   } else {
-    input = arg;
+    input = rawArgument(arg) ?? arg;
   }
   const env = await rt.dispatch(input);
   out.line(serializeEnvelope(env));
   return env.success ? 0 : 1;
+}
+
+/**
+ * The bytes of a command-line argument as they were given. Runtimes decode
+ * argv as UTF-8 and replace invalid bytes with U+FFFD, so the strict core would
+ * never see them and `execute '<json>'` would accept what `execute -` refuses
+ * (JSON_ENCODING). On Linux /proc/self/cmdline still holds the raw bytes: the
+ * argument that decodes to `arg` (runs of U+FFFD compared as one, since
+ * decoders split bad sequences differently) is returned. `null` when `arg`
+ * has no U+FFFD or the bytes can't be read (another OS, no permission).
+ */
+function rawArgument(arg: string): Uint8Array | null {
+  if (!arg.includes("\uFFFD")) return null;
+  let cmdline: Uint8Array;
+  try {
+    cmdline = readFileSync("/proc/self/cmdline");
+  } catch {
+    return null;
+  }
+  const squash = (s: string) => s.replace(/\uFFFD+/g, "\uFFFD");
+  const want = squash(arg);
+  const decoder = new TextDecoder();
+  let start = 0;
+  for (let i = 0; i <= cmdline.length; i++) {
+    if (i < cmdline.length && cmdline[i] !== 0) continue;
+    const raw = cmdline.subarray(start, i);
+    if (squash(decoder.decode(raw)) === want) return raw;
+    start = i + 1;
+  }
+  return null;
 }
 
 // ---------------------------------------------------------------- run
@@ -675,6 +705,11 @@ export async function main(argv: string[]): Promise<number> {
     return status;
   } catch (e) {
     if (e instanceof UsageError || (e instanceof Error && e.name === "AgentSetupError")) return usage((e as Error).message);
+    // Not a usage problem (a session a crash left with an unfinished run): the message names the fix.
+    if (e instanceof Error && e.name === "AgentSessionStateError") {
+      process.stderr.write(`agentcore: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
       try {
         out.flush();

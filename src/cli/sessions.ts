@@ -4,8 +4,10 @@
  *
  *   list | show ID [--branch B] | tree ID | fork ID [--from RECORD] [--name B]
  *   | rollback ID --to RECORD [--name B] | retry ID --run RUN [--name B]
+ *   | recover ID [--branch B]
  *
- * Readable by default, JSON with `--json`. Usage and journal errors exit 2.
+ * Readable by default, JSON with `--json`. Usage and journal errors exit 2
+ * (journal errors without the usage hint).
  *
  * @module
  */
@@ -24,10 +26,20 @@ export const SESSIONS_HELP = `Usage:
   agentcore sessions retry ID --run RUN [--name B]      new branch just before run RUN; prints the branch and the
                                                         task. Run it with:
                                                         agentcore agent --session ID --branch BRANCH "TASK"
+  agentcore sessions recover ID [--branch B]            close the runs a crash left unfinished on branch B (default
+                                                        main): each gets a run_finished record (cancelled /
+                                                        external_abort, "run interrupted"), and tool calls it left
+                                                        unanswered a cancelled answer; nothing to do on a healthy
+                                                        branch. Only while no process is running on the session.
 Options:
   --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory)
   --root DIR           the root the default directory is under
   --json               print JSON instead of text
+
+Example: an agent killed mid-run (SIGKILL, a crash) leaves its run unfinished, and the
+session refuses new runs until it is recovered:
+  agentcore sessions recover demo
+  agentcore agent --session demo "pick up where we stopped"
 `;
 
 /** Default journal directory under a root. */
@@ -75,9 +87,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     return 0;
   }
   const [sub, id, ...extra] = positionals;
-  if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback or retry");
+  if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback, retry or recover");
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
-  const allowed: Record<string, string[]> = { list: [], show: ["branch"], tree: [], fork: ["from", "name"], rollback: ["to", "name"], retry: ["run", "name"] };
+  const allowed: Record<string, string[]> = { list: [], show: ["branch"], tree: [], fork: ["from", "name"], rollback: ["to", "name"], retry: ["run", "name"], recover: ["branch"] };
   const opts = allowed[sub];
   if (opts === undefined) return fail(`unknown subcommand '${sub}'`);
   for (const k of ["branch", "from", "name", "to", "run"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
@@ -146,6 +158,19 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         emit(branchJson(c.branch, c), [`branch ${c.branch.branch_id} created at ${c.branch.base_record_id} (${c.branch.intent} of ${c.branch.source_branch_id})`]);
         return 0;
       }
+      case "recover": {
+        const branch = v.branch ?? "main";
+        const r = await storage.recoverRuns(id!, { branch, reason: "recovered by 'agentcore sessions recover'" });
+        const resume = `agentcore agent --session ${shellQuote(id!)}${branch !== "main" ? ` --branch ${shellQuote(branch)}` : ""} "TASK"`;
+        const text = r.recovered.length === 0
+          ? [`session ${id} branch ${branch}: no unfinished run, nothing to recover`]
+          : [
+            ...r.recovered.map((x) => `run ${x.run_id} closed as ${x.result.status} (${x.result.stop_reason}) after ${x.result.turns} turn(s)${x.cancelled_tool_calls.length > 0 ? `; ${x.cancelled_tool_calls.length} unanswered tool call(s) answered as cancelled` : ""}`),
+            `session ${id} branch ${branch} is usable again: ${resume}`,
+          ];
+        emit(r, text);
+        return 0;
+      }
       case "retry": {
         if (v.run === undefined) return fail("retry needs --run RUN");
         const r = await storage.prepareRetry(id!, v.run, { branchId: v.name });
@@ -156,7 +181,11 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
     }
   } catch (e) {
-    if (e instanceof SessionError) return fail(e.message);
+    // A journal problem, not a usage one: no usage hint (the message says what to do).
+    if (e instanceof SessionError) {
+      process.stderr.write(`agentcore sessions: ${e.message}\n`);
+      return 2;
+    }
     throw e;
   }
   return 2;

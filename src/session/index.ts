@@ -8,4 +8,5 @@ export { JournalStorage, MemorySessionStorage, type AppendOptions, type BranchOp
 export { JsonlSessionStorage, type JsonlSessionStorageOptions } from "./jsonl.ts";
 export { SessionRecorder, recordDraft } from "./recorder.ts";
 export { restoreSession } from "./restore.ts";
+export { INTERRUPTED_RUN_ERROR, interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery, unansweredToolCalls } from "./recover.ts";
 export { withFileLock } from "./lock.ts";

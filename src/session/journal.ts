@@ -20,8 +20,10 @@ import {
   type SessionRetry,
   SessionValidationError,
   sessionToDocument,
+  SessionNotFoundError,
   unfinishedRuns,
 } from "./types.ts";
+import { interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery } from "./recover.ts";
 
 const randomHex = (n: number): string => crypto.randomUUID().replace(/-/g, "").slice(0, n);
 export const newRecordId = (): string => crypto.randomUUID().replace(/-/g, "");
@@ -134,7 +136,13 @@ export class JournalIndex {
     }
     const projection = base === null ? new Projection(emptySession(this.sessionId, this.agentId)) : this.projectionAt(base as string);
     const open = unfinishedRuns(projection.session);
-    if (open.length > 0) fail(`cannot branch from record ${String(base)} with unfinished run(s): ${open.join(", ")}`);
+    if (open.length > 0) {
+      // Still open at the source head: only a recovery closes it. Else the base is inside a run that finished later.
+      const hint = open.some((r) => src!.projection.openRuns.has(r))
+        ? `; the run's process ended before it finished: mark it interrupted first with: ${recoverCommand(this.sessionId, source as string)}`
+        : "; choose a record before the run started or from its run_finished on";
+      fail(`cannot branch from record ${String(base)} with unfinished run(s): ${open.join(", ")}${hint}`);
+    }
     if (record.agent_id !== null && projection.session.agent_id === null) projection.session.agent_id = record.agent_id;
     this.branches.set(record.branch_id, {
       branch_id: record.branch_id,
@@ -285,6 +293,48 @@ export abstract class JournalStorage {
       type: "checkpoint",
       data: { document: sessionToDocument(session) },
     });
+  }
+
+  /**
+   * Close the runs of a branch that never finished because their process
+   * ended (crash, SIGKILL, power loss): appends, under the journal lock and in
+   * one transaction, a cancelled answer for each tool call left unanswered and
+   * a `run_finished` record (`cancelled` / `external_abort`, error "run
+   * interrupted: …") for each such run; see {@link interruptedRunDrafts}.
+   * A branch with no unfinished run is left as it is (`recovered` is empty).
+   * Throws {@link SessionNotFoundError} for an unknown session or branch,
+   * SessionLockTimeoutError when the lock is busy (nothing is written).
+   *
+   * Only for runs whose process is gone: a run still going in another process
+   * would find its branch head moved at its next record (SessionConflictError)
+   * and stop journaling.
+   *
+   * @example
+   * const storage = new JsonlSessionStorage(".agentcore/sessions");
+   * const { recovered } = await storage.recoverRuns("demo");
+   * for (const r of recovered) console.log(`closed ${r.run_id}: ${r.result.error}`);
+   */
+  async recoverRuns(sessionId: string, options: RecoverOptions = {}): Promise<SessionRecovery> {
+    const id = normalizeId(sessionId);
+    const branchId = options.branch ?? "main";
+    const missing = (index: JournalIndex) => index.records.length === 0 ? `no session '${id}'` : index.branches.has(branchId) ? null : `session '${id}' has no branch '${branchId}'`;
+    // A read first, so an unknown session creates nothing (not even the directory).
+    const problem = await this.transact(id, missing, true);
+    if (problem !== null) throw new SessionNotFoundError(problem);
+    return await this.transact(id, (index, write) => {
+      const b = index.branches.get(branchId);
+      if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
+      const recovered: RecoveredRun[] = [];
+      for (const run of interruptedRunDrafts(b.projection, branchId, options.reason)) {
+        let last: SessionRecord | null = null;
+        for (const draft of run.drafts) {
+          last = index.build(draft, b.head_id);
+          write(last);
+        }
+        recovered.push({ run_id: run.run_id, cancelled_tool_calls: run.cancelled, result: run.result, record_id: last!.record_id });
+      }
+      return { session_id: id, branch_id: branchId, recovered, head_id: b.head_id };
+    }, false);
   }
 
   async fork(sessionId: string, options: BranchOptions & { fromRecordId?: string } = {}): Promise<SessionCheckout> {

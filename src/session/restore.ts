@@ -4,9 +4,15 @@
  * @module
  */
 import type { Agent } from "../agent/agent.ts";
-import { type AgentSession, type SessionCheckout, sessionMessages, SessionValidationError, unfinishedRuns } from "./types.ts";
+import { recoverCommand } from "./recover.ts";
+import { type AgentSession, type SessionCheckout, sessionMessages, SessionUnfinishedRunError, SessionValidationError, unfinishedRuns } from "./types.ts";
 
-/** Load a checkout's (or session's) conversation and last result into `agent`. Throws while the agent is active. */
+/**
+ * Load a checkout's (or session's) conversation and last result into `agent`.
+ * Throws while the agent is active, for another agent's session, and
+ * ({@link SessionUnfinishedRunError}, naming the recovery) when a run of the
+ * session never finished.
+ */
 export function restoreSession(agent: Agent, from: SessionCheckout | AgentSession): void {
   const session = "session" in from ? from.session : from;
   if (agent.isActive) throw new SessionValidationError("cannot restore a session into an active agent");
@@ -14,6 +20,15 @@ export function restoreSession(agent: Agent, from: SessionCheckout | AgentSessio
     throw new SessionValidationError(`session '${session.session_id}' belongs to agent '${session.agent_id}', not '${agent.agentId}'`);
   }
   const open = unfinishedRuns(session);
-  if (open.length > 0) throw new SessionValidationError(`session '${session.session_id}' has unfinished run(s): ${open.join(", ")}`);
+  if (open.length > 0) {
+    const branch = "session" in from ? from.branch.branch_id : null;
+    throw new SessionUnfinishedRunError(
+      `session '${session.session_id}'${branch !== null && branch !== "main" ? ` branch '${branch}'` : ""} has unfinished run(s): ${open.join(", ")} (the process running it ended before the run finished); ` +
+        `mark it interrupted with: ${recoverCommand(session.session_id, branch ?? "main")}`,
+      session.session_id,
+      open,
+      branch,
+    );
+  }
   agent.restore(sessionMessages(session), session.runs.at(-1)?.result ?? null);
 }

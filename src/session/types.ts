@@ -135,6 +135,21 @@ export class SessionValidationError extends SessionError {
 export class SessionConflictError extends SessionError {
   override name = "SessionConflictError";
 }
+/**
+ * A branch has a run that never finished (its process ended mid-run): it
+ * cannot be resumed, continued or forked at its head until the run is closed
+ * with `JournalStorage.recoverRuns()` (`agentcore sessions recover`).
+ */
+export class SessionUnfinishedRunError extends SessionValidationError {
+  override name = "SessionUnfinishedRunError";
+  constructor(message: string, readonly sessionId: string, readonly runIds: readonly string[], readonly branchId: string | null = null) {
+    super(message);
+  }
+}
+/** The session, or its branch, does not exist. */
+export class SessionNotFoundError extends SessionValidationError {
+  override name = "SessionNotFoundError";
+}
 export class SessionLockTimeoutError extends SessionError {
   override name = "SessionLockTimeoutError";
 }

@@ -1,0 +1,142 @@
+// The library side of recovery: JournalStorage.recoverRuns on the memory and
+// JSONL storages, the error restoreSession raises for an unfinished run, and
+// an agent that resumes the recovered session (its model sees every tool call
+// answered).
+import { afterEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createAgent } from "../../src/agent/index.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { createRuntime } from "../../src/runtime/runtime.ts";
+import {
+  INTERRUPTED_RUN_ERROR,
+  JsonlSessionStorage,
+  MemorySessionStorage,
+  restoreSession,
+  SessionNotFoundError,
+  SessionUnfinishedRunError,
+  SessionValidationError,
+  type JournalStorage,
+  type SessionRecordDraft,
+} from "../../src/session/index.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-recover-"));
+  dirs.push(d);
+  return d;
+}
+
+const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
+  session_id: "s1",
+  agent_id: "agent-a",
+  branch_id: branch,
+  sequence,
+  type,
+  data,
+});
+const call = (id: string, name: string) => ({ id, type: "function", function: { name, arguments: "{}" } });
+
+/** A run cut off after its second assistant message, which asked for two calls (one answered). */
+async function crashed(storage: JournalStorage): Promise<void> {
+  await storage.append(draft("run_started", { run_id: "r1", task: "work" }, 1));
+  await storage.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call("a", "echo")], usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 } } }, 3));
+  await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "a", content: "ok" }] }, 5));
+  await storage.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call("b", "read_file"), call("c", "echo")], usage: { input_tokens: "x" } } }, 9));
+  await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "b", content: "ok" }] }, 11));
+}
+
+describe("JournalStorage.recoverRuns", () => {
+  for (const [name, make] of [["memory", () => new MemorySessionStorage()], ["jsonl", () => new JsonlSessionStorage(tmp())]] as const) {
+    test(`${name}: closes the run, answers the unanswered call, keeps sequences in order; a second call is a no-op`, async () => {
+      const storage = make();
+      await crashed(storage);
+      const out = await storage.recoverRuns("s1", { reason: "test" });
+      expect(out.session_id).toBe("s1");
+      expect(out.branch_id).toBe("main");
+      expect(out.recovered).toHaveLength(1);
+      const [r] = out.recovered;
+      expect(r!.run_id).toBe("r1");
+      expect(r!.cancelled_tool_calls).toEqual(["c"]);
+      expect(r!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", turns: 2, output: null, error: `${INTERRUPTED_RUN_ERROR} (test)` });
+      // usage: the first message's report; the second's is malformed, so it counts as unreported
+      expect(r!.result.usage).toMatchObject({ input_tokens: 10, output_tokens: 2, total_tokens: 12, request_count: 2, reported_request_count: 1, complete: false });
+
+      const records = await storage.records("s1");
+      expect(records.map((x) => [x.type, x.sequence])).toEqual([
+        ["run_started", 1], ["message_appended", 3], ["messages_appended", 5], ["message_appended", 9], ["messages_appended", 11], ["messages_appended", 12], ["run_finished", 13],
+      ]);
+      expect(records[5]!.data.messages).toEqual([{ role: "tool", tool_call_id: "c", content: JSON.stringify({ status: "cancelled", tool: "echo", error: `${INTERRUPTED_RUN_ERROR} (test)` }) }]);
+      expect(records[6]!.record_id).toBe(r!.record_id);
+      expect(out.head_id).toBe(r!.record_id);
+      const session = (await storage.load("s1"))!;
+      expect(session.runs[0]!.result).toEqual(r!.result);
+
+      expect((await storage.recoverRuns("s1")).recovered).toEqual([]);
+      expect(await storage.records("s1")).toHaveLength(7);
+    });
+  }
+
+  test("unknown session and branch are SessionNotFoundError; another branch is recovered on its own", async () => {
+    const storage = new MemorySessionStorage();
+    await expect(storage.recoverRuns("nope")).rejects.toThrow(SessionNotFoundError);
+    await storage.append(draft("run_started", { run_id: "r0", task: "t" }, 1));
+    await storage.append(draft("run_finished", { run_id: "r0", result: { status: "completed", stop_reason: "text_response", turns: 1, output: "x", error: null, usage: {} } }, 2));
+    await expect(storage.recoverRuns("s1", { branch: "ghost" })).rejects.toThrow("session 's1' has no branch 'ghost'");
+    await storage.fork("s1", { branchId: "side" });
+    await storage.append(draft("run_started", { run_id: "r1", task: "t" }, 1, "side"));
+    expect((await storage.recoverRuns("s1")).recovered).toEqual([]);
+    const side = await storage.recoverRuns("s1", { branch: "side" });
+    expect(side.recovered.map((x) => x.run_id)).toEqual(["r1"]);
+    expect(side.recovered[0]!.result.turns).toBe(0);
+    expect((await storage.checkout("s1", "side"))!.session.runs.map((x) => x.result?.status)).toEqual(["completed", "cancelled"]);
+  });
+
+  test("a fork at a head with an unfinished run names the recovery; one inside a finished run says to pick another record", async () => {
+    const storage = new MemorySessionStorage();
+    await crashed(storage);
+    await expect(storage.fork("s1")).rejects.toThrow("agentcore sessions recover s1");
+    await storage.recoverRuns("s1");
+    const mid = (await storage.records("s1"))[1]!.record_id;
+    await expect(storage.rollback("s1", mid)).rejects.toThrow("choose a record before the run started");
+    expect((await storage.fork("s1", { branchId: "ok" })).branch.branch_id).toBe("ok");
+  });
+});
+
+describe("restoreSession after a crash", () => {
+  test("refuses with SessionUnfinishedRunError naming the recovery; after recoverRuns the agent resumes and its model sees every call answered", async () => {
+    const storage = new MemorySessionStorage();
+    await crashed(storage);
+    const model = new ScriptedModel([{ content: "resumed" }]);
+    const agent = createAgent({ agentId: "agent-a", model, runtime: createRuntime() });
+    try {
+      let err: unknown;
+      try {
+        restoreSession(agent, (await storage.checkout("s1"))!);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(SessionUnfinishedRunError);
+      expect(err).toBeInstanceOf(SessionValidationError);
+      expect((err as SessionUnfinishedRunError).runIds).toEqual(["r1"]);
+      expect((err as Error).message).toContain("has unfinished run(s): r1");
+      expect((err as Error).message).toContain("agentcore sessions recover s1");
+
+      await storage.recoverRuns("s1");
+      restoreSession(agent, (await storage.checkout("s1"))!);
+      expect(agent.lastResult).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+      expect((await agent.run("go on")).output).toBe("resumed");
+      const sent = model.requests[0]!.messages;
+      const asked = sent.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []).map((c) => c.id) : []));
+      const answered = sent.flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : []));
+      expect(asked).toEqual(["a", "b", "c"]);
+      expect(answered).toEqual(["a", "b", "c"]);
+    } finally {
+      await agent.shutdown();
+    }
+  });
+});
