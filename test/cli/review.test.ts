@@ -87,3 +87,30 @@ describe("execute - over the size limit", () => {
     expect(env.error.details).toEqual({ offset: 1048576, line: 1, column: 1048577 });
   });
 });
+
+describe("execute '<json>' with invalid UTF-8 in the argument", () => {
+  // Before: the runtime decoded argv with U+FFFD replacements, so the call
+  // succeeded with "\uFFFD" in its arguments, while the same bytes on stdin
+  // were JSON_ENCODING. The raw bytes are recovered from /proc/self/cmdline.
+  const bytes = String.raw`{"id":"a","tool":"echo","arguments":{"x":"\377\300\257 \355\240\200"}}`;
+  const linux = process.platform === "linux";
+
+  test.if(linux)("is JSON_ENCODING at the same offset as through execute -", () => {
+    // printf turns the octal escapes into raw bytes (the JSON holds no '%')
+    const viaArg = Bun.spawnSync(["sh", "-c", `"$0" execute "$(printf "$1")"`, bin, bytes], { cwd: work });
+    const viaStdin = Bun.spawnSync(["sh", "-c", `printf "$1" | "$0" execute -`, bin, bytes], { cwd: work });
+    for (const r of [viaArg, viaStdin]) {
+      expect(r.exitCode).toBe(1);
+      const env = JSON.parse(r.stdout.toString()) as { success: boolean; error: { code: string; details: unknown } };
+      expect(env.success).toBe(false);
+      expect(env.error.code).toBe("JSON_ENCODING");
+      expect(env.error.details).toEqual({ offset: 42, line: 1, column: 43 });
+    }
+  });
+
+  test("a real U+FFFD in the argument (valid UTF-8) is still accepted", () => {
+    const r = run(["execute", '{"id":"a","tool":"echo","arguments":{"x":"ok \uFFFD and \u00e9"}}']);
+    expect(r.status).toBe(0);
+    expect((JSON.parse(r.stdout) as { result: unknown }).result).toEqual({ x: "ok \uFFFD and \u00e9" });
+  });
+});
