@@ -22,6 +22,8 @@ export class LineFramer {
   #carry: Uint8Array | null = null;
   #skipping = false;
   #skipped = 0;
+  /** Last byte of the line being skipped (a CR there is not counted). */
+  #skippedLast = 0;
   #number = 0;
 
   constructor(readonly maxLineBytes: number) {}
@@ -34,6 +36,7 @@ export class LineFramer {
       const end = nl === -1 ? chunk.length : nl;
       if (this.#skipping) {
         this.#skipped += end - start;
+        if (end > start) this.#skippedLast = chunk[end - 1]!;
       } else {
         const pieceLen = end - start;
         const carried = this.#carry?.length ?? 0;
@@ -41,6 +44,7 @@ export class LineFramer {
           // +1 leaves room for a CR that will be stripped.
           this.#skipping = true;
           this.#skipped = carried + pieceLen;
+          this.#skippedLast = pieceLen > 0 ? chunk[end - 1]! : this.#carry![carried - 1]!;
           this.#carry = null;
         } else if (nl === -1) {
           const piece = chunk.subarray(start, end);
@@ -58,7 +62,7 @@ export class LineFramer {
       if (nl === -1) return;
       if (this.#skipping) {
         this.#number++;
-        emit({ number: this.#number, overlong: true, bytes: this.#skipped });
+        emit({ number: this.#number, overlong: true, bytes: this.#skippedLength() });
         this.#skipping = false;
         this.#skipped = 0;
       }
@@ -70,7 +74,7 @@ export class LineFramer {
   end(emit: (line: Line) => void): void {
     if (this.#skipping) {
       this.#number++;
-      emit({ number: this.#number, overlong: true, bytes: this.#skipped });
+      emit({ number: this.#number, overlong: true, bytes: this.#skippedLength() });
     } else if (this.#carry !== null && this.#carry.length > 0) {
       this.#number++;
       const c = this.#carry;
@@ -78,6 +82,11 @@ export class LineFramer {
     }
     this.#carry = null;
     this.#skipping = false;
+  }
+
+  /** The skipped line's length without a final CR, as a line that fits is reported. */
+  #skippedLength(): number {
+    return this.#skippedLast === CR ? this.#skipped - 1 : this.#skipped;
   }
 }
 
