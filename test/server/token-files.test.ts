@@ -39,10 +39,10 @@ interface Serve {
 }
 
 /** Spawn `serve` on `stateDir` and wait for its "token file" line (printed last). */
-async function serve(stateDir: string, cwd: string, args: string[]): Promise<Serve> {
-  const proc = Bun.spawn([process.execPath, MAIN, "serve", "--state-dir", stateDir, "--root", cwd, ...args], {
+async function serve(stateDir: string, cwd: string, args: string[], exe: string[] = [process.execPath, MAIN]): Promise<Serve> {
+  const proc = Bun.spawn([...exe, "serve", "--state-dir", stateDir, "--root", cwd, ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? "", HOME: cwd },
+    env: { PATH: process.env.PATH ?? "", HOME: cwd, DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? cwd, ".cache/deno"), NO_COLOR: "1" },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -195,6 +195,21 @@ describe("one token file per daemon (child processes)", () => {
     expect(snapshot(state)).toEqual({ [`token-unix-agent.sock-${hash(s1)}`]: `${d1.token}\n` }); // token was d2's: gone too
     await stop(d1);
     expect(readdirSync(state)).toEqual([]);
+  }, 60_000);
+
+  test("under deno run too: its own token-<port> authenticates it; SIGTERM removes that file and token (held by it), the Bun daemon's file stays", async () => {
+    const dir = tempDir();
+    const state = join(dir, "state");
+    const deno = [join(REPO_ROOT, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", MAIN];
+    const bun = await serve(state, dir, ["--port", "0"]);
+    const d = await serve(state, dir, ["--port", "0"], deno);
+    expect(d.tokenFile).toBe(join(state, `token-${portOf(d)}`));
+    expect(await statusWith(d, d.token)).toBe(200);
+    expect(await statusWith(d, bun.token)).toBe(401);
+    expect(readFileSync(join(state, "token"), "utf8")).toBe(`${d.token}\n`);
+    await stop(d);
+    expect(snapshot(state)).toEqual({ [`token-${portOf(bun)}`]: `${bun.token}\n` });
+    await stop(bun);
   }, 60_000);
 
   test("state directory problems exit 2 with a clear message, and so does an own token file that cannot be written (token untouched)", async () => {
