@@ -43,3 +43,23 @@ describe("string arguments that are not JSON whitespace", () => {
     if (!r.ok) expect(r.error.code).toBe("JSON_PARSE");
   });
 });
+
+describe("depth is counted over the whole call text (as the README's --max-depth row says)", () => {
+  const deep = (n: number) => '{"a":'.repeat(n - 1) + "{}" + "}".repeat(n - 1);
+
+  test("object arguments nest one level less than the limit: the call object is level 1", () => {
+    expect(parseToolCall(`{"tool":"echo","arguments":${deep(63)}}`).ok).toBe(true);
+    const r = parseToolCall(`{"tool":"echo","arguments":${deep(64)}}`);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.code).toBe("JSON_DEPTH");
+    expect(parseToolCall(`{"type":"tool_use","id":"t","name":"echo","input":${deep(64)}}`).ok).toBe(false);
+  });
+
+  test("a string arguments is checked as its own text: 64 levels pass, 65 do not", () => {
+    const chatCall = (args: string) => JSON.stringify({ id: "c", type: "function", function: { name: "echo", arguments: args } });
+    expect(parseToolCall(chatCall(deep(64))).ok).toBe(true);
+    const r = parseToolCall(chatCall(deep(65)));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.details.location).toBe("/function/arguments");
+  });
+});
