@@ -178,8 +178,9 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       throw e;
     }
     const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
-    // The token file is written only once the daemon listens: a start that
-    // fails must not replace the token of a daemon that is already running.
+    // The token files are written only once the daemon listens (their name
+    // needs the port it got): a start that fails must not replace the token
+    // of a daemon that is already running.
     const pendingToken = prepareDaemonToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
@@ -237,8 +238,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });
     try {
-      const port = started.listening.port;
-      tokenInfo = pendingToken.commit(v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: port ?? 0 });
+      tokenInfo = pendingToken.commit(v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: started.listening.port ?? 0 });
     } catch (e) {
       await started.stop();
       throw e;
