@@ -193,8 +193,9 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
     skillsDir: file.skills_dir,
     mcpServers: file.mcpServers,
   };
-  if (s.maxBytes > HARD_MAX_BYTES) throw new UsageError(`max_input_bytes must be at most ${HARD_MAX_BYTES}`);
-  if (s.maxDepth > HARD_MAX_DEPTH) throw new UsageError(`max_depth must be at most ${HARD_MAX_DEPTH}`);
+  // the config file's values: a config error naming the file, like its other checks
+  if (s.maxBytes > HARD_MAX_BYTES) throw new ConfigError(`${configPath}: "max_input_bytes" must be at most ${HARD_MAX_BYTES}`);
+  if (s.maxDepth > HARD_MAX_DEPTH) throw new ConfigError(`${configPath}: "max_depth" must be at most ${HARD_MAX_DEPTH}`);
   if (typeof values.root === "string") s.root = values.root;
   if (typeof values["max-input-bytes"] === "string") {
     s.maxBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);

@@ -4,7 +4,7 @@
  * test that failed before its fix.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
@@ -112,5 +112,20 @@ describe("execute '<json>' with invalid UTF-8 in the argument", () => {
     const r = run(["execute", '{"id":"a","tool":"echo","arguments":{"x":"ok \uFFFD and \u00e9"}}']);
     expect(r.status).toBe(0);
     expect((JSON.parse(r.stdout) as { result: unknown }).result).toEqual({ x: "ok \uFFFD and \u00e9" });
+  });
+});
+
+describe("config limits above the hard caps", () => {
+  // Before: a usage error ("Run 'agentcore --help'") that did not name the file
+  // or the key's spelling, unlike every other config check.
+  test.each([
+    ["max_depth", 4097, 'cfg.jsonc: "max_depth" must be at most 4096'],
+    ["max_input_bytes", 268435457, 'cfg.jsonc: "max_input_bytes" must be at most 268435456'],
+  ])("%s: %d is a config error naming the file and the key, exit 2, no usage hint", (key, value, message) => {
+    writeFileSync(join(work, "cfg.jsonc"), `{ "${key}": ${value} }`);
+    const r = run(["--config", "cfg.jsonc", "execute", '{"tool":"echo","arguments":{}}']);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`agentcore: ${message}\n`);
   });
 });
