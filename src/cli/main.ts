@@ -47,7 +47,8 @@ Usage:
   agentcore chat                    the interactive agent: a REPL with streamed answers, one line per tool
                                     call, the plan as a checklist, approvals at the prompt, /steer /abort
                                     /continue /compact /sessions /fork (/help inside); kept in a session
-  agentcore sessions list|show|tree|fork|rollback|retry …   read and branch sessions (agentcore sessions --help)
+  agentcore sessions list|show|tree|fork|rollback|retry|recover …   read, branch and recover sessions
+                                    (agentcore sessions --help); recover closes a run a crash left unfinished
   agentcore serve [--port N | --unix PATH] …   run the local API daemon on 127.0.0.1:8787 (agentcore serve --help)
   agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
   agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]

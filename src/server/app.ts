@@ -501,6 +501,18 @@ export function createApp(options: AppOptions): Daemon {
       return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
     }));
 
+  app.post("/v1/sessions/:id/recover", (c) =>
+    timed(async () => {
+      const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["branch"]);
+      const id = c.req.param("id");
+      const branch = f.string("branch", { max: 200 }) ?? "main";
+      const s = await existing(id);
+      // A run of this daemon on the branch is alive, not interrupted: never close it from under it.
+      const live = runs.runningOn(id, branch);
+      if (live !== null) throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, { reason: "session_busy", run_id: live.id });
+      return jsonResponse(await s.recoverRuns(id, { branch, reason: "recovered through the daemon" }));
+    }));
+
   // ---------------------------------------------------------------- MCP
 
   // The registered tools over MCP Streamable HTTP (stateless: one fresh SDK

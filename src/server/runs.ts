@@ -33,7 +33,7 @@ import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
-import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionValidationError } from "../session/types.ts";
+import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import { HttpError } from "./errors.ts";
@@ -143,6 +143,9 @@ export function parseRunRequest(body: unknown): RunRequest {
 export function sessionHttpError(e: unknown): HttpError | null {
   if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
   if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
+  if (e instanceof SessionNotFoundError) return new HttpError(404, "NOT_FOUND", e.message, {});
+  // A run a crash left unfinished: POST /v1/sessions/{id}/recover closes it.
+  if (e instanceof SessionUnfinishedRunError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_unfinished_run", run_ids: [...e.runIds], recover: `POST /v1/sessions/${encodeURIComponent(e.sessionId)}/recover` });
   if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { reason: "session_invalid" });
   if (e instanceof SessionError) return new HttpError(409, "CONFLICT", e.message, { reason: "session" });
   return null;
@@ -304,6 +307,12 @@ export class RunManager {
 
   #leaseKey(s: { session_id: string; branch: string }): string {
     return `${s.session_id}\u0000${s.branch}`;
+  }
+
+  /** The run of this daemon working on a session branch right now, or null. */
+  runningOn(sessionId: string, branch: string): ServerRun | null {
+    const holder = this.#leases.get(this.#leaseKey({ session_id: sessionId, branch }));
+    return holder !== undefined && holder.status === "running" ? holder : null;
   }
 
   /** Create a run's agent (restoring its session). Does not start it. */

@@ -1,0 +1,95 @@
+// POST /v1/sessions/{id}/recover on a real daemon (HTTP on 127.0.0.1): a
+// session whose run a crash left unfinished refuses new runs with a 409 that
+// names the route; the route closes the run; a run of the daemon itself that
+// is still going is never closed from under it.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
+import { SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
+
+let d: TestDaemon;
+beforeAll(async () => {
+  d = await startTestDaemon();
+});
+afterAll(() => d.stop());
+
+const draft = (session: string, type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number): SessionRecordDraft => ({
+  session_id: session,
+  agent_id: "agentcore-daemon",
+  branch_id: "main",
+  sequence,
+  type,
+  data,
+});
+
+/** The journal a daemon killed mid-run leaves: a run started, a tool call asked for, no answer, no run_finished. */
+async function crashedSession(id: string): Promise<string> {
+  const storage = new JsonlSessionStorage(join(d.dir, "sessions"));
+  await storage.append(draft(id, "run_started", { run_id: "r-crashed", task: "work" }, 1));
+  await storage.append(draft(id, "message_appended", { run_id: "r-crashed", message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "sleep", arguments: '{"ms":1}' } }] } }, 4));
+  return "r-crashed";
+}
+
+const post = (path: string, json?: unknown) => d.req(path, json === undefined ? { method: "POST" } : { method: "POST", json });
+
+describe("POST /v1/sessions/{id}/recover", () => {
+  test("a crashed session: runs refused with 409 naming the route; recover closes the run; a second recover is a no-op; runs work again", async () => {
+    const runId = await crashedSession("crashed");
+    let r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "crashed", script: [{ content: "ok" }] } });
+    expect(r.status).toBe(409);
+    const refused = (await r.json()).error;
+    expect(refused.code).toBe("CONFLICT");
+    expect(refused.details).toEqual({ reason: "session_unfinished_run", run_ids: [runId], recover: "POST /v1/sessions/crashed/recover" });
+    expect(refused.message).toContain("has unfinished run(s): r-crashed");
+
+    r = await post("/v1/sessions/crashed/recover");
+    expect(r.status).toBe(200);
+    const body = await r.json();
+    expect(body).toMatchObject({ session_id: "crashed", branch_id: "main", recovered: [{ run_id: runId, cancelled_tool_calls: ["c1"] }] });
+    expect(body.recovered[0].result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", turns: 1 });
+    expect(body.recovered[0].result.error).toContain("run interrupted");
+
+    r = await post("/v1/sessions/crashed/recover", {});
+    expect(r.status).toBe(200);
+    expect((await r.json()).recovered).toEqual([]);
+
+    r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "crashed", script: [{ content: "after recovery" }] } });
+    expect(r.status).toBe(201);
+    expect((await r.json()).result).toMatchObject({ status: "completed", output: "after recovery" });
+    const shown = await (await d.req("/v1/sessions/crashed")).json();
+    expect(shown.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "user", "assistant"]);
+    expect(shown.messages.at(-1).content).toBe("after recovery");
+  });
+
+  test("a run of the daemon still going on the branch: 409 session_busy, nothing written", async () => {
+    const res = await d.req("/v1/runs", { method: "POST", json: { task: "slow", session: "busy", script: [{ content: "late", delay_ms: 60_000 }] } });
+    expect(res.status).toBe(201);
+    const runId = res.headers.get("x-run-id")!;
+    const sse = new SseReader(res);
+    expect(await sse.until((m) => m.event === "turn_started")).not.toBeNull();
+    const before = (await (await d.req("/v1/sessions/busy/tree")).json()).records.length;
+    const r = await post("/v1/sessions/busy/recover");
+    expect(r.status).toBe(409);
+    expect((await r.json()).error.details).toEqual({ reason: "session_busy", run_id: runId });
+    expect((await (await d.req("/v1/sessions/busy/tree")).json()).records.length).toBe(before);
+    await post(`/v1/runs/${runId}/abort`, { reason: "test over" });
+    await sse.until((m) => m.event === "done");
+    // the abort journaled run_finished: nothing left to recover
+    expect((await (await post("/v1/sessions/busy/recover")).json()).recovered).toEqual([]);
+  });
+
+  test("unknown session or branch: 404; an unknown field: 400", async () => {
+    await crashedSession("other");
+    let r = await post("/v1/sessions/nope/recover");
+    expect(r.status).toBe(404);
+    expect((await r.json()).error.code).toBe("NOT_FOUND");
+    r = await post("/v1/sessions/other/recover", { branch: "ghost" });
+    expect(r.status).toBe(404);
+    expect((await r.json()).error.message).toContain("no branch 'ghost'");
+    r = await post("/v1/sessions/other/recover", { brunch: "main" });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error.code).toBe("INVALID_REQUEST");
+    // nothing was recovered by the failed requests
+    expect((await (await d.req("/v1/sessions/other")).json()).session.runs[0].result).toBeNull();
+  });
+});
