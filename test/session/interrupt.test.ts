@@ -109,6 +109,51 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
     }, 120_000);
   }
 
+  test("SIGTERM while the run's exec tool runs a command: the command is killed, the run journaled, exit 143", async () => {
+    const dir = tmp();
+    const marker = `617.${process.pid % 1000}${Math.floor(Math.random() * 1000)}`;
+    const cfg = path.join(dir, "cfg.json");
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sleep"], env: ["PATH"], isolation: "off", timeout_ms: 600_000 } } }));
+    const s = script(dir, "exec.jsonl", { content: null, tool_calls: [{ id: "x1", name: "exec", arguments: JSON.stringify({ argv: ["sleep", marker] }) }] }, { content: "never" });
+    const run = spawnLines([bin, "agent", "--config", cfg, "--approve-all", "--events", "jsonl", "--no-plan", "--session", "demo", "--script", s, "sleep"], dir);
+    const sleeping = () => Bun.spawnSync(["pgrep", "-f", `sleep ${marker}`]).stdout.toString().trim();
+    try {
+      expect(await run.until(kind("tool_started"))).toBe(true);
+      for (let i = 0; i < 400 && sleeping() === ""; i++) await Bun.sleep(25);
+      expect(sleeping()).not.toBe("");
+      run.child.kill("SIGTERM");
+      await run.rest();
+      expect(await run.child.exited).toBe(143);
+      const journal = await records(dir);
+      expect(journal.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
+      const answer = (journal[2]!.data.messages as { content: string }[])[0]!.content;
+      expect(JSON.parse(answer)).toMatchObject({ status: "cancelled", tool: "exec" });
+      for (let i = 0; i < 400 && sleeping() !== ""; i++) await Bun.sleep(25);
+      expect(sleeping()).toBe("");
+    } finally {
+      const left = sleeping();
+      if (left !== "") for (const pid of left.split("\n")) process.kill(Number(pid), "SIGKILL");
+    }
+  }, 120_000);
+
+  for (const [signal, status] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+    test(`chat: ${signal} during a run journals it with a reason naming the signal (exit ${status})`, async () => {
+      const dir = tmp();
+      const s = script(dir, "chat.jsonl", { content: "never shown", delay_ms: 600_000 });
+      const child = Bun.spawn([bin, "chat", "--no-plan", "--session", "demo", "--script", s], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+      live.push(child);
+      child.stdin.write("something slow\n");
+      child.stdin.flush();
+      for (let i = 0; i < 400 && (await records(dir)).length === 0; i++) await Bun.sleep(25);
+      expect((await records(dir)).map((r) => r.type)).toEqual(["run_started"]);
+      child.kill(signal);
+      expect(await child.exited).toBe(status);
+      const last = (await records(dir)).at(-1)!;
+      expect(last.type).toBe("run_finished");
+      expect(last.data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: `the chat is closing (${signal})` });
+    }, 120_000);
+  }
+
   test("a second SIGTERM while the first is still being handled exits 143 at once", async () => {
     const dir = tmp();
     const run = await startSlowRun(dir);
