@@ -129,3 +129,19 @@ describe("config limits above the hard caps", () => {
     expect(r.stderr).toBe(`agentcore: ${message}\n`);
   });
 });
+
+describe("run: a byte order mark at the start of the file (as the README says)", () => {
+  test("line 1 is JSON_ENCODING at offset 0, the other lines run, exit 1", () => {
+    writeFileSync(join(work, "bom.jsonl"), '\uFEFF{"id":"a","tool":"echo","arguments":{}}\r\n{"id":"b","tool":"echo","arguments":{}}\r\n');
+    const r = run(["run", "bom.jsonl"]);
+    expect(r.status).toBe(1);
+    const out = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { id: string | null; error: { code: string; details: unknown } | null });
+    expect(out.map((e) => e.id)).toEqual([null, "b"]);
+    expect(out[0]!.error).toEqual({
+      code: "JSON_ENCODING",
+      message: "byte order mark is not allowed",
+      details: { offset: 0, line: 1, column: 1, input_line: 1 },
+    });
+    expect(out[1]!.error).toBeNull();
+  });
+});
