@@ -637,7 +637,7 @@ export async function main(argv: string[]): Promise<number> {
     let status: number;
     switch (command) {
       case "tools":
-        if (values.history !== undefined) return usage("--history applies to execute, run and agent");
+        if (values.history !== undefined) return usage("--history applies to execute, run, agent, chat and mcp");
         if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
         status = cmdTools(await runtimeFor(settings), values.json === true, out);
         break;

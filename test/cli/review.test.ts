@@ -145,3 +145,14 @@ describe("run: a byte order mark at the start of the file (as the README says)",
     expect(out[1]!.error).toBeNull();
   });
 });
+
+describe("tools --history", () => {
+  // Before: the message listed "execute, run and agent", though --help (and the code) also take it for chat and mcp.
+  test("is a usage error that names every command taking --history, as --help does", () => {
+    const r = run(["tools", "--history", "h.jsonl"]);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("agentcore: --history applies to execute, run, agent, chat and mcp\n");
+    expect(run(["--help"]).stdout).toContain("--history FILE         execute, run, agent, chat, mcp:");
+  });
+});
