@@ -13,7 +13,7 @@
  * completed, 1 otherwise; Ctrl-C aborts the run (`cancelled` /
  * `external_abort`). SIGTERM and SIGHUP abort it the same way (so a session
  * journals its `run_finished`), then the command exits 143 / 129; a second
- * signal while stopping exits at once.
+ * signal while stopping exits at once (130 for a second Ctrl-C).
  *
  * @module
  */
@@ -256,17 +256,21 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     await agent.shutdown();
     throw new AgentSetupError(`cannot continue session '${flags.session}': ${reason}`);
   }
+  // SIGTERM / SIGHUP: abort like Ctrl-C, so the run ends `cancelled` and its
+  // run_finished is journaled, then exit 128 + n. Any second signal (Ctrl-C
+  // too) while stopping exits at once. One listener per signal: a function
+  // listening to all of them is taken for a clean-up helper
+  // (src/mcp/attach.ts), not a handler.
+  let endedBy: { name: string; status: number } | null = null;
+  let interrupted = false;
   const onSigint = () => {
+    if (interrupted || endedBy !== null) process.exit(130);
+    interrupted = true;
     agent.abort("interrupted by the user (Ctrl-C)");
   };
   process.on("SIGINT", onSigint);
-  // SIGTERM / SIGHUP: abort like Ctrl-C, so the run ends `cancelled` and its
-  // run_finished is journaled, then exit 128 + n. A second ending signal
-  // exits at once. One listener per signal: a function listening to all of
-  // them is taken for a clean-up helper (src/mcp/attach.ts), not a handler.
-  let endedBy: { name: string; status: number } | null = null;
   const onEnding = (name: string, status: number) => {
-    if (endedBy !== null) process.exit(status);
+    if (interrupted || endedBy !== null) process.exit(status);
     endedBy = { name, status };
     agent.abort(`interrupted by ${name}: agentcore was asked to stop`);
   };

@@ -154,27 +154,29 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
     }, 120_000);
   }
 
-  test("a second SIGTERM while the first is still being handled exits 143 at once", async () => {
-    const dir = tmp();
-    const run = await startSlowRun(dir);
-    // Another process holds the journal lock: the run's run_finished record must wait for it.
-    const holder = spawnLines([process.execPath, HOLDER, "hold", sessionsDir(dir), "demo"], dir);
-    expect(await holder.until((l) => l === "locked")).toBe(true);
-    run.child.kill("SIGTERM");
-    // agent_finished reaches stdout just before the recorder starts waiting for the lock
-    expect(await run.until(kind("agent_finished"))).toBe(true);
-    run.child.kill("SIGTERM");
-    await run.rest();
-    // Without the second-signal exit the recorder would time out on the lock and exit 2.
-    expect(await run.child.exited).toBe(143);
-    holder.child.kill("SIGKILL");
-    await holder.child.exited;
-    // The run was cut off before its run_finished: a case for recover.
-    expect((await records(dir)).at(-1)!.type).toBe("messages_appended");
-    const r = cli(dir, "sessions", "recover", "demo");
-    expect(r.code).toBe(0);
-    expect((await records(dir)).at(-1)!.type).toBe("run_finished");
-  }, 120_000);
+  for (const [first, second, status] of [["SIGTERM", "SIGTERM", 143], ["SIGHUP", "SIGTERM", 143], ["SIGINT", "SIGINT", 130]] as const) {
+    test(`a second signal while the first is still being handled exits at once: ${first} then ${second}, exit ${status}`, async () => {
+      const dir = tmp();
+      const run = await startSlowRun(dir);
+      // Another process holds the journal lock: the run's run_finished record must wait for it.
+      const holder = spawnLines([process.execPath, HOLDER, "hold", sessionsDir(dir), "demo"], dir);
+      expect(await holder.until((l) => l === "locked")).toBe(true);
+      run.child.kill(first);
+      // agent_finished reaches stdout just before the recorder starts waiting for the lock
+      expect(await run.until(kind("agent_finished"))).toBe(true);
+      run.child.kill(second);
+      await run.rest();
+      // Without the second-signal exit the recorder would time out on the lock and exit 2.
+      expect(await run.child.exited).toBe(status);
+      holder.child.kill("SIGKILL");
+      await holder.child.exited;
+      // The run was cut off before its run_finished: a case for recover.
+      expect((await records(dir)).at(-1)!.type).toBe("messages_appended");
+      const r = cli(dir, "sessions", "recover", "demo");
+      expect(r.code).toBe(0);
+      expect((await records(dir)).at(-1)!.type).toBe("run_finished");
+    }, 120_000);
+  }
 });
 
 describe("sessions recover: a run left unfinished by a crash", () => {
