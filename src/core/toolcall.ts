@@ -21,6 +21,7 @@
  */
 import type { JsonError, JsonLimits } from "./errors.ts";
 import { parseStrict } from "./parse.ts";
+import { quoteKey } from "./wasm.ts";
 
 /** The shapes `parseToolCall` recognises. */
 export type ToolCallShape = "agentcore" | "openai_chat" | "openai_responses" | "anthropic";
@@ -88,9 +89,15 @@ function fail(message: string, location: string): never {
   throw new CallShapeError(message, location);
 }
 
+/** A member name as one JSON Pointer reference token (RFC 6901: `~` → `~0`, `/` → `~1`). */
+function pointerToken(key: string): string {
+  return key.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
 function checkMembers(o: Obj, allowed: ReadonlySet<string>, base: string, shape: string): void {
   for (const k of Object.keys(o)) {
-    if (!allowed.has(k)) fail(`unexpected member "${k}" in ${shape} tool call`, `${base}/${k}`);
+    // the message shows the name escaped and cut to 40 characters; the pointer has it whole
+    if (!allowed.has(k)) fail(`unexpected member ${quoteKey(k)} in ${shape} tool call`, `${base}/${pointerToken(k)}`);
   }
 }
 

@@ -135,7 +135,7 @@ describe("run: a byte order mark at the start of the file (as the README says)",
     writeFileSync(join(work, "bom.jsonl"), '\uFEFF{"id":"a","tool":"echo","arguments":{}}\r\n{"id":"b","tool":"echo","arguments":{}}\r\n');
     const r = run(["run", "bom.jsonl"]);
     expect(r.status).toBe(1);
-    const out = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { id: string | null; error: { code: string; details: unknown } | null });
+    const out = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { id: string | null; error: { code: string; message: string; details: unknown } | null });
     expect(out.map((e) => e.id)).toEqual([null, "b"]);
     expect(out[0]!.error).toEqual({
       code: "JSON_ENCODING",

@@ -63,3 +63,27 @@ describe("depth is counted over the whole call text (as the README's --max-depth
     if (!r.ok) expect(r.error.details.location).toBe("/function/arguments");
   });
 });
+
+describe("a member outside the call shape", () => {
+  // Before: the message quoted the name raw and whole (a 100 KB name made a
+  // 100 KB message, control characters went out unescaped), and the location
+  // was not a JSON Pointer when the name held '/' or '~'.
+  test("the message is short and escaped; the location is an RFC 6901 pointer", () => {
+    const long = "K".repeat(100_000);
+    const r = parseToolCall(JSON.stringify({ tool: "echo", arguments: {}, [long]: 1 }));
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.code).toBe("INVALID_CALL");
+    expect(r.error.message).toBe(`unexpected member "${"K".repeat(40)}..." in agentcore tool call`);
+
+    const ctl = parseToolCall(JSON.stringify({ tool: "echo", arguments: {}, "\u001b[2J\n": 1 }));
+    if (!ctl.ok) expect(ctl.error.message).toBe('unexpected member "\\u001b[2J\\u000a" in agentcore tool call');
+
+    const slash = parseToolCall(JSON.stringify({ id: "c", type: "function", function: { name: "echo", arguments: "{}", "a/b~c": 1 } }));
+    expect(slash.ok).toBe(false);
+    if (!slash.ok) {
+      expect(slash.error.message).toBe('unexpected member "a/b~c" in openai_chat tool call');
+      expect(slash.error.details).toEqual({ location: "/function/a~1b~0c" });
+    }
+  });
+});
