@@ -109,8 +109,8 @@ Output:
   One compact JSON envelope per call on stdout:
   {"id":…,"success":…,"tool":…,"result":…,"error":null|{"code","message","details"},"duration_ms":…}
   run: one line per non-blank input line, in input order; a malformed or over-long line gets its
-  own error envelope (details.input_line says which) and processing continues. On a terminal,
-  progress goes to stderr.
+  own error envelope (details.input_line says which) and processing continues. When stderr is a
+  terminal and stdout is not, progress (calls done, rate) goes to stderr.
 
 Exit status:
   0  every call succeeded (agent: the run completed)
@@ -649,8 +649,10 @@ export async function main(argv: string[]): Promise<number> {
       case "run": {
         if (rest.length !== 1) return usage("run needs exactly one argument: a JSONL file, or - for stdin");
         if (values.json) return usage("--json applies to 'tools' only");
-        const stderr = (globalThis as { process?: { stderr: { isTTY?: boolean } } }).process?.stderr;
-        const progress = stderr?.isTTY ? new Progress() : null;
+        const proc = (globalThis as { process?: { stderr: { isTTY?: boolean }; stdout: { isTTY?: boolean } } }).process;
+        // Progress for results going to a file or pipe: with stdout on the terminal too, the redrawn
+        // line would end up in front of result lines (and the results show the progress anyway).
+        const progress = proc?.stderr.isTTY && !proc.stdout.isTTY ? new Progress() : null;
         status = await cmdRun(await runtimeFor(settings), rest[0]!, out, progress);
         break;
       }

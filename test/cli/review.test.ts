@@ -156,3 +156,20 @@ describe("tools --history", () => {
     expect(run(["--help"]).stdout).toContain("--history FILE         execute, run, agent, chat, mcp:");
   });
 });
+
+describe("run: progress with stdout on the same terminal", () => {
+  // Before: the redrawn progress line ("\ragentcore: N calls, R/s   ") was left
+  // in front of the next result line on the screen, garbling it.
+  test.if(process.platform === "linux")("no progress is drawn, and every result line on the screen is clean JSON", () => {
+    const calls = join(work, "slow.jsonl");
+    writeFileSync(calls, '{"tool":"echo","arguments":{}}\n'.repeat(300));
+    // `script` gives a pseudo-terminal for both stdout and stderr
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' run '${calls}'`, "/dev/null"], { stdin: "ignore" });
+    expect(r.exitCode).toBe(0);
+    const screen = r.stdout.toString();
+    expect(screen).not.toContain("agentcore:");
+    const lines = screen.split(/\r?\n/).filter((l) => l !== "");
+    expect(lines).toHaveLength(300);
+    for (const l of lines) expect((JSON.parse(l) as { success: boolean }).success).toBe(true);
+  });
+});
