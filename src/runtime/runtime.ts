@@ -22,7 +22,7 @@
  */
 import type { JsonLimits } from "../core/errors.ts";
 import { parseToolCall, type ToolCall } from "../core/toolcall.ts";
-import { validateStrict } from "../core/parse.ts";
+import { resolveLimits, validateStrict } from "../core/parse.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { ToolRegistry } from "../tools/registry.ts";
 import { createEchoTool } from "../tools/builtin/echo.ts";
@@ -123,6 +123,8 @@ class RuntimeImpl implements Runtime {
     if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < 0) throw new RangeError("maxFileBytes must be a non-negative safe integer");
     this.root = resolveRoot(options.root ?? globalThis.process?.cwd?.() ?? ".");
     this.limits = Object.freeze({ ...options.limits });
+    // a limit out of range throws its RangeError (naming the field) now, not as every call's INTERNAL_ERROR
+    resolveLimits(this.limits);
     this.maxFileBytes = maxFileBytes;
     this.defaultTimeoutMs = timeout;
     this.logger = options.logger ?? createLogger();
