@@ -80,6 +80,10 @@ export class ToolRegistry {
     if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
       throw new ToolRegistrationError(name, `tool "${name}": timeoutMs must be a positive finite number`);
     }
+    // a truthy non-boolean ("yes", 1) would silently mean "not strict": refuse it like a bad effect
+    if (def.strict !== undefined && typeof def.strict !== "boolean") {
+      throw new ToolRegistrationError(name, `tool "${name}": strict must be a boolean`);
+    }
     const description = def.description ?? "";
     if (typeof description !== "string") {
       throw new ToolRegistrationError(name, `tool "${name}": description must be a string`);

@@ -26,3 +26,17 @@ test("valid limits still apply to every call", async () => {
   expect(serializeEnvelope(await rt.dispatch('{"tool":"echo","arguments":{"a":[]}}'))).toContain('"JSON_DEPTH"');
   expect(serializeEnvelope(await rt.dispatch(`{"tool":"echo","arguments":{"s":"${"x".repeat(40)}"}}`))).toContain('"JSON_SIZE"');
 });
+
+test.each([["yes"], [1], [null]])("a tool whose strict is %j (not a boolean) is refused at registration", (strict) => {
+  // Before: it was registered as not strict, so undeclared arguments reached the handler.
+  const def = { name: "t", description: "", parameters: { type: "object" }, strict, handler: () => 1 };
+  expect(() => createRuntime({ tools: [def as never], logger: quiet })).toThrow('tool "t": strict must be a boolean');
+});
+
+test("strict: true and false register, and strict still refuses undeclared members", async () => {
+  const mk = (strict: boolean) => ({ name: "t", description: "", parameters: { type: "object", properties: { a: {} } }, strict, handler: () => 1 });
+  const strictRt = createRuntime({ tools: [mk(true)], logger: quiet });
+  const loose = createRuntime({ tools: [mk(false)], logger: quiet });
+  expect(serializeEnvelope(await strictRt.dispatch('{"tool":"t","arguments":{"b":1}}'))).toContain('"INVALID_ARGUMENTS"');
+  expect(serializeEnvelope(await loose.dispatch('{"tool":"t","arguments":{"b":1}}'))).toContain('"success":true');
+});
