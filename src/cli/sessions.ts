@@ -4,7 +4,7 @@
  *
  *   list | show ID [--branch B] | tree ID | fork ID [--from RECORD] [--name B]
  *   | rollback ID --to RECORD [--name B] | retry ID --run RUN [--name B]
- *   | recover ID [--branch B]
+ *   | recover ID [--branch B] [--force]
  *
  * Readable by default, JSON with `--json`. Usage and journal errors exit 2
  * (journal errors without the usage hint).
@@ -26,11 +26,12 @@ export const SESSIONS_HELP = `Usage:
   agentcore sessions retry ID --run RUN [--name B]      new branch just before run RUN; prints the branch and the
                                                         task. Run it with:
                                                         agentcore agent --session ID --branch BRANCH "TASK"
-  agentcore sessions recover ID [--branch B]            close the runs a crash left unfinished on branch B (default
+  agentcore sessions recover ID [--branch B] [--force]  close the runs a crash left unfinished on branch B (default
                                                         main): each gets a run_finished record (cancelled /
                                                         external_abort, "run interrupted"), and tool calls it left
                                                         unanswered a cancelled answer; nothing to do on a healthy
-                                                        branch. Only while no process is running on the session.
+                                                        branch. A run whose process is still alive is refused;
+                                                        --force recovers it anyway (when that pid is not agentcore)
 Options:
   --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory)
   --root DIR           the root the default directory is under
@@ -73,6 +74,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         name: { type: "string" },
         to: { type: "string" },
         run: { type: "string" },
+        force: { type: "boolean" },
         "sessions-dir": { type: "string" },
         root: { type: "string" },
       },
@@ -89,10 +91,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   const [sub, id, ...extra] = positionals;
   if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback, retry or recover");
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
-  const allowed: Record<string, string[]> = { list: [], show: ["branch"], tree: [], fork: ["from", "name"], rollback: ["to", "name"], retry: ["run", "name"], recover: ["branch"] };
+  const allowed: Record<string, string[]> = { list: [], show: ["branch"], tree: [], fork: ["from", "name"], rollback: ["to", "name"], retry: ["run", "name"], recover: ["branch", "force"] };
   const opts = allowed[sub];
   if (opts === undefined) return fail(`unknown subcommand '${sub}'`);
-  for (const k of ["branch", "from", "name", "to", "run"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
+  for (const k of ["branch", "from", "name", "to", "run", "force"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
   if (sub === "list" ? id !== undefined : id === undefined) return fail(sub === "list" ? `list takes no arguments, got '${id}'` : `${sub} needs the session id`);
   const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root));
   const json = v.json === true;
@@ -160,7 +162,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "recover": {
         const branch = v.branch ?? "main";
-        const r = await storage.recoverRuns(id!, { branch, reason: "recovered by 'agentcore sessions recover'" });
+        const r = await storage.recoverRuns(id!, { branch, force: v.force === true, reason: "recovered by 'agentcore sessions recover'" });
         const resume = `agentcore agent --session ${shellQuote(id!)}${branch !== "main" ? ` --branch ${shellQuote(branch)}` : ""} "TASK"`;
         const text = r.recovered.length === 0
           ? [`session ${id} branch ${branch}: no unfinished run, nothing to recover`]

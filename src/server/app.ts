@@ -503,14 +503,16 @@ export function createApp(options: AppOptions): Daemon {
 
   app.post("/v1/sessions/:id/recover", (c) =>
     timed(async () => {
-      const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["branch"]);
+      const f = Fields.of(await readJson(c.req.raw, maxBody, { allowEmpty: true }), ["branch", "force"]);
       const id = c.req.param("id");
       const branch = f.string("branch", { max: 200 }) ?? "main";
+      const force = f.bool("force") === true;
       const s = await existing(id);
       // A run of this daemon on the branch is alive, not interrupted: never close it from under it.
       const live = runs.runningOn(id, branch);
       if (live !== null) throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, { reason: "session_busy", run_id: live.id });
-      return jsonResponse(await s.recoverRuns(id, { branch, reason: "recovered through the daemon" }));
+      // A run of another process (its live-run mark names a live pid): SessionRunActiveError, 409, unless forced.
+      return jsonResponse(await s.recoverRuns(id, { branch, force, reason: "recovered through the daemon" }));
     }));
 
   // ---------------------------------------------------------------- MCP

@@ -33,7 +33,7 @@ import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
-import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
+import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionRunActiveError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import { HttpError } from "./errors.ts";
@@ -141,6 +141,7 @@ export function parseRunRequest(body: unknown): RunRequest {
 
 /** Map a session-layer error to an HTTP refusal. */
 export function sessionHttpError(e: unknown): HttpError | null {
+  if (e instanceof SessionRunActiveError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", run_id: e.runId, pid: e.pid });
   if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
   if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
   if (e instanceof SessionNotFoundError) return new HttpError(404, "NOT_FOUND", e.message, {});

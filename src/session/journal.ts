@@ -21,6 +21,7 @@ import {
   SessionValidationError,
   sessionToDocument,
   SessionNotFoundError,
+  SessionRunActiveError,
   unfinishedRuns,
 } from "./types.ts";
 import { interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery } from "./recover.ts";
@@ -240,6 +241,29 @@ export type Transaction = <T>(sessionId: string, fn: (index: JournalIndex, write
 
 /** The tree API over a storage's transactions. */
 export abstract class JournalStorage {
+  /** Runs recorded through this instance that have not finished (`session\0run`). */
+  readonly #liveRuns = new Set<string>();
+
+  /**
+   * Mark run `runId` as going on in this process (SessionRecorder calls this
+   * once its start is journaled), so {@link recoverRuns} leaves it alone.
+   * The JSONL storage keeps the mark in a file next to the journal, seen by
+   * other processes.
+   */
+  async markRunLive(sessionId: string, runId: string): Promise<void> {
+    this.#liveRuns.add(`${normalizeId(sessionId)}\u0000${runId}`);
+  }
+
+  /** Remove the mark of {@link markRunLive} (the run finished, or gave up journaling). */
+  async clearRunLive(sessionId: string, runId: string): Promise<void> {
+    this.#liveRuns.delete(`${normalizeId(sessionId)}\u0000${runId}`);
+  }
+
+  /** The pid of a live process running `runId`, or null when none is known. */
+  async runOwner(sessionId: string, runId: string): Promise<number | null> {
+    return this.#liveRuns.has(`${normalizeId(sessionId)}\u0000${runId}`) ? process.pid : null;
+  }
+
   protected abstract transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T, readOnly: boolean): Promise<T>;
   /** Session ids stored. */
   abstract listSessions(): Promise<string[]>;
@@ -303,11 +327,12 @@ export abstract class JournalStorage {
    * interrupted: …") for each such run; see {@link interruptedRunDrafts}.
    * A branch with no unfinished run is left as it is (`recovered` is empty).
    * Throws {@link SessionNotFoundError} for an unknown session or branch,
-   * SessionLockTimeoutError when the lock is busy (nothing is written).
-   *
-   * Only for runs whose process is gone: a run still going in another process
-   * would find its branch head moved at its next record (SessionConflictError)
-   * and stop journaling.
+   * SessionLockTimeoutError when the lock is busy, and
+   * {@link SessionRunActiveError} when a run's process is still alive (its
+   * {@link markRunLive} mark names a live pid); nothing is written then.
+   * `force` skips that check (a mark whose pid was reused by another
+   * program): a run that is in fact still going then finds its branch head
+   * moved at its next record (SessionConflictError) and stops journaling.
    *
    * @example
    * const storage = new JsonlSessionStorage(".agentcore/sessions");
@@ -319,9 +344,21 @@ export abstract class JournalStorage {
     const branchId = options.branch ?? "main";
     const missing = (index: JournalIndex) => index.records.length === 0 ? `no session '${id}'` : index.branches.has(branchId) ? null : `session '${id}' has no branch '${branchId}'`;
     // A read first, so an unknown session creates nothing (not even the directory).
-    const problem = await this.transact(id, missing, true);
+    const { problem, open } = await this.transact(id, (index) => ({ problem: missing(index), open: [...(index.branches.get(branchId)?.projection.openRuns ?? [])] }), true);
     if (problem !== null) throw new SessionNotFoundError(problem);
-    return await this.transact(id, (index, write) => {
+    if (options.force !== true) {
+      for (const runId of open) {
+        const pid = await this.runOwner(id, runId);
+        if (pid !== null) {
+          throw new SessionRunActiveError(
+            `run ${runId} of session '${id}' branch '${branchId}' is still going in process ${pid}: stop that process (on SIGINT, SIGTERM or SIGHUP it journals the run as finished itself); force the recovery only if that process is not running agentcore`,
+            runId,
+            pid,
+          );
+        }
+      }
+    }
+    const result = await this.transact(id, (index, write): SessionRecovery => {
       const b = index.branches.get(branchId);
       if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
       const recovered: RecoveredRun[] = [];
@@ -335,6 +372,8 @@ export abstract class JournalStorage {
       }
       return { session_id: id, branch_id: branchId, recovered, head_id: b.head_id };
     }, false);
+    for (const r of result.recovered) await this.clearRunLive(id, r.run_id);
+    return result;
   }
 
   async fork(sessionId: string, options: BranchOptions & { fromRecordId?: string } = {}): Promise<SessionCheckout> {

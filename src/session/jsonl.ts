@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseStrict } from "../core/index.ts";
 import { envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
-import { withFileLock } from "./lock.ts";
+import { pidAlive, withFileLock } from "./lock.ts";
 import { JOURNAL_SCHEMA_VERSION, SessionSchemaVersionError, SessionSerializationError, SessionStorageError, SessionValidationError, type SessionRecord } from "./types.ts";
 
 export interface JsonlSessionStorageOptions {
@@ -42,6 +42,42 @@ export class JsonlSessionStorage extends JournalStorage {
   /** The journal file of a session. */
   fileFor(sessionId: string): string {
     return path.join(this.dir, createHash("sha256").update(normalizeId(sessionId)).digest("hex") + ".jsonl");
+  }
+
+  /** The live-run mark of a run: `<journal>.run-<hash of the run id>`, holding "<pid> <run id>". */
+  runMarkFile(sessionId: string, runId: string): string {
+    return `${this.fileFor(sessionId)}.run-${createHash("sha256").update(runId).digest("hex").slice(0, 16)}`;
+  }
+
+  /** Writes the run's mark file (seen by `recoverRuns` in any process). */
+  override async markRunLive(sessionId: string, runId: string): Promise<void> {
+    this.#ensureDir();
+    try {
+      fs.writeFileSync(this.runMarkFile(sessionId, runId), `${process.pid} ${runId}\n`, { mode: 0o600 });
+    } catch (e) {
+      throw new SessionStorageError(`cannot write the run mark of ${runId}: ${(e as Error).message}`);
+    }
+  }
+
+  override async clearRunLive(sessionId: string, runId: string): Promise<void> {
+    try {
+      fs.unlinkSync(this.runMarkFile(sessionId, runId));
+    } catch { /* already gone */ }
+  }
+
+  /** The pid in the run's mark while that process lives; null without a mark, or when its process is gone. */
+  override async runOwner(sessionId: string, runId: string): Promise<number | null> {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.runMarkFile(sessionId, runId), "utf8");
+    } catch {
+      return null;
+    }
+    const [pid, id] = text.trim().split(" ");
+    const n = Number(pid);
+    // A mark torn by a crash, or another run's (hash collision), names no owner.
+    if (id !== runId || !Number.isInteger(n) || n <= 0) return null;
+    return pidAlive(n) ? n : null;
   }
 
   async listSessions(): Promise<string[]> {

@@ -21,7 +21,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** Process-local queues keyed by lock path. */
 const localTails = new Map<string, Promise<void>>();
 
-function pidAlive(pid: number): boolean {
+/** Whether process `pid` may be alive (only "no such process" proves it gone). */
+export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return true;
   try {

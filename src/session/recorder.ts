@@ -5,7 +5,9 @@
  * deltas, progress, pressure and discarded steering are not persisted. Each
  * record is a conditional append against the branch head the recorder just
  * read, so a concurrent writer on the same branch surfaces as a
- * SessionConflictError instead of interleaving.
+ * SessionConflictError instead of interleaving. From its start record to its
+ * run_finished, a run is marked live in the storage (`markRunLive`), so a
+ * recovery does not close it from under it.
  *
  * @module
  */
@@ -38,9 +40,13 @@ export class SessionRecorder {
       const head = await this.storage.head(this.sessionId, this.branchId);
       if (head === null && this.branchId !== "main") throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
       this.lastRecord = await this.storage.append(draft, { expectedHeadId: head?.record_id ?? null, checkHead: true });
+      // While the run goes on, recoverRuns (in any process) leaves it alone.
+      if (draft.type === "run_started" || draft.type === "run_continued") await this.storage.markRunLive(this.sessionId, event.run_id);
     } catch (e) {
       this.errors.push(e as Error);
       throw e;
+    } finally {
+      if (draft.type === "run_finished") await this.storage.clearRunLive(this.sessionId, event.run_id).catch(() => {});
     }
   }
 }

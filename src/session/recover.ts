@@ -52,6 +52,8 @@ export interface RecoverOptions {
   branch?: string;
   /** Appended to the result's error, e.g. who recovered it. */
   reason?: string;
+  /** Recover even when a run's process looks alive (see JournalStorage.recoverRuns). */
+  force?: boolean;
 }
 
 const nonNegative = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;

@@ -150,6 +150,13 @@ export class SessionUnfinishedRunError extends SessionValidationError {
 export class SessionNotFoundError extends SessionValidationError {
   override name = "SessionNotFoundError";
 }
+/** A recovery found the run still going (its process is alive): nothing was written. */
+export class SessionRunActiveError extends SessionConflictError {
+  override name = "SessionRunActiveError";
+  constructor(message: string, readonly runId: string, readonly pid: number) {
+    super(message);
+  }
+}
 export class SessionLockTimeoutError extends SessionError {
   override name = "SessionLockTimeoutError";
 }

@@ -3,6 +3,7 @@
 // names the route; the route closes the run; a run of the daemon itself that
 // is still going is never closed from under it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
 import { SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
@@ -76,6 +77,25 @@ describe("POST /v1/sessions/{id}/recover", () => {
     await sse.until((m) => m.event === "done");
     // the abort journaled run_finished: nothing left to recover
     expect((await (await post("/v1/sessions/busy/recover")).json()).recovered).toEqual([]);
+  });
+
+  test("a run of another process (its live-run mark names a live pid): 409 session_busy; force: true recovers it", async () => {
+    const runId = await crashedSession("foreign");
+    const other = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
+    try {
+      const storage = new JsonlSessionStorage(join(d.dir, "sessions"));
+      writeFileSync(storage.runMarkFile("foreign", runId), `${other.pid} ${runId}\n`);
+      let r = await post("/v1/sessions/foreign/recover");
+      expect(r.status).toBe(409);
+      expect((await r.json()).error.details).toEqual({ reason: "session_busy", run_id: runId, pid: other.pid });
+      expect((await storage.records("foreign")).length).toBe(2);
+      r = await post("/v1/sessions/foreign/recover", { force: true });
+      expect(r.status).toBe(200);
+      expect((await r.json()).recovered.map((x: { run_id: string }) => x.run_id)).toEqual([runId]);
+      expect(existsSync(storage.runMarkFile("foreign", runId))).toBe(false);
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 
   test("unknown session or branch: 404; an unknown field: 400", async () => {

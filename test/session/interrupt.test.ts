@@ -99,6 +99,8 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
       const journal = await records(dir);
       expect(journal.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
       expect((journal.at(-1)!.data.result as { status: string }).status).toBe("cancelled");
+      // the run's live-run mark went with it
+      expect(fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".run-"))).toEqual([]);
 
       const next = cli(dir, "agent", "--no-plan", "--session", "demo", "--script", script(dir, "next.jsonl", { content: "next done" }), "next task");
       expect(next.stderr).toBe("");
@@ -289,6 +291,41 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     expect(r.stdout).toBe("two\n");
   }, 120_000);
 
+  test("a run still going in another process is refused (nothing written); --force overrides a mark whose pid is not agentcore", async () => {
+    const dir = tmp();
+    const run = await startSlowRun(dir);
+    const file = journalFile(dir);
+    const bytes = fs.readFileSync(file);
+    let r = cli(dir, "sessions", "recover", "demo");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`is still going in process ${run.child.pid}`);
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    // stopped properly, the run journals itself
+    run.child.kill("SIGTERM");
+    await run.rest();
+    expect(await run.child.exited).toBe(143);
+    expect(cli(dir, "sessions", "recover", "demo").stdout).toContain("no unfinished run");
+
+    // A crash whose mark names a pid that is alive but not agentcore (a reused pid): refused, then --force.
+    const again = await startSlowRun(dir);
+    again.child.kill("SIGKILL");
+    await again.child.exited;
+    const marks = fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".run-"));
+    expect(marks).toHaveLength(1);
+    const mark = path.join(sessionsDir(dir), marks[0]!);
+    const other = Bun.spawn(["sleep", "600"], { stdout: "ignore", stderr: "ignore" });
+    live.push(other);
+    fs.writeFileSync(mark, fs.readFileSync(mark, "utf8").replace(/^\d+/, String(other.pid)));
+    r = cli(dir, "sessions", "recover", "demo");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`is still going in process ${other.pid}`);
+    r = cli(dir, "sessions", "recover", "demo", "--force");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("closed as cancelled (external_abort)");
+    expect(fs.existsSync(mark)).toBe(false);
+  }, 120_000);
+
   test("unknown session or branch, bad arguments: exit 2, clear message, nothing created", () => {
     const dir = tmp();
     let r = cli(dir, "sessions", "recover", "nope");
@@ -302,6 +339,9 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     r = cli(dir, "sessions", "recover");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("recover needs the session id");
+    r = cli(dir, "sessions", "show", "demo", "--force");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--force does not apply to 'show'");
     r = cli(dir, "sessions", "recover", "demo", "--to", "x");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--to does not apply to 'recover'");

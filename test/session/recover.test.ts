@@ -15,6 +15,8 @@ import {
   MemorySessionStorage,
   restoreSession,
   SessionNotFoundError,
+  SessionRecorder,
+  SessionRunActiveError,
   SessionUnfinishedRunError,
   SessionValidationError,
   type JournalStorage,
@@ -105,6 +107,33 @@ describe("JournalStorage.recoverRuns", () => {
     await expect(storage.rollback("s1", mid)).rejects.toThrow("choose a record before the run started");
     expect((await storage.fork("s1", { branchId: "ok" })).branch.branch_id).toBe("ok");
   });
+});
+
+describe("a run that is still going is never recovered", () => {
+  for (const [name, make] of [["memory", () => { const m = new MemorySessionStorage(); return [m, m] as const; }], ["jsonl (another storage instance)", () => { const d = tmp(); return [new JsonlSessionStorage(d), new JsonlSessionStorage(d)] as const; }]] as const) {
+    test(`${name}: SessionRunActiveError while the recorder's run goes on; nothing written; fine once it finished`, async () => {
+      const [recorded, other] = make();
+      const agent = createAgent({ agentId: "agent-a", model: new ScriptedModel([{ content: "late", delay_ms: 600_000 }]), runtime: createRuntime(), sinks: [new SessionRecorder("s1", recorded)] });
+      const done = agent.run("slow");
+      for (let i = 0; i < 400 && (await other.records("s1")).length === 0; i++) await Bun.sleep(10);
+      expect((await other.records("s1")).map((r) => r.type)).toEqual(["run_started"]);
+      let err: unknown;
+      try {
+        await other.recoverRuns("s1");
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(SessionRunActiveError);
+      expect((err as SessionRunActiveError).pid).toBe(process.pid);
+      expect((err as Error).message).toContain("is still going in process");
+      expect(await other.records("s1")).toHaveLength(1);
+      agent.abort("test over");
+      expect((await done).status).toBe("cancelled");
+      await agent.shutdown();
+      expect((await other.recoverRuns("s1")).recovered).toEqual([]);
+      expect(await other.runOwner("s1", (await other.records("s1"))[0]!.data.run_id as string)).toBeNull();
+    });
+  }
 });
 
 describe("restoreSession after a crash", () => {
