@@ -20,7 +20,7 @@
  * @module
  */
 import type { JsonError, JsonLimits } from "./errors.ts";
-import { parseStrict } from "./parse.ts";
+import { parseStrict, resolveLimits } from "./parse.ts";
 import { quoteKey } from "./wasm.ts";
 
 /** The shapes `parseToolCall` recognises. */
@@ -213,10 +213,16 @@ export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCall
     if (!args.ok) return { ok: false, error: args.error, id, tool };
     return { ok: true, call: { id, tool, arguments: args.value, shape } };
   } catch (e) {
-    if (!(e instanceof CallShapeError)) throw e;
+    if (e instanceof CallShapeError) {
+      return { ok: false, error: { code: "INVALID_CALL", message: e.message, details: { location: e.location } }, id, tool };
+    }
+    // Bad limits are a programming error and throw (as parseStrict does); anything
+    // else came from reading the value itself (a throwing getter, a revoked Proxy).
+    if (limits !== undefined) resolveLimits(limits);
+    const kind = e instanceof Error ? e.name : typeof e;
     return {
       ok: false,
-      error: { code: "INVALID_CALL", message: e.message, details: { location: e.location } },
+      error: { code: "INVALID_CALL", message: `the tool call could not be read (${kind} from one of its members)`, details: { location: "" } },
       id,
       tool,
     };

@@ -85,8 +85,17 @@ export interface Runtime {
   dispatchCall(call: ToolCall, signal?: AbortSignal, hooks?: CallHooks): Envelope | Promise<Envelope>;
 }
 
+/** The text of a thrown value; never throws itself (a hostile value's getters or toString may). */
+function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    return "unreadable error value";
+  }
+}
+
 function internalError(err: unknown, id: string | null, tool: string | null, start: number): Envelope {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   return failureEnvelope(id, tool, "INTERNAL_ERROR", `internal error: ${message}`, {}, start);
 }
 
@@ -171,7 +180,7 @@ class RuntimeImpl implements Runtime {
       const out = runCall(this, parsed.call, signal, start);
       return this.#logCalls ? this.#logged(out) : out;
     } catch (err) {
-      this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
+      this.logger.error("dispatch failed unexpectedly", { error: errorText(err) });
       return internalError(err, null, null, start);
     }
   }
@@ -182,8 +191,17 @@ class RuntimeImpl implements Runtime {
       const out = runCall(this, call, signal, start, hooks);
       return this.#logCalls ? this.#logged(out) : out;
     } catch (err) {
-      this.logger.error("dispatch failed unexpectedly", { error: err instanceof Error ? err.message : String(err) });
-      return internalError(err, call?.id ?? null, typeof call?.tool === "string" ? call.tool : null, start);
+      this.logger.error("dispatch failed unexpectedly", { error: errorText(err) });
+      // the call object itself may be what throws (a getter): read its id and tool defensively
+      let id: string | null = null;
+      let tool: string | null = null;
+      try {
+        id = typeof call?.id === "string" ? call.id : null;
+        tool = typeof call?.tool === "string" ? call.tool : null;
+      } catch {
+        // keep null
+      }
+      return internalError(err, id, tool, start);
     }
   }
 }

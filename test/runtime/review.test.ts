@@ -2,8 +2,8 @@
  * Acceptance review of the 0.1 runtime: defects found in review, each pinned
  * by a test that failed before its fix.
  */
-import { expect, test } from "bun:test";
-import { createRuntime, serializeEnvelope } from "../../src/mod.ts";
+import { describe, expect, test } from "bun:test";
+import { createRuntime, normalizeToolCall, serializeEnvelope, type Envelope, type ToolCall } from "../../src/mod.ts";
 import { createLogger } from "../../src/runtime/logger.ts";
 
 const quiet = createLogger({ level: "error", sink: () => {} });
@@ -39,4 +39,58 @@ test("strict: true and false register, and strict still refuses undeclared membe
   const loose = createRuntime({ tools: [mk(false)], logger: quiet });
   expect(serializeEnvelope(await strictRt.dispatch('{"tool":"t","arguments":{"b":1}}'))).toContain('"INVALID_ARGUMENTS"');
   expect(serializeEnvelope(await loose.dispatch('{"tool":"t","arguments":{"b":1}}'))).toContain('"success":true');
+});
+
+describe("hostile call objects built in code", () => {
+  // Before: normalizeToolCall rethrew what a getter or a revoked Proxy threw, and
+  // dispatchCall's own error path read call.id again and threw the same error.
+  const revoked = () => {
+    const r = Proxy.revocable({}, {});
+    r.revoke();
+    return r.proxy;
+  };
+  const cases: [string, () => unknown][] = [
+    ["a throwing getter for tool", () => ({ get tool() { throw new Error("boom"); }, arguments: {} })],
+    ["a throwing getter for arguments", () => ({ tool: "echo", get arguments() { throw new Error("boom"); } })],
+    ["a revoked Proxy", revoked],
+  ];
+
+  test.each(cases)("normalizeToolCall with %s returns INVALID_CALL", (_name, make) => {
+    const r = normalizeToolCall(make());
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error.code).toBe("INVALID_CALL");
+      expect(r.error.message).toStartWith("the tool call could not be read");
+      expect(r.error.details).toEqual({ location: "" });
+    }
+  });
+
+  test("normalizeToolCall still throws for bad limits (a programming error), as parseStrict does", () => {
+    expect(() => normalizeToolCall({ tool: "echo", get arguments() { throw new Error("boom"); } }, { maxDepth: -1 })).toThrow(RangeError);
+  });
+
+  test.each([
+    ["a throwing id getter", () => ({ get id() { throw new Error("boom"); }, tool: "echo", arguments: {}, shape: "agentcore" })],
+    ["a revoked Proxy", revoked],
+    ["a throwing id getter whose error's message getter throws too", () => ({
+      get id() {
+        const e = new Error();
+        Object.defineProperty(e, "message", { get() { throw new Error("again"); } });
+        throw e;
+      },
+      tool: "echo",
+      arguments: {},
+      shape: "agentcore",
+    })],
+  ])("dispatchCall with %s answers an envelope instead of throwing", async (_name, make) => {
+    const rt = createRuntime({ logger: quiet });
+    let env: Envelope | undefined;
+    expect(() => {
+      env = rt.dispatchCall(make() as ToolCall) as Envelope;
+    }).not.toThrow();
+    env = await env!;
+    expect(env.success).toBe(false);
+    expect(env.error?.code).toBe("INTERNAL_ERROR");
+    expect(serializeEnvelope(env)).toStartWith('{"id":null,"success":false');
+  });
 });
