@@ -27,6 +27,7 @@ import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { restoreSession } from "../session/restore.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
+import type { JournalStorage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { SessionError, SessionUnfinishedRunError } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
@@ -69,6 +70,19 @@ export class AgentSetupError extends Error {
  */
 export class AgentSessionStateError extends Error {
   override name = "AgentSessionStateError";
+}
+
+/**
+ * The error for a session whose branch has an unfinished run: in use, when
+ * the run's process is alive (another agentcore on the same session), else
+ * the crash message naming `sessions recover`.
+ */
+export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfinishedRunError): Promise<AgentSessionStateError> {
+  for (const runId of e.runIds) {
+    const pid = await storage.runOwner(e.sessionId, runId).catch(() => null);
+    if (pid !== null) return new AgentSessionStateError(`session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`);
+  }
+  return new AgentSessionStateError(e.message);
 }
 
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
@@ -247,7 +261,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (checkout !== null) restoreSession(agent, checkout);
   } catch (e) {
     await agent?.shutdown();
-    if (e instanceof SessionUnfinishedRunError) throw new AgentSessionStateError(e.message);
+    if (e instanceof SessionUnfinishedRunError && storage !== null) throw await unfinishedRunError(storage, e);
     throw new AgentSetupError((e as Error).message);
   }
   if (recorder !== null) recorder.options.messages = () => agent.messages;

@@ -38,7 +38,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSessionStateError, AgentSetupError, makeModel, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, makeModel, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
@@ -319,7 +319,7 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     }
   } catch (e) {
     await agent?.shutdown();
-    if (e instanceof SessionUnfinishedRunError) throw new AgentSessionStateError(e.message);
+    if (e instanceof SessionUnfinishedRunError) throw await unfinishedRunError(storage, e);
     throw new AgentSetupError((e as Error).message);
   }
 

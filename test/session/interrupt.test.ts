@@ -300,6 +300,13 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`is still going in process ${run.child.pid}`);
     expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    // a second agent on the session is told it is in use (not to recover it)
+    r = cli(dir, "agent", "--no-plan", "--session", "demo", "--script", script(dir, "x.jsonl", { content: "x" }), "meanwhile");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`session 'demo' is in use: run `);
+    expect(r.stderr).toContain(`still going in process ${run.child.pid}`);
+    expect(r.stderr).not.toContain("sessions recover");
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true);
     // stopped properly, the run journals itself
     run.child.kill("SIGTERM");
     await run.rest();
