@@ -380,6 +380,13 @@ export class RunManager {
         restoreSession(agent, checkout);
       } catch (e) {
         await agent.shutdown();
+        // An unfinished run whose process lives (a CLI agent on the same journal) is in use, not crashed.
+        if (e instanceof SessionUnfinishedRunError && session !== null) {
+          for (const runId of e.runIds) {
+            const pid = await session.storage.runOwner(req.session!, runId).catch(() => null);
+            if (pid !== null) throw new HttpError(409, "CONFLICT", `session '${req.session}' branch '${session.branch}' is in use: run ${runId} is still going in process ${pid}`, { reason: "session_busy", run_id: runId, pid });
+          }
+        }
         throw sessionHttpError(e) ?? e;
       }
     }

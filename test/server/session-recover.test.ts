@@ -85,7 +85,13 @@ describe("POST /v1/sessions/{id}/recover", () => {
     try {
       const storage = new JsonlSessionStorage(join(d.dir, "sessions"));
       writeFileSync(storage.runMarkFile("foreign", runId), `${other.pid} ${runId}\n`);
-      let r = await post("/v1/sessions/foreign/recover");
+      // a new run on it: in use by that process (not "recover it")
+      let r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "foreign", script: [{ content: "ok" }] } });
+      expect(r.status).toBe(409);
+      const busy = (await r.json()).error;
+      expect(busy.details).toEqual({ reason: "session_busy", run_id: runId, pid: other.pid });
+      expect(busy.message).toContain(`is still going in process ${other.pid}`);
+      r = await post("/v1/sessions/foreign/recover");
       expect(r.status).toBe(409);
       expect((await r.json()).error.details).toEqual({ reason: "session_busy", run_id: runId, pid: other.pid });
       expect((await storage.records("foreign")).length).toBe(2);
