@@ -117,6 +117,8 @@ Exit status:
   1  at least one call returned "success":false (agent: the run did not complete)
   2  usage error, unreadable input file, output failure or runtime failure
   chat: 0 when it ends, 1 when the session journal could not be written, 2 for a setup error
+  agent, chat: 143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second
+  signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)
 
 Environment:
   AGENTCORE_LOG_LEVEL    trace, debug, info, warn (default) or error; logs go to stderr

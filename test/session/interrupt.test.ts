@@ -355,6 +355,9 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     r = cli(dir, "sessions", "--help");
     expect(r.stdout).toContain("agentcore sessions recover ID [--branch B]");
     expect(r.stdout).toContain("agentcore sessions recover demo\n");
+    r = cli(dir, "--help");
+    expect(r.stdout).toContain("sessions list|show|tree|fork|rollback|retry|recover");
+    expect(r.stdout).toContain("143 / 129 after SIGTERM / SIGHUP");
   }, 60_000);
 
   test("another process holds the journal lock: recover times out and writes nothing", async () => {
