@@ -343,6 +343,14 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     r = cli(dir, "sessions", "recover", "demo", "--branch", "ghost");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("session 'demo' has no branch 'ghost'");
+    // a corrupt complete line is an error naming the line; nothing is written
+    const file = journalFile(dir);
+    fs.appendFileSync(file, "{not json}\n");
+    const corrupt = fs.readFileSync(file);
+    r = cli(dir, "sessions", "recover", "demo");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("invalid JSON at line 4");
+    expect(fs.readFileSync(file).equals(corrupt)).toBe(true);
     r = cli(dir, "sessions", "recover");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("recover needs the session id");
