@@ -49,7 +49,7 @@ import type { ToolCall } from "../core/toolcall.ts";
 import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
 import { composeMiddleware } from "../middleware/compose.ts";
 import { validateArguments } from "../middleware/validation.ts";
-import type { ToolControl } from "../tools/definition.ts";
+import type { ToolControl, ToolOutcome } from "../tools/definition.ts";
 
 /** setTimeout's ceiling; longer timeouts mean "no timer". */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -62,15 +62,21 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
 
 /** A success envelope for a handler's value, unwrapping a `toolOutcome()` and reporting its control. */
 function valueEnvelope(id: string | null, tool: string, value: unknown, start: number, hooks: CallHooks | undefined, logger: Logger): Envelope {
-  if (!isToolOutcome(value)) return successEnvelope(id, tool, value, start);
+  let outcome: ToolOutcome | null;
+  try {
+    outcome = isToolOutcome(value) ? value : null;
+  } catch (err) {
+    return thrownToEnvelope(err, id, tool, start); // a Proxy whose traps throw
+  }
+  if (outcome === null) return successEnvelope(id, tool, value, start);
   if (hooks?.onControl !== undefined) {
     try {
-      hooks.onControl(value.control);
+      hooks.onControl(outcome.control);
     } catch (err) {
       logger.warn("control observer failed", { tool, error: errorMessage(err) });
     }
   }
-  return successEnvelope(id, tool, value.data, start);
+  return successEnvelope(id, tool, outcome.data, start);
 }
 
 /** Longest handler-supplied message kept in an envelope. */
@@ -90,6 +96,15 @@ function errorMessage(err: unknown): string {
 
 /** Map a thrown value to an envelope. ToolError (or a look-alike from another copy of agentcore) keeps its code. */
 export function thrownToEnvelope(err: unknown, id: string | null, tool: string, start: number): Envelope {
+  try {
+    return toolErrorEnvelope(err, id, tool, start);
+  } catch {
+    // the thrown value itself throws when inspected (a revoked Proxy, hostile getters)
+    return failureEnvelope(id, tool, "TOOL_ERROR", "tool failed with an unreadable error value", {}, start);
+  }
+}
+
+function toolErrorEnvelope(err: unknown, id: string | null, tool: string, start: number): Envelope {
   if (err instanceof ToolError || isToolErrorLike(err)) {
     const e = err as ToolError;
     const details = typeof e.details === "object" && e.details !== null && !Array.isArray(e.details) ? e.details : {};
@@ -219,13 +234,15 @@ export function runCall(
 
   const ctx = new CallContext(id, tool.name, env.logger, hooks);
   let out: unknown;
+  let promised: boolean;
   try {
     out = tool.handler(args, ctx);
+    promised = isThenable(out); // reading `then` of the handler's value may throw too (getter, revoked Proxy)
   } catch (err) {
     ctx.close();
     return thrownToEnvelope(err, id, tool.name, start);
   }
-  if (!isThenable(out)) {
+  if (!promised) {
     ctx.close();
     return valueEnvelope(id, tool.name, out, start, hooks, env.logger);
   }
@@ -295,12 +312,14 @@ function runChain(
       return Promise.resolve(done(failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start)));
     }
     let out: unknown;
+    let promised: boolean;
     try {
       out = tool.handler(c.arguments, cctx);
+      promised = isThenable(out);
     } catch (err) {
       return Promise.resolve(done(thrownToEnvelope(err, id, tool.name, start)));
     }
-    if (!isThenable(out)) return Promise.resolve(done(valueEnvelope(id, tool.name, out, start, capture, env.logger)));
+    if (!promised) return Promise.resolve(done(valueEnvelope(id, tool.name, out, start, capture, env.logger)));
     const thenable = out;
     const timeoutMs = tool.timeoutMs ?? env.defaultTimeoutMs;
     return new Promise<ToolCallOutcome>((resolve) => {

@@ -94,3 +94,37 @@ describe("hostile call objects built in code", () => {
     expect(serializeEnvelope(env)).toStartWith('{"id":null,"success":false');
   });
 });
+
+describe("hostile values from a tool's handler", () => {
+  // Before: a value whose `then` getter throws, a revoked Proxy returned or
+  // thrown, ended as INTERNAL_ERROR with tool null (the runtime's fault, not the tool's).
+  const revoked = () => {
+    const r = Proxy.revocable({}, {});
+    r.revoke();
+    return r.proxy;
+  };
+  const trapping = () => new Proxy({}, { get() { throw new Error("trap"); } });
+  const handlers: [string, () => unknown][] = [
+    ["returns a value whose then getter throws", () => ({ get then() { throw new Error("then"); } })],
+    ["returns a revoked Proxy", revoked],
+    ["returns a Proxy whose get trap throws", trapping],
+    ["throws a revoked Proxy", () => { throw revoked(); }],
+    ["resolves to a revoked Proxy", async () => revoked()],
+    ["rejects with a revoked Proxy", async () => { throw revoked(); }],
+  ];
+  for (const withMiddleware of [false, true]) {
+    test.each(handlers)(`a handler that %s is TOOL_ERROR for that tool (middleware: ${withMiddleware})`, async (_name, handler) => {
+      const rt = createRuntime({
+        tools: [{ name: "bad", description: "", parameters: { type: "object" }, handler }],
+        logger: quiet,
+        // any middleware beyond validation takes the chain path of dispatch
+        middleware: withMiddleware ? [(ctx, next) => next(ctx)] : [],
+      });
+      const env = await rt.dispatch('{"id":"c1","tool":"bad","arguments":{}}');
+      expect(env.id).toBe("c1");
+      expect(env.tool).toBe("bad");
+      expect(env.success).toBe(false);
+      expect(env.error?.code).toBe("TOOL_ERROR");
+    });
+  }
+});
