@@ -1,10 +1,13 @@
 // POST /v1/sessions/{id}/recover on a real daemon (HTTP on 127.0.0.1): a
 // session whose run a crash left unfinished refuses new runs with a 409 that
 // names the route; the route closes the run; a run of the daemon itself that
-// is still going is never closed from under it.
+// is still going is never closed from under it. Last, a real daemon process
+// SIGKILLed mid-run and a new one on the same root.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { REPO_ROOT } from "../support/paths.ts";
 import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
 import { SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
 
@@ -118,4 +121,65 @@ describe("POST /v1/sessions/{id}/recover", () => {
     // nothing was recovered by the failed requests
     expect((await (await d.req("/v1/sessions/other")).json()).session.runs[0].result).toBeNull();
   });
+});
+
+/** `agentcore serve` from source as a child process on root `dir`; resolves once it listens. */
+async function serve(dir: string) {
+  const proc = Bun.spawn([process.execPath, join(REPO_ROOT, "src/cli/main.ts"), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: dir },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let text = "";
+  const reader = proc.stderr.getReader();
+  const dec = new TextDecoder();
+  while (!/token file (.+)\n/.test(text)) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`serve ended: ${text}`);
+    text += dec.decode(value, { stream: true });
+  }
+  const url = /listening on (\S+)\n/.exec(text)![1]!;
+  const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
+  const req = (path: string, init: RequestInit & { json?: unknown } = {}) =>
+    fetch(url + path, {
+      ...init,
+      headers: { authorization: `Bearer ${token}`, ...(init.json !== undefined ? { "content-type": "application/json" } : {}), ...(init.headers as Record<string, string> | undefined) },
+      body: init.json !== undefined ? JSON.stringify(init.json) : init.body,
+    });
+  return { proc, req };
+}
+
+describe("a daemon killed mid-run (real processes)", () => {
+  test("SIGKILL during a session run; the next daemon refuses runs on it with 409, recovers it, then runs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentcore-daemon-crash-"));
+    const first = await serve(dir);
+    let second: Awaited<ReturnType<typeof serve>> | null = null;
+    try {
+      const res = await first.req("/v1/runs", { method: "POST", json: { task: "slow", session: "d", script: [{ content: "late", delay_ms: 600_000 }] } });
+      expect(res.status).toBe(201);
+      expect(await new SseReader(res).until((m) => m.event === "turn_started")).not.toBeNull();
+      first.proc.kill("SIGKILL");
+      await first.proc.exited;
+
+      second = await serve(dir);
+      const run = () => second!.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "again", session: "d", script: [{ content: "back" }] } });
+      let r = await run();
+      expect(r.status).toBe(409);
+      const err = (await r.json()).error;
+      expect(err.details.reason).toBe("session_unfinished_run");
+      expect(err.details.recover).toBe("POST /v1/sessions/d/recover");
+      r = await second.req("/v1/sessions/d/recover", { method: "POST" });
+      expect(r.status).toBe(200);
+      expect((await r.json()).recovered).toHaveLength(1);
+      r = await run();
+      expect(r.status).toBe(201);
+      expect((await r.json()).result).toMatchObject({ status: "completed", output: "back" });
+    } finally {
+      first.proc.kill("SIGKILL");
+      second?.proc.kill("SIGKILL");
+      await Promise.all([first.proc.exited, second?.proc.exited]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
