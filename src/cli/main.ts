@@ -325,12 +325,25 @@ function cmdTools(rt: Runtime, json: boolean, out: LineWriter): number {
     out.line(JSON.stringify(list, null, 2));
     return 0;
   }
-  const rows = tools.map((t) => [t.name, t.effect ?? "side_effecting", t.description]);
+  const rows = tools.map((t) => [t.name, t.effect ?? "side_effecting", tableText(t.description)]);
   const w0 = Math.max(4, ...rows.map((r) => r[0]!.length));
   const w1 = Math.max(6, ...rows.map((r) => r[1]!.length));
   out.line(`${"NAME".padEnd(w0)}  ${"EFFECT".padEnd(w1)}  DESCRIPTION`);
   for (const r of rows) out.line(`${r[0]!.padEnd(w0)}  ${r[1]!.padEnd(w1)}  ${r[2]}`);
   return 0;
+}
+
+/**
+ * A description as one table cell: runs of white space (newlines, tabs) become
+ * one space and other control characters are shown as `\xNN`, so a
+ * description from an MCP server can neither break the table nor send
+ * escape sequences to the terminal.
+ */
+function tableText(text: string): string {
+  return text
+    .replace(/\s+/g, " ")
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+    .trim();
 }
 
 // ---------------------------------------------------------------- input

@@ -173,3 +173,41 @@ describe("run: progress with stdout on the same terminal", () => {
     for (const l of lines) expect((JSON.parse(l) as { success: boolean }).success).toBe(true);
   });
 });
+
+describe("tools: the table with a description from an MCP server", () => {
+  // Before: newlines in a description broke the table into extra lines, and
+  // escape sequences from the (untrusted) server went raw to the terminal.
+  const server = `
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
+let buf = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (c) => {
+  buf += c;
+  let nl;
+  while ((nl = buf.indexOf("\\n")) >= 0) {
+    const line = buf.slice(0, nl);
+    buf = buf.slice(nl + 1);
+    if (!line.trim()) continue;
+    const msg = JSON.parse(line);
+    if (msg.method === "initialize") send({ jsonrpc: "2.0", id: msg.id, result: { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "desc", version: "1" } } });
+    else if (msg.method === "tools/list") send({ jsonrpc: "2.0", id: msg.id, result: { tools: [{ name: "multi", description: "First line.\\nSecond\\tline.\\r\\n\\u001b[2J\\u001b[31mred\\u009b", inputSchema: { type: "object" } }] } });
+    else if (msg.id !== undefined) send({ jsonrpc: "2.0", id: msg.id, result: {} });
+  }
+});
+process.stdin.on("end", () => process.exit(0));
+`;
+
+  test("each tool stays on one row; white space is folded and control characters are shown as \\xNN", () => {
+    writeFileSync(join(work, "desc-server.mjs"), server);
+    writeFileSync(join(work, "mcp.json"), JSON.stringify({ mcpServers: { d: { command: process.execPath, args: ["desc-server.mjs"] } } }));
+    const r = run(["--config", "mcp.json", "tools"]);
+    expect(r.status).toBe(0);
+    const rows = r.stdout.trimEnd().split("\n");
+    expect(rows.map((row) => row.split(/\s+/)[0])).toEqual(["NAME", "echo", "read_file", "d__multi"]);
+    expect(rows[3]).toEndWith("First line. Second line. \\x1b[2J\\x1b[31mred\\x9b");
+    expect(r.stdout).not.toContain("\u001b");
+    // --json keeps the description as it was given (JSON escapes it)
+    const json = JSON.parse(run(["--config", "mcp.json", "tools", "--json"]).stdout) as { name: string; description: string }[];
+    expect(json.find((t) => t.name === "d__multi")!.description).toBe("First line.\nSecond\tline.\r\n\u001b[2J\u001b[31mred\u009b");
+  }, 60_000);
+});
