@@ -369,6 +369,14 @@ async function readAllBounded(source: string, limit: number): Promise<Uint8Array
  */
 async function* chunks(source: string): AsyncGenerator<Uint8Array> {
   if (source === "-") {
+    // Deno's stdin reads a directory as empty input; say what it is, as Bun's read error does
+    let stdinIsDir = false;
+    try {
+      stdinIsDir = fstatSync(0).isDirectory();
+    } catch {
+      // no stat for stdin (closed, another platform): let the read decide
+    }
+    if (stdinIsDir) throw new InputError("cannot read stdin: EISDIR");
     const stdin = (globalThis as { process?: { stdin: AsyncIterable<Uint8Array | string> } }).process!.stdin;
     const it = stdin[Symbol.asyncIterator]();
     let done = false;

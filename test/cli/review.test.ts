@@ -54,6 +54,20 @@ describe("stdin that cannot be read", () => {
   }
 });
 
+describe("stdin from a directory under Deno", () => {
+  // Before: Deno read the directory as empty input (execute -: JSON_PARSE at offset 0, exit 1; run -: exit 0).
+  const repo = join(import.meta.dir, "../..");
+  for (const cmd of ["execute -", "run -"]) {
+    test(`deno: ${cmd} with stdin redirected from a directory is the same input error as with the binary`, () => {
+      const deno = join(repo, "node_modules/.bin/deno");
+      const r = Bun.spawnSync(["sh", "-c", `"$0" run --allow-read --allow-env --allow-net src/cli/main.ts ${cmd} < "$1"`, deno, join(work, "adir")], { cwd: repo });
+      expect(r.exitCode).toBe(2);
+      expect(r.stdout.toString()).toBe("");
+      expect(r.stderr.toString()).toContain("agentcore: cannot read stdin: EISDIR\n");
+    }, 60_000);
+  }
+});
+
 describe("execute - over the size limit", () => {
   // Before: the envelope's details were {} (README: JSON_SIZE carries offset, line and column).
   test("the JSON_SIZE envelope has the same offset, line and column as execute '<json>'", () => {

@@ -39,7 +39,7 @@ test.each([
   const rt = createRuntime({ root, logger: createLogger({ level: "error", sink: () => {} }) });
   const args = maxBytes === undefined ? { path: p } : { path: p, max_bytes: maxBytes };
   const env = await rt.dispatch(JSON.stringify({ id: "r", tool: "read_file", arguments: args }));
-  expect(env.error?.code).toBe(code);
+  expect(env.error?.code as string | undefined).toBe(code);
   const keys = Object.keys(env.error!.details);
   expect(keys.length).toBeGreaterThan(0);
   const documented = readmeRow(code);
