@@ -447,9 +447,16 @@ async function cmdExecute(rt: Runtime, arg: string, out: LineWriter): Promise<nu
     for await (const chunk of chunks("-")) {
       parts.push(chunk.slice());
       total += chunk.length;
-      if (total > max) break;
+      if (total > max + 2) break; // 2: room for a final CRLF
     }
-    input = concatBytes(parts);
+    let bytes = concatBytes(parts);
+    // The line break that ends the input (echo, a file saved with one) is not part of
+    // the call, as in `run`: a call of exactly the limit is accepted with it.
+    if (bytes.length > max && bytes.length <= max + 2 && bytes[bytes.length - 1] === 0x0a) {
+      const end = bytes.length >= 2 && bytes[bytes.length - 2] === 0x0d ? bytes.length - 2 : bytes.length - 1;
+      bytes = bytes.subarray(0, end);
+    }
+    input = bytes;
   } else {
     input = rawArgument(arg) ?? arg;
   }

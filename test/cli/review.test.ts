@@ -92,6 +92,30 @@ describe("execute - over the size limit", () => {
     expect(strip(fromStdin.stdout)).toEqual(expected);
   });
 
+  // Before: the final line break counted, so `echo "$call" | agentcore execute -`
+  // refused a call of exactly --max-input-bytes that `run -` accepts.
+  test("a call of exactly the limit followed by LF or CRLF is accepted, as in run; one byte more is refused", () => {
+    const call = '{"id":"a","tool":"echo","arguments":{}}';
+    for (const end of ["\n", "\r\n", ""]) {
+      const ok = run(["--max-input-bytes", String(call.length), "execute", "-"], call + end);
+      expect(ok.status).toBe(0);
+      expect((JSON.parse(ok.stdout) as { id: string }).id).toBe("a");
+      const viaRun = run(["--max-input-bytes", String(call.length), "run", "-"], call + end);
+      expect(viaRun.status).toBe(0);
+    }
+    for (const input of [`${call} \n`, `${call}\n\n`, `${call}\r\r\n`]) {
+      const over = run(["--max-input-bytes", String(call.length), "execute", "-"], input);
+      expect(over.status).toBe(1);
+      expect((JSON.parse(over.stdout) as { error: { code: string } }).error.code).toBe("JSON_SIZE");
+    }
+    const short = run(["--max-input-bytes", String(call.length - 1), "execute", "-"], call + "\n");
+    expect((JSON.parse(short.stdout) as { error: { code: string; message: string; details: unknown } }).error).toEqual({
+      code: "JSON_SIZE",
+      message: `input exceeds ${call.length - 1} bytes`,
+      details: { offset: call.length - 1, line: 1, column: call.length },
+    });
+  });
+
   test("a stream far larger than the limit is still refused (only about one chunk past the limit is read)", () => {
     const big = `{"tool":"echo","arguments":{"s":"${"x".repeat(3 << 20)}"}}`;
     const r = run(["execute", "-"], big);
