@@ -38,7 +38,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { parse, printParseErrorCode, type ParseError } from "jsonc-parser";
+import { parse, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
 import type { PolicyConfig } from "../middleware/policy.ts";
 import { parseToolsConfig, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import { McpConfigError, parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
@@ -81,13 +81,64 @@ function lineColumn(text: string, offset: number): string {
   return `${line}:${col}`;
 }
 
+/** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
+function firstBadUtf8(bytes: Uint8Array): number {
+  const dec = new TextDecoder("utf-8", { fatal: true });
+  let lo = 0;
+  let hi = bytes.length;
+  // the longest valid prefix, by bisection (a cut inside a sequence is invalid too)
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    try {
+      dec.decode(bytes.subarray(0, mid));
+      lo = mid;
+    } catch {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+/**
+ * The first member name that repeats in its object, or `__proto__` anywhere:
+ * the config is as strict as tool-call arguments (a repeated key would
+ * otherwise silently take the last value, and `__proto__` would set a prototype).
+ */
+function duplicateKey(text: string): { offset: number; message: string } | null {
+  const stack: Set<string>[] = [];
+  let found: { offset: number; message: string } | null = null;
+  visit(
+    text,
+    {
+      onObjectBegin: () => void stack.push(new Set()),
+      onObjectEnd: () => void stack.pop(),
+      onObjectProperty: (name, offset) => {
+        if (found !== null) return;
+        const seen = stack[stack.length - 1]!;
+        if (name === "__proto__") found = { offset, message: `the key "__proto__" is not allowed` };
+        else if (seen.has(name)) found = { offset, message: `duplicate key ${JSON.stringify(name)}` };
+        seen.add(name);
+      },
+    },
+    { allowTrailingComma: true, disallowComments: false },
+  );
+  return found;
+}
+
 /** Read and check a config file. Throws {@link ConfigError} with the file, position and key. */
 export function loadConfig(path: string): FileConfig {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = readFileSync(path, "utf8");
+    bytes = readFileSync(path);
   } catch (e) {
     throw new ConfigError(`cannot read config file ${path}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  let text: string;
+  try {
+    // fatal: bad bytes are an error, not U+FFFD; ignoreBOM false: a leading BOM (as some editors write) is dropped
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new ConfigError(`${path}: not valid UTF-8 (at byte ${firstBadUtf8(bytes)})`);
   }
   const errors: ParseError[] = [];
   const value: unknown = parse(text, errors, { allowTrailingComma: true, disallowComments: false });
@@ -95,6 +146,8 @@ export function loadConfig(path: string): FileConfig {
     const e = errors[0]!;
     throw new ConfigError(`${path}:${lineColumn(text, e.offset)}: ${printParseErrorCode(e.error)}`);
   }
+  const dup = duplicateKey(text);
+  if (dup !== null) throw new ConfigError(`${path}:${lineColumn(text, dup.offset)}: ${dup.message}`);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ConfigError(`${path}: the top level must be an object`);
   }
