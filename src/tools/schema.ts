@@ -2,7 +2,7 @@
  * Argument validation with ajv, compiled once per tool at registration.
  *
  * - The draft is picked from the schema's `$schema`: draft-07
- *   (`http://json-schema.org/draft-07/schema#`) uses ajv's default class,
+ *   (`http://json-schema.org/draft-07/schema#`, or the same with https) uses ajv's default class,
  *   2019-09 uses `ajv/dist/2019`, and 2020-12 (also the default when `$schema`
  *   is absent) uses `ajv/dist/2020`. Any other `$schema` is refused.
  * - `ownProperties: true`: inherited names (`toString`, `constructor`, …) never
@@ -65,6 +65,10 @@ export const DEFAULT_MAX_SCHEMA_ERRORS = 8;
 const DRAFT_07 = new Set([
   "http://json-schema.org/draft-07/schema#",
   "http://json-schema.org/draft-07/schema",
+  // the https spelling is common in the wild (MCP servers, hand-written
+  // schemas); it names the same draft, so it is compiled as the http one
+  "https://json-schema.org/draft-07/schema#",
+  "https://json-schema.org/draft-07/schema",
 ]);
 const DRAFT_2019 = new Set([
   "https://json-schema.org/draft/2019-09/schema",
@@ -198,7 +202,9 @@ export class SchemaCompiler {
     try {
       // ajv keeps a reference to the schema; give it a private deep copy so a
       // caller mutating theirs later can't desynchronise cache and validator.
-      validate = this.#ajv(draft, trustedSchemas.has(schema)).compile(structuredClone(schema));
+      const copy = structuredClone(schema);
+      if (draft === "07") copy.$schema = "http://json-schema.org/draft-07/schema#"; // the id ajv knows
+      validate = this.#ajv(draft, trustedSchemas.has(schema)).compile(copy);
     } catch (err) {
       const raw = err instanceof Error ? err.message : String(err);
       // ajv repeats identical entries (one per alternative it tried): keep one of each.

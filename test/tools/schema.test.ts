@@ -18,6 +18,19 @@ describe("SchemaCompiler", () => {
     }
   });
 
+  test("the https spelling of draft-07 is draft-07 (dependencies apply, prefixItems does not)", () => {
+    for (const id of ["https://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema"]) {
+      const schema = { $schema: id, type: "object", dependencies: { card: ["billing"] }, properties: { t: { type: "array", prefixItems: [{ type: "string" }] } } };
+      const v = c.compile(schema);
+      expect(v({ card: "x" }).ok).toBe(false);
+      expect(v({ card: "x", billing: "y", t: [1] }).ok).toBe(true);
+      expect(schema.$schema).toBe(id); // the caller's object is left as it was
+    }
+    // still refused: other drafts and look-alikes
+    expect(() => c.compile({ $schema: "https://json-schema.org/draft-04/schema#" })).toThrow(SchemaCompileError);
+    expect(() => c.compile({ $schema: "https://example.com/draft-07/schema#" })).toThrow(SchemaCompileError);
+  });
+
   test("prefixItems is an unknown (ignored) keyword under draft-07", () => {
     const v = c.compile({ $schema: D07, type: "object", properties: { t: { type: "array", prefixItems: [{ type: "string" }] } } });
     expect(v({ t: [1] }).ok).toBe(true);
