@@ -211,7 +211,7 @@ export function verifyDir(dir: DirHandle): boolean {
 }
 
 /**
- * Split and check a path for writing: no root, no trailing `/`, nothing
+ * Split and check a path for writing: no root, no trailing `/` or `/.`, nothing
  * inside a protected folder, and not one of `extra` (relative paths the
  * operator protects, such as agentcore's config file when it lies inside
  * the root; an entry also covers everything below it).
@@ -219,7 +219,8 @@ export function verifyDir(dir: DirHandle): boolean {
 export function writablePath(path: string, extra: readonly string[] = []): string[] {
   const parts = splitRelativePath(path);
   if (parts.length === 0) fail("PATH_INVALID", "path names the root folder, not a file", { path });
-  if (path.endsWith("/")) fail("PATH_INVALID", "path ends with '/', which names a folder", { path });
+  // "f.txt/" and "f.txt/." both name f.txt as a folder (POSIX: ENOTDIR), never the file
+  if (path.endsWith("/") || path.endsWith("/.")) fail("PATH_INVALID", "path ends with '/' or '/.', which names a folder", { path });
   checkProtected(parts, path);
   const rel = parts.join("/");
   for (const p of extra) {

@@ -181,6 +181,12 @@ describe("write_file escapes (each must fail)", () => {
     expect(code(await sb.call("write_file", { path: "sub", content: "x" }))).toBe("NOT_A_FILE");
     expect(code(await sb.call("write_file", { path: "sub/", content: "x" }))).toBe("PATH_INVALID");
     expect(code(await sb.call("write_file", { path: ".", content: "x" }))).toBe("PATH_INVALID");
+    // a trailing "/." names a folder too: neither the existing file nor a new one is written
+    fs.writeFileSync(path.join(sb.root, "kept.txt"), "old");
+    expect(code(await sb.call("write_file", { path: "kept.txt/.", content: "x" }))).toBe("PATH_INVALID");
+    expect(fs.readFileSync(path.join(sb.root, "kept.txt"), "utf8")).toBe("old");
+    expect(code(await sb.call("write_file", { path: "fresh.txt/.", content: "x" }))).toBe("PATH_INVALID");
+    expect(fs.existsSync(path.join(sb.root, "fresh.txt"))).toBe(false);
     fs.writeFileSync(path.join(sb.root, "f"), "x");
     expect(code(await sb.call("write_file", { path: "f/g", content: "x" }))).toBe("NOT_FOUND");
   });
