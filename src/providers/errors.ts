@@ -18,6 +18,7 @@ export const CONTEXT_OVERFLOW_CODES: readonly string[] = [
   "context_length_error",
   "context_length_exceeded",
   "context_window_exceeded",
+  "exceed_context_size_error", // llama.cpp server
   "input_too_long",
   "prompt_too_long",
 ];
@@ -29,6 +30,12 @@ export const CONTEXT_OVERFLOW_PHRASES: readonly string[] = [
   "maximum context length",
   "prompt is too long",
   "too many tokens",
+  // llama.cpp server: "the request exceeds the available context size, try increasing it"
+  "exceeds the available context size",
+  // LM Studio: "Trying to keep the first N tokens when context the overflows. However, the
+  // model is loaded with context length of only M tokens, which is not enough. …"
+  "when context the overflows",
+  "loaded with context length of only",
 ];
 
 const retryable = new WeakSet<ModelProviderError>();

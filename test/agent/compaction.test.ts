@@ -3,6 +3,8 @@ import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { CompactionPolicy, type CompactionRequest, type Compactor, type TokenEstimator } from "../../src/context/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { ModelProviderError, type ModelAdapter, type ModelRequest, type ModelStreamEvent } from "../../src/providers/types.ts";
+import { OpenAIModelAdapter } from "../../src/providers/openai.ts";
+import { startOpenAIServer, textReply } from "../support/openai-server.ts";
 import { Recorder } from "./support.ts";
 
 /** Content length for conversation messages, 1 for system messages (prompt, summaries), no tools. */
@@ -251,6 +253,33 @@ describe("context overflow", () => {
     expect(rec.of("compaction_completed")[0].result.status).toBe("completed");
     expect(model.requests[2].messages.map((m) => m.role)).toEqual(["system", "system", "user"]);
     expect(JSON.stringify(model.requests[2])).not.toContain("_agentcore_");
+  });
+
+  test("LM Studio's overflow answer over real HTTP (the openai SDK) is recovered: compacted and retried once", async () => {
+    const server = await startOpenAIServer([
+      textReply(y30, [40, 30]),
+      {
+        kind: "error",
+        status: 400,
+        body: { error: "Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input" },
+      },
+      textReply("recovered"),
+    ]);
+    try {
+      const model = new OpenAIModelAdapter({ model: "local", baseURL: server.baseURL, timeoutMs: 10_000 }, { retry: { sleep: async () => {} } });
+      const rec = new Recorder();
+      const agent = createAgent({ model, systemPrompt: "sys", sinks: [rec.sink], compaction: { policy: policy(100_000), compactor: new StubCompactor() } });
+      await agent.run("x".repeat(30));
+      const r = await agent.run("z".repeat(50));
+      expect(r).toMatchObject({ status: "completed", stop_reason: "text_response", output: "recovered" });
+      expect(r.usage.request_count).toBe(2);
+      expect(rec.of("compaction_started").map((e) => e.request.trigger)).toEqual(["overflow"]);
+      expect(server.requests).toHaveLength(3);
+      expect(server.requests[2]!.body.messages.map((m: { role: string }) => m.role)).toEqual(["system", "system", "user"]);
+      await agent.shutdown();
+    } finally {
+      await server.close();
+    }
   });
 
   test("a second overflow ends the run failed / context_overflow", async () => {

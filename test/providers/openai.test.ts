@@ -361,6 +361,32 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(err.kind).toBe("context_overflow");
   });
 
+  test("LM Studio's and llama.cpp's overflow answers → context_overflow, not retried", async () => {
+    const replies: ScriptedReply[] = [
+      // LM Studio (its wording, garbled order included, as a bare string error)
+      {
+        kind: "error",
+        status: 400,
+        body: {
+          error:
+            "Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input",
+        },
+      },
+      // llama.cpp server, newer (type) and older (message only)
+      { kind: "error", status: 400, body: { error: { code: 400, message: "request (9000 tokens) exceeds the available context size (4096 tokens), try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 9000, n_ctx: 4096 } } },
+      { kind: "error", status: 400, body: { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "invalid_request_error" } } },
+    ];
+    const { adapter, server, sleeps } = await setup(replies);
+    for (let i = 0; i < replies.length; i++) {
+      const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
+      expect(err).toBeInstanceOf(ModelProviderError);
+      expect(err.kind).toBe("context_overflow");
+      expect(err.status).toBe(400);
+    }
+    expect(server.requests).toHaveLength(replies.length);
+    expect(sleeps).toEqual([]);
+  });
+
   test("other 4xx → provider_error, not retried", async () => {
     const { adapter, server } = await setup([{ kind: "error", status: 400, body: errorBody("bad tool schema", "invalid_request_error") }]);
     const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
