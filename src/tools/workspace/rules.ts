@@ -25,7 +25,8 @@
  *   `--receive-pack`, `--exec`, `--ext-diff`, `--textconv`, `--output`,
  *   `--open-files-in-pager`, `--template`, `--unsafe-paths` for `git apply`
  *   writing outside the worktree, …; git accepts unambiguous abbreviations,
- *   so a prefix of four or more characters counts too) and `-O` are refused. `exec` adds
+ *   down to one letter, so every prefix counts too: `git init --t=DIR` is
+ *   `--template`) and `-O` are refused. `exec` adds
  *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
  *   -c diff.external= -c protocol.allow=never -c core.editor=false
  *   -c sequence.editor=false -c safe.bareRepository=explicit` in front, so
@@ -184,7 +185,7 @@ export function checkArguments(program: string, args: readonly string[]): void {
     const p = rule.prefix?.find((x) => a.startsWith(x));
     if (p !== undefined) deny(p);
     if (name.startsWith("--")) {
-      const l = rule.long?.find((d) => d === name || (name.length >= 4 && d.startsWith(name)));
+      const l = rule.long?.find((d) => isAbbreviation(name, d));
       if (l !== undefined) deny(l);
     } else if (rule.short !== undefined) {
       const cluster = a.startsWith("-") ? a.slice(1) : i === 0 && rule.oldStyle === true ? a : "";
@@ -192,6 +193,16 @@ export function checkArguments(program: string, args: readonly string[]): void {
       if (letter !== undefined) deny(`-${letter}`);
     }
   });
+}
+
+/**
+ * Whether the long option `name` (no `=value`) is `denied` or an abbreviation
+ * of it. GNU getopt and git take any unambiguous prefix, down to a single
+ * letter after `--` (`git init --t=DIR` is `--template=DIR`, the only init
+ * option starting with t), so every prefix of at least one letter counts.
+ */
+function isAbbreviation(name: string, denied: string): boolean {
+  return name === denied || (name.length >= 3 && denied.startsWith(name));
 }
 
 function checkGit(args: readonly string[]): void {
@@ -214,7 +225,7 @@ function checkGit(args: readonly string[]): void {
     }
     if (!a.startsWith("--")) continue;
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
-    const hit = GIT_DENIED_LONG.find((d) => d === name || (name.length >= 4 && d.startsWith(name)));
+    const hit = GIT_DENIED_LONG.find((d) => isAbbreviation(name, d));
     if (hit !== undefined) {
       refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, { argv_index: k + 1, option: name });
     }
