@@ -25,15 +25,18 @@ export class ToolsConfigError extends Error {
   override name = "ToolsConfigError";
 }
 
-type Kind = "posint" | "strings" | "isolation";
+type Kind = "posint" | "timeout" | "strings" | "isolation";
+
+/** Longest timer a runtime can set (ms); a larger one fires at once. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
 const SPEC: Record<string, Record<string, Kind>> = {
   list_dir: { max_entries: "posint" },
   glob: { max_results: "posint" },
-  grep: { max_results: "posint", max_file_bytes: "posint", timeout_ms: "posint" },
-  git_diff: { max_bytes: "posint", timeout_ms: "posint" },
+  grep: { max_results: "posint", max_file_bytes: "posint", timeout_ms: "timeout" },
+  git_diff: { max_bytes: "posint", timeout_ms: "timeout" },
   write_file: { max_bytes: "posint" },
   apply_patch: { max_bytes: "posint" },
-  exec: { allow: "strings", env: "strings", timeout_ms: "posint", max_output_bytes: "posint", isolation: "isolation" },
+  exec: { allow: "strings", env: "strings", timeout_ms: "timeout", max_output_bytes: "posint", isolation: "isolation" },
 };
 
 /** The tools `read` selects in `--tools`. */
@@ -69,6 +72,10 @@ export function parseToolsConfig(value: unknown, where = "tools"): WorkspaceTool
       const x = v[key];
       if (kind === "posint") {
         if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw new ToolsConfigError(`"${at}" must be a positive integer`);
+      } else if (kind === "timeout") {
+        if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1 || x > MAX_TIMEOUT_MS) {
+          throw new ToolsConfigError(`"${at}" must be a positive integer of at most ${MAX_TIMEOUT_MS} (milliseconds)`);
+        }
       } else if (kind === "strings") {
         if (!Array.isArray(x)) throw new ToolsConfigError(`"${at}" must be an array of strings`);
         x.forEach((s, i) => {

@@ -36,7 +36,7 @@ import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, type RunResult } from "./process.ts";
 import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, FIXED_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
-import { deepFreeze } from "./util.ts";
+import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
 export const DEFAULT_EXEC_MAX_OUTPUT = 64 * 1024;
@@ -122,7 +122,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const dirs = options.searchPath ?? pathDirs();
   const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
   const maxOutput = options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new RangeError("exec timeout_ms must be a positive integer");
+  checkTimeoutMs(timeoutMs, "exec timeout_ms");
   if (!Number.isSafeInteger(maxOutput) || maxOutput < 1) throw new RangeError("exec max_output_bytes must be a positive integer");
   if (options.allow.length === 0) throw new Error("exec: the allow list is empty");
 

@@ -50,7 +50,7 @@ import { fail, hasProcFd } from "./dirfd.ts";
 import { runProcess } from "./process.ts";
 import { findOnPath, pathDirs } from "./sandbox.ts";
 import { absolutePathOnly } from "./rules.ts";
-import { deepFreeze } from "./util.ts";
+import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_GIT_DIFF_MAX_BYTES = 256 * 1024;
 export const DEFAULT_GIT_DIFF_TIMEOUT_MS = 30_000;
@@ -133,7 +133,7 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
   const git = findOnPath("git", options.searchPath ?? pathDirs());
   if (git === null) throw new Error("git_diff: git was not found on PATH");
   const maxBytes = options.maxBytes ?? DEFAULT_GIT_DIFF_MAX_BYTES;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS;
+  const timeoutMs = checkTimeoutMs(options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS, "git_diff timeout_ms");
   const env = (): Record<string, string> => {
     return {
       PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),

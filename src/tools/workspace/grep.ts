@@ -32,7 +32,7 @@ import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { at, closeQuietly, fail, lstatAt, openParent, type DirHandle } from "./dirfd.ts";
 import { compileGlob, worthEntering } from "./glob.ts";
-import { deepFreeze } from "./util.ts";
+import { checkTimeoutMs, deepFreeze } from "./util.ts";
 import { walkTree } from "./walk.ts";
 
 export const DEFAULT_GREP_MAX_RESULTS = 500;
@@ -315,7 +315,7 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
   const realRoot = resolveRoot(options.root);
   const cap = options.maxResults ?? DEFAULT_GREP_MAX_RESULTS;
   const maxFileBytes = options.maxFileBytes ?? DEFAULT_GREP_MAX_FILE_BYTES;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_GREP_TIMEOUT_MS;
+  const timeoutMs = checkTimeoutMs(options.timeoutMs ?? DEFAULT_GREP_TIMEOUT_MS, "grep timeout_ms");
   return {
     name: "grep",
     description: `Search file contents under the root with a JavaScript regular expression; reports path, line number and line text (at most ${cap} matches). Skips binary files, files over ${maxFileBytes} bytes and .git; never follows symlinks.`,
