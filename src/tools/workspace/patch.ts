@@ -10,7 +10,8 @@
  *   a tab and whatever follows it (a timestamp) is dropped;
  * - hunks `@@ -l[,n] +l[,n] @@` with lines starting ` ` (context), `-`, `+`,
  *   and `\ No newline at end of file`; an empty line counts as an empty
- *   context line; counts must agree with the header;
+ *   context line; counts must agree with the header (a `' '`, `-` or `+` line
+ *   right after the counted ones is an error, not dropped);
  * - renames (old and new paths differ), binary patches and the same file
  *   twice are refused (`PATCH_INVALID`);
  * - no fuzz: every context and removed line must match exactly. A hunk is
@@ -139,6 +140,13 @@ export function parseUnifiedDiff(text: string): FilePatch[] {
         i++;
       }
       fp.hunks.push(hunk);
+    }
+    // A hunk line right after the counted ones means the header's counts are
+    // too small: dropping it would apply only part of what the patch says.
+    const after = lines[i];
+    const lastHunk = fp.hunks[fp.hunks.length - 1];
+    if (lastHunk !== undefined && after !== undefined && /^[ +-]/.test(after) && !after.startsWith("--- ") && after !== "-- ") {
+      invalid(`hunk ${lastHunk.header} has more lines than its header says (${lastHunk.oldCount} old, ${lastHunk.newCount} new); correct the counts`, i + 1);
     }
     if (fp.hunks.length === 0) invalid(`no hunks for ${newPath ?? oldPath}`, start);
     const key = (newPath ?? oldPath)!;

@@ -100,3 +100,38 @@ describe("timeouts a timer can't hold", () => {
     }
   });
 });
+
+describe("apply_patch: hunks longer than their header", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-review2-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("a '+', '-' or ' ' line after the counted ones is PATCH_INVALID naming the patch line; nothing is written (it was dropped and the rest applied)", async () => {
+    fs.writeFileSync(path.join(sb.root, "p.txt"), "one\ntwo\nthree\n");
+    fs.writeFileSync(path.join(sb.root, "q.txt"), "alpha\n");
+    const good = "--- a/q.txt\n+++ b/q.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n";
+    for (const [extra, line] of [["+EXTRA\n three\n", 12], ["-three\n", 12], [" three\n", 12]] as [string, number][]) {
+      const patch = good + "--- a/p.txt\n+++ b/p.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n" + extra;
+      const env = await sb.call("apply_patch", { patch });
+      expect(env.error?.code).toBe("PATCH_INVALID");
+      expect(env.error?.message).toBe(`patch line ${line}: hunk @@ -1,2 +1,2 @@ has more lines than its header says (2 old, 2 new); correct the counts`);
+      expect(fs.readFileSync(path.join(sb.root, "p.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+      expect(fs.readFileSync(path.join(sb.root, "q.txt"), "utf8")).toBe("alpha\n");
+    }
+  });
+
+  test("what may follow a hunk still does: blank lines, the next file, git's headers, a format-patch signature", async () => {
+    fs.writeFileSync(path.join(sb.root, "r.txt"), "1\n2\n");
+    fs.writeFileSync(path.join(sb.root, "s.txt"), "x\n");
+    const patch =
+      "From 0000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] t\n\n---\n" +
+      "diff --git a/r.txt b/r.txt\nindex 1..2 100644\n--- a/r.txt\n+++ b/r.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+two\n" +
+      "diff --git a/s.txt b/s.txt\n--- a/s.txt\n+++ b/s.txt\n@@ -1 +1 @@\n-x\n+y\n\n-- \n2.39.5\n\n";
+    const env = await sb.call("apply_patch", { patch });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "r.txt"), "utf8")).toBe("1\ntwo\n");
+    expect(fs.readFileSync(path.join(sb.root, "s.txt"), "utf8")).toBe("y\n");
+  });
+});
