@@ -32,7 +32,9 @@ import { sessionMessages } from "../session/types.ts";
 import { LineFramer, isBlank } from "../cli/lines.ts";
 import { VERSION } from "../version.ts";
 import { ApprovalQueue } from "./approvals.ts";
-import { DEFAULT_MAX_BODY_BYTES, Fields, isNdjsonType, readBody, readJson } from "./body.ts";
+import { DEFAULT_MAX_BODY_BYTES, Fields, isJsonType, isNdjsonType, readBody, readJson } from "./body.ts";
+import { validateStrict } from "../core/index.ts";
+import { HARD_MAX_DEPTH } from "../core/errors.ts";
 import { errorResponse, HttpError, jsonResponse, JSON_HEADERS } from "./errors.ts";
 import { bearerChecker } from "./token.ts";
 import { corsHeaders, hostOriginGuard } from "./guard.ts";
@@ -524,6 +526,27 @@ export function createApp(options: AppOptions): Daemon {
     maxRequestBodySize: maxBody,
     onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
   });
+  /** A JSON-RPC error answer (what the MCP SDK sends for the refusals it makes itself). */
+  const rpcError = (status: number, code: number, message: string, data?: Record<string, unknown>): Response =>
+    jsonResponse({ jsonrpc: "2.0", error: data === undefined ? { code, message } : { code, message, data }, id: null }, status);
+  /**
+   * An /mcp body, read under the cap and the deadline and validated strictly
+   * (duplicate keys, encoding, `__proto__`; nesting up to the hard cap, so
+   * the runtime's own depth limit still decides about the arguments), or the
+   * JSON-RPC refusal to send.
+   */
+  const readMcpBody = async (req: Request): Promise<Uint8Array | Response> => {
+    let bytes: Uint8Array;
+    try {
+      bytes = await withDeadline(readBody(req, maxBody));
+    } catch (e) {
+      if (!(e instanceof HttpError)) throw e;
+      return rpcError(e.status, e.status === 413 ? -32000 : -32600, e.status === 413 ? `Payload Too Large: ${e.message}` : e.message, { code: e.code, ...e.details });
+    }
+    const bad = validateStrict(bytes, { maxBytes: maxBody, maxDepth: HARD_MAX_DEPTH });
+    if (bad === null) return bytes;
+    return rpcError(400, -32700, `Parse error: ${bad.message} at line ${bad.line}, column ${bad.column}`, { code: bad.code, offset: bad.offset, line: bad.line, column: bad.column });
+  };
   if (mcp !== null) {
     // The request deadline applies here too: past it the request's signal
     // fires, the SDK tears the exchange down, and the call in flight is
@@ -546,7 +569,19 @@ export function createApp(options: AppOptions): Daemon {
       raw.signal?.addEventListener("abort", () => ac.abort(raw.signal.reason), { once: true });
       let res: Response;
       try {
-        res = await mcp.fetch(new Request(raw, { signal: ac.signal }));
+        // A JSON body is read here and checked by the strict core first: the
+        // SDK's JSON.parse would take a duplicate key last-wins (so
+        // {"name":"a","name":"b"} called b), and accept bytes that are not UTF-8.
+        let forward: Request = raw;
+        if (raw.method === "POST" && isJsonType(raw.headers.get("content-type"))) {
+          const body = await readMcpBody(raw);
+          if (body instanceof Response) {
+            settle();
+            return body;
+          }
+          forward = new Request(raw.url, { method: "POST", headers: raw.headers, body: body as Uint8Array<ArrayBuffer> });
+        }
+        res = await mcp.fetch(new Request(forward, { signal: ac.signal }));
       } catch (e) {
         settle();
         throw e;
