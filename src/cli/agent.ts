@@ -30,7 +30,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import type { JournalStorage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { SessionError, SessionUnfinishedRunError } from "../session/types.ts";
-import type { LineWriter } from "./output.ts";
+import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
 import { checkPlan, createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
@@ -210,19 +210,34 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
   const stderr = process.stderr;
   const showTools = flags.events === undefined && isTTY(stderr);
   let textOpen = false;
+  // stdout carries the product (events, or the streamed text): once writing it
+  // fails (EPIPE, ENOSPC), the run is aborted and the command exits 2 as
+  // execute and run do.
+  let outputError: OutputError | null = null;
+  const output = (text: string, newline: boolean): void => {
+    if (outputError !== null) return;
+    try {
+      if (newline) out.line(text);
+      else out.write(text);
+      out.flush();
+    } catch (e) {
+      if (!(e instanceof OutputError)) throw e;
+      outputError = e;
+      agent?.abort(`agentcore stopped the run: ${e.message}`);
+    }
+  };
   const sink = (event: AgentEvent): void => {
     if (flags.events === "jsonl") {
-      out.line(JSON.stringify(event));
-      out.flush();
+      output(JSON.stringify(event), true);
       return;
     }
     switch (event.kind) {
       case "assistant_text_delta":
-        process.stdout.write(event.delta);
+        output(event.delta, false);
         textOpen = true;
         break;
       case "message_completed":
-        if (textOpen) process.stdout.write("\n");
+        if (textOpen) output("", true);
         textOpen = false;
         break;
       case "tool_progressed": {
@@ -244,7 +259,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     }
   };
 
-  let agent;
+  let agent: ReturnType<typeof createAgent> | undefined;
   const recorder = storage === null ? null : new SessionRecorder(flags.session!, storage, branch);
   const { systemPrompt } = setupPlan(runtime, flags.system, flags.plan);
   try {
@@ -292,6 +307,9 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
   for (const [name, listener] of endingListeners) process.on(name, listener);
   try {
     const result = flags.continue === true ? await agent.continueRun() : await agent.run(flags.task);
+    // Text cut short (an abort mid-answer) still ends its line.
+    if (textOpen) output("", true);
+    if (outputError !== null) throw outputError;
     out.flush();
     if (recorder !== null && recorder.errors.length > 0) {
       stderr.write(`agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`);

@@ -34,6 +34,13 @@ export class LineWriter {
     if (this.#size >= FLUSH_AT) this.flush();
   }
 
+  /** Queue text as it is, without a newline (streamed text). Flushes once 64 KiB are pending. */
+  write(text: string): void {
+    this.#parts.push(text);
+    this.#size += text.length;
+    if (this.#size >= FLUSH_AT) this.flush();
+  }
+
   /** Write everything pending. Throws {@link OutputError} on failure. */
   flush(): void {
     if (this.#size === 0) return;

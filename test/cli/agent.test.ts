@@ -4,7 +4,7 @@
  * scripted OpenAI-compatible server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
@@ -132,6 +132,28 @@ describe("agentcore agent --script", () => {
     ]);
   });
 
+  test("stdout that cannot be written (/dev/full): exit 2 naming the failure, the run aborted and journaled; no crash", async () => {
+    const path = script("full.jsonl", [
+      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1}' }] },
+      { content: null, tool_calls: [{ id: "c2", name: "echo", arguments: '{"a":2}' }] },
+      { content: "never shown" },
+    ]);
+    for (const [i, mode] of [[], ["--events", "jsonl"]].entries()) {
+      const full = openSync("/dev/full", "w");
+      const session = `full-${i}`;
+      const p = Bun.spawn([bin, "agent", ...mode, "--session", session, "--no-plan", "--script", path, "go"], { cwd: work, stdin: "ignore", stdout: full, stderr: "pipe", env: CLEAN_ENV });
+      const [stderr, status] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+      closeSync(full);
+      expect(stderr).toBe("agentcore: cannot write results: ENOSPC\n");
+      expect(status).toBe(2);
+      const show = await run(["sessions", "show", session, "--json"]);
+      expect(show.status).toBe(0);
+      const runs = (JSON.parse(show.stdout) as { session: { runs: { result: Record<string, unknown> }[] } }).session.runs;
+      expect(runs).toHaveLength(1);
+      expect(runs[0]!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "agentcore stopped the run: cannot write results: ENOSPC" });
+    }
+  });
+
   test("setup mistakes exit 2 with a clear message", async () => {
     const missing = await run(["agent", "--script", join(work, "nope.jsonl"), "go"]);
     expect(missing.status).toBe(2);
@@ -184,6 +206,27 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
     expect(second.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
     expect(second.tools.map((t) => t.function.name)).toEqual(["echo", "read_file", "update_plan"]);
     expect(server.requests.at(-1)!.headers.authorization).toBe("Bearer sk-test");
+  });
+
+  test("Ctrl-C while the model stalls mid-answer: the text shown so far ends its line, then the reason on stderr", async () => {
+    server.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "partial answ" })], end: "stall" });
+    const p = Bun.spawn([bin, "agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
+    const reader = p.stdout.getReader();
+    let seen = "";
+    while (!seen.includes("partial answ")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    p.kill("SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(await p.exited).toBe(1);
+    expect(seen).toBe("partial answ\n");
+    expect(await new Response(p.stderr).text()).toBe("agentcore: run cancelled (external_abort): interrupted by the user (Ctrl-C)\n");
   });
 });
 
