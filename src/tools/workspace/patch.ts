@@ -7,7 +7,8 @@
  * - a file section starts with `--- OLD` then `+++ NEW` (anything before,
  *   such as `diff --git` or `index` lines, is ignored); `/dev/null` marks a
  *   created or deleted file; a leading `a/` (old) or `b/` (new) is dropped;
- *   a tab and whatever follows it (a timestamp) is dropped;
+ *   a tab and whatever follows it (a timestamp) is dropped; a path in double
+ *   quotes is unquoted as git writes it (C escapes, octal bytes of UTF-8);
  * - hunks `@@ -l[,n] +l[,n] @@` with lines starting ` ` (context), `-`, `+`,
  *   and `\ No newline at end of file`; an empty line counts as an empty
  *   context line; counts must agree with the header (a `' '`, `-` or `+` line
@@ -60,17 +61,53 @@ function invalid(message: string, line: number): never {
   throw new ToolError("PATCH_INVALID", `patch line ${line}: ${message}`, { line });
 }
 
-function cleanPath(raw: string, prefix: string): string | null {
-  let p = raw;
-  const tab = p.indexOf("\t");
-  if (tab >= 0) p = p.slice(0, tab);
-  p = p.replace(/\s+$/, "");
-  if (p.startsWith('"') && p.endsWith('"') && p.length >= 2) {
-    try {
-      p = JSON.parse(p) as string;
-    } catch {
-      // keep it as written; the path rules will judge it
+const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+let utf8Fatal: TextDecoder | undefined;
+
+/**
+ * A path as git writes one with unusual characters: in double quotes, with C
+ * escapes (`\t`, `\"`, `\\`, …) and other bytes as three octal digits
+ * (`"a/caf\303\251.txt"` for `a/café.txt`, core.quotePath). Returns the
+ * text inside the quotes; anything after the closing quote must be white
+ * space (a tab and a timestamp).
+ */
+function unquoteC(quoted: string, line: number): string {
+  const bytes: number[] = [];
+  const enc = new TextEncoder();
+  for (let k = 1; k < quoted.length; k++) {
+    const c = String.fromCodePoint(quoted.codePointAt(k)!); // whole characters, not UTF-16 halves
+    if (c === '"') {
+      if (!/^\s*$/.test(quoted.slice(k + 1).split("\t")[0]!)) invalid(`unexpected text after the quoted path ${JSON.stringify(quoted.slice(0, 80))}`, line);
+      utf8Fatal ??= new TextDecoder("utf-8", { fatal: true });
+      try {
+        return utf8Fatal.decode(new Uint8Array(bytes));
+      } catch {
+        invalid(`the quoted path ${JSON.stringify(quoted.slice(0, 80))} is not UTF-8`, line);
+      }
     }
+    if (c !== "\\") {
+      bytes.push(...enc.encode(c));
+      k += c.length - 1;
+      continue;
+    }
+    const e = quoted[++k] ?? "";
+    const oct = /^[0-3][0-7]{2}$/.exec(quoted.slice(k, k + 3));
+    if (oct !== null) {
+      bytes.push(parseInt(oct[0], 8));
+      k += 2;
+    } else if (Object.hasOwn(C_ESCAPES, e)) bytes.push(C_ESCAPES[e]!);
+    else invalid(`unknown escape \\${e} in the quoted path ${JSON.stringify(quoted.slice(0, 80))}`, line);
+  }
+  invalid(`the quoted path ${JSON.stringify(quoted.slice(0, 80))} has no closing quote`, line);
+}
+
+function cleanPath(raw: string, prefix: string, line: number): string | null {
+  let p = raw;
+  if (p.startsWith('"')) p = unquoteC(p, line);
+  else {
+    const tab = p.indexOf("\t");
+    if (tab >= 0) p = p.slice(0, tab);
+    p = p.replace(/\s+$/, "");
   }
   if (p === "/dev/null") return null;
   if (p.startsWith(prefix)) p = p.slice(prefix.length);
@@ -96,8 +133,8 @@ export function parseUnifiedDiff(text: string): FilePatch[] {
     const start = i + 1;
     const next = lines[i + 1];
     if (next === undefined || !next.startsWith("+++ ")) invalid("'--- ' must be followed by a '+++ ' line", i + 2);
-    const oldPath = cleanPath(line.slice(4), "a/");
-    const newPath = cleanPath(next.slice(4), "b/");
+    const oldPath = cleanPath(line.slice(4), "a/", start);
+    const newPath = cleanPath(next.slice(4), "b/", start + 1);
     if (oldPath === null && newPath === null) invalid("both sides are /dev/null", start);
     if (oldPath !== null && newPath !== null && oldPath !== newPath) {
       invalid(`renames are not supported (${oldPath} -> ${newPath})`, start);

@@ -135,3 +135,58 @@ describe("apply_patch: hunks longer than their header", () => {
     expect(fs.readFileSync(path.join(sb.root, "s.txt"), "utf8")).toBe("y\n");
   });
 });
+
+describe("apply_patch: paths git writes in quotes", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-review2-");
+  });
+  afterAll(() => sb.cleanup());
+
+  const git = (...args: string[]) => {
+    const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: sb.root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.base, GIT_CONFIG_NOSYSTEM: "1" } });
+    expect(r.exitCode).toBe(0);
+    return r.stdout.toString();
+  };
+
+  test("a real git diff of non-ASCII and tab names (\"a/caf\\303\\251.txt\") applies, also creating a file; it was refused as a rename, or made a folder named '\"b'", async () => {
+    const names = ["café.txt", "tab\tname.txt"];
+    git("init", "-q", ".");
+    for (const n of names) fs.writeFileSync(path.join(sb.root, n), "old\n");
+    git("add", ".");
+    git("commit", "-qm", "one");
+    for (const n of names) fs.writeFileSync(path.join(sb.root, n), "new\n");
+    fs.writeFileSync(path.join(sb.root, "neu-ü.txt"), "created\n");
+    git("add", "neu-ü.txt");
+    const patch = git("diff", "HEAD");
+    expect(patch).toContain('+++ "b/caf\\303\\251.txt"');
+    expect(patch).toContain('+++ "b/neu-\\303\\274.txt"');
+    expect(patch).toContain('+++ "b/tab\\tname.txt"');
+    git("reset", "-q", "--hard", "HEAD");
+    expect(fs.existsSync(path.join(sb.root, "neu-ü.txt"))).toBe(false);
+
+    const env = await sb.call("apply_patch", { patch });
+    expect(env.error).toBeNull();
+    expect((env.result as { files: unknown[] }).files).toEqual([
+      { path: "café.txt", action: "modified" },
+      { path: "neu-ü.txt", action: "created" },
+      { path: "tab\tname.txt", action: "modified" },
+    ]);
+    for (const n of names) expect(fs.readFileSync(path.join(sb.root, n), "utf8")).toBe("new\n");
+    expect(fs.readFileSync(path.join(sb.root, "neu-ü.txt"), "utf8")).toBe("created\n");
+    expect(fs.readdirSync(sb.root).filter((n) => n.startsWith('"'))).toEqual([]);
+  });
+
+  test("a quoted path that is not UTF-8, has an unknown escape or no closing quote is PATCH_INVALID naming the line", async () => {
+    for (const [header, message] of [
+      ['--- /dev/null\n+++ "b/x\\377.txt"\n', 'patch line 2: the quoted path "\\"b/x\\\\377.txt\\"" is not UTF-8'],
+      ['--- /dev/null\n+++ "b/x\\q.txt"\n', 'patch line 2: unknown escape \\q in the quoted path "\\"b/x\\\\q.txt\\""'],
+      ['--- /dev/null\n+++ "b/x.txt\n', 'patch line 2: the quoted path "\\"b/x.txt" has no closing quote'],
+    ]) {
+      const env = await sb.call("apply_patch", { patch: `${header}@@ -0,0 +1 @@\n+x\n` });
+      expect(env.error?.code).toBe("PATCH_INVALID");
+      expect(env.error?.message).toBe(message);
+    }
+    expect(fs.readdirSync(sb.root).filter((n) => n.startsWith('"') || n.startsWith("x"))).toEqual([]);
+  });
+});
