@@ -313,7 +313,8 @@ export function applyEdit(content: string, edit: Edit, index: number): string {
   const label = `edit ${index + 1}`;
   if (edit.old === "") throw new ToolError("PATCH_INVALID", `${edit.path}: ${label}: "old" must not be empty`, { path: edit.path, edit: index + 1 });
   const hits: number[] = [];
-  for (let i = content.indexOf(edit.old); i >= 0; i = content.indexOf(edit.old, i + edit.old.length)) {
+  // Overlapping occurrences count ("aa" occurs twice in "aaa"): either could be meant.
+  for (let i = content.indexOf(edit.old); i >= 0; i = content.indexOf(edit.old, i + 1)) {
     hits.push(i);
     if (hits.length > 10) break;
   }

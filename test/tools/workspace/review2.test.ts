@@ -190,3 +190,28 @@ describe("apply_patch: paths git writes in quotes", () => {
     expect(fs.readdirSync(sb.root).filter((n) => n.startsWith('"') || n.startsWith("x"))).toEqual([]);
   });
 });
+
+describe("apply_patch edits: overlapping occurrences", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-review2-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("an 'old' text that occurs twice overlapping (\"aa\" in \"aaa\", a blank line in three) is ambiguous: PATCH_MISMATCH, file unchanged", async () => {
+    fs.writeFileSync(path.join(sb.root, "o.txt"), "aaa\n");
+    fs.writeFileSync(path.join(sb.root, "b.txt"), "x\n\n\n\ny\n");
+    let env = await sb.call("apply_patch", { edits: [{ path: "o.txt", old: "aa", new: "b" }] });
+    expect(env.error?.code).toBe("PATCH_MISMATCH");
+    expect(env.error?.details).toMatchObject({ occurrences: 2, line: 1 });
+    env = await sb.call("apply_patch", { edits: [{ path: "b.txt", old: "\n\n\n", new: "\n\n" }] });
+    expect(env.error?.code).toBe("PATCH_MISMATCH");
+    expect(env.error?.message).toBe('b.txt: edit 1: "old" text occurs 2 times (lines 1, 2); add surrounding text to make it unique');
+    expect(fs.readFileSync(path.join(sb.root, "o.txt"), "utf8")).toBe("aaa\n");
+    expect(fs.readFileSync(path.join(sb.root, "b.txt"), "utf8")).toBe("x\n\n\n\ny\n");
+    // a unique one still applies
+    env = await sb.call("apply_patch", { edits: [{ path: "o.txt", old: "aaa", new: "b" }] });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "o.txt"), "utf8")).toBe("b\n");
+  });
+});
