@@ -163,6 +163,18 @@ export interface NormalizeOptions {
   streaming?: boolean;
   /** Set when the adapter's own timer fired: the failure is a timeout. */
   timedOut?: boolean;
+  /** The base URL requested, named when no connection could be made (credentials and query left out). */
+  endpoint?: string;
+}
+
+/** A URL as safe to show: no user name, password, query or fragment. */
+function shownEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "the model endpoint";
+  }
 }
 
 /**
@@ -197,7 +209,12 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
     return retryableModelError("provider_error", prefix + detail(err), base);
   }
   if (err instanceof OpenAISDK.APIConnectionError) {
-    return retryableModelError("provider_error", prefix + detail(err), base);
+    // The SDK's own message is only "Connection error."; the cause says why
+    // (ECONNREFUSED, ENOTFOUND, a TLS failure), the endpoint says where.
+    const cause = (err as { cause?: unknown }).cause;
+    const why = cause !== undefined && cause !== null ? detail(cause) : detail(err);
+    const where = options.endpoint !== undefined ? `cannot connect to ${shownEndpoint(options.endpoint)}: ` : "";
+    return retryableModelError("provider_error", prefix + where + why, base);
   }
   if (err instanceof OpenAISDK.APIError) {
     const status = err.status;

@@ -260,6 +260,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
         responseStarted: started,
         streaming,
         timedOut,
+        endpoint: this.config.baseURL ?? OPENAI_DEFAULT_BASE_URL,
       });
     } finally {
       disarm();

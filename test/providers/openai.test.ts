@@ -336,6 +336,28 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  test("nothing listening (LM Studio not started): retried, then an error naming the endpoint and the cause", async () => {
+    // A port that was just in use and is closed now: connections are refused.
+    const probe = await startOpenAIServer();
+    const url = new URL(probe.baseURL);
+    await probe.close();
+    url.username = "user";
+    url.password = "secret-in-url";
+    url.search = "?key=secret-in-query";
+    const sleeps: number[] = [];
+    const adapter = new OpenAIModelAdapter(
+      { model: "local", baseURL: url.href, timeoutMs: 10_000 },
+      { retry: { maxRetries: 2, sleep: async (ms) => void sleeps.push(ms) } },
+    );
+    const err = (await failure(collect(adapter.stream(userRequest())))) as ModelProviderError;
+    expect(err).toBeInstanceOf(ModelProviderError);
+    expect(err.kind).toBe("provider_error");
+    expect(sleeps).toHaveLength(2);
+    expect(err.message).toStartWith(`chat completion stream failed: cannot connect to http://${url.host}/v1: `);
+    expect(err.message).toContain("ECONNREFUSED");
+    expect(err.message).not.toContain("secret");
+  });
+
   test("context-length error body → context_overflow, not retried", async () => {
     const { adapter, server, sleeps } = await setup([
       {
