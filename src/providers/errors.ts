@@ -168,7 +168,7 @@ export interface NormalizeOptions {
 }
 
 /** A URL as safe to show: no user name, password, query or fragment. */
-function shownEndpoint(url: string): string {
+export function shownEndpoint(url: string): string {
   try {
     const u = new URL(url);
     return `${u.protocol}//${u.host}${u.pathname}`;

@@ -13,7 +13,7 @@
 import OpenAI from "openai";
 import type { JsonLimits } from "../core/errors.ts";
 import { type ModelConfig, type ModelConfigInput, resolveModelConfig } from "./config.ts";
-import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, STREAM_FAILED_PREFIX } from "./errors.ts";
+import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, shownEndpoint, STREAM_FAILED_PREFIX } from "./errors.ts";
 import { resolveRetryOptions, retryingStream, type ResolvedRetryOptions, type RetryOptions } from "./retry.ts";
 import { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
 import {
@@ -182,14 +182,17 @@ export class OpenAIModelAdapter implements ModelAdapter {
     try {
       arm();
       const body = this.requestBody(request);
-      const pending = this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, {
-        signal: ctrl.signal,
-        timeout: timeoutMs,
-        maxRetries: 0,
-      });
+      const pending = this.client.chat.completions
+        .create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, {
+          signal: ctrl.signal,
+          timeout: timeoutMs,
+          maxRetries: 0,
+        })
+        .withResponse();
       pending.catch(() => {});
-      const sdkStream = await Promise.race([pending, stopped]);
+      const { data: sdkStream, response } = await Promise.race([pending, stopped]);
       iterator = (sdkStream as unknown as AsyncIterable<WireChunk>)[Symbol.asyncIterator]();
+      let chunks = 0;
 
       let text = "";
       let sawText = false;
@@ -200,6 +203,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
         next.catch(() => {});
         const r = await Promise.race([next, stopped]);
         if (r.done) break;
+        chunks++;
         const chunk = r.value;
         const events: ModelStreamEvent[] = [];
         for (const choice of chunk.choices ?? []) {
@@ -232,6 +236,18 @@ export class OpenAIModelAdapter implements ModelAdapter {
       // The SDK ends a stream quietly when its request is aborted.
       if (signal?.aborted) throw abortReason(signal);
       if (timedOut) throw STOPPED;
+      if (finishReason === undefined && chunks === 0) {
+        // Not an event stream at all (an HTML page, a JSON body): the URL is
+        // not a streaming chat-completions endpoint. Asking again won't help.
+        const type = response.headers.get("content-type") ?? "";
+        if (!/^\s*text\/event-stream\s*(;|$)/i.test(type)) {
+          throw new ModelProviderError(
+            "provider_error",
+            `${streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX}${shownEndpoint(this.config.baseURL ?? OPENAI_DEFAULT_BASE_URL)} answered ${response.status} with ${type === "" ? "no content type" : JSON.stringify(type)}, not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`,
+            { status: response.status },
+          );
+        }
+      }
       if (finishReason === undefined) {
         // The connection ended early: a network failure (retryable before any delta).
         throw retryableModelError(

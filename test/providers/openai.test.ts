@@ -336,6 +336,29 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  test("a 200 answer that is not an event stream (an HTML page, a JSON body) is one clear error, not retried", async () => {
+    const { adapter, server, sleeps } = await setup([
+      { kind: "error", status: 200, body: "<html><body>Welcome to the web UI</body></html>", headers: { "content-type": "text/html; charset=utf-8" } },
+      { kind: "json", body: { id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] } },
+      textReply("never asked for"),
+    ]);
+    const html = (await failure(collect(adapter.stream(userRequest())))) as ModelProviderError;
+    expect(html).toBeInstanceOf(ModelProviderError);
+    expect(html.kind).toBe("provider_error");
+    expect(html.message).toBe(`chat completion stream failed: ${server.baseURL} answered 200 with "text/html; charset=utf-8", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`);
+    const json = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
+    expect(json.message).toBe(`chat completion failed: ${server.baseURL} answered 200 with "application/json", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`);
+    expect(server.requests).toHaveLength(2);
+    expect(sleeps).toEqual([]);
+  });
+
+  test("an event stream cut before its first chunk is still retried", async () => {
+    const { adapter, server } = await setup([{ kind: "stream", chunks: [], end: "destroy" }, textReply("second try")]);
+    const res = await adapter.complete(userRequest());
+    expect(res.message.content).toBe("second try");
+    expect(server.requests).toHaveLength(2);
+  });
+
   test("nothing listening (LM Studio not started): retried, then an error naming the endpoint and the cause", async () => {
     // A port that was just in use and is closed now: connections are refused.
     const probe = await startOpenAIServer();
