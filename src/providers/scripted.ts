@@ -160,6 +160,24 @@ export function validateScriptedTurn(value: unknown, where: string): ScriptedTur
   return out;
 }
 
+/** The 1-based line holding the first byte sequence that is not UTF-8. */
+function invalidUtf8Line(bytes: Uint8Array): number {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let line = 1;
+  let start = 0;
+  for (let i = 0; i <= bytes.length; i++) {
+    if (i < bytes.length && bytes[i] !== 0x0a) continue;
+    try {
+      decoder.decode(bytes.subarray(start, i));
+    } catch {
+      return line;
+    }
+    line++;
+    start = i + 1;
+  }
+  return line - 1;
+}
+
 /** Parse a JSONL script with the strict core; errors name the 1-based line. */
 export function parseScript(text: string): ScriptedTurn[] {
   const turns: ScriptedTurn[] = [];
@@ -237,7 +255,21 @@ export class ScriptedModel implements ModelAdapter {
   /** A model from a JSONL file (works on Bun, Node and Deno). */
   static async fromFile(path: string, options: ScriptedModelOptions = {}): Promise<ScriptedModel> {
     const { readFile } = await import("node:fs/promises");
-    const text = await readFile(path, "utf8");
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(path);
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      throw new ScriptError(`scripted model: ${path}: cannot read the file (${typeof code === "string" ? code : (e as Error).message})`);
+    }
+    // Decoded strictly: a stray byte would otherwise become U+FFFD, played
+    // silently inside a string or reported as the wrong byte outside one.
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch {
+      throw new ScriptError(`scripted model: ${path}: line ${invalidUtf8Line(bytes)}: not valid UTF-8`);
+    }
     try {
       return ScriptedModel.fromJsonl(text, options);
     } catch (e) {

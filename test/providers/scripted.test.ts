@@ -104,6 +104,21 @@ describe("ScriptedModel: JSONL", () => {
     expect(err).toBeInstanceOf(ScriptError);
     expect(err.message).toStartWith(`scripted model: ${bad}: line 2: invalid JSON:`);
   });
+
+  test("fromFile: bytes that are not UTF-8 name their line (inside a string they were played as U+FFFD); an unreadable path names itself", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentcore-scripted-"));
+    const latin1 = join(dir, "latin1.jsonl");
+    writeFileSync(latin1, Buffer.concat([Buffer.from('{"content": "ok"}\n{"content": "caf'), Buffer.from([0xe9]), Buffer.from('"}\n')]));
+    const err = (await failure(ScriptedModel.fromFile(latin1))) as Error;
+    expect(err).toBeInstanceOf(ScriptError);
+    expect(err.message).toBe(`scripted model: ${latin1}: line 2: not valid UTF-8`);
+    const bare = join(dir, "bare.jsonl");
+    writeFileSync(bare, Buffer.from([0x0a, 0x0a, 0xff, 0x0a]));
+    expect(((await failure(ScriptedModel.fromFile(bare))) as Error).message).toBe(`scripted model: ${bare}: line 3: not valid UTF-8`);
+    const folder = (await failure(ScriptedModel.fromFile(dir))) as Error;
+    expect(folder).toBeInstanceOf(ScriptError);
+    expect(folder.message).toBe(`scripted model: ${dir}: cannot read the file (EISDIR)`);
+  });
 });
 
 describe("ScriptedModel: streaming", () => {
