@@ -88,7 +88,7 @@ Agent options (agentcore agent; chat takes them too, except --events and --conti
   --script FILE          play a scripted model (JSONL, one turn per line); no network
   --preset NAME          openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)
   --model NAME           model name (else CHAT_MODEL)
-  --model-url URL        OpenAI-compatible base URL (else MODEL_URL, else the preset's)
+  --model-url URL        OpenAI-compatible base URL (else the --preset's, else MODEL_URL)
   --events jsonl         print every event as one JSON line on stdout, ending with agent_finished
   --max-steps N          model turns per run (default 20)
   --max-run-tokens N     token budget of the run (default: none)
