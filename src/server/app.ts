@@ -143,8 +143,16 @@ export function createApp(options: AppOptions): Daemon {
 
   const app = new Hono();
 
+  /** A client that left while its body was read is no daemon error: a debug line, not an error one. */
+  const noteRefusal = (err: HttpError, path: string): void => {
+    if (err.details.reason === "body_unreadable") runtime.logger.debug("the client left before its request body was read", { path, error: err.message });
+  };
+
   app.onError((err, c) => {
-    if (err instanceof HttpError) return err.toResponse();
+    if (err instanceof HttpError) {
+      noteRefusal(err, c.req.path);
+      return err.toResponse();
+    }
     const s = sessionHttpError(err);
     if (s !== null) return s.toResponse();
     runtime.logger.error("request failed unexpectedly", { method: c.req.method, path: c.req.path, error: err instanceof Error ? err.message : String(err) });
@@ -615,7 +623,10 @@ export function createApp(options: AppOptions): Daemon {
     return handleCall(request).then(done, (err) => done(errorFor(err)));
   };
   const errorFor = (err: unknown): Response => {
-    if (err instanceof HttpError) return err.toResponse();
+    if (err instanceof HttpError) {
+      noteRefusal(err, "/v1/calls");
+      return err.toResponse();
+    }
     runtime.logger.error("request failed unexpectedly", { path: "/v1/calls", error: err instanceof Error ? err.message : String(err) });
     return errorResponse(500, "INTERNAL_ERROR", "internal error");
   };

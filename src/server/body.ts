@@ -36,7 +36,17 @@ function tooLarge(max: number, details: Record<string, unknown>): HttpError {
   return new HttpError(413, "JSON_SIZE", `the request body exceeds ${max} bytes`, { max_bytes: max, ...details });
 }
 
-/** Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past it. */
+/**
+ * A body that could not be read to its end (the client went away or broke
+ * the framing): the client's doing, so a 400 refusal (which nobody may
+ * receive), not an unexpected error for the daemon's log.
+ */
+function unreadable(e: unknown): HttpError {
+  const why = e instanceof Error ? e.message : String(e);
+  return new HttpError(400, "INVALID_REQUEST", `the request body could not be read to its end: ${why.slice(0, 200)}`, { reason: "body_unreadable" });
+}
+
+/** Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past it (400 when it cannot be read to its end). */
 export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null) {
@@ -46,14 +56,25 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
     // With a declared length (checked against the cap) the server reads
     // exactly that many bytes: take the fast path (without touching
     // `req.body`, which would make a stream).
-    return n === 0 ? new Uint8Array(0) : new Uint8Array(await req.arrayBuffer());
+    if (n === 0) return new Uint8Array(0);
+    try {
+      return new Uint8Array(await req.arrayBuffer());
+    } catch (e) {
+      throw unreadable(e);
+    }
   }
   if (req.body === null) return new Uint8Array(0);
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      chunk = await reader.read();
+    } catch (e) {
+      throw unreadable(e);
+    }
+    const { done, value } = chunk;
     if (done) break;
     total += value.byteLength;
     if (total > max) {
