@@ -37,6 +37,8 @@ function generatedId(): string {
 /** Collects the tool calls of one streamed response. Call {@link dispose} when done. */
 export class ToolCallAssembler {
   readonly #calls = new Map<number, PartialCall>();
+  /** The call each wire `index` currently continues (see {@link add}). */
+  readonly #byWireIndex = new Map<number, PartialCall>();
   readonly #limits: JsonLimits | undefined;
   #last: PartialCall | undefined;
 
@@ -58,18 +60,32 @@ export class ToolCallAssembler {
     return c;
   }
 
-  /** Take one fragment. */
+  #openNext(): PartialCall {
+    let next = 0;
+    for (const k of this.#calls.keys()) next = Math.max(next, k + 1);
+    return this.#open(next);
+  }
+
+  /**
+   * Take one fragment. A fragment with an `index` continues the call of that
+   * index, unless it names a different id: Ollama sends every call of a
+   * response with `index: 0`, each with its own id, and such a fragment starts
+   * a new call (after the others). A fragment without an index continues the
+   * previous call unless it names a new id.
+   */
   add(fragment: ToolCallFragment): void {
     let call: PartialCall;
     if (typeof fragment.index === "number" && Number.isInteger(fragment.index) && fragment.index >= 0) {
-      call = this.#open(fragment.index);
+      const current = this.#byWireIndex.get(fragment.index);
+      if (current === undefined) call = this.#calls.has(fragment.index) ? this.#openNext() : this.#open(fragment.index);
+      else if (fragment.id && current.id !== "" && fragment.id !== current.id) call = this.#openNext();
+      else call = current;
+      this.#byWireIndex.set(fragment.index, call);
     } else if (this.#last && (!fragment.id || fragment.id === this.#last.id)) {
       // No index: a continuation of the previous call unless it names a new id.
       call = this.#last;
     } else {
-      let next = 0;
-      for (const k of this.#calls.keys()) next = Math.max(next, k + 1);
-      call = this.#open(next);
+      call = this.#openNext();
     }
     this.#last = call;
     if (fragment.id && call.id === "") call.id = fragment.id;

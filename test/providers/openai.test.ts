@@ -208,6 +208,30 @@ describe("OpenAIModelAdapter: streaming", () => {
     expect(res.usage).toEqual({ input_tokens: 5, output_tokens: 9, total_tokens: 14 });
   });
 
+  test("Ollama's quirk: every call sent with index 0, each with its own id, gives separate calls in order", async () => {
+    const { adapter } = await setup([
+      {
+        kind: "stream",
+        chunks: [
+          chunk({ role: "assistant", content: "" }),
+          toolChunk(0, { id: "call_h", name: "write_file", args: '{"path":"hello.py","content":"print(\\"hello\\")"}' }),
+          toolChunk(0, { id: "call_w", name: "write_file", args: '{"path":"world.py",' }),
+          // a continuation without an id (or repeating its id) stays with the call it continues
+          toolChunk(0, { args: '"content":' }),
+          toolChunk(0, { id: "call_w", args: '"print(\\"world\\")"}' }),
+          toolChunk(0, { id: "call_r", name: "read_file", args: '{"path":"a.txt"}' }),
+          chunk({}, "tool_calls"),
+        ],
+      },
+    ]);
+    const res = await adapter.complete(userRequest([readFile]));
+    expect(res.message.tool_calls).toEqual([
+      { id: "call_h", name: "write_file", arguments: '{"path":"hello.py","content":"print(\\"hello\\")"}' },
+      { id: "call_w", name: "write_file", arguments: '{"path":"world.py","content":"print(\\"world\\")"}' },
+      { id: "call_r", name: "read_file", arguments: '{"path":"a.txt"}' },
+    ]);
+  });
+
   test("malformed streamed arguments: the call carries the strict parser's verdict and the raw text", async () => {
     const { adapter } = await setup([
       {
