@@ -530,7 +530,28 @@ export function createApp(options: AppOptions): Daemon {
   // The registered tools over MCP Streamable HTTP (stateless: one fresh SDK
   // server per request, all on this runtime, so validation, policy and
   // approvals apply as for /v1/calls). The guards above run first.
-  const mcp = options.mcp === false ? null : createMcpHandler(() => createMcpServer(runtime), {
+  // Its calls are tracked like those of /v1/calls: shutdown aborts them (or,
+  // in finish mode, waits for them within the grace period) and waits until
+  // they have settled, so the client gets its CANCELLED result and the
+  // history record is written before the daemon exits.
+  const mcpRuntime = Object.create(runtime) as Runtime;
+  Object.defineProperty(mcpRuntime, "dispatch", {
+    value(input: string | Uint8Array, signal?: AbortSignal): Envelope | Promise<Envelope> {
+      const ac = new AbortController();
+      const relay = () => ac.abort(signal?.reason);
+      if (signal?.aborted) relay();
+      else signal?.addEventListener("abort", relay, { once: true });
+      const out = runtime.dispatch(input, ac.signal);
+      if (!(out instanceof Promise)) {
+        signal?.removeEventListener("abort", relay);
+        return out;
+      }
+      track(ac, out);
+      void out.then(() => signal?.removeEventListener("abort", relay), () => signal?.removeEventListener("abort", relay));
+      return out;
+    },
+  });
+  const mcp = options.mcp === false ? null : createMcpHandler(() => createMcpServer(mcpRuntime), {
     maxRequestBodySize: maxBody,
     onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
   });
