@@ -118,15 +118,25 @@ export async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
 
 const isTTY = (stream: { isTTY?: boolean } | undefined) => stream?.isTTY === true;
 
+/**
+ * Model-made text (tool names, arguments, errors quoting them) as one
+ * terminal line: white space folded, other control characters shown as
+ * `\xNN`, so a model cannot send escape sequences to the terminal.
+ */
+export function terminalLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 function clip(text: string, max: number): string {
-  const one = text.replace(/\s+/g, " ");
+  const one = terminalLine(text);
   return one.length > max ? one.slice(0, max - 1) + "…" : one;
 }
 
 /** The one terminal line shown for a finished tool call. */
 export function toolLine(name: string, args: string, r: { cancelled: boolean; error: string | null; control: string }): string {
   const status = r.cancelled ? "cancelled" : r.error !== null ? `failed: ${clip(r.error, 80)}` : r.control === "continue" ? "ok" : r.control;
-  return `tool ${name} ${clip(args, 60)} → ${status}`;
+  return `tool ${clip(name, 60)} ${clip(args, 60)} → ${status}`;
 }
 
 /**
@@ -171,7 +181,7 @@ export function rejectionNote(output: string | null): string {
     // not the policy's payload: keep the generic words
   }
   const hint = gate ? ` Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.` : "";
-  return `agentcore: ${tool} was refused: ${reason}.${hint}`;
+  return `agentcore: ${terminalLine(tool)} was refused: ${terminalLine(reason)}.${hint}`;
 }
 
 /** Run the agent command; resolves to the exit status. */
@@ -316,7 +326,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
       return 2;
     }
     if (flags.events === undefined && result.status !== "completed") {
-      stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}\n`);
+      stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${terminalLine(result.error)}` : ""}\n`);
       if (result.stop_reason === "tool_rejected") stderr.write(`${rejectionNote(result.output)}\n`);
     }
     const ended = endedBy as { status: number } | null;

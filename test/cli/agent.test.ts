@@ -132,6 +132,21 @@ describe("agentcore agent --script", () => {
     ]);
   });
 
+  test("escape sequences in a model's tool names and arguments never reach the terminal raw (tool lines, the closing note)", async () => {
+    const name = "\u001b]0;pwned\u0007\u001b[31mred";
+    const call = { id: "c1", name, arguments: '{"a":"\u001b[2J"}' };
+    const path = script("esc.jsonl", [0, 1, 2].map((i) => ({ content: null, tool_calls: [{ ...call, id: `c${i}` }] })));
+    const piped = await run(["agent", "--no-plan", "--script", path, "go"]);
+    expect(piped.status).toBe(1);
+    expect(piped.stderr).not.toContain("\u001b");
+    expect(piped.stderr).toBe("agentcore: run failed (repeated_tool_call): tool '\\x1b]0;pwned\\x07\\x1b[31mred' was called with the same arguments 3 consecutive times\n");
+    if (process.platform !== "linux") return; // util-linux `script` provides the pseudo-terminal
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --no-plan --script '${path}' go > /dev/null`, "/dev/null"], { cwd: work, stdin: "ignore", env: CLEAN_ENV });
+    const screen = r.stdout.toString();
+    expect(screen).not.toContain("\u001b");
+    expect(screen.replace(/\r/g, "").split("\n")[0]).toStartWith('tool \\x1b]0;pwned\\x07\\x1b[31mred {"a":"\\x1b[2J"} → failed: unknown tool');
+  });
+
   test("stdout that cannot be written (/dev/full): exit 2 naming the failure, the run aborted and journaled; no crash", async () => {
     const path = script("full.jsonl", [
       { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1}' }] },
