@@ -394,10 +394,13 @@ export function createApp(options: AppOptions): Daemon {
   app.get("/v1/runs/:id/events", (c) => {
     const run = runs.get(c.req.param("id"));
     // Last-Event-ID (or ?after=N) replays the kept items after that id; without it only new items come.
-    const raw = c.req.header("last-event-id") ?? c.req.query("after");
+    const header = c.req.header("last-event-id");
+    const raw = header ?? c.req.query("after");
     let replayAfter: number | undefined;
     if (raw !== undefined) {
-      if (!/^\d{1,15}$/.test(raw.trim())) throw new HttpError(400, "INVALID_REQUEST", "Last-Event-ID (or after) must be an event id: a non-negative integer", { header: "last-event-id" });
+      if (!/^\d{1,15}$/.test(raw.trim())) {
+        throw new HttpError(400, "INVALID_REQUEST", `${header !== undefined ? "the Last-Event-ID header" : "the query parameter after"} must be an event id: a non-negative integer`, header !== undefined ? { header: "last-event-id" } : { query: "after" });
+      }
       replayAfter = Number(raw.trim());
     }
     return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), { headers: SSE_HEADERS });

@@ -98,7 +98,13 @@ describe("documented statuses", () => {
     expect(res.status).toBe(400);
     const body = await res.json();
     expect(body.error.code).toBe("INVALID_REQUEST");
+    expect(body.error.details).toEqual({ header: "last-event-id" });
+    expect(body.error.message).toContain("Last-Event-ID header");
     expect(documented(doc.paths["/v1/runs/{run_id}/events"].get, 400)).toBe(true);
+    // The same mistake in ?after names the query parameter, not a header the client never sent.
+    const q = await (await d.req(`/v1/runs/${runId}/events?after=-1`)).json();
+    expect(q.error.details).toEqual({ query: "after" });
+    expect(q.error.message).toContain("query parameter after");
   });
 
   test("/mcp documents its refusals as JSON-RPC errors (what it sends), not envelopes", async () => {
