@@ -47,7 +47,13 @@ export const MAX_PLAN_STEPS = 30;
 /** Longest step title, in characters. */
 export const MAX_PLAN_TITLE = 200;
 
-/** The arguments schema of `update_plan`. */
+/**
+ * The arguments schema of `update_plan`. The tool is `strict`, so the schema
+ * keeps to the keywords OpenAI's strict mode accepts: it refuses a function
+ * whose schema has `minLength` or `maxLength` ("'minLength' is not
+ * permitted"), so the title's bounds are checked by {@link checkPlan} in the
+ * handler instead.
+ */
 export const PLAN_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze({
   type: "object",
   properties: {
@@ -58,7 +64,7 @@ export const PLAN_PARAMETERS: Readonly<Record<string, unknown>> = Object.freeze(
       items: {
         type: "object",
         properties: {
-          title: { type: "string", minLength: 1, maxLength: MAX_PLAN_TITLE },
+          title: { type: "string", description: `at most ${MAX_PLAN_TITLE} characters, not blank` },
           status: { enum: [...PLAN_STEP_STATUSES] },
         },
         required: ["title", "status"],

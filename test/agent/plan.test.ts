@@ -134,6 +134,49 @@ describe("update_plan in an agent run", () => {
   });
 });
 
+describe("update_plan's schema on the wire", () => {
+  // The keywords OpenAI's strict mode (structured outputs) accepts in a function's schema.
+  const STRICT_KEYWORDS = new Set([
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "description", "title",
+    "anyOf", "$defs", "$ref", "minItems", "maxItems", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+  ]);
+  function keywords(schema: unknown, out: Set<string>, inProperties = false): Set<string> {
+    if (typeof schema !== "object" || schema === null) return out;
+    if (Array.isArray(schema)) {
+      for (const v of schema) keywords(v, out); // anyOf members (enum and required hold plain values)
+      return out;
+    }
+    for (const [k, v] of Object.entries(schema)) {
+      if (k === "enum" || k === "required" || k === "const") {
+        out.add(k);
+        continue;
+      }
+      if (!inProperties) out.add(k);
+      keywords(v, out, !inProperties && k === "properties");
+    }
+    return out;
+  }
+
+  test("strict, with only keywords strict mode accepts (no minLength/maxLength); bad titles still go back to the model", async () => {
+    const { tool } = createPlanTool();
+    expect(tool.strict).toBe(true);
+    const used = [...keywords(tool.parameters, new Set())];
+    expect(used.filter((k) => !STRICT_KEYWORDS.has(k))).toEqual([]);
+    const { agent, events } = setup([
+      { content: null, tool_calls: [{ id: "b1", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "  ", status: "pending" }] }) }] },
+      { content: null, tool_calls: [{ id: "b2", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "x".repeat(201), status: "pending" }] }) }] },
+      { content: "gave up" },
+    ]);
+    expect((await agent.run("plan")).status).toBe("completed");
+    const answers = events.filter((e) => e.kind === "tool_completed").map((e) => JSON.parse((e as { result: { messages: { content: string }[] } }).result.messages[0]!.content));
+    expect(answers).toEqual([
+      expect.objectContaining({ status: "error", code: "INVALID_ARGUMENTS", error: expect.stringContaining("/steps/0/title") }),
+      expect.objectContaining({ status: "error", code: "INVALID_ARGUMENTS", error: expect.stringContaining("/steps/0/title") }),
+    ]);
+  });
+});
+
 describe("plan state helpers", () => {
   test("planFromMessages returns the last plan the tool accepted, skipping refused and malformed calls", () => {
     const good = JSON.stringify({ steps: [{ title: "one", status: "done" }, { title: "two", status: "in_progress" }] });
