@@ -22,6 +22,7 @@ import { createAgent, type AgentEvent } from "../agent/index.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
 import { modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
 import { OpenAIModelAdapter } from "../providers/openai.ts";
+import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
 import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
@@ -90,8 +91,12 @@ const ENDING_SIGNALS = [["SIGTERM", 143], ["SIGHUP", 129]] as const;
 
 const PRESETS = ["openai", "lmstudio", "ollama"];
 
-/** The model of the flags: a ScriptedModel for --script, else the OpenAI-compatible adapter. */
-export async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
+/**
+ * The model of the flags: a ScriptedModel for --script, else the
+ * OpenAI-compatible adapter; `onRetry` hears of each retry it waits for (a
+ * rate limit's Retry-After can hold a request for up to 30 s).
+ */
+export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRetry"]): Promise<ModelAdapter> {
   if (flags.script !== undefined) {
     if (flags.preset !== undefined || flags.model !== undefined || flags.modelUrl !== undefined) {
       throw new AgentSetupError("--script replaces the model: drop --preset, --model and --model-url");
@@ -110,7 +115,7 @@ export async function makeModel(flags: AgentFlags): Promise<ModelAdapter> {
     if (flags.preset !== undefined) overrides.preset = flags.preset as ModelPresetName;
     if (flags.model !== undefined) overrides.model = flags.model;
     if (flags.modelUrl !== undefined) overrides.baseURL = flags.modelUrl;
-    return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides));
+    return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides), onRetry === undefined ? {} : { retry: { onRetry } });
   } catch (e) {
     throw new AgentSetupError((e as Error).message);
   }
@@ -212,7 +217,10 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
   }
   const skills = await setupSkills(runtime, flags);
-  const model = await makeModel(flags);
+  // Say why nothing happens while a failed request waits for its retry.
+  const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
+    process.stderr.write(`agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`);
+  });
   const policy: RuntimePolicyOptions = {};
   if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
   if (flags.maxRunTokens !== undefined) policy.maxRunTokens = flags.maxRunTokens;

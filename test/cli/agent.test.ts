@@ -223,6 +223,23 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
     expect(server.requests.at(-1)!.headers.authorization).toBe("Bearer sk-test");
   });
 
+  test("each retry of a rate-limited or failing request is one line on stderr, then the answer", async () => {
+    server.push(
+      { kind: "error", status: 429, headers: { "retry-after": "0" }, body: { error: { message: "slow down", type: "rate_limit_error" } } },
+      { kind: "error", status: 503, headers: { "retry-after-ms": "20" }, body: { error: { message: "overloaded", type: "server_error" } } },
+      textReply("third time lucky"),
+    );
+    const before = server.requests.length;
+    const r = await run(["agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"]);
+    expect(r.stdout).toBe("third time lucky\n");
+    expect(r.stderr).toBe(
+      "agentcore: chat completion stream failed: 429 slow down; retry 1 of 3 in 0 ms\n" +
+        "agentcore: chat completion stream failed: 503 overloaded; retry 2 of 3 in 20 ms\n",
+    );
+    expect(r.status).toBe(0);
+    expect(server.requests.length - before).toBe(3);
+  });
+
   test("Ctrl-C while the model stalls mid-answer: the text shown so far ends its line, then the reason on stderr", async () => {
     server.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "partial answ" })], end: "stall" });
     const p = Bun.spawn([bin, "agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
