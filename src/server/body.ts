@@ -46,8 +46,17 @@ function unreadable(e: unknown): HttpError {
   return new HttpError(400, "INVALID_REQUEST", `the request body could not be read to its end: ${why.slice(0, 200)}`, { reason: "body_unreadable" });
 }
 
-/** Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past it (400 when it cannot be read to its end). */
+/**
+ * Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past
+ * it, 415 for a compressed body (`Content-Encoding` other than identity),
+ * 400 when it cannot be read to its end.
+ */
 export async function readBody(req: Request, max: number): Promise<Uint8Array> {
+  // A compressed body would reach the parser as bytes like 0x1f: say what is really wrong.
+  const encoding = req.headers.get("content-encoding");
+  if (encoding !== null && encoding.trim() !== "" && encoding.trim().toLowerCase() !== "identity") {
+    throw new HttpError(415, "INVALID_REQUEST", `Content-Encoding ${JSON.stringify(encoding.slice(0, 100))} is not supported: send the body uncompressed`, { header: "content-encoding" });
+  }
   const declared = req.headers.get("content-length");
   if (declared !== null) {
     const n = Number(declared);
