@@ -18,7 +18,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: "no such run, approval, session or route (NOT_FOUND)",
   409: "not possible in the current state (CONFLICT)",
   413: "body over the cap (JSON_SIZE)",
-  415: "body is not JSON / NDJSON (INVALID_REQUEST)",
+  415: "body is not JSON / NDJSON, or is compressed (Content-Encoding) (INVALID_REQUEST)",
   503: "too busy or shutting down (OVERLOADED), with Retry-After",
   504: "the request outlived its deadline (TIMEOUT)",
 };
