@@ -353,6 +353,8 @@ export function createApp(options: AppOptions): Daemon {
         if (!run.detached) run.agent.abort("the client disconnected");
       };
       c.req.raw.signal?.addEventListener("abort", onGone, { once: true });
+      // A client that left while the run was being set up (its session read) is gone already.
+      if (c.req.raw.signal?.aborted === true) onGone();
       try {
         await done.catch(() => null);
       } finally {
@@ -372,6 +374,8 @@ export function createApp(options: AppOptions): Daemon {
     try {
       await runs.begin(run, op);
       begun = true;
+      // The stream saw the client leave before the run began (the operation was set up meanwhile): end it now.
+      if (c.req.raw.signal?.aborted === true && !run.detached) run.agent.abort("the client disconnected");
     } catch (e) {
       await stream.cancel().catch(() => {});
       throw e;
