@@ -39,6 +39,11 @@ export const CONTEXT_OVERFLOW_PHRASES: readonly string[] = [
 ];
 
 const retryable = new WeakSet<ModelProviderError>();
+/** Failures that look retryable by kind but are not (a 429 for an exhausted quota). */
+const notRetryable = new WeakSet<ModelProviderError>();
+
+/** 429 error codes that mean "out of credit", not "slow down": retrying cannot help. */
+export const QUOTA_EXHAUSTED_CODES: readonly string[] = ["insufficient_quota", "billing_hard_limit_reached"];
 
 /** Build a provider error that {@link isRetryableModelError} reports as retryable. */
 export function retryableModelError(
@@ -59,6 +64,7 @@ export function retryableModelError(
 export function isRetryableModelError(err: unknown): boolean {
   if (!(err instanceof ModelProviderError)) return false;
   if (err.responseStarted) return false;
+  if (notRetryable.has(err)) return false;
   if (retryable.has(err)) return true;
   if (err.kind === "rate_limit") return true;
   if (err.kind === "provider_error" && err.status !== undefined && err.status >= 500) return true;
@@ -221,10 +227,13 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
     const withStatus = { ...base, status };
     if (status === 401 || status === 403) return new ModelProviderError("authentication", prefix + detail(err), withStatus);
     if (status === 429) {
-      return new ModelProviderError("rate_limit", prefix + detail(err), {
+      const e = new ModelProviderError("rate_limit", prefix + detail(err), {
         ...withStatus,
         retryAfterMs: parseRetryAfter(err.headers as HeaderBag | undefined),
       });
+      const codes = lowerStrings(err.code, err.type, ...bodyFields(err.error));
+      if (codes.some((c) => QUOTA_EXHAUSTED_CODES.includes(c))) notRetryable.add(e);
+      return e;
     }
     if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), withStatus);
     if (status === 408) return new ModelProviderError("timeout", prefix + detail(err), withStatus);

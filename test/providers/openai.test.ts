@@ -360,6 +360,19 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  test("429 for an exhausted quota (insufficient_quota) → rate_limit, not retried: waiting cannot help", async () => {
+    const { adapter, server, sleeps } = await setup([
+      { kind: "error", status: 429, body: errorBody("You exceeded your current quota, please check your plan and billing details.", "insufficient_quota", "insufficient_quota") },
+      textReply("never asked for"),
+    ]);
+    const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
+    expect(err.kind).toBe("rate_limit");
+    expect(err.status).toBe(429);
+    expect(err.message).toContain("exceeded your current quota");
+    expect(server.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
   test("a 200 answer that is not an event stream (an HTML page, a JSON body) is one clear error, not retried", async () => {
     const { adapter, server, sleeps } = await setup([
       { kind: "error", status: 200, body: "<html><body>Welcome to the web UI</body></html>", headers: { "content-type": "text/html; charset=utf-8" } },
