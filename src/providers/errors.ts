@@ -237,6 +237,12 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
     }
     if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), withStatus);
     if (status === 408) return new ModelProviderError("timeout", prefix + detail(err), withStatus);
+    if (status === undefined) {
+      // An error event inside a 200 stream: its type says what a status would have.
+      const codes = lowerStrings(err.code, err.type, ...bodyFields(err.error));
+      if (codes.includes("rate_limit_exceeded") || codes.includes("rate_limit_error")) return new ModelProviderError("rate_limit", prefix + detail(err), base);
+      if (codes.includes("server_error") || codes.includes("overloaded_error")) return retryableModelError("provider_error", prefix + detail(err), base);
+    }
     if (status !== undefined && status >= 500) {
       return retryableModelError("provider_error", prefix + detail(err), {
         ...withStatus,

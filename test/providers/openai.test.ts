@@ -525,6 +525,23 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(sleeps).toEqual([]);
   });
 
+  test("an in-stream server_error before any delta is retried like a 5xx; rate_limit_exceeded is rate_limit", async () => {
+    const { adapter, server, sleeps } = await setup([
+      { kind: "stream", chunks: [{ error: { message: "The server had an error while processing your request", type: "server_error" } }], end: "end" },
+      { kind: "stream", chunks: [{ error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" } }], end: "end" },
+      textReply("third try"),
+    ]);
+    const res = await adapter.complete(userRequest());
+    expect(res.message.content).toBe("third try");
+    expect(server.requests).toHaveLength(3);
+    expect(sleeps).toHaveLength(2);
+    await server.close(); // setup() below starts the next one
+    const { adapter: once } = await setup([{ kind: "stream", chunks: [{ error: { message: "Rate limit reached", code: "rate_limit_exceeded" } }], end: "end" }], { retry: { maxRetries: 0 } });
+    const err = (await failure(once.complete(userRequest()))) as ModelProviderError;
+    expect(err.kind).toBe("rate_limit");
+    expect(err.responseStarted).toBe(false);
+  });
+
   test("an in-stream error event after a delta → not retried", async () => {
     const { adapter, server } = await setup([
       {
