@@ -407,6 +407,8 @@ export function createApp(options: AppOptions): Daemon {
       }
       replayAfter = Number(raw.trim());
     }
+    // HEAD (which the GET route answers too) gets the headers only: a stream made for it would never be read or cancelled.
+    if (c.req.method === "HEAD") return new Response(null, { headers: SSE_HEADERS });
     return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), { headers: SSE_HEADERS });
   });
   app.post("/v1/runs/:id/abort", (c) =>
