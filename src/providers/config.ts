@@ -31,6 +31,8 @@ export interface ModelConfig {
 export type ModelConfigInput = Pick<ModelConfig, "model"> & Partial<Omit<ModelConfig, "model">>;
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/** Longest timeout a timer can hold (2^31 - 1 ms, about 24.8 days); a longer one would fire at once. */
+export const MAX_MODEL_TIMEOUT_MS = 2_147_483_647;
 export const DEFAULT_TEMPERATURE = 0.7;
 export const DEFAULT_INCLUDE_USAGE = true;
 
@@ -90,6 +92,9 @@ function parseTimeout(raw: string, what: string): number {
   if (!/^[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?$/i.test(raw) || !Number.isFinite(n) || n <= 0) {
     throw new ModelConfigError(`${what} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
   }
+  if (n * 1000 > MAX_MODEL_TIMEOUT_MS) {
+    throw new ModelConfigError(`${what} must be at most ${Math.floor(MAX_MODEL_TIMEOUT_MS / 1000)} seconds (about 24 days), got ${JSON.stringify(raw)}`);
+  }
   return Math.max(1, Math.round(n * 1000));
 }
 
@@ -132,8 +137,8 @@ export function resolveModelConfig(input: ModelConfigInput): ModelConfig {
     throw new ModelConfigError("no model configured: set CHAT_MODEL or pass `model` (for example \"gpt-4o-mini\")");
   }
   const timeoutMs = input.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new ModelConfigError(`timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`);
+  if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_MODEL_TIMEOUT_MS) {
+    throw new ModelConfigError(`timeoutMs must be a positive number of milliseconds, at most ${MAX_MODEL_TIMEOUT_MS}, got ${String(timeoutMs)}`);
   }
   const temperature = input.temperature ?? DEFAULT_TEMPERATURE;
   if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0 || temperature > 2) {
