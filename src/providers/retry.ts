@@ -32,6 +32,9 @@ export const DEFAULT_BASE_DELAY_MS = 500;
 export const DEFAULT_MAX_DELAY_MS = 8000;
 export const DEFAULT_RETRY_AFTER_CAP_MS = 30_000;
 
+/** Longest wait a timer holds (2^31 - 1 ms, about 24.8 days); longer waits are cut to it, not fired at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** A timer sleep that rejects with the abort reason when `signal` aborts. */
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortReason(signal));
@@ -44,7 +47,7 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
-    }, Math.max(0, ms));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -171,6 +171,19 @@ describe("ScriptedModel: streaming", () => {
     expect((await m.complete(req())).message.content).toBe("next");
   });
 
+  test("a delay longer than a timer holds (over 2^31 - 1 ms) still waits (it fired at once), until aborted", async () => {
+    for (const delay_ms of [2 ** 31, 1e12]) {
+      const m = new ScriptedModel([{ content: "far in the future", delay_ms }]);
+      const ctrl = new AbortController();
+      const p = m.complete(req("hi", ctrl.signal));
+      // Long after an overflowed timer (1 ms) would have fired, the answer has not come.
+      const outcome = await Promise.race([p.then(() => "answered", () => "failed"), new Promise((r) => setTimeout(() => r("still waiting"), 100))]);
+      expect(outcome).toBe("still waiting");
+      ctrl.abort();
+      expect(((await failure(p)) as Error).name).toBe("AbortError");
+    }
+  });
+
   test("a short delay is waited for", async () => {
     const m = new ScriptedModel([{ content: "after a pause", delay_ms: 5 }]);
     expect((await m.complete(req())).message.content).toBe("after a pause");
