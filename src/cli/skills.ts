@@ -72,6 +72,19 @@ function env(name: string): string | undefined {
   return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name];
 }
 
+/**
+ * Text for one table cell: white space runs become one space, and the other
+ * C0/C1 control characters show as `\xNN`, so a SKILL.md (a cloned
+ * repository's `.agentcore/skills`) can't send escape sequences to the
+ * terminal or break the table.
+ */
+function cell(text: string): string {
+  return text
+    .replace(/\s+/g, " ")
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+    .trim();
+}
+
 /** Run `agentcore skills …`; resolves to the exit status. */
 export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promise<number> {
   const { out } = io;
@@ -149,10 +162,9 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
     out.flush();
     return 0;
   }
-  const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
   const rows = skills.map((s) => {
     const extras = [s.templatePath !== null ? "template" : null, s.samplePath !== null ? "sample" : null].filter((x) => x !== null).join(",");
-    return [s.name, extras || "-", oneLine(s.description) || NO_DESCRIPTION];
+    return [cell(s.name), extras || "-", cell(s.description) || NO_DESCRIPTION];
   });
   const w0 = Math.max(4, ...rows.map((r) => r[0]!.length));
   const w1 = Math.max(6, ...rows.map((r) => r[1]!.length));
