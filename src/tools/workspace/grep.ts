@@ -19,8 +19,9 @@
  * symlinks followed, `.git` skipped) and sends their text in batches; when
  * the call's time budget runs out or its signal fires, the worker is
  * terminated and the call fails with `TIMEOUT` (or the signal's reason).
- * A short pattern (at most 100 characters) without any quantifier (a plain
- * word, or `literal:true`) can't backtrack beyond its own length, so it is
+ * A short pattern (at most 100 characters) without any quantifier and with
+ * at most one group of alternatives (a plain word, `foo|bar`, or
+ * `literal:true`) can't backtrack beyond its own length, so it is
  * matched on the calling thread, with the budget checked between batches,
  * and skips the worker's start-up cost.
  *
@@ -132,11 +133,34 @@ self.onmessage = (e) => {
 
 /**
  * Whether a pattern can be matched on the calling thread: without any
- * quantifier (`*`, `+`, `?`, `{`) a JavaScript regex can't backtrack more
- * than its own length per position, so the cost is linear in the input.
+ * quantifier (`*`, `+`, `?`, `{`) and with at most one group of
+ * alternatives, a JavaScript regex can't backtrack more than its own length
+ * per position, so the cost is linear in the input. Several groups of
+ * alternatives are not: `(a|a)(a|a)…b` tries 2^n combinations at each
+ * position (V8, so Deno, takes seconds per line of a few thousand
+ * characters), so such a pattern goes to the worker. Top-level `foo|bar`
+ * and one group such as `^(foo|bar)\b` stay inline.
  */
 export function isLinearPattern(source: string): boolean {
-  return source.length <= LINEAR_MAX_PATTERN && !/[*+?{]/.test(source);
+  return source.length <= LINEAR_MAX_PATTERN && !/[*+?{]/.test(source) && groupsWithAlternatives(source) <= 1;
+}
+
+/** How many groups of `source` hold a `|` of their own (escapes and character classes skipped). */
+function groupsWithAlternatives(source: string): number {
+  const open: boolean[] = [];
+  let count = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === "\\") i++;
+    else if (c === "[") {
+      // skip the class, up to its first unescaped ']' (in JavaScript `[]` is an empty class)
+      for (i++; i < source.length && source[i] !== "]"; i++) if (source[i] === "\\") i++;
+    } else if (c === "(") open.push(false);
+    else if (c === ")") {
+      if (open.pop() === true) count++;
+    } else if (c === "|" && open.length > 0) open[open.length - 1] = true;
+  }
+  return count + open.filter((x) => x).length;
 }
 
 /** Longest pattern matched inline (its length bounds the work per position). */
@@ -194,8 +218,20 @@ const self = { set onmessage(f) { parentPort.on("message", (data) => f({ data })
 
 let nodeWorkers: NodeWorkerModule | undefined;
 
+/**
+ * Deno's Web Worker `terminate()` does not stop a worker busy in a match, and
+ * the stuck worker keeps the process from exiting (denoland/deno#35657):
+ * under Deno a `node:worker_threads` worker is used instead, which does not
+ * hold the process open once terminated.
+ */
+const IS_DENO = typeof (globalThis as { Deno?: unknown }).Deno === "object";
+
+function useWebWorker(): boolean {
+  return typeof Worker === "function" && !IS_DENO;
+}
+
 function startWorker(onMessage: (data: unknown) => void, onError: (message: string) => void): MatchWorker {
-  if (typeof Worker === "function") {
+  if (useWebWorker()) {
     workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
     const w = new Worker(workerUrl, { type: "module" });
     w.onmessage = (e: MessageEvent) => onMessage(e.data);
@@ -212,9 +248,9 @@ function startWorker(onMessage: (data: unknown) => void, onError: (message: stri
   return { post: (m) => w.postMessage(m), terminate: () => void w.terminate() };
 }
 
-/** Load `node:worker_threads` when there is no global `Worker` (Node). */
+/** Load `node:worker_threads` when there is no global `Worker` (Node), or under Deno. */
 async function ensureWorkers(): Promise<void> {
-  if (typeof Worker === "function" || nodeWorkers !== undefined) return;
+  if (useWebWorker() || nodeWorkers !== undefined) return;
   nodeWorkers = (await import("node:worker_threads")) as unknown as NodeWorkerModule;
 }
 
