@@ -362,10 +362,27 @@ export function checkTarget(dir: DirHandle, name: string, rel: string, read: boo
 
 let tempCounter = 0;
 
-/** A unique hidden temp name next to `name`. */
+/** The longest start of `name` that is at most `max` UTF-8 bytes, cut between characters. */
+function utf8Head(name: string, max: number): string {
+  let bytes = 0;
+  let end = 0;
+  for (const ch of name) {
+    const cp = ch.codePointAt(0)!;
+    bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (bytes > max) break;
+    end += ch.length;
+  }
+  return name.slice(0, end);
+}
+
+/**
+ * A unique hidden temp name next to `name`. At most 100 bytes of `name` are
+ * kept, so the temp name fits the 255-byte limit whenever `name` does (a
+ * limit in UTF-8 bytes, not characters: 84 CJK characters are 252 bytes).
+ */
 export function tempName(name: string, tag = "tmp"): string {
   const rand = Math.random().toString(36).slice(2, 10);
-  const prefix = name.length > 100 ? name.slice(0, 100) : name;
+  const prefix = utf8Head(name, 100);
   return `.${prefix}.agentcore-${tag}-${globalThis.process?.pid ?? 0}-${++tempCounter}-${rand}`;
 }
 

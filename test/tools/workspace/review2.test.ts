@@ -246,3 +246,26 @@ describe("grep: alternatives in groups are not matched inline", () => {
     }
   }, 240_000);
 });
+
+describe("write_file and apply_patch: long non-ASCII names", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ write_file: true, apply_patch: true }, "agentcore-review2-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("a name of 255 UTF-8 bytes (84 CJK characters) can be written and patched; the temp file's name was over the limit (PATH_INVALID 'too long')", async () => {
+    const name = "字".repeat(84) + ".md";
+    expect(Buffer.byteLength(name)).toBe(255);
+    let env = await sb.call("write_file", { path: `d/${name}`, content: "one\n" });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "d", name), "utf8")).toBe("one\n");
+    env = await sb.call("apply_patch", { edits: [{ path: `d/${name}`, old: "one", new: "two" }] });
+    expect(env.error).toBeNull();
+    expect(fs.readdirSync(path.join(sb.root, "d"))).toEqual([name]);
+    expect(fs.readFileSync(path.join(sb.root, "d", name), "utf8")).toBe("two\n");
+    // one byte more is the file system's limit, named as such
+    env = await sb.call("write_file", { path: `d/${"字".repeat(86)}`, content: "x" });
+    expect(env.error?.code).toBe("PATH_INVALID");
+  });
+});
