@@ -22,7 +22,7 @@ export const SKILLS_HELP = `Usage:
 
 A skill is a folder holding SKILL.md (optional YAML front matter: name, description), and
 optionally template.md and examples/sample.md. Writing $name or skill:name in a task (or in a
-steering message) activates it in 'agentcore agent'.
+steering message) activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'.
 
 Options:
   --dir DIR        skills folder (default: the config's skills_dir, else .agentcore/skills under the root)

@@ -26,3 +26,9 @@ test("skills list: escape sequences and C1 controls in a description are shown a
   const j = run("--json");
   expect(JSON.parse(j.stdout.toString()).skills[0].description).toBe("hi \u001b]0;pwned\u0007\u001b[2J there\u009b31m");
 });
+
+test("skills --help names every command that activates skills (agent, chat and serve; it said agent only)", () => {
+  const r = Bun.spawnSync([process.execPath, join(REPO, "src/cli/main.ts"), "skills", "--help"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout.toString().replace(/\s+/g, " ")).toContain("activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'");
+});
