@@ -17,7 +17,7 @@ import type { AnyToolDefinition } from "../tools/definition.ts";
 import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
-import { SHUTDOWN_MODES, startDaemon, type ShutdownMode } from "../server/serve.ts";
+import { SHUTDOWN_MODES, startDaemon, type RunningDaemon, type ShutdownMode } from "../server/serve.ts";
 import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, TokenError, type CommittedDaemonToken } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
@@ -129,7 +129,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     return 0;
   }
   let started;
-  let tokenInfo: CommittedDaemonToken;
+  let tokenInfo: CommittedDaemonToken | undefined;
+  let signals: { done: Promise<number>; off(): void } | undefined;
   try {
     if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined)) throw new ServeUsageError("--unix replaces --host and --port");
     if (v.unix === "") throw new ServeUsageError("--unix needs a path");
@@ -237,9 +238,14 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });
+    // The graceful stop is armed as soon as the daemon listens, before it
+    // says so: a client that stops it right after the "token file" line
+    // must not meet the default action (exit 143, token files left behind).
+    signals = stopOnSignals(started, () => tokenInfo);
     try {
       tokenInfo = pendingToken.commit(v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: started.listening.port ?? 0 });
     } catch (e) {
+      signals.off();
       await started.stop();
       throw e;
     }
@@ -257,50 +263,62 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     }
     throw e;
   }
-  const daemon = started;
-  const token = tokenInfo!;
+  return await signals!.done;
+}
+
+/**
+ * Stop `daemon` gracefully on SIGINT or SIGTERM (a second one aborts what
+ * still runs); `done` resolves to the exit status once it has stopped and
+ * its token files are removed. `off()` disarms it.
+ */
+function stopOnSignals(daemon: RunningDaemon, token: () => CommittedDaemonToken | undefined): { done: Promise<number>; off(): void } {
+  let resolve!: (status: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
   // The daemon's own token file goes, and <state-dir>/token if it still holds this token.
   const releaseToken = () => {
-    process.off("exit", token.release);
-    token.release();
+    const t = token();
+    if (t === undefined) return;
+    process.off("exit", t.release);
+    t.release();
   };
-  return await new Promise<number>((resolve) => {
-    let signalled = false;
-    const onInt = () => onSignal("SIGINT");
-    const onTerm = () => onSignal("SIGTERM");
-    // The work starts on a later turn of the event loop, never inside the
-    // signal's dispatch: aborting a call there would end its child processes
-    // and remove the exec tool's own signal listener while the runtime is
-    // still calling the listeners, and that listener would then take the
-    // signal as unhandled and exit 143.
-    const onSignal = (name: string) => void setTimeout(() => handleSignal(name), 0);
-    const handleSignal = (name: string) => {
-      if (signalled) {
-        // A second signal does not wait for the grace period: abort what runs (journals are still flushed).
-        const n = daemon.daemon.abortAll("the daemon is shutting down (second signal)");
-        process.stderr.write(`agentcore serve: ${name} again: aborting ${n} run(s) and call(s) now\n`);
-        return;
-      }
-      signalled = true;
-      process.stderr.write(`agentcore serve: ${name}: stopping\n`);
-      daemon.stop().then(
-        () => {
-          releaseToken();
-          process.stderr.write("agentcore serve: stopped\n");
-          process.off("SIGINT", onInt);
-          process.off("SIGTERM", onTerm);
-          resolve(0);
-        },
-        (e) => {
-          releaseToken();
-          process.stderr.write(`agentcore serve: error while stopping: ${(e as Error)?.message ?? String(e)}\n`);
-          process.off("SIGINT", onInt);
-          process.off("SIGTERM", onTerm);
-          resolve(1);
-        },
-      );
-    };
-    process.on("SIGINT", onInt);
-    process.on("SIGTERM", onTerm);
-  });
+  let signalled = false;
+  const onInt = () => onSignal("SIGINT");
+  const onTerm = () => onSignal("SIGTERM");
+  const off = () => {
+    process.off("SIGINT", onInt);
+    process.off("SIGTERM", onTerm);
+  };
+  // The work starts on a later turn of the event loop, never inside the
+  // signal's dispatch: aborting a call there would end its child processes
+  // and remove the exec tool's own signal listener while the runtime is
+  // still calling the listeners, and that listener would then take the
+  // signal as unhandled and exit 143.
+  const onSignal = (name: string) => void setTimeout(() => handleSignal(name), 0);
+  const handleSignal = (name: string) => {
+    if (signalled) {
+      // A second signal does not wait for the grace period: abort what runs (journals are still flushed).
+      const n = daemon.daemon.abortAll("the daemon is shutting down (second signal)");
+      process.stderr.write(`agentcore serve: ${name} again: aborting ${n} run(s) and call(s) now\n`);
+      return;
+    }
+    signalled = true;
+    process.stderr.write(`agentcore serve: ${name}: stopping\n`);
+    daemon.stop().then(
+      () => {
+        releaseToken();
+        process.stderr.write("agentcore serve: stopped\n");
+        off();
+        resolve(0);
+      },
+      (e) => {
+        releaseToken();
+        process.stderr.write(`agentcore serve: error while stopping: ${(e as Error)?.message ?? String(e)}\n`);
+        off();
+        resolve(1);
+      },
+    );
+  };
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
+  return { done, off };
 }
