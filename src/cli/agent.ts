@@ -117,7 +117,10 @@ export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRet
     if (flags.modelUrl !== undefined) overrides.baseURL = flags.modelUrl;
     return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides), onRetry === undefined ? {} : { retry: { onRetry } });
   } catch (e) {
-    throw new AgentSetupError((e as Error).message);
+    const message = (e as Error).message;
+    // The library's wording names its `model` option; at the shell it is a flag.
+    if (message.startsWith("no model configured")) throw new AgentSetupError("no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)");
+    throw new AgentSetupError(message);
   }
 }
 
