@@ -391,3 +391,67 @@ describe("signals", () => {
     await client.close();
   }, 20_000);
 });
+
+describe("agentcore mcp reads JSON-RPC as strictly as execute", () => {
+  // One raw exchange: each request line, then the answers until every id is back.
+  async function exchange(lines: (string | Uint8Array)[], expectIds: number, extraArgs: string[] = []): Promise<{ answers: Record<string, unknown>[]; stderr: string; status: number }> {
+    const p = Bun.spawn([BUN, MAIN, ...extraArgs, "mcp"], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } };
+    p.stdin.write(JSON.stringify(init) + "\n");
+    p.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
+    for (const l of lines) p.stdin.write(l);
+    const reader = p.stdout.getReader();
+    let text = "";
+    while (text.split("\n").filter((l) => l.trim() !== "").length < expectIds + 1) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    p.stdin.end();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+    // Refusals (id null) are written as soon as their line is read, so they may
+    // come before answers to earlier lines (JSON-RPC matches answers by id):
+    // keep the refusals in order, then the answers by id, without initialize's.
+    const all = text.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const refusals = all.filter((m) => m.id === null);
+    const byId = all.filter((m) => typeof m.id === "number" && m.id !== 1).sort((x, y) => (x.id as number) - (y.id as number));
+    return { answers: [...refusals, ...byId], stderr, status };
+  }
+  const call = (id: number, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":${args}}}\n`;
+
+  test("a repeated key, __proto__ and bad UTF-8 are parse errors (-32700) naming the place; no tool runs; good lines still work", async () => {
+    const dup = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","name":"echo","arguments":{"a":1}}}\n';
+    const proto = call(3, '{"__proto__":{"x":1}}');
+    const utf8 = new Uint8Array([...new TextEncoder().encode(call(4, '{"s":"X"}').split("X")[0]!), 0xff, ...new TextEncoder().encode('"}}}\n')]);
+    const good = call(5, '{"message":"ok"}');
+    const { answers, status } = await exchange([dup, proto, "\n", utf8, good], 4);
+    expect(status).toBe(0);
+    expect(answers.length).toBe(4);
+    const [a, b, c, d] = answers as { id: unknown; error?: { code: number; message: string; data: Record<string, unknown> }; result?: { structuredContent?: unknown } }[];
+    expect(a!.id).toBeNull();
+    expect(a!.error!.code).toBe(-32700);
+    expect(a!.error!.data).toMatchObject({ code: "JSON_DUPLICATE_KEY", offset: dup.indexOf('"name":"echo"'), line: 1 });
+    expect(a!.error!.message).toContain('duplicate key "name"');
+    expect(b!.error!.data).toMatchObject({ code: "JSON_FORBIDDEN_KEY", line: 1 });
+    expect(c!.error!.data).toMatchObject({ code: "JSON_ENCODING" });
+    expect(d!.id).toBe(5);
+    expect(d!.result!.structuredContent).toEqual({ message: "ok" });
+  }, 20_000);
+
+  test("a line over the limit is refused once and skipped; the next line is served", async () => {
+    // --max-input-bytes 1024: the message limit is 2 x 1024 + 64 KiB
+    const big = call(2, JSON.stringify({ s: "x".repeat(200_000) }));
+    const { answers } = await exchange([big.slice(0, 70_000), big.slice(70_000), call(3, '{"message":"after"}')], 2, ["--max-input-bytes", "1024"]);
+    expect(answers.length).toBe(2);
+    const [a, b] = answers as { id: unknown; error?: { code: number; data: Record<string, unknown> }; result?: { structuredContent?: unknown } }[];
+    expect(a!.error!.code).toBe(-32700);
+    expect(a!.error!.data).toMatchObject({ code: "JSON_SIZE" });
+    expect(b!.id).toBe(3);
+    expect(b!.result!.structuredContent).toEqual({ message: "after" });
+  }, 20_000);
+});
