@@ -411,7 +411,7 @@ export abstract class JournalStorage {
     return await this.transact(sessionId, (index, write) => {
       const head = index.head(source);
       if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${sessionId}'`);
-      if (index.branches.has(branchId)) throw new SessionValidationError(`branch '${branchId}' already exists`);
+      if (index.branches.has(branchId)) throw new SessionConflictError(`branch '${branchId}' already exists`);
       const base = from === undefined ? head.record_id : from;
       if (base !== null) {
         if (!index.byId.has(base)) throw new SessionValidationError(`record ${base} does not exist`);

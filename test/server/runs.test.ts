@@ -330,6 +330,12 @@ describe("sessions", () => {
     const fork = await d.req("/v1/sessions/s1/fork", { method: "POST", json: { name: "alt" } });
     expect(fork.status).toBe(201);
     expect((await fork.json()).branch).toMatchObject({ branch_id: "alt", intent: "fork" });
+    // the same name again: a conflict with what exists (409, as the OpenAPI document says), not a bad request
+    for (const [route, body] of [["fork", { name: "alt" }], ["rollback", { to: tree.records[4].record_id, name: "alt" }], ["retry", { run: firstRun, name: "alt" }]] as const) {
+      const again = await d.req(`/v1/sessions/s1/${route}`, { method: "POST", json: body });
+      expect(again.status).toBe(409);
+      expect((await again.json()).error).toMatchObject({ code: "CONFLICT", message: "branch 'alt' already exists" });
+    }
     const rb = await d.req("/v1/sessions/s1/rollback", { method: "POST", json: { to: tree.records[4].record_id, name: "rb" } });
     if (rb.status !== 201) throw new Error(await rb.text());
     const retry = await d.req("/v1/sessions/s1/retry", { method: "POST", json: { run: firstRun, name: "again" } });
