@@ -658,7 +658,7 @@ export class Agent {
         return result("completed", "behavior_stop", turn, usage, out);
       }
     }
-    return result("failed", "max_steps", counters.turns, usage, null, `agent '${this.agentId}' did not finish within ${policy.maxSteps} steps`);
+    return result("failed", "max_steps", counters.turns, usage, null, `agent '${this.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`);
   }
 
   #budgetFailure(usage: UsageAccumulator, turns: number): AgentRunResult | null {

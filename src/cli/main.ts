@@ -694,7 +694,12 @@ export async function main(argv: string[]): Promise<number> {
         if (task === "-") {
           const bytes = await readAllBounded("-", 1 << 20);
           if (bytes === null) return usage("the task read from stdin exceeds 1 MiB");
-          task = new TextDecoder().decode(bytes);
+          try {
+            task = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+          } catch {
+            // the model would get U+FFFD where the bytes were: refuse, as execute - does for a call
+            throw new InputError("the task read from stdin is not valid UTF-8");
+          }
         }
         const flags: AgentFlags = {
           ...modelFlags(values, settings),

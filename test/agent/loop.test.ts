@@ -263,6 +263,8 @@ describe("loop limits and hooks", () => {
     const r = await agent.run("x");
     expect(r).toMatchObject({ status: "failed", stop_reason: "max_steps", turns: 2 });
     expect(r.error).toContain("within 2 steps");
+    const one = setup([call("1", "echo", { text: "a" })], { policy: { maxSteps: 1 } });
+    expect((await one.agent.run("x")).error).toMatch(/within 1 step$/);
   });
 
   test("text and thinking deltas are events of the turn", async () => {

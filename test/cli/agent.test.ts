@@ -92,6 +92,17 @@ describe("agentcore agent --script", () => {
     expect((events(r.stdout).at(-1) as Ev & { result: { stop_reason: string; turns: number } }).result).toMatchObject({ stop_reason: "max_steps", turns: 2 });
   });
 
+  test("agent -: a task on stdin that is not UTF-8 is refused (exit 2), not sent with U+FFFD", async () => {
+    const path = script("one.jsonl", [{ content: "never" }]);
+    const bad = Bun.spawnSync([bin, "agent", "--script", path, "-"], { cwd: work, stdin: new Uint8Array([0x68, 0x69, 0xff, 0x0a]), env: CLEAN_ENV });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr.toString()).toBe("agentcore: the task read from stdin is not valid UTF-8\n");
+    expect(bad.stdout.toString()).toBe("");
+    const good = Bun.spawnSync([bin, "agent", "--script", path, "-"], { cwd: work, stdin: new TextEncoder().encode("héllo\n"), env: CLEAN_ENV });
+    expect(good.exitCode).toBe(0);
+    expect(good.stdout.toString()).toContain("never");
+  });
+
   test("Ctrl-C aborts the run cleanly: cancelled / external_abort", async () => {
     const slow = script("slow.jsonl", [{ content: "never", delay_ms: 60_000 }]);
     const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--script", slow, "go"], { cwd: work, stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
