@@ -147,6 +147,25 @@ for (const mode of ["source", "binary"] as const) {
   });
 }
 
+/** Read the child's stdout until `enough(text)`, then close its stdin and read to the end. */
+async function readUntilThenClose(p: { stdout: ReadableStream<Uint8Array>; stdin: { end(): unknown } }, enough: (text: string) => boolean): Promise<string> {
+  const reader = p.stdout.getReader();
+  const dec = new TextDecoder();
+  let text = "";
+  let closed = false;
+  for (;;) {
+    if (!closed && enough(text)) {
+      p.stdin.end();
+      closed = true;
+    }
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+  }
+  if (!closed) p.stdin.end();
+  return text + dec.decode();
+}
+
 describe("agentcore mcp on the wire", () => {
   test("stdout carries only JSON-RPC lines; logs go to stderr", async () => {
     const c = config();
@@ -164,19 +183,7 @@ describe("agentcore mcp on the wire", () => {
       { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "fx__count", arguments: {} } },
     ];
     for (const m of msgs) p.stdin.write(JSON.stringify(m) + "\n");
-    const reader = p.stdout.getReader();
-    let text = "";
-    while (!text.includes('"id":3')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    p.stdin.end();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
+    const text = await readUntilThenClose(p, (t) => t.includes('"id":3'));
     const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
     expect(status).toBe(0);
     const lines = text.trimEnd().split("\n");
@@ -400,19 +407,7 @@ describe("agentcore mcp reads JSON-RPC as strictly as execute", () => {
     p.stdin.write(JSON.stringify(init) + "\n");
     p.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
     for (const l of lines) p.stdin.write(l);
-    const reader = p.stdout.getReader();
-    let text = "";
-    while (text.split("\n").filter((l) => l.trim() !== "").length < expectIds + 1) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    p.stdin.end();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
+    const text = await readUntilThenClose(p, (t) => t.split("\n").filter((l) => l.trim() !== "").length >= expectIds + 1);
     const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
     // Refusals (id null) are written as soon as their line is read, so they may
     // come before answers to earlier lines (JSON-RPC matches answers by id):
