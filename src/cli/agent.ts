@@ -27,6 +27,8 @@ import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { restoreSession } from "../session/restore.ts";
+import { CompactionPolicy, ModelCompactor } from "../context/index.ts";
+import { summaryPrompt } from "./summary.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import type { JournalStorage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
@@ -57,6 +59,26 @@ export interface AgentFlags {
   plan?: boolean;
   /** Skills folder (--skills, else the config's skills_dir); default: .agentcore/skills under the root when it exists. */
   skills?: string;
+  /** The model's context window in tokens: turns on automatic compaction (--context-window). */
+  contextWindow?: number;
+}
+
+/**
+ * Automatic compaction for a model with `contextWindow` tokens: a quarter
+ * stays free for the answer; when the history outgrows the rest, the model
+ * summarises every turn but the latest (and on a context overflow it compacts
+ * and retries once), as chat's /compact does.
+ */
+export function compactionFor(model: ModelAdapter, contextWindow: number) {
+  return {
+    policy: new CompactionPolicy({
+      contextWindow,
+      reserveTokens: Math.floor(contextWindow / 4),
+      keepRecentTokens: 1, // whole turns: the latest one is always kept as it is
+    }),
+    compactor: new ModelCompactor(model, summaryPrompt, "agent"),
+    auto: { enabled: true },
+  };
 }
 
 /** A problem with the agent flags or the model settings: exit status 2. */
@@ -291,6 +313,7 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
       sinks: recorder === null ? [sink] : [sink, recorder],
       systemPrompt,
       ...(skills !== null ? { skills } : {}),
+      ...(flags.contextWindow !== undefined ? { compaction: compactionFor(model, flags.contextWindow) } : {}),
       // A session belongs to one agent id: keep it across processes.
       ...(flags.session !== undefined ? { agentId: checkout?.session.agent_id ?? "agentcore-cli" } : {}),
     });

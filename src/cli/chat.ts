@@ -31,7 +31,8 @@ import * as readline from "node:readline";
 import { createAgent, type Agent, type AgentEvent } from "../agent/index.ts";
 import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
+import { CompactionPolicy, ModelCompactor } from "../context/index.ts";
+import { summaryPrompt } from "./summary.ts";
 import type { ChatMessage, ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
@@ -88,26 +89,6 @@ export function newChatSessionId(now: Date = new Date()): string {
   const r = new Uint8Array(2);
   crypto.getRandomValues(r);
   return `chat-${stamp}-${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
-/** The summarisation prompt of `/compact`. */
-function summaryPrompt(request: CompactionRequest): ChatMessage[] {
-  const lines: string[] = [];
-  if (request.previous_summary !== null) lines.push(`Earlier summary:\n${request.previous_summary.content}`, "");
-  for (const m of request.preparation.messages_to_summarize) {
-    if (m.role === "assistant") {
-      if (m.content) lines.push(`assistant: ${m.content}`);
-      for (const c of m.tool_calls ?? []) lines.push(`assistant called ${c.function.name}(${c.function.arguments})`);
-    } else if (m.role === "tool") lines.push(`tool result: ${m.content}`);
-    else lines.push(`${m.role}: ${m.content}`);
-  }
-  return [
-    {
-      role: "system",
-      content: "Summarise this conversation for your own later use: the user's goals, decisions, files and facts found, and open steps. Be brief and concrete.",
-    },
-    { role: "user", content: lines.join("\n") },
-  ];
 }
 
 // deno-lint-ignore no-control-regex

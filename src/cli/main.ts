@@ -97,6 +97,9 @@ Agent options (agentcore agent; chat takes them too, except --events and --conti
   --branch B             the session branch to resume and record on (default main; see 'sessions fork')
   --sessions-dir DIR     journal directory (default: .agentcore/sessions under --root, created 0700)
   --continue             continue the session's last run (continueRun) instead of a new task
+  --context-window N     agent: the model's context window in tokens (at least 1024); turns on automatic
+                         compaction: a quarter of it is kept free for the answer, and when the history
+                         outgrows the rest, older turns are summarised by the model (also on an overflow)
   --approve-all          agent, chat: approve every tool call that would ask first, and say so on stderr
                          (without a config "policy", read-only tools run and side-effecting tools ask on
                          the terminal; with stdin not a terminal they are refused)
@@ -560,7 +563,7 @@ const SELF_PARSING = new Set(["history", "sessions", "serve", "skills"]);
 /** Options of the main parser that take a value (the token after them is not a command). */
 const VALUE_OPTIONS = new Set([
   "root", "config", "max-input-bytes", "max-depth", "history", "script", "preset", "model", "model-url", "events",
-  "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "tools", "skills",
+  "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "tools", "skills", "context-window",
 ]);
 
 /**
@@ -615,6 +618,7 @@ export async function main(argv: string[]): Promise<number> {
         "model-url": { type: "string" },
         events: { type: "string" },
         "max-steps": { type: "string" },
+        "context-window": { type: "string" },
         "max-run-tokens": { type: "string" },
         system: { type: "string" },
         session: { type: "string" },
@@ -644,7 +648,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["events", "continue"] as const;
+    const agentOnly = ["events", "continue", "context-window"] as const;
     const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan", "skills"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
@@ -707,6 +711,8 @@ export async function main(argv: string[]): Promise<number> {
           events: values.events as string | undefined,
           continue: values.continue === true,
         };
+        if (typeof values["context-window"] === "string") flags.contextWindow = positiveInt("--context-window", values["context-window"], 100_000_000);
+        if (flags.contextWindow !== undefined && flags.contextWindow < 1024) return usage(`--context-window must be at least 1024 tokens, got ${flags.contextWindow}`);
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
