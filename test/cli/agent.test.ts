@@ -33,6 +33,25 @@ async function run(args: string[], env: Record<string, string> = {}) {
   return { status, stdout, stderr };
 }
 
+/** Read the child's stdout until it contains `mark`, send `signal`, then read to the end. */
+async function readUntilThenSignal(p: { stdout: ReadableStream<Uint8Array>; kill(signal: NodeJS.Signals): void }, mark: string, signal: NodeJS.Signals): Promise<string> {
+  const reader = p.stdout.getReader();
+  const dec = new TextDecoder();
+  let seen = "";
+  let sent = false;
+  for (;;) {
+    if (!sent && seen.includes(mark)) {
+      p.kill(signal);
+      sent = true;
+    }
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen += dec.decode(value, { stream: true });
+  }
+  if (!sent) p.kill(signal);
+  return seen + dec.decode();
+}
+
 type Ev = { kind: string; sequence: number; run_id: string; [k: string]: unknown };
 const events = (stdout: string): Ev[] => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Ev);
 
@@ -106,19 +125,7 @@ describe("agentcore agent --script", () => {
   test("Ctrl-C aborts the run cleanly: cancelled / external_abort", async () => {
     const slow = script("slow.jsonl", [{ content: "never", delay_ms: 60_000 }]);
     const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--script", slow, "go"], { cwd: work, stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
-    const reader = p.stdout.getReader();
-    let seen = "";
-    while (!seen.includes('"turn_started"')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    p.kill("SIGINT");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
+    const seen = await readUntilThenSignal(p, '"turn_started"', "SIGINT");
     expect(await p.exited).toBe(1);
     const fin = events(seen).at(-1) as Ev & { result: Record<string, unknown> };
     expect(fin.kind).toBe("agent_finished");
@@ -256,19 +263,7 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
   test("Ctrl-C while the model stalls mid-answer: the text shown so far ends its line, then the reason on stderr", async () => {
     server.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "partial answ" })], end: "stall" });
     const p = Bun.spawn([bin, "agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
-    const reader = p.stdout.getReader();
-    let seen = "";
-    while (!seen.includes("partial answ")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    p.kill("SIGINT");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
+    const seen = await readUntilThenSignal(p, "partial answ", "SIGINT");
     expect(await p.exited).toBe(1);
     expect(seen).toBe("partial answ\n");
     expect(await new Response(p.stderr).text()).toBe("agentcore: run cancelled (external_abort): interrupted by the user (Ctrl-C)\n");
