@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { binaryPath } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
-import { rawRequest, SseReader } from "./support.ts";
+import { collectStderr, rawRequest, SseReader } from "./support.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 const dirs: string[] = [];
@@ -42,24 +42,12 @@ async function spawnServe(args: string[], env: Record<string, string> = {}, exe:
     stderr: "pipe",
   });
   procs.push(proc);
-  let text = "";
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  const dec = new TextDecoder();
-  const pump = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      text += dec.decode(value, { stream: true });
-    }
-  })();
-  while (!/token (file .+|from AGENTCORE_TOKEN)\n/.test(text)) {
-    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${text}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const err = collectStderr(proc);
+  const text = await err.ready(/token (file .+|from AGENTCORE_TOKEN)\n/);
   const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
   const file = /token file (.+)\n/.exec(text)?.[1] ?? null;
   const token = file !== null ? readFileSync(file, "utf8").trim() : env.AGENTCORE_TOKEN!;
-  return { proc, url, token, tokenFile: file, dir, stderr: () => text, exited: proc.exited.then(async (c) => (await pump, c)) };
+  return { proc, url, token, tokenFile: file, dir, stderr: err.text, exited: err.exited };
 }
 
 const auth = (c: Child) => ({ authorization: `Bearer ${c.token}` });

@@ -199,3 +199,36 @@ export async function eventually<T>(fn: () => T | undefined | Promise<T | undefi
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * A child process's stderr collected as it arrives: `text()` is what came so
+ * far; `ready(re)` waits until it matches (throwing if the child exits
+ * first); `exited` resolves to the exit code once all of stderr is read.
+ */
+export function collectStderr(proc: { stderr: unknown; exitCode: number | null; exited: Promise<number> }): {
+  text(): string;
+  ready(re: RegExp): Promise<string>;
+  exited: Promise<number>;
+} {
+  let text = "";
+  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+  const dec = new TextDecoder();
+  const pump = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      text += dec.decode(value, { stream: true });
+    }
+  })();
+  return {
+    text: () => text,
+    async ready(re: RegExp): Promise<string> {
+      while (!re.test(text)) {
+        if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${text}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return text;
+    },
+    exited: proc.exited.then(async (c) => (await pump, c)),
+  };
+}

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { prepareDaemonToken, removeTokenFileIfHolds, tokenFileName, TokenError } from "../../src/server/token.ts";
+import { collectStderr } from "./support.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 const dirs: string[] = [];
@@ -47,24 +48,12 @@ async function serve(stateDir: string, cwd: string, args: string[], exe: string[
     stderr: "pipe",
   });
   procs.push(proc);
-  let text = "";
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  const dec = new TextDecoder();
-  const pump = (async () => {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      text += dec.decode(value, { stream: true });
-    }
-  })();
-  while (!/token file .+\n/.test(text)) {
-    if (proc.exitCode !== null) throw new Error(`serve exited ${proc.exitCode}: ${text}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const err = collectStderr(proc);
+  const text = await err.ready(/token file .+\n/);
   const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
   const tokenFile = /token file (.+)\n/.exec(text)![1]!;
   const sharedLine = /serve: (.+) holds this token too/.exec(text)?.[1] ?? null;
-  return { proc, url, tokenFile, sharedLine, token: readFileSync(tokenFile, "utf8").trim(), stderr: () => text, exited: proc.exited.then(async (c) => (await pump, c)) };
+  return { proc, url, tokenFile, sharedLine, token: readFileSync(tokenFile, "utf8").trim(), stderr: err.text, exited: err.exited };
 }
 
 /** GET /v1/tools on a daemon with a token: the status. */
