@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import { OutputError, type LineWriter } from "./output.ts";
+import { OutputError, outputFailure, type LineWriter } from "./output.ts";
 
 /** Usage lines of the command (also shown by `agentcore history --help`). */
 export const HISTORY_USAGE = `Usage: agentcore history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]
@@ -118,7 +118,8 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
     return 0;
   } catch (e) {
     if (e instanceof HistoryUsageError) return usage(e.message);
-    if (e instanceof HistoryError || e instanceof ConfigError || e instanceof OutputError) {
+    if (e instanceof OutputError) return outputFailure(e, err);
+    if (e instanceof HistoryError || e instanceof ConfigError) {
       err(`agentcore: ${e.message}\n`);
       return 2;
     }

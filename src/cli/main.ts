@@ -23,7 +23,7 @@ import type { ToolApprover } from "../middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
 import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.ts";
 import { LineFramer, isBlank, type Line } from "./lines.ts";
-import { LineWriter, OutputError } from "./output.ts";
+import { LineWriter, OutputClosedError, OutputError, outputFailure, PIPE_CLOSED_STATUS } from "./output.ts";
 import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
 import type { ChatFlags } from "./chat.ts";
@@ -119,6 +119,7 @@ Exit status:
   0  every call succeeded (agent: the run completed)
   1  at least one call returned "success":false (agent: the run did not complete)
   2  usage error, unreadable input file, output failure or runtime failure
+  141  stdout's reader went away (a closed pipe: agentcore run FILE | head); nothing is printed
   chat: 0 when it ends, 1 when the session journal could not be written, 2 for a setup error
   agent, chat: 143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second
   signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)
@@ -755,6 +756,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`agentcore: ${e.message}\n`);
       return 2;
     }
+    // stdout's reader went away (`agentcore run … | head`): stop quietly, as git does.
+    if (e instanceof OutputClosedError) return PIPE_CLOSED_STATUS;
     if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
       try {
         out.flush();
@@ -778,6 +781,10 @@ function usage(message: string): number {
 }
 
 if (import.meta.main) {
-  const status = await main(process.argv.slice(2));
+  // An output failure out of a self-parsing command (sessions, skills …): quiet for a closed pipe.
+  const status = await main(process.argv.slice(2)).catch((e: unknown) => {
+    if (e instanceof OutputError) return outputFailure(e);
+    throw e;
+  });
   process.exitCode = status;
 }

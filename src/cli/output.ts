@@ -6,8 +6,12 @@
  * no produced result sits in a buffer while the process is idle.
  *
  * A pipe opened non-blocking can answer EAGAIN; the writer then waits briefly
- * and retries. Any other failure (EPIPE, EBADF, ENOSPC) is raised as an
- * {@link OutputError}, which the CLI maps to exit status 2.
+ * and retries. A reader that has gone away (EPIPE: `agentcore run … | head`)
+ * is raised as an {@link OutputClosedError}: the CLI then stops quietly with
+ * {@link PIPE_CLOSED_STATUS}, as a program killed by SIGPIPE would (Bun, Node
+ * and Deno ignore SIGPIPE, so the write fails instead). Any other failure
+ * (EBADF, ENOSPC) is raised as an {@link OutputError}, which the CLI reports
+ * and maps to exit status 2.
  *
  * @module
  */
@@ -18,6 +22,29 @@ export class OutputError extends Error {
   override name = "OutputError";
 }
 
+/**
+ * The reader of the output has gone (EPIPE: a closed pipe). Nobody is left to
+ * read a message about it either: the CLI exits with
+ * {@link PIPE_CLOSED_STATUS} and prints nothing.
+ */
+export class OutputClosedError extends OutputError {
+  override name = "OutputClosedError";
+}
+
+/** Exit status when stdout's reader went away: 141 = 128 + SIGPIPE, what a shell reports for `git log | head`. */
+export const PIPE_CLOSED_STATUS = 141;
+
+/**
+ * Report an output failure and give the exit status: a closed pipe is quiet
+ * ({@link PIPE_CLOSED_STATUS}); any other failure prints `agentcore: …` on
+ * stderr (`write`) and gives 2.
+ */
+export function outputFailure(e: OutputError, write: (text: string) => void = (t) => void process.stderr.write(t)): number {
+  if (e instanceof OutputClosedError) return PIPE_CLOSED_STATUS;
+  write(`agentcore: ${e.message}\n`);
+  return 2;
+}
+
 const FLUSH_AT = 64 * 1024;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const encoder = new TextEncoder();
@@ -25,6 +52,8 @@ const encoder = new TextEncoder();
 export class LineWriter {
   #parts: string[] = [];
   #size = 0;
+  /** Set once a write met a closed pipe: later lines are dropped (nothing can read them). */
+  closed = false;
   constructor(readonly fd: number) {}
 
   /** Queue one line (a newline is added). Flushes once 64 KiB are pending. */
@@ -41,8 +70,15 @@ export class LineWriter {
     if (this.#size >= FLUSH_AT) this.flush();
   }
 
-  /** Write everything pending. Throws {@link OutputError} on failure. */
+  /** Write everything pending. Throws {@link OutputError} on failure ({@link OutputClosedError} for a closed pipe, and again for any later text). */
   flush(): void {
+    if (this.closed) {
+      const dropped = this.#size > 0;
+      this.#parts = [];
+      this.#size = 0;
+      if (!dropped) return;
+      throw new OutputClosedError("cannot write results: the reader of the output has gone (EPIPE)");
+    }
     if (this.#size === 0) return;
     const bytes = encoder.encode(this.#parts.join(""));
     this.#parts = [];
@@ -57,6 +93,8 @@ export class LineWriter {
           Atomics.wait(sleeper, 0, 0, 2);
           continue;
         }
+        this.closed = code === "EPIPE";
+        if (this.closed) throw new OutputClosedError("cannot write results: the reader of the output has gone (EPIPE)");
         throw new OutputError(`cannot write results: ${code ?? String(e)}`);
       }
     }
