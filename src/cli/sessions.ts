@@ -33,7 +33,8 @@ export const SESSIONS_HELP = `Usage:
                                                         branch. A run whose process is still alive is refused;
                                                         --force recovers it anyway (when that pid is not agentcore)
 Options:
-  --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory)
+  --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory;
+                       a .agentcore/ that agentcore creates gets a .gitignore holding *)
   --root DIR           the root the default directory is under
   --json               print JSON instead of text
 

@@ -10,3 +10,4 @@ export { SessionRecorder, recordDraft } from "./recorder.ts";
 export { restoreSession } from "./restore.ts";
 export { INTERRUPTED_RUN_ERROR, interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery, unansweredToolCalls } from "./recover.ts";
 export { withFileLock } from "./lock.ts";
+export { makeStateDir, STATE_DIR_GITIGNORE, STATE_DIR_NAME, writeStateGitignore } from "./state-dir.ts";

@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { parseStrict } from "../core/index.ts";
 import { envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
 import { pidAlive, withFileLock } from "./lock.ts";
+import { makeStateDir } from "./state-dir.ts";
 import { JOURNAL_SCHEMA_VERSION, SessionSchemaVersionError, SessionSerializationError, SessionStorageError, SessionValidationError, type SessionRecord } from "./types.ts";
 
 export interface JsonlSessionStorageOptions {
@@ -131,7 +132,7 @@ export class JsonlSessionStorage extends JournalStorage {
 
   #ensureDir(): void {
     try {
-      fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      makeStateDir(this.dir, 0o700); // a new .agentcore/ gets its .gitignore
     } catch (e) {
       throw new SessionStorageError(`cannot create ${this.dir}: ${(e as Error).message}`);
     }
