@@ -174,6 +174,26 @@ export interface FollowUpHandle {
   wait(): Promise<AgentRunResult>;
 }
 
+/** A model turn's answer and the provider's finish reason (null when it gave none). */
+interface ModelAnswer {
+  message: AssistantMessage;
+  finishReason: string | null;
+}
+
+/**
+ * The finish reasons that mean the answer is not whole, with the run's stop
+ * reason and the words of its error. Such a run ends `failed` at once.
+ */
+const CUT_OFF: Readonly<Record<string, { stop: StopReason; error: string }>> = {
+  length: { stop: "max_tokens", error: "the model stopped at its output-token limit (finish_reason \"length\"), so its answer is cut off" },
+  content_filter: { stop: "content_filter", error: "the provider's content filter stopped the model's answer (finish_reason \"content_filter\")" },
+};
+
+/** Why the tool calls of a cut-off answer are not run (their arguments may be incomplete). */
+function notRunReason(finishReason: string): string {
+  return `not run: the model's answer was cut off (finish_reason ${JSON.stringify(finishReason)}), so this call may be incomplete`;
+}
+
 class TerminalResult {
   constructor(readonly result: AgentRunResult) {}
 }
@@ -600,8 +620,19 @@ export class Agent {
       await emit({ kind: "turn_started", turn });
       let response: AssistantMessage;
       try {
-        response = await this.#modelTurn(turn, op, usage, state);
+        const answer = await this.#modelTurn(turn, op, usage, state);
+        response = answer.message;
         if (signal.aborted) throw new AgentCancelledError(reason());
+        const cut = answer.finishReason === null ? undefined : CUT_OFF[answer.finishReason];
+        if (cut !== undefined) {
+          // A cut-off answer ends the run. Its tool calls are not run (a `length`
+          // cut can leave their arguments half-written); each gets a tool message
+          // saying so, which keeps the history well formed for a continue.
+          const calls = response.tool_calls;
+          if (calls.length > 0) await this.#executor.settleNotRun(calls, turn, notRunReason(answer.finishReason!));
+          const more = calls.length > 0 ? `; its ${calls.length} tool call(s) were not run` : "";
+          return result("failed", cut.stop, turn, usage, response.content, cut.error + more);
+        }
         if (response.tool_calls.length === 0) {
           if (op.steering.length > 0) {
             state.noToolResponses = 0; // not terminal: the loop applies the steering
@@ -680,7 +711,7 @@ export class Agent {
    * on pressure, stream the model (compacting and retrying once after an
    * overflow), record the message.
    */
-  async #modelTurn(turn: number, op: ActiveOperation, usage: UsageAccumulator, state: { noToolResponses: number }): Promise<AssistantMessage> {
+  async #modelTurn(turn: number, op: ActiveOperation, usage: UsageAccumulator, state: { noToolResponses: number }): Promise<ModelAnswer> {
     const signal = op.controller.signal;
     const reason = () => op.abortReason;
     const build = async (): Promise<{ messages: ChatMessage[]; preparation: CompactionPreparation | null }> => {
@@ -719,14 +750,14 @@ export class Agent {
   }
 
   /** One model request: stream it, emit deltas, record the assistant message. */
-  async #requestModel(turn: number, messages: ChatMessage[], op: ActiveOperation, usage: UsageAccumulator): Promise<AssistantMessage> {
+  async #requestModel(turn: number, messages: ChatMessage[], op: ActiveOperation, usage: UsageAccumulator): Promise<ModelAnswer> {
     const signal = op.controller.signal;
     const reason = () => op.abortReason;
     usage.beginRequest();
     const tools = this.#toolSpecs();
     const stream = streamModel(this.#model, { messages, tools, signal });
     const it = stream[Symbol.asyncIterator]();
-    let completed: { message: AssistantMessage; usage?: ModelUsage } | undefined;
+    let completed: { message: AssistantMessage; usage?: ModelUsage; finish_reason?: string } | undefined;
     let finished = false;
     let shown = false;
     try {
@@ -748,7 +779,7 @@ export class Agent {
             await this.#emitter.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
           }
         } else if (ev.type === "completed") {
-          completed = { message: ev.message, usage: ev.usage };
+          completed = { message: ev.message, usage: ev.usage, finish_reason: ev.finish_reason };
           finished = true;
           break;
         } else {
@@ -787,7 +818,7 @@ export class Agent {
     if (completed.usage !== undefined) stored.usage = { ...completed.usage };
     this.#append(stored);
     await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
-    return message;
+    return { message, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
   }
 
   /** Add a message to the conversation (and its frozen request-shaped twin). */

@@ -215,6 +215,21 @@ export class ToolExecutor {
     await this.emitter.emit({ kind: "tool_completed", turn, tool_call: p.call, result: out.result });
   }
 
+  /**
+   * Answer calls that are never executed (the answer that carried them was
+   * cut off): `tool_started` + `tool_completed` each, with an error tool
+   * message `{"status":"not_run","tool":…,"error":reason}`, so every call
+   * still has its answer. The repeat guard and middleware never see them.
+   */
+  async settleNotRun(calls: readonly ModelToolCall[], turn: number, reason: string): Promise<void> {
+    for (const call of calls) {
+      await this.emitter.emit({ kind: "tool_started", turn, tool_call: call });
+      const out = outcome(call, JSON.stringify({ status: "not_run", tool: call.name, error: reason }), "continue", reason, false);
+      this.append(out.message);
+      await this.emitter.emit({ kind: "tool_completed", turn, tool_call: call, result: out.result });
+    }
+  }
+
   /** Settle calls that will not run: ToolStarted + ToolCompleted each, with a cancelled tool message. */
   async #settleCancelled(calls: readonly PreparedCall[], turn: number, reason: string): Promise<void> {
     for (const p of calls) {

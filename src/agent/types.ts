@@ -16,7 +16,12 @@ export type { ToolControl } from "../tools/definition.ts";
 export type RunStatus = "completed" | "failed" | "cancelled" | "rejected";
 export const RUN_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "rejected"];
 
-/** Why a run ended (the legacy list, in its order). */
+/**
+ * Why a run ended: the legacy list, in its order, with two of our own after
+ * `empty_response`: `max_tokens` (the model's answer was cut off at its
+ * output-token limit, finish_reason `length`) and `content_filter` (the
+ * provider's filter stopped the answer).
+ */
 export type StopReason =
   | "text_response"
   | "tool_completion"
@@ -25,6 +30,8 @@ export type StopReason =
   | "behavior_stop"
   | "external_abort"
   | "empty_response"
+  | "max_tokens"
+  | "content_filter"
   | "max_steps"
   | "max_no_tool_responses"
   | "repeated_tool_call"
@@ -41,6 +48,8 @@ export const STOP_REASONS: readonly StopReason[] = [
   "behavior_stop",
   "external_abort",
   "empty_response",
+  "max_tokens",
+  "content_filter",
   "max_steps",
   "max_no_tool_responses",
   "repeated_tool_call",
@@ -51,12 +60,17 @@ export const STOP_REASONS: readonly StopReason[] = [
   "runtime_error",
 ];
 
-/** Stop reasons after which `continueRun()` is allowed. */
+/**
+ * Stop reasons after which `continueRun()` is allowed. `max_tokens` is one (the
+ * model can go on from where it was cut off); `content_filter` is not (the
+ * same context would be filtered again).
+ */
 export const CONTINUABLE_STOP_REASONS: ReadonlySet<StopReason> = new Set<StopReason>([
   "text_response",
   "tool_completion",
   "behavior_stop",
   "empty_response",
+  "max_tokens",
   "max_steps",
   "max_no_tool_responses",
   "token_budget_exceeded",

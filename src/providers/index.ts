@@ -58,11 +58,13 @@ export {
 } from "./openai.ts";
 export {
   parseScript,
+  SCRIPTED_FINISH_REASONS,
   ScriptedModel,
   ScriptError,
   validateScriptedTurn,
   type RecordedRequest,
   type ScriptedFailure,
+  type ScriptedFinishReason,
   type ScriptedModelOptions,
   type ScriptedReply,
   type ScriptedToolCall,

@@ -143,7 +143,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     const events = retryingStream(() => this.#attempt(request, false), this.#retry, request.signal);
     for await (const ev of events) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage };
+      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", COMPLETION_FAILED_PREFIX + "the stream ended without a result");
   }
@@ -262,6 +262,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
         type: "completed",
         message: { content: sawText ? text : null, tool_calls: toolCalls },
         ...(usage ? { usage } : {}),
+        finish_reason: finishReason,
       };
     } catch (err) {
       if (timedOut && !signal?.aborted) {

@@ -137,7 +137,7 @@ export class RetryingModelAdapter implements ModelAdapter {
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     for await (const ev of this.stream(request)) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage };
+      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", "chat completion failed: the stream ended without a completed event");
   }

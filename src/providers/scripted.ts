@@ -8,6 +8,7 @@
  * ```jsonl
  * {"content": "Let me look.", "thinking": "The user wants…", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}"}], "usage": {"input_tokens": 12, "output_tokens": 5}}
  * {"content": "Done.", "chunk_size": 2, "delay_ms": 10}
+ * {"content": "The answer was cut o", "finish_reason": "length"}
  * {"error": {"kind": "rate_limit", "message": "slow down"}}
  * ```
  *
@@ -56,7 +57,13 @@ export interface ScriptedReply {
   delay_ms?: number;
   /** Stream thinking and text in pieces of this many characters (code points). Default: whole. */
   chunk_size?: number;
+  /** The provider's finish reason to report (`length`: cut off at the output limit; `content_filter`). Default: none. */
+  finish_reason?: ScriptedFinishReason;
 }
+
+/** The finish reasons a script may report. */
+export type ScriptedFinishReason = "stop" | "tool_calls" | "length" | "content_filter";
+export const SCRIPTED_FINISH_REASONS: readonly ScriptedFinishReason[] = ["stop", "tool_calls", "length", "content_filter"];
 
 /** A turn that fails with a {@link ModelProviderError}. */
 export interface ScriptedFailure {
@@ -77,7 +84,7 @@ export class ScriptError extends Error {
   override name = "ScriptError";
 }
 
-const REPLY_KEYS = new Set(["content", "thinking", "tool_calls", "usage", "delay_ms", "chunk_size"]);
+const REPLY_KEYS = new Set(["content", "thinking", "tool_calls", "usage", "delay_ms", "chunk_size", "finish_reason"]);
 const FAILURE_KEYS = new Set(["error", "delay_ms"]);
 const USAGE_REQUIRED = ["input_tokens", "output_tokens"];
 const USAGE_OPTIONAL = ["cache_read_tokens", "cache_write_tokens", "reasoning_tokens"];
@@ -157,6 +164,12 @@ export function validateScriptedTurn(value: unknown, where: string): ScriptedTur
   }
   if (t.delay_ms !== undefined) out.delay_ms = checkCount(t.delay_ms, '"delay_ms"', fail, { integer: false });
   if (t.chunk_size !== undefined) out.chunk_size = checkCount(t.chunk_size, '"chunk_size"', fail, { min: 1 });
+  if (t.finish_reason !== undefined) {
+    if (typeof t.finish_reason !== "string" || !(SCRIPTED_FINISH_REASONS as readonly string[]).includes(t.finish_reason)) {
+      fail(`"finish_reason" must be one of ${SCRIPTED_FINISH_REASONS.join(", ")}, got ${JSON.stringify(t.finish_reason)}`);
+    }
+    out.finish_reason = t.finish_reason as ScriptedFinishReason;
+  }
   return out;
 }
 
@@ -303,6 +316,7 @@ export class ScriptedModel implements ModelAdapter {
     }
     const tool_calls: ModelToolCall[] = (turn.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
     const ev: ModelStreamEvent = { type: "completed", message: { content: turn.content, tool_calls } };
+    if (turn.finish_reason !== undefined) ev.finish_reason = turn.finish_reason;
     if (turn.usage) {
       const usage: ModelUsage = { ...turn.usage, total_tokens: turn.usage.input_tokens + turn.usage.output_tokens };
       ev.usage = usage;
@@ -312,7 +326,7 @@ export class ScriptedModel implements ModelAdapter {
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     for await (const ev of this.stream(request)) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage };
+      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", "scripted model: the stream ended without a result");
   }

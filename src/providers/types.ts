@@ -71,17 +71,26 @@ export interface ModelRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * Why the model stopped answering, as the provider said (OpenAI's
+ * `finish_reason`): `stop` (done), `tool_calls`, `length` (cut off at its
+ * output-token limit), `content_filter` (stopped by the provider's filter),
+ * or another string a server sends. Absent when the provider said nothing.
+ */
+export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | (string & {});
+
 /** The outcome of one complete (non-streamed, or fully consumed) request. */
 export interface ModelResponse {
   message: AssistantMessage;
   usage?: ModelUsage;
+  finish_reason?: FinishReason;
 }
 
 /** Events of a streamed response; exactly one `completed` ends a successful stream. */
 export type ModelStreamEvent =
   | { type: "text_delta"; delta: string }
   | { type: "thinking_delta"; delta: string }
-  | { type: "completed"; message: AssistantMessage; usage?: ModelUsage };
+  | { type: "completed"; message: AssistantMessage; usage?: ModelUsage; finish_reason?: FinishReason };
 
 /**
  * A model provider.
@@ -139,7 +148,7 @@ export class ModelProviderError extends Error {
 export async function* streamFromComplete(adapter: ModelAdapter, request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
   const r = await adapter.complete(request);
   if (r.message.content) yield { type: "text_delta", delta: r.message.content };
-  yield { type: "completed", message: r.message, usage: r.usage };
+  yield { type: "completed", message: r.message, usage: r.usage, ...(r.finish_reason !== undefined ? { finish_reason: r.finish_reason } : {}) };
 }
 
 /** Stream a request through `adapter.stream` when it exists, else through `complete()`. */

@@ -86,6 +86,7 @@ describe("OpenAIModelAdapter: streaming", () => {
         type: "completed",
         message: { content: "Hello", tool_calls: [] },
         usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18, cache_read_tokens: 3, reasoning_tokens: 2 },
+        finish_reason: "stop",
       },
     ]);
     expect(server.requests).toHaveLength(1);
@@ -101,10 +102,29 @@ describe("OpenAIModelAdapter: streaming", () => {
     expect(r.body.tools).toBeUndefined();
   });
 
+  test("finish_reason length and content_filter are reported on the completed event and by complete()", async () => {
+    const { adapter } = await setup([
+      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "cut o" }), chunk({}, "length"), usageChunk(5, 2)] },
+      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "content_filter")] },
+      {
+        kind: "stream",
+        chunks: [chunk({ role: "assistant", content: null }), toolChunk(0, { id: "call_1", name: "read_file", args: '{"pa' }), chunk({}, "length")],
+      },
+    ]);
+    const first = await collect(adapter.stream(userRequest()));
+    expect(first.at(-1)).toEqual({ type: "completed", message: { content: "cut o", tool_calls: [] }, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 }, finish_reason: "length" });
+    expect(await adapter.complete(userRequest())).toEqual({ message: { content: null, tool_calls: [] }, finish_reason: "content_filter" });
+    // A call cut inside its arguments: still reported (with the parser's verdict), and the finish reason says why.
+    const third = (await collect(adapter.stream(userRequest([readFile])))).at(-1) as Extract<ModelStreamEvent, { type: "completed" }>;
+    expect(third.finish_reason).toBe("length");
+    expect(third.message.tool_calls[0]).toMatchObject({ id: "call_1", name: "read_file", arguments: '{"pa' });
+    expect(third.message.tool_calls[0]!.arguments_error).toBeDefined();
+  });
+
   test("include_usage is not sent when turned off; usage is then absent", async () => {
     const { adapter, server } = await setup([textReply("ok")], { includeUsage: false });
     const res = await adapter.complete(userRequest());
-    expect(res).toEqual({ message: { content: "ok", tool_calls: [] } });
+    expect(res).toEqual({ message: { content: "ok", tool_calls: [] }, finish_reason: "stop" });
     expect(server.requests[0].body.stream_options).toBeUndefined();
   });
 
