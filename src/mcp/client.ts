@@ -49,7 +49,20 @@ import { createLogger } from "../runtime/logger.ts";
 import { VERSION } from "../version.ts";
 import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
-import { McpNotConnectedError, McpProtocolError, StdioTransport } from "./stdio.ts";
+import { describeExit, McpNotConnectedError, McpProtocolError, StdioTransport } from "./stdio.ts";
+
+/** How many of a server's last stderr lines our messages quote, and in at most how many characters. */
+const QUOTED_STDERR_LINES = 10;
+const QUOTED_STDERR_CHARS = 1000;
+
+/** "last stderr lines: a | b", or "it wrote nothing to stderr": a stdio server's last words, bounded and escaped. */
+export function stderrReport(t: StdioTransport): string {
+  const lines = t.stderrLines(QUOTED_STDERR_LINES);
+  if (lines.length === 0) return "it wrote nothing to stderr";
+  let text = lines.join(" | ");
+  if (text.length > QUOTED_STDERR_CHARS) text = `…${text.slice(-QUOTED_STDERR_CHARS)}`;
+  return `last stderr lines: ${text}`;
+}
 
 /** The server could not be started or did not complete the MCP handshake in time. */
 export class McpConnectError extends Error {
@@ -175,8 +188,16 @@ export class McpToolHandler {
   /** The server's tools (all pages). */
   async listTools(): Promise<Tool[]> {
     const client = await this.#ensure();
+    const transport = this.#transport;
     const r = await withTimeout(client.listTools(undefined, { timeout: this.timeoutMs }), Math.min(this.timeoutMs + 100, MCP_MAX_TIMEOUT_MS), () =>
-      new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`));
+      new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`)).catch(async (e) => {
+      // A server that exits while listing its tools: say how it ended and what it said.
+      if (transport instanceof StdioTransport && !(e instanceof McpConnectError)) {
+        await transport.close().catch(() => {});
+        if (transport.exit?.unprompted === true) throw new McpConnectError(this.server, `mcp server "${this.server}" exited with ${describeExit(transport.exit)} while listing its tools; ${stderrReport(transport)}`);
+      }
+      throw e;
+    });
     return r.tools;
   }
 
@@ -267,7 +288,7 @@ export class McpToolHandler {
         // The server died before the request was written (its exit not yet
         // noticed): nothing reached it, so this is not a replay. Connect afresh
         // and send it once.
-        this.#drop(client, "the server process exited");
+        this.#drop(client, this.#processLoss(this.#transport));
         try {
           client = await this.#ensure(signal);
         } catch (e2) {
@@ -319,7 +340,7 @@ export class McpToolHandler {
       return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
     }
     if (e instanceof McpNotConnectedError) {
-      this.#drop(client, "the server process exited");
+      this.#drop(client, this.#processLoss(this.#transport));
       return new ToolError("UNAVAILABLE", `mcp server "${this.server}" is not running (it exited); the next call reconnects`, details);
     }
     if (this.#kind !== "stdio" && this.#client === client) {
@@ -399,7 +420,7 @@ export class McpToolHandler {
         if (this.#client === client) {
           this.#client = undefined;
           this.#transport = undefined;
-          this.#lastLoss ??= transport instanceof StdioTransport ? "the server process exited" : "the connection closed";
+          this.#lastLoss ??= transport instanceof StdioTransport ? this.#processLoss(transport) : "the connection closed";
           if (!this.#closed) this.#logger.warn("mcp: connection lost; the next call reconnects", { server: this.server, reason: this.#lastLoss });
         }
       };
@@ -442,8 +463,13 @@ export class McpToolHandler {
         }
       }
     } catch (e) {
-      const tail = this.#stderrTail;
-      const stderr = tail ? ` (server stderr: ${tail})` : "";
+      const t = this.#lastStdio;
+      // A server that exited on its own before answering (a missing API key, a bad argument…): how it ended and its last words.
+      if (t?.exit?.unprompted === true && !this.#closed) {
+        throw new McpConnectError(this.server, `mcp server "${this.server}" exited with ${describeExit(t.exit)} before it answered initialize; ${stderrReport(t)}`);
+      }
+      const lines = t?.stderrLines(QUOTED_STDERR_LINES) ?? [];
+      const stderr = lines.length > 0 ? ` (${stderrReport(t!)})` : "";
       if (e instanceof McpConnectError) throw new McpConnectError(this.server, `${e.message}${stderr}`);
       throw new McpConnectError(this.server, `mcp server "${this.server}": cannot connect: ${errorText(e)}${stderr}`);
     }
@@ -451,9 +477,11 @@ export class McpToolHandler {
 
   /** The last stdio transport tried, kept for its stderr tail in error messages. */
   #lastStdio: StdioTransport | undefined;
-  get #stderrTail(): string {
-    const tail = this.#lastStdio?.stderrTail ?? "";
-    return tail.trim().split("\n").slice(-3).join(" | ").slice(-400);
+
+  /** Why a stdio connection ended, for messages: how the process ended (when it has) and its last stderr lines. */
+  #processLoss(t: Transport | undefined): string {
+    if (!(t instanceof StdioTransport) || t.exit === undefined) return "the server process exited";
+    return `the server process exited with ${describeExit(t.exit)}; ${stderrReport(t)}`;
   }
 
   #makeTransport(kind: McpTransportKind): Transport {

@@ -61,7 +61,32 @@ export interface StdioTransportOptions {
   gracePeriodMs?: number;
 }
 
+/** The stderr tail kept: at most this many bytes' worth of text … */
 const STDERR_TAIL = 4096;
+/** … and this many lines. */
+const STDERR_LINES = 20;
+
+/** How a server process ended: its exit status, or the signal that ended it. */
+export interface ServerExit {
+  code: number | null;
+  signal: string | null;
+  /** True when it ended on its own, not because `close()` stopped it. */
+  unprompted: boolean;
+}
+
+/** "status 3", "signal SIGKILL": how a process ended, in words. */
+export function describeExit(exit: ServerExit): string {
+  return exit.signal !== null ? `signal ${exit.signal}` : `status ${exit.code ?? "unknown"}`;
+}
+
+/**
+ * Control characters (other than tab) escaped as `\\uXXXX`, so that what an
+ * untrusted server writes cannot move a terminal's cursor, or forge lines, in
+ * our messages.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
 /** Servers get their own process group where that exists (not on Windows). */
 const GROUPS = globalThis.process?.platform !== "win32";
 
@@ -78,6 +103,11 @@ export class StdioTransport implements Transport {
   #buffered = 0;
   #stderr = "";
   #closed = false;
+  #closeCalled = false;
+  #stdinBroken = false;
+  #exit: ServerExit | undefined;
+  /** Resolves once the child's stdio streams have all closed (so its stderr has been read to the end). */
+  #streamsClosed: Promise<void> = Promise.resolve();
   /** The server's process group id (its pid at start). */
   #pgid: number | undefined;
 
@@ -88,9 +118,23 @@ export class StdioTransport implements Transport {
   /** The child's pid once started (also after it exited), else `undefined`. */
   pid: number | undefined;
 
-  /** The last few KiB the server wrote to stderr. */
+  /** The last few KiB the server wrote to stderr (raw). */
   get stderrTail(): string {
     return this.#stderr;
+  }
+
+  /**
+   * The last lines (at most `max`, 20 kept) the server wrote to stderr, each
+   * with control characters escaped; blank lines are left out.
+   */
+  stderrLines(max = STDERR_LINES): string[] {
+    const lines = this.#stderr.split(/\r?\n/).filter((l) => l.trim() !== "");
+    return lines.slice(-Math.min(max, STDERR_LINES)).map(escapeControl);
+  }
+
+  /** How the server process ended, once it has (else `undefined`). */
+  get exit(): ServerExit | undefined {
+    return this.#exit;
   }
 
   start(): Promise<void> {
@@ -125,7 +169,12 @@ export class StdioTransport implements Transport {
         return;
       }
       this.#child = child;
-      this.#exited = new Promise((r) => child.once("exit", () => r()));
+      this.#exited = new Promise((r) => child.once("exit", (code, signal) => {
+        // Its stdin broken before we closed it: it had gone already (the exit event can come after our close()).
+        this.#exit = { code, signal, unprompted: !this.#closeCalled || this.#stdinBroken };
+        r();
+      }));
+      this.#streamsClosed = new Promise((r) => child.once("close", () => r()));
       // The server is gone once its main process is: whatever it left behind
       // in its group (and holding our pipes open) goes too.
       child.once("exit", () => this.#signal(child, "SIGKILL"));
@@ -141,10 +190,15 @@ export class StdioTransport implements Transport {
         resolveStart();
       });
       child.once("close", () => this.#finish());
-      child.stdin!.on("error", () => {}); // EPIPE after the child died: reported through close
+      // EPIPE after the child died: reported through close
+      child.stdin!.on("error", () => {
+        if (!this.#closeCalled) this.#stdinBroken = true;
+      });
       child.stdout!.on("data", (chunk: Buffer) => this.#onData(chunk));
-      child.stderr!.on("data", (chunk: Buffer) => {
-        this.#stderr = (this.#stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
+      // A bounded tail: the last 4 KiB, of which the last 20 lines are quoted.
+      child.stderr!.setEncoding("utf8");
+      child.stderr!.on("data", (chunk: string) => {
+        this.#stderr = (this.#stderr + chunk).slice(-STDERR_TAIL);
       });
     });
   }
@@ -235,6 +289,7 @@ export class StdioTransport implements Transport {
   async close(): Promise<void> {
     const child = this.#child;
     this.#closed = true;
+    this.#closeCalled = true;
     if (child === undefined) return;
     const grace = this.#opts.gracePeriodMs ?? 1000;
     const exited = this.#exited;
@@ -254,6 +309,10 @@ export class StdioTransport implements Transport {
     }
     await exited;
     this.#signal(child, "SIGKILL"); // anything left in its group
+    // What it wrote to stderr just before it exited is still in the pipe: read it (briefly) before cutting the pipes.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.#streamsClosed, new Promise<void>((r) => (timer = setTimeout(r, 250)))]);
+    clearTimeout(timer);
     child.stdout?.destroy();
     child.stderr?.destroy();
     this.#finish();

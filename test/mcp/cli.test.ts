@@ -277,6 +277,50 @@ describe("mcpServers in the config of tools, execute and run", () => {
     const [pid] = pids(c.log);
     expect(alive(pid!)).toBe(false);
   }, 20_000);
+
+  test("a server that exits at once (binary): the error names its exit status and quotes its stderr", async () => {
+    const c = config({}, { args: ["-e", "console.error('boom: missing API key'); process.exit(3)"] });
+    const r = await cli(["--config", c.path, "tools"], { bin: binaryPath() });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('mcp server "fx" exited with status 3 before it answered initialize; last stderr lines: boom: missing API key');
+    expect(r.stderr).not.toContain("Connection closed");
+    expect(r.stdout).toBe("");
+  }, 120_000);
+
+  test("a server killed by a signal before answering, with control characters on stderr: the signal is named, the bytes escaped", async () => {
+    const c = config({}, { args: ["-e", "process.stderr.write('first\\n\\u001b[2Jsecond\\u0007\\n', () => process.kill(process.pid, 'SIGKILL'))"] });
+    const r = await cli(["--config", c.path, "tools"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('mcp server "fx" exited with signal SIGKILL before it answered initialize; last stderr lines: first | \\u001b[2Jsecond\\u0007');
+    expect(r.stderr).not.toContain("\u001b");
+  });
+
+  test("a server that writes nothing and exits 0 before answering says so", async () => {
+    const c = config({}, { args: ["-e", "process.exit(0)"] });
+    const r = await cli(["--config", c.path, "tools"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('mcp server "fx" exited with status 0 before it answered initialize; it wrote nothing to stderr');
+  });
+
+  test("only the last stderr lines are quoted, however much the server wrote", async () => {
+    const c = config({}, { args: ["-e", "let s = ''; for (let i = 0; i < 5000; i++) s += 'noise ' + i + '\\n'; process.stderr.write(s + 'the real reason\\n', () => process.exit(1))"] });
+    const r = await cli(["--config", c.path, "tools"]);
+    expect(r.status).toBe(2);
+    const line = r.stderr.split("\n").find((l) => l.includes("exited with status 1"))!;
+    expect(line).toContain("noise 4999 | the real reason");
+    expect(line).not.toContain("noise 4989 ");
+    expect(line.length).toBeLessThan(1300);
+  });
+
+  test("a server that dies during a call (binary): UNAVAILABLE names its exit status and quotes its stderr", async () => {
+    const c = config({}, { env: { FIXTURE_LOG: join(dir, "die.log"), FIXTURE_EXTRA: "die" } });
+    const r = await cli(["--config", c.path, "execute", '{"id":"d1","tool":"fx__die","arguments":{}}'], { bin: binaryPath() });
+    const env = JSON.parse(r.stdout.trim());
+    expect(env.success).toBe(false);
+    expect(env.error.code).toBe("UNAVAILABLE");
+    expect(env.error.message).toBe('mcp server "fx" was lost during the call (the server process exited with status 4; last stderr lines: fixture: lost the database | \\u001b[2Jfixture: giving up); the call was not retried');
+    for (const pid of pids(join(dir, "die.log"))) expect(alive(pid)).toBe(false);
+  }, 120_000);
 });
 
 describe("agent with MCP tools", () => {
