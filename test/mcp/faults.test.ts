@@ -250,6 +250,19 @@ describe("the server dies or misbehaves", () => {
     expect(err.message).toBe('mcp server "bad" exited with status 3 before it answered initialize; last stderr lines: missing API key');
   }, 20_000);
 
+  test("a server that answers initialize, then exits while listing its tools: its exit status and stderr are in the startup error", async () => {
+    const script = [
+      "let buf = '';",
+      "process.stdin.on('data', (d) => { buf += d; let nl; while ((nl = buf.indexOf('\\n')) >= 0) { const m = JSON.parse(buf.slice(0, nl)); buf = buf.slice(nl + 1);",
+      "  if (m.method === 'initialize') process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'x', version: '1' } } }) + '\\n');",
+      "  if (m.method === 'tools/list') process.stderr.write('cannot read the tool catalogue\\n', () => process.exit(5)); } });",
+    ].join("\n");
+    const rt = createRuntime({ logger });
+    const err = await attachMcpServers(rt, { lister: { command: NODE, args: ["-e", script], connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+    expect(err).toBeInstanceOf(McpStartupError);
+    expect(err.message).toBe('mcp server "lister" exited with status 5 while listing its tools; last stderr lines: cannot read the tool catalogue');
+  }, 20_000);
+
   test("one failing server closes the others that did start", async () => {
     const good = fixture("normal");
     const rt = createRuntime({ logger });
