@@ -48,7 +48,8 @@ import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { fail, hasProcFd } from "./dirfd.ts";
 import { runProcess } from "./process.ts";
-import { findOnPath, pathDirs } from "./sandbox.ts";
+import { detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
+import { type ConfigReader, type GitRepository, gitBwrapArgs, locateRepository, prepareShadow } from "./gitenv.ts";
 import { absolutePathOnly } from "./rules.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
@@ -92,18 +93,9 @@ export const GIT_DIFF_PARAMETERS = deepFreeze({
 } as const);
 markTrustedSchema(GIT_DIFF_PARAMETERS);
 
-const SAFE_CONFIG = [
-  "-c", "core.hooksPath=/dev/null",
-  "-c", "core.fsmonitor=",
-  "-c", "core.pager=cat",
-  "-c", "diff.external=",
-  "-c", "core.attributesFile=/dev/null",
-  "-c", "protocol.allow=never",
-  "-c", "safe.bareRepository=explicit",
-];
 const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
-/** `status --short` with names relative to the root, plain, whatever the repository's config says. */
-const STATUS_CONFIG = ["-c", "status.relativePaths=true", "-c", "color.status=never", "-c", "status.branch=false", "-c", "status.showStash=false"];
+/** `status --short` with names relative to the root, plain, whatever else says. */
+const STATUS_CONFIG: readonly (readonly [string, string])[] = [["status.relativePaths", "true"], ["color.status", "never"], ["status.branch", "false"], ["status.showStash", "false"]];
 
 let home: string | undefined;
 
@@ -130,31 +122,38 @@ function emptyHome(): string {
 /** Create a `git_diff` tool. Throws when `git` is not on PATH. */
 export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<GitDiffArgs> {
   const realRoot = resolveRoot(options.root);
-  const git = findOnPath("git", options.searchPath ?? pathDirs());
+  const dirs = options.searchPath ?? pathDirs();
+  const git = findOnPath("git", dirs);
   if (git === null) throw new Error("git_diff: git was not found on PATH");
+  // Defence in depth: git runs inside bubblewrap when it works here (exec's isolation, nothing writable).
+  const bwrap = detectBwrap(dirs);
   const maxBytes = options.maxBytes ?? DEFAULT_GIT_DIFF_MAX_BYTES;
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS, "git_diff timeout_ms");
-  const env = (): Record<string, string> => {
-    return {
-      PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),
-      HOME: emptyHome(),
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_ATTR_NOSYSTEM: "1",
-      GIT_TERMINAL_PROMPT: "0",
-      GIT_OPTIONAL_LOCKS: "0",
-      LC_ALL: "C",
-    };
+  // Built from nothing: no GIT_* (GIT_DIR, GIT_CONFIG_PARAMETERS…) or anything else inherited.
+  const baseEnv = (): Record<string, string> => ({
+    PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),
+    HOME: emptyHome(),
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_OPTIONAL_LOCKS: "0",
+    GIT_NO_LAZY_FETCH: "1",
+    LC_ALL: "C",
+  });
+  const run = (repo: GitRepository, shadowDir: string, env: Record<string, string>, args: string[], signal: AbortSignal, cap: number) => {
+    const how = bwrap !== null
+      ? { file: bwrap, argv0: "bwrap", args: gitBwrapArgs(repo, shadowDir, realRoot, git, args) }
+      : { file: git, argv0: "git", args };
+    return runProcess({ ...how, cwd: realRoot, env: { ...baseEnv(), ...env }, timeoutMs, maxOutputBytes: cap, signal });
   };
-  const run = (args: string[], signal: AbortSignal, cap: number) =>
-    runProcess({ file: git, argv0: "git", args, cwd: realRoot, env: env(), timeoutMs, maxOutputBytes: cap, signal });
 
   return {
     name: "git_diff",
-    description: "Show the git status of the root's repository, or a diff of the worktree, of what is staged, or against a ref. git runs with fixed arguments: no pager, hooks, external diff or filters.",
+    description: "Show the git status of the root's repository, or a diff of the worktree, of what is staged, or against a ref. git runs with fixed arguments and a configuration of agentcore's own: no pager, hooks, external diff, textconv or filters from the repository.",
     parameters: GIT_DIFF_PARAMETERS as unknown as Record<string, unknown>,
     effect: "read_only",
-    timeoutMs: 2 * timeoutMs + 5000,
+    timeoutMs: 3 * timeoutMs + 5000,
     async handler(args: GitDiffArgs, ctx: ToolContext): Promise<GitDiffResult> {
       const mode = args.mode ?? "worktree";
       if (mode === "ref" && args.ref === undefined) fail("INVALID_ARGUMENTS", 'mode "ref" needs a "ref"', { errors: [{ path: "/ref", keyword: "required", message: 'required with mode "ref"' }] });
@@ -174,28 +173,36 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
         }
       });
 
-      // Name the repository's filter drivers (reading config runs nothing) and blank them.
-      const listed = await run([...SAFE_CONFIG, ...GLOBAL, "config", "--name-only", "--get-regexp", "^filter\\."], ctx.signal, 64 * 1024);
-      const drivers = new Set<string>();
-      for (const line of listed.stdout.split("\n")) {
-        const m = /^filter\.(.+)\.[^.]+$/.exec(line.trim());
-        if (m) drivers.add(m[1]!);
-      }
-      const noFilters = [...drivers].flatMap((d) => ["-c", `filter.${d}.clean=`, "-c", `filter.${d}.smudge=`, "-c", `filter.${d}.process=`, "-c", `filter.${d}.required=false`]);
-
+      // Found without running git; indirections out of the repository are refused.
+      const repo = locateRepository(realRoot);
+      const readConfig: ConfigReader = async (file, env) => {
+        const r = await run(repo, env.GIT_DIR!, env, [...GLOBAL, "config", "--file", file, "--no-includes", "--null", "--list"], ctx.signal, 1024 * 1024);
+        if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+        if (r.exit_code !== 0) {
+          const first = r.stderr.trim().split("\n")[0] ?? "";
+          fail("GIT_FAILED", `the repository's config can't be read (git config exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+        }
+        if (r.truncated) fail("GIT_FAILED", "the repository's config is over 1 MiB", { file });
+        return r.stdout;
+      };
       const sub =
         mode === "status"
-          ? [...STATUS_CONFIG, "status", "--short", "--untracked-files=all", "--ignore-submodules=all"]
+          ? ["status", "--short", "--untracked-files=all", "--ignore-submodules=all"]
           : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "--relative", ...(args.stat === true ? ["--stat"] : [])];
-      // Without paths, "." still limits git to the root: when the root is a
-      // subfolder of a repository, the rest of the repository is outside it.
-      const r = await run([...SAFE_CONFIG, ...noFilters, ...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])], ctx.signal, maxBytes);
-      if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
-      if (r.exit_code !== 0) {
-        const first = r.stderr.trim().split("\n")[0] ?? "";
-        fail("GIT_FAILED", `git ${sub[0]} failed (exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+      const shadow = await prepareShadow(repo, readConfig, mode === "status" ? STATUS_CONFIG : []);
+      try {
+        // Without paths, "." still limits git to the root: when the root is a
+        // subfolder of a repository, the rest of the repository is outside it.
+        const r = await run(repo, shadow.dir, shadow.env, [...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])], ctx.signal, maxBytes);
+        if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+        if (r.exit_code !== 0) {
+          const first = r.stderr.trim().split("\n")[0] ?? "";
+          fail("GIT_FAILED", `git ${sub[0]} failed (exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+        }
+        return { mode, output: r.stdout, truncated: r.truncated };
+      } finally {
+        shadow.cleanup();
       }
-      return { mode, output: r.stdout, truncated: r.truncated };
     },
   };
 }
