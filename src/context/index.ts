@@ -16,6 +16,7 @@ export { estimateContextUsage, estimateTextTokens, heuristicEstimator, isInterna
 export type { EstimatedMessage, TokenEstimator } from "./estimate.ts";
 export { CompactionPolicy, ContextBudget, prepareCompaction } from "./policy.ts";
 export type { ContextBudgetOptions } from "./policy.ts";
+export { budgetForContextWindow, DERIVED_KEEP_RECENT_TOKENS, MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, reserveTokensFor } from "./window.ts";
 export { ModelCompactor } from "./compactor.ts";
 export type { CompactionPromptBuilder, Compactor, CompactorOutput } from "./compactor.ts";
 export { buildModelContext, summaryMessage, summaryOf, toModelMessage } from "./builder.ts";

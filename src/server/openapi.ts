@@ -6,6 +6,8 @@
  * @module
  */
 
+import { RUN_STATUSES, STOP_REASONS } from "../agent/types.ts";
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const errors = (...codes: number[]) =>
@@ -140,7 +142,17 @@ export function openApiDocument(version: string): Record<string, unknown> {
             session: { type: "string" },
             branch: { type: "string", default: "main" },
             detached: { type: "boolean", default: false, description: "when true, a client disconnect does not abort the run" },
-            compaction: { type: "object", required: ["context_window", "keep_recent_tokens"], properties: { context_window: { type: "integer" }, reserve_tokens: { type: "integer" }, keep_recent_tokens: { type: "integer" } } },
+            compaction: {
+              type: "object",
+              required: ["context_window"],
+              additionalProperties: false,
+              description: "enables `compact`. `{context_window: N}` alone (N >= 1024) derives the rest as `agent --context-window N` does: reserve_tokens = floor(N / 4), keep_recent_tokens = 1 (every turn but the latest is summarised)",
+              properties: {
+                context_window: { type: "integer", minimum: 1, maximum: 100_000_000 },
+                reserve_tokens: { type: "integer", minimum: 0, description: "tokens kept free for the answer (< context_window); default floor(context_window / 4)" },
+                keep_recent_tokens: { type: "integer", minimum: 1, description: "recent history kept verbatim (<= context_window - reserve_tokens); default 1" },
+              },
+            },
           },
         },
         Run: {
@@ -153,11 +165,27 @@ export function openApiDocument(version: string): Record<string, unknown> {
             detached: { type: "boolean" },
             session: { type: ["object", "null"] },
             created_at: { type: "string" },
-            result: { type: ["object", "null"], description: "status, stop_reason, turns, output, error, usage" },
-            results: { type: "array" },
+            result: { oneOf: [{ type: "null" }, ref("RunResult")], description: "the latest finished agent run's result" },
+            results: { type: "array", items: { type: "object", properties: { agent_run_id: { type: "string" }, result: ref("RunResult") } } },
             can_continue: { type: "boolean" },
             continue_rejection_reason: { type: ["string", "null"] },
             pending_approvals: { type: "integer" },
+          },
+        },
+        RunResult: {
+          type: "object",
+          description: "an agent run's result (also in `agent_finished` and `done`)",
+          required: ["status", "stop_reason", "turns", "output", "error", "usage"],
+          properties: {
+            status: { enum: [...RUN_STATUSES] },
+            stop_reason: {
+              enum: [...STOP_REASONS],
+              description: "max_tokens: the answer was cut off at the model's output limit (finish_reason length); content_filter: the provider's filter stopped it. Both end the run failed, and tool calls in that answer are not run",
+            },
+            turns: { type: "integer" },
+            output: { type: ["string", "null"] },
+            error: { type: ["string", "null"] },
+            usage: { type: "object" },
           },
         },
         ControlReceipt: { type: "object", properties: { run_id: { type: "string" }, control: { type: "object" }, status: { enum: ["accepted", "agent_idle", "queue_full", "run_closing"] }, queue_size: { type: "integer" } } },

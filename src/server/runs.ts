@@ -23,7 +23,7 @@ import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import { createAgent, type Agent, type AgentEvent, type AgentRunResult } from "../agent/index.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { CompactionPolicy, ModelCompactor, type CompactionRequest } from "../context/index.ts";
+import { budgetForContextWindow, CompactionPolicy, MAX_CONTEXT_WINDOW, ModelCompactor, type CompactionRequest } from "../context/index.ts";
 import type { ChatMessage } from "../providers/types.ts";
 import { modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
 import { OpenAIModelAdapter } from "../providers/openai.ts";
@@ -127,14 +127,32 @@ export function parseRunRequest(body: unknown): RunRequest {
   req.session = f.string("session", { max: 200 });
   req.branch = f.string("branch", { max: 200 });
   if (req.branch !== undefined && req.session === undefined) f.fail("branch", "needs session");
+  const rawCompaction = f.body.compaction;
+  if (typeof rawCompaction === "number") f.fail("compaction", `must be an object, such as {"context_window": ${rawCompaction}}`);
   const c = f.object("compaction", ["context_window", "reserve_tokens", "keep_recent_tokens"]);
   if (c !== undefined) {
-    const w = c.int("context_window", 1, 100_000_000);
-    const r = c.int("reserve_tokens", 0, 100_000_000);
-    const k = c.int("keep_recent_tokens", 1, 100_000_000);
+    const w = c.int("context_window", 1, MAX_CONTEXT_WINDOW);
+    const r = c.int("reserve_tokens", 0, MAX_CONTEXT_WINDOW);
+    const k = c.int("keep_recent_tokens", 1, MAX_CONTEXT_WINDOW);
     if (w === undefined) c.fail("context_window", "is required");
-    if (k === undefined) c.fail("keep_recent_tokens", "is required");
-    req.compaction = { contextWindow: w!, reserveTokens: r ?? 0, keepRecentTokens: k! };
+    if (r !== undefined && k !== undefined) req.compaction = { contextWindow: w!, reserveTokens: r, keepRecentTokens: k };
+    else {
+      // The short form: what is left out comes from the window, by the CLI's
+      // --context-window rule (a quarter kept free, every turn but the latest summarised).
+      const derived = (() => {
+        try {
+          return budgetForContextWindow(w!);
+        } catch (e) {
+          return c.fail("context_window", `${(e as Error).message} (reserve_tokens and keep_recent_tokens are derived from it when left out; send all three for a smaller window)`);
+        }
+      })();
+      req.compaction = { contextWindow: w!, reserveTokens: r ?? derived.reserveTokens, keepRecentTokens: k ?? derived.keepRecentTokens };
+    }
+    const { contextWindow, reserveTokens, keepRecentTokens } = req.compaction;
+    if (reserveTokens >= contextWindow) c.fail("reserve_tokens", `must be less than context_window (${contextWindow}), got ${reserveTokens}`);
+    if (keepRecentTokens > contextWindow - reserveTokens) {
+      c.fail("keep_recent_tokens", `must be at most context_window - reserve_tokens (${contextWindow - reserveTokens}), got ${keepRecentTokens}`);
+    }
   }
   return req;
 }

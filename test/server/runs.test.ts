@@ -4,10 +4,13 @@
  * follow-ups, continue, compaction and sessions. Real sockets throughout.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
-import { eventually, SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
+import { binaryPath } from "../support/binary.ts";
+import { chunk, startOpenAIServer, type ScriptedOpenAIServer } from "../support/openai-server.ts";
+import { collectStderr, eventually, SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
 
 const echoCall = (id: string, message: string) => ({ id, name: "echo", arguments: JSON.stringify({ message }) });
 const sleepCall = (id: string, ms: number) => ({ id, name: "sleep", arguments: JSON.stringify({ ms }) });
@@ -375,5 +378,134 @@ describe("sessions", () => {
     expect(readFileSync(oddFile, "utf8")).toContain('"run_finished"');
     const noBranch = await d.req("/v1/runs", { method: "POST", json: { task: "x", session: "s1", branch: "nope", script: [{ content: "x" }] } });
     expect(noBranch.status).toBe(404);
+  });
+});
+
+// ---------------------------------------------------------------------------
+// The compiled binary's daemon (`agentcore serve` as a child process).
+
+interface BinaryDaemon {
+  url: string;
+  dir: string;
+  req(path: string, init?: { method?: string; json?: unknown; headers?: Record<string, string> }): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+async function spawnBinaryDaemon(): Promise<BinaryDaemon> {
+  const dir = mkdtempSync(join(tmpdir(), "agentcore-runs-bin-"));
+  const proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: dir },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const err = collectStderr(proc);
+  const text = await err.ready(/token file .+\n/);
+  const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
+  const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
+  return {
+    url,
+    dir,
+    req: (path, init = {}) =>
+      fetch(url + path, {
+        method: init.method ?? "GET",
+        headers: { authorization: `Bearer ${token}`, ...(init.json !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
+        ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+      }),
+    async stop() {
+      if (proc.exitCode === null) proc.kill("SIGTERM");
+      await err.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe("the binary's daemon", () => {
+  let b: BinaryDaemon;
+  let model: ScriptedOpenAIServer;
+  beforeAll(async () => {
+    b = await spawnBinaryDaemon();
+    model = await startOpenAIServer();
+  }, 120_000);
+  afterAll(async () => {
+    await b?.stop();
+    await model?.close();
+  });
+
+  test("an answer cut off at the output limit ends max_tokens: in the stream, the run, and the journal's run_finished", async () => {
+    const res = await b.req("/v1/runs", { method: "POST", json: { task: "explain", session: "cut", script: [{ content: "Half an ans", finish_reason: "length" }] } });
+    expect(res.status).toBe(201);
+    const all = await new SseReader(res).all();
+    const finished = all.find((m) => m.event === "agent_finished")!.data.result;
+    expect(finished).toMatchObject({ status: "failed", stop_reason: "max_tokens", output: "Half an ans" });
+    expect(finished.error).toContain('finish_reason "length"');
+    expect(all.at(-1)!.event).toBe("done");
+    expect(all.at(-1)!.data.result.stop_reason).toBe("max_tokens");
+    const view = await (await b.req(`/v1/runs/${res.headers.get("x-run-id")}`)).json();
+    expect(view).toMatchObject({ result: { stop_reason: "max_tokens" }, can_continue: true });
+    const file = new JsonlSessionStorage(join(b.dir, ".agentcore", "sessions")).fileFor("cut");
+    const records = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(records.find((r) => r.type === "run_finished").data.result.stop_reason).toBe("max_tokens");
+  });
+
+  test("finish_reason content_filter from a real OpenAI-compatible server ends content_filter; the OpenAPI enum lists both", async () => {
+    model.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "I can" }), chunk({}, "content_filter")] });
+    const r = await b.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "something", model: { url: model.baseURL, model: "m" } } });
+    expect(r.status).toBe(201);
+    const view = await r.json();
+    expect(view.result).toMatchObject({ status: "failed", stop_reason: "content_filter", output: "I can" });
+    expect(view.can_continue).toBe(false);
+    const doc = await (await b.req("/v1/openapi.json")).json();
+    const reasons = doc.components.schemas.RunResult.properties.stop_reason.enum as string[];
+    expect(reasons).toContain("max_tokens");
+    expect(reasons).toContain("content_filter");
+    expect(doc.components.schemas.RunRequest.properties.compaction.required).toEqual(["context_window"]);
+  });
+
+  test("compaction: {context_window: N} alone derives the rest as agent --context-window does", async () => {
+    const long = "word ".repeat(200);
+    const res = await b.req("/v1/runs", {
+      method: "POST",
+      json: { task: `first ${long}`, compaction: { context_window: 4096 }, script: [{ content: `answer ${long}`, delay_ms: 200 }, { content: "second answer" }, { content: "SUMMARY" }] },
+    });
+    expect(res.status).toBe(201);
+    const runId = res.headers.get("x-run-id")!;
+    const sse = new SseReader(res);
+    const pressure = (await sse.until((m) => m.event === "context_pressure_evaluated"))!.data.decision;
+    // A quarter of the window kept free: compaction is due at three quarters.
+    expect(pressure).toMatchObject({ context_window: 4096, threshold_tokens: 3072 });
+    expect((await b.req(`/v1/runs/${runId}/follow_up`, { method: "POST", json: { task: "second task" } })).status).toBe(202);
+    await sse.all();
+    const c = new SseReader(await b.req(`/v1/runs/${runId}/compact`, { method: "POST" }));
+    const done = (await c.until((m) => m.event === "compaction_completed"))!.data.result;
+    // keep_recent_tokens 1: every turn but the latest is summarised.
+    expect(done).toMatchObject({ status: "completed", messages_before: 4, messages_after: 3, summary: { content: "SUMMARY" } });
+    await c.all();
+  });
+
+  test("bad compaction values are 400s naming the field", async () => {
+    const cases: [unknown, string, string][] = [
+      [{ context_window: 100 }, "/compaction/context_window", "must be at least 1024 tokens, got 100"],
+      [{ context_window: "big" }, "/compaction/context_window", "must be an integer"],
+      [{ context_window: 4096.5 }, "/compaction/context_window", "must be an integer"],
+      [{ context_window: -1 }, "/compaction/context_window", "must be an integer"],
+      [{ reserve_tokens: 10 }, "/compaction/context_window", "is required"],
+      [{ context_window: 4096, reserve_tokens: 4096 }, "/compaction/reserve_tokens", "must be less than context_window (4096), got 4096"],
+      [{ context_window: 4096, keep_recent_tokens: 4000 }, "/compaction/keep_recent_tokens", "must be at most context_window - reserve_tokens (3072), got 4000"],
+      [{ context_window: 4096, window: 1 }, "/compaction/window", "unknown member"],
+      [4096, "/compaction", 'must be an object, such as {"context_window": 4096}'],
+      [[4096], "/compaction", "must be an object"],
+    ];
+    for (const [compaction, location, message] of cases) {
+      const r = await b.req("/v1/runs", { method: "POST", json: { task: "t", compaction, script: [{ content: "x" }] } });
+      expect(r.status).toBe(400);
+      const e = (await r.json()).error;
+      expect(e).toMatchObject({ code: "INVALID_REQUEST", details: { location } });
+      expect(e.message).toContain(`${location}: ${message}`);
+    }
+    // The full form keeps its own range: a small window with explicit values is fine.
+    const ok = await b.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", compaction: { context_window: 100, reserve_tokens: 0, keep_recent_tokens: 10 }, script: [{ content: "x" }] } });
+    expect(ok.status).toBe(201);
+    await ok.text();
   });
 });
