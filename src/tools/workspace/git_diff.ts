@@ -11,12 +11,8 @@
  * git runs with fixed arguments only, from the root, with no shell:
  *
  * ```
- * git -c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
- *     -c diff.external= -c core.attributesFile=/dev/null -c protocol.allow=never
- *     -c safe.bareRepository=explicit
- *     [-c filter.NAME.clean= -c filter.NAME.smudge= -c filter.NAME.process= …]
- *     --no-pager --no-optional-locks --literal-pathspecs
- *     [-c status.relativePaths=true -c color.status=never …] status --short --untracked-files=all --ignore-submodules=all -- PATHS
+ * git --no-pager --no-optional-locks --literal-pathspecs
+ *     status --short --untracked-files=all --ignore-submodules=all -- PATHS
  *   | diff [--cached | REF] --no-ext-diff --no-textconv --no-color --ignore-submodules=all --relative [--stat] -- PATHS
  * ```
  *
@@ -24,15 +20,17 @@
  * nothing outside the root shows; `status` (short format, relative paths)
  * and `diff --relative` name files relative to the root, as the other tools do.
  *
- * with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`,
- * `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `HOME` a folder with
- * nothing in it, and only `PATH` besides. Command-line `-c` beats the repository's
- * own configuration, so a hostile `.git/config` can't start an fsmonitor,
- * a pager, an external diff or a hook. Clean/smudge filters are named in the
- * repository's config (`filter.NAME.clean`) and chosen by `.gitattributes`:
- * their names are listed first (`git config --get-regexp`, which runs
- * nothing) and each one is blanked. `--no-textconv` and `--no-ext-diff`
- * switch off diff drivers.
+ * git never reads the repository's configuration (gitenv.ts): the
+ * repository is located without git, indirections leading outside are
+ * refused (`GIT_FAILED` with `details.refused`), and git runs with `GIT_DIR`
+ * a private git directory holding a config of agentcore's own (the
+ * repository format, a few allowlisted data settings such as
+ * `core.filemode`, and hardening settings), `GIT_WORK_TREE` the folder
+ * holding `.git`, no system or global config or attributes, an empty
+ * `HOME`, and an environment built from nothing. So no filter, textconv,
+ * external diff, hook, pager, fsmonitor or helper of the repository's
+ * choosing exists for git to run, whatever it is named. With a working
+ * bubblewrap git also runs isolated, with nothing writable.
  *
  * A ref must look like a ref or revision: letters, digits, `_ . / ~ ^ -`,
  * not starting with `-`, no `..`, at most 200 characters. Paths follow the

@@ -101,13 +101,31 @@ function isGitDirectory(dir: string): boolean {
   return isDir(path.join(dir, "objects")) && isDir(path.join(dir, "refs"));
 }
 
+let ownUid: number | null | undefined;
+
+/** This process's effective uid: `geteuid()`, or (where that needs a permission, as under Deno without --allow-sys) the owner of a folder it creates. */
+function effectiveUid(): number | null {
+  if (ownUid !== undefined) return ownUid;
+  const proc = globalThis.process as NodeJS.Process | undefined;
+  try {
+    if (typeof proc?.geteuid === "function") return (ownUid = proc.geteuid());
+  } catch {
+    // not allowed here: ask the file system
+  }
+  if (proc?.platform === "win32") return (ownUid = null);
+  const probe = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-uid-"));
+  try {
+    return (ownUid = fs.statSync(probe).uid);
+  } finally {
+    fs.rmSync(probe, { recursive: true, force: true });
+  }
+}
+
 /** The uid git would accept as the owner (git's `safe.directory` rule: the effective uid, or `SUDO_UID` for root). */
 function acceptedOwner(): number | null {
-  const proc = globalThis.process as NodeJS.Process | undefined;
-  if (typeof proc?.geteuid !== "function") return null;
-  const euid = proc.geteuid();
+  const euid = effectiveUid();
   if (euid === 0) {
-    const sudo = proc.env.SUDO_UID;
+    const sudo = globalThis.process?.env.SUDO_UID;
     if (sudo !== undefined && /^\d+$/.test(sudo)) return Number(sudo);
   }
   return euid;
