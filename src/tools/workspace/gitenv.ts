@@ -205,8 +205,14 @@ function gitDirIn(dir: string): string | null {
 
 /** The names in a git directory that git_diff links into its private one (everything else, config and hooks above all, stays out). */
 function linkedName(name: string): boolean {
-  return ["refs", "packed-refs", "info", "logs", "shallow"].includes(name) || (/^[A-Z][A-Z_]*$/.test(name) && name !== "HEAD") || /^sharedindex\.[0-9a-f]+$/.test(name);
+  // Pseudo-refs end in _HEAD (ORIG_HEAD, FETCH_HEAD, MERGE_HEAD…): a looser
+  // pattern would let `CONFIG` or `HOOKS` through, which a case-insensitive
+  // file system (macOS) takes for `config` and `hooks`.
+  return ["refs", "packed-refs", "info", "logs", "shallow", "AUTO_MERGE"].includes(name) || /^[A-Z][A-Z_]*_HEAD$/.test(name) || /^sharedindex\.[0-9a-f]+$/.test(name);
 }
+
+/** `HEAD` is a ref name or an object id: anything longer is not one. */
+const MAX_HEAD_BYTES = 4096;
 
 function checkRepository(top: string, gitdir: string): GitRepository {
   const owner = acceptedOwner();
@@ -222,7 +228,7 @@ function checkRepository(top: string, gitdir: string): GitRepository {
     refuse("linked_worktree", `${gitdir} belongs to a linked worktree (it has a commondir, so its objects, refs and config live in another repository): use the main working tree as the root`, { gitdir });
   }
   // Top-level entries that are symlinks out of the repository would show another repository's files.
-  for (const name of ["objects", "index", ...fs.readdirSync(gitdir).filter(linkedName)]) {
+  for (const name of ["HEAD", "objects", "index", ...fs.readdirSync(gitdir).filter(linkedName)]) {
     const p = path.join(gitdir, name);
     if (lstatOrNull(p) === null) continue;
     const real = realOrNull(p);
@@ -230,6 +236,8 @@ function checkRepository(top: string, gitdir: string): GitRepository {
       refuse("gitdir_entry_outside", `${p} leads outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git_diff only reads a repository that lies inside the folder holding it; make it a plain file or folder`, { path: p });
     }
   }
+  const head = fs.statSync(path.join(gitdir, "HEAD")).size;
+  if (head > MAX_HEAD_BYTES) refuse("head_invalid", `${path.join(gitdir, "HEAD")} is ${head} bytes, not a ref or an object id`, { path: path.join(gitdir, "HEAD") });
   checkAlternates(top, path.join(gitdir, "objects"), 0);
   return { top, gitdir };
 }
@@ -328,13 +336,15 @@ export async function prepareShadow(repo: GitRepository, readConfig: ConfigReade
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gitdir-")));
   const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
-    fs.copyFileSync(path.join(repo.gitdir, "HEAD"), path.join(dir, "HEAD"));
+    // Our own files first, created exclusively ("wx"): no link made below can stand in for them.
+    const head = fs.readFileSync(path.join(repo.gitdir, "HEAD"));
+    if (head.length > MAX_HEAD_BYTES) refuse("head_invalid", `${path.join(repo.gitdir, "HEAD")} is not a ref or an object id`);
+    fs.writeFileSync(path.join(dir, "HEAD"), head, { flag: "wx" });
+    fs.writeFileSync(path.join(dir, "config"), "", { flag: "wx" });
     fs.symlinkSync(path.join(repo.gitdir, "objects"), path.join(dir, "objects"));
     for (const name of fs.readdirSync(repo.gitdir)) {
       if (linkedName(name)) fs.symlinkSync(path.join(repo.gitdir, name), path.join(dir, name));
     }
-    if (!fs.existsSync(path.join(dir, "refs"))) fs.mkdirSync(path.join(dir, "refs"));
-    fs.writeFileSync(path.join(dir, "config"), "");
     const base: Record<string, string> = { GIT_DIR: dir, GIT_OBJECT_DIRECTORY: path.join(repo.gitdir, "objects") };
 
     const entries: [string, string | null][] = [];
@@ -366,6 +376,7 @@ export async function prepareShadow(repo: GitRepository, readConfig: ConfigReade
     if (format !== undefined && format !== "sha1" && format !== "sha256") refuse("format", `extensions.objectformat is ${JSON.stringify(format)}; git_diff knows sha1 and sha256`, { key: "extensions.objectformat" });
     fs.writeFileSync(
       path.join(dir, "config"),
+      // rewritten in place: a regular file this call created, never a link
       `[core]\n\trepositoryformatversion = ${version}\n` + (version === "1" && typeof format === "string" ? `[extensions]\n\tobjectformat = ${format}\n` : ""),
     );
 

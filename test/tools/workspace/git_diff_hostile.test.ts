@@ -365,7 +365,7 @@ describe("git_diff: a git directory elsewhere is refused", () => {
     }
   });
 
-  test("objects borrowed from outside (alternates, a symlinked objects folder) are refused", async () => {
+  test("objects, HEAD or refs from outside (alternates, symlinks out of .git) are refused", async () => {
     const sb = repoSandbox("agentcore-gdalt-");
     try {
       const other = otherRepo(sb);
@@ -381,6 +381,25 @@ describe("git_diff: a git directory elsewhere is refused", () => {
       ({ envs, texts } = await everyMode(sb));
       expectNoLeak(texts);
       for (const env of envs) expect(env.error?.details).toMatchObject({ refused: true, reason: "gitdir_entry_outside" });
+      fs.rmSync(objects);
+      fs.renameSync(path.join(sb.outside, "objects"), objects);
+      expect((await sb.call("git_diff", {})).error).toBeNull();
+      // HEAD and refs leading into the other repository
+      for (const name of ["HEAD", "refs", "packed-refs"]) {
+        const p = path.join(sb.root, ".git", name);
+        const keep = `${p}.keep`;
+        if (fs.existsSync(p)) fs.renameSync(p, keep);
+        if (name === "packed-refs") fs.writeFileSync(path.join(other, ".git", "packed-refs"), "");
+        fs.symlinkSync(path.join(other, ".git", name), p);
+        try {
+          ({ envs, texts } = await everyMode(sb));
+          expectNoLeak(texts);
+          for (const env of envs) expect({ name, details: env.error?.details }).toMatchObject({ name, details: { refused: true, reason: "gitdir_entry_outside" } });
+        } finally {
+          fs.rmSync(p);
+          if (fs.existsSync(keep)) fs.renameSync(keep, p);
+        }
+      }
     } finally {
       sb.cleanup();
     }
