@@ -69,16 +69,129 @@ export class ConfigError extends Error {
 
 const INTEGER_KEYS = ["max_input_bytes", "max_depth", "max_file_bytes", "default_timeout_ms"] as const;
 
-function lineColumn(text: string, offset: number): string {
+/** Line and column (1-based; a column counts characters, not bytes) of `offset` in `text`. */
+function position(text: string, offset: number): { line: number; col: number; lineStart: number } {
   let line = 1;
-  let col = 1;
+  let lineStart = 0;
   for (let i = 0; i < offset && i < text.length; i++) {
     if (text.charCodeAt(i) === 10) {
       line++;
-      col = 1;
-    } else col++;
+      lineStart = i + 1;
+    }
   }
-  return `${line}:${col}`;
+  const col = [...text.slice(lineStart, Math.min(offset, text.length))].length + 1;
+  return { line, col, lineStart };
+}
+
+function lineColumn(text: string, offset: number): string {
+  const p = position(text, offset);
+  return `${p.line}:${p.col}`;
+}
+
+/** Longest stretch of a line shown around the column (in characters). */
+const EXCERPT_WIDTH = 72;
+
+/**
+ * The line holding `offset`, and a caret under its column, for a message:
+ *
+ * ```
+ *     3 |   "b": 2
+ *       |   ^
+ * ```
+ *
+ * A tab shows as four spaces (so the caret lines up on any terminal), other
+ * control characters as `\xNN` (a config file can't send escape sequences
+ * to the terminal), and a long line is cut around the column with `…`.
+ */
+export function excerpt(text: string, offset: number): string {
+  const { line, col, lineStart } = position(text, offset);
+  let end = text.indexOf("\n", lineStart);
+  if (end === -1) end = text.length;
+  let chars = [...text.slice(lineStart, end).replace(/\r$/, "")];
+  let caret = col - 1; // index into chars
+  let head = "";
+  let tail = "";
+  if (chars.length > EXCERPT_WIDTH) {
+    const from = Math.max(0, Math.min(caret - EXCERPT_WIDTH / 2, chars.length - EXCERPT_WIDTH));
+    if (from > 0) head = "…";
+    if (from + EXCERPT_WIDTH < chars.length) tail = "…";
+    chars = chars.slice(from, from + EXCERPT_WIDTH);
+    caret -= from;
+  }
+  const shownChar = (c: string) => c === "\t" ? "    " : /[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c;
+  const shown = chars.map(shownChar);
+  const pad = head.length + shown.slice(0, caret).reduce((n, s) => n + s.length, 0);
+  const gutter = String(line).padStart(5);
+  return `${gutter} | ${head}${shown.join("")}${tail}\n${" ".repeat(gutter.length)} | ${" ".repeat(pad)}^`;
+}
+
+/** jsonc-parser's error codes in words (`CommaExpected` says little to someone editing a file). */
+const SYNTAX_WORDS: Record<string, string> = {
+  InvalidSymbol: "unexpected character",
+  InvalidNumberFormat: "invalid number",
+  PropertyNameExpected: "expected a property name in double quotes",
+  ValueExpected: "expected a value (a string, number, object, array, true, false or null)",
+  ColonExpected: "expected a colon after the property name",
+  CloseBraceExpected: "expected a closing brace '}'",
+  CloseBracketExpected: "expected a closing bracket ']'",
+  EndOfFileExpected: "expected the end of the file after the top-level object",
+  InvalidCommentToken: "invalid comment",
+  UnexpectedEndOfComment: "unterminated comment: a /* without */",
+  UnexpectedEndOfString: "unterminated string: a \" is missing",
+  UnexpectedEndOfNumber: "unterminated number",
+  InvalidUnicode: "invalid \\u escape (four hex digits expected)",
+  InvalidEscapeCharacter: "invalid escape in a string (use \\\\ for a backslash)",
+  InvalidCharacter: "invalid character in a string (a line break or control character must be escaped)",
+};
+
+/**
+ * Where to point for `e`: jsonc-parser reports a bad character or escape
+ * inside a string at the string's opening quote; the caret goes under the
+ * character itself.
+ */
+function errorOffset(text: string, e: ParseError): number {
+  const code = printParseErrorCode(e.error);
+  if (text[e.offset] !== '"' || !["InvalidCharacter", "InvalidEscapeCharacter", "InvalidUnicode"].includes(code)) return e.offset;
+  for (let i = e.offset + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) break; // the closing quote
+    if (code === "InvalidCharacter" && c < 0x20) return i;
+    if (c === 0x5c) {
+      const next = text[i + 1] ?? "";
+      if (code === "InvalidEscapeCharacter" && !'"\\/bfnrtu'.includes(next)) return i;
+      if (code === "InvalidUnicode" && next === "u" && !/^[0-9a-fA-F]{4}/.test(text.slice(i + 2, i + 6))) return i;
+      i++;
+    }
+  }
+  return e.offset;
+}
+
+/** The words for a syntax error at `offset`: a comma is expected before a brace in an object, a bracket in an array. */
+function syntaxMessage(text: string, e: ParseError): string {
+  const code = printParseErrorCode(e.error);
+  let words = SYNTAX_WORDS[code];
+  if (code === "CommaExpected") {
+    const stack: ("object" | "array")[] = [];
+    visit(text, {
+      onObjectBegin: (o) => void (o < e.offset && stack.push("object")),
+      onObjectEnd: (o) => void (o < e.offset && stack.pop()),
+      onArrayBegin: (o) => void (o < e.offset && stack.push("array")),
+      onArrayEnd: (o) => void (o < e.offset && stack.pop()),
+    }, { allowTrailingComma: true, disallowComments: false });
+    words = stack[stack.length - 1] === "array" ? "expected a comma or a closing bracket ']'" : "expected a comma or a closing brace '}'";
+  }
+  if (code === "InvalidSymbol") {
+    // a bare word is the usual case: an unquoted name or string, True for true
+    const word = /^[A-Za-z_$][\w$-]*/.exec(text.slice(e.offset))?.[0];
+    const c = [...text.slice(e.offset)][0] ?? "";
+    words = word !== undefined
+      ? `unexpected word '${word.slice(0, 40)}' (a string or a property name needs double quotes; true, false and null are lower case)`
+      : `unexpected character '${/[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c}'${c === "'" ? " (strings need double quotes)" : ""}`;
+  }
+  words ??= `syntax error (${code})`;
+  // at the very end of the file (only blanks and comments after the offset): say so first
+  const rest = text.slice(e.offset).replace(/\/\/[^\n]*|\/\*[\s\S]*?\*\/|\s+/g, "");
+  return rest === "" && code !== "EndOfFileExpected" ? `unexpected end of file: ${words}` : words;
 }
 
 /** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
@@ -144,10 +257,11 @@ export function loadConfig(path: string): FileConfig {
   const value: unknown = parse(text, errors, { allowTrailingComma: true, disallowComments: false });
   if (errors.length > 0) {
     const e = errors[0]!;
-    throw new ConfigError(`${path}:${lineColumn(text, e.offset)}: ${printParseErrorCode(e.error)}`);
+    const at = errorOffset(text, e);
+    throw new ConfigError(`${path}:${lineColumn(text, at)}: ${syntaxMessage(text, e)}\n${excerpt(text, at)}`);
   }
   const dup = duplicateKey(text);
-  if (dup !== null) throw new ConfigError(`${path}:${lineColumn(text, dup.offset)}: ${dup.message}`);
+  if (dup !== null) throw new ConfigError(`${path}:${lineColumn(text, dup.offset)}: ${dup.message}\n${excerpt(text, dup.offset)}`);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ConfigError(`${path}: the top level must be an object`);
   }
