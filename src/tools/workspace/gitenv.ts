@@ -415,7 +415,7 @@ export function gitBwrapArgs(repo: GitRepository, shadowDir: string, cwd: string
   for (const t of hidden) out.push("--tmpfs", t);
   const binds: string[] = [];
   const realGit = realOrNull(git) ?? git;
-  for (const p of [repo.top, repo.gitdir, shadowDir, path.dirname(git), path.dirname(realGit)]) {
+  for (const p of [repo.top, repo.gitdir, cwd, shadowDir, path.dirname(git), path.dirname(realGit)]) {
     if (hidden.some((t) => isUnder(p, t)) && !binds.some((b) => isUnder(p, b))) binds.push(p);
   }
   for (const b of binds) out.push("--ro-bind", b, b);

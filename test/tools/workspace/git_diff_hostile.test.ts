@@ -20,6 +20,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath } from "../../support/binary.ts";
+import { gitBwrapArgs } from "../../../src/tools/workspace/gitenv.ts";
 import { detectBwrap, pathDirs } from "../../../src/tools/workspace/sandbox.ts";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
 
@@ -497,6 +498,22 @@ describe("git_diff through the compiled binary", () => {
 
 const bwrap = detectBwrap(pathDirs());
 describe("git_diff under bubblewrap", () => {
+  test("bwrap arguments: nothing writable; what lies under the private /tmp (repository, root, private git directory, git) is bound back read-only", () => {
+    const args = gitBwrapArgs({ top: "/tmp/base/repo", gitdir: "/tmp/base/repo/.git" }, "/tmp/agentcore-gitdir-x", "/tmp/base/repo/sub", "/usr/bin/git", ["status"]).join(" ");
+    expect(args).toContain("--ro-bind / / ");
+    expect(args).toContain("--tmpfs /tmp ");
+    expect(args).toContain("--ro-bind /tmp/base/repo /tmp/base/repo ");
+    expect(args).not.toContain("--ro-bind /tmp/base/repo/.git"); // inside the repository's bind already
+    expect(args).toContain("--ro-bind /tmp/agentcore-gitdir-x /tmp/agentcore-gitdir-x ");
+    expect(args).toContain("--unshare-all");
+    expect(args).toContain("--chdir /tmp/base/repo/sub -- /usr/bin/git status");
+    expect(args).not.toMatch(/(^| )--bind /);
+    // a repository above /tmp (its root inside /tmp): the root itself is bound back
+    const high = gitBwrapArgs({ top: "/", gitdir: "/.git" }, "/tmp/agentcore-gitdir-y", "/tmp/r", "/tmp/tools/git", []).join(" ");
+    expect(high).toContain("--ro-bind /tmp/r /tmp/r ");
+    expect(high).toContain("--ro-bind /tmp/tools /tmp/tools ");
+  });
+
   test.skipIf(bwrap === null)(`git runs inside bwrap when it works here${bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : ""}`, async () => {
     const wrapDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gdbwrap-")));
     const log = path.join(wrapDir, "log");
