@@ -22,6 +22,7 @@ import {
   sessionToDocument,
   SessionNotFoundError,
   SessionRunActiveError,
+  SessionBranchBusyError,
   unfinishedRuns,
 } from "./types.ts";
 import { interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery } from "./recover.ts";
@@ -66,6 +67,8 @@ export function envelopeProblem(v: unknown): string | null {
   for (const k of ["revision", "sequence"]) if (typeof r[k] !== "number" || !Number.isInteger(r[k])) return `${k} must be an integer`;
   if (!SESSION_RECORD_KINDS.includes(r.type as never)) return `unknown record type ${JSON.stringify(r.type)}`;
   if (r.data === null || typeof r.data !== "object" || Array.isArray(r.data)) return "data must be an object";
+  // Optional: journals written before records carried times have none.
+  if (r.time !== undefined && typeof r.time !== "string") return "time must be a string (an ISO-8601 timestamp)";
   return null;
 }
 
@@ -218,6 +221,7 @@ export class JournalIndex {
       sequence: draft.sequence,
       type: draft.type,
       data: structuredClone(draft.data),
+      time: new Date().toISOString(),
     };
   }
 }
@@ -226,6 +230,33 @@ export interface AppendOptions {
   /** With `checkHead`, the head the caller saw (null: the branch is new). */
   expectedHeadId?: string | null;
   checkHead?: boolean;
+}
+
+/**
+ * A branch taken by {@link JournalStorage.claimBranch}: nobody else can take
+ * it until `release()` (or the holder's process ends).
+ */
+export interface BranchClaim {
+  readonly sessionId: string;
+  readonly branchId: string;
+  /** Give the branch back; idempotent. */
+  release(): void;
+}
+
+/** A torn last line of a journal: its line number and length; `repaired` once cut off. */
+export interface JournalRepair {
+  session_id: string;
+  file: string;
+  line: number;
+  bytes: number;
+  repaired: boolean;
+}
+
+/** The words for a torn line: found (ignored until the next write) or cut off. */
+export function repairMessage(r: JournalRepair): string {
+  const what = `line ${r.line} of session '${r.session_id}' (${r.file}) was torn: ${r.bytes} bytes of a write cut short (a crash or a full disk), not a whole record`;
+  const kept = r.line === 1 ? "the session holds no record yet" : `the ${r.line - 1} record(s) before it are kept`;
+  return r.repaired ? `${what}; it was cut off (${kept})` : `${what}; it is ignored (${kept}), and the next write to the session cuts it off`;
 }
 
 export interface BranchOptions {
@@ -243,6 +274,57 @@ export type Transaction = <T>(sessionId: string, fn: (index: JournalIndex, write
 export abstract class JournalStorage {
   /** Runs recorded through this instance that have not finished (`session\0run`). */
   readonly #liveRuns = new Set<string>();
+  /** Branches claimed through this instance (`session\0branch` → holder). */
+  readonly #claims = new Map<string, { holder: string | null; since: string }>();
+
+  /**
+   * Take branch `branchId` of a session for a run (or a chat) before it
+   * starts: throws {@link SessionBranchBusyError} while another holder has it,
+   * so a second run on a branch is refused before it does anything. The JSONL
+   * storage keeps the claim in a file next to the journal, created
+   * atomically, holding the pid; a claim whose process is gone is stale and
+   * taken over. It also checks that the journal can be written
+   * (SessionStorageError otherwise).
+   */
+  async claimBranch(sessionId: string, branchId = "main", holder: string | null = null): Promise<BranchClaim> {
+    const id = normalizeId(sessionId);
+    const key = `${id}\u0000${branchId}`;
+    const held = this.#claims.get(key);
+    if (held !== undefined) throw new SessionBranchBusyError(busyMessage(id, branchId, process.pid, held.holder), id, branchId, process.pid, held.holder, held.since);
+    const mine = { holder, since: new Date().toISOString() };
+    this.#claims.set(key, mine);
+    return {
+      sessionId: id,
+      branchId,
+      release: () => {
+        if (this.#claims.get(key) === mine) this.#claims.delete(key);
+      },
+    };
+  }
+
+  /** The pid of a live process holding the branch ({@link claimBranch}), or null. */
+  async branchOwner(sessionId: string, branchId = "main"): Promise<number | null> {
+    return this.#claims.has(`${normalizeId(sessionId)}\u0000${branchId}`) ? process.pid : null;
+  }
+
+  /** Drop a branch claim whatever its holder (`recoverRuns` with `force`). */
+  protected async breakBranchClaim(sessionId: string, branchId: string): Promise<void> {
+    this.#claims.delete(`${normalizeId(sessionId)}\u0000${branchId}`);
+  }
+
+  /**
+   * Cut off a torn last line (a write a crash cut short) now rather than at
+   * the next append; returns what was cut, or null when the journal was whole.
+   * Storages without files have nothing to repair.
+   */
+  async repair(_sessionId: string): Promise<JournalRepair | null> {
+    return null;
+  }
+
+  /** Whether the session's journal exists (it may hold no record yet, e.g. after a torn first write). */
+  async exists(sessionId: string): Promise<boolean> {
+    return await this.transact(normalizeId(sessionId), (index) => index.records.length > 0, true);
+  }
 
   /**
    * Mark run `runId` as going on in this process (SessionRecorder calls this
@@ -342,13 +424,19 @@ export abstract class JournalStorage {
   async recoverRuns(sessionId: string, options: RecoverOptions = {}): Promise<SessionRecovery> {
     const id = normalizeId(sessionId);
     const branchId = options.branch ?? "main";
-    const missing = (index: JournalIndex) => index.records.length === 0 ? `no session '${id}'` : index.branches.has(branchId) ? null : `session '${id}' has no branch '${branchId}'`;
+    // A journal that exists but holds no record yet (its first write was torn) is an empty main branch.
+    const exists = await this.exists(id);
+    const missing = (index: JournalIndex) =>
+      index.records.length === 0 ? (exists && branchId === "main" ? null : `no session '${id}'`) : index.branches.has(branchId) ? null : `session '${id}' has no branch '${branchId}'`;
     // A read first, so an unknown session creates nothing (not even the directory).
     const { problem, open } = await this.transact(id, (index) => ({ problem: missing(index), open: [...(index.branches.get(branchId)?.projection.openRuns ?? [])] }), true);
     if (problem !== null) throw new SessionNotFoundError(problem);
-    if (options.force !== true) {
+    // --force also clears a claim whose pid was given to another program.
+    if (options.force === true) await this.breakBranchClaim(id, branchId);
+    else {
       for (const runId of open) {
-        const pid = await this.runOwner(id, runId);
+        // The run's own mark, else the branch's claim (a run between its start record and its mark).
+        const pid = (await this.runOwner(id, runId)) ?? (await this.branchOwner(id, branchId));
         if (pid !== null) {
           throw new SessionRunActiveError(
             `run ${runId} of session '${id}' branch '${branchId}' is still going in process ${pid}: stop that process (on SIGINT, SIGTERM or SIGHUP it journals the run as finished itself); force the recovery only if that process is not running agentcore`,
@@ -358,8 +446,10 @@ export abstract class JournalStorage {
         }
       }
     }
+    await this.repair(id);
     const result = await this.transact(id, (index, write): SessionRecovery => {
       const b = index.branches.get(branchId);
+      if (b === undefined && index.records.length === 0 && missing(index) === null) return { session_id: id, branch_id: branchId, recovered: [], head_id: null };
       if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
       const recovered: RecoveredRun[] = [];
       for (const run of interruptedRunDrafts(b.projection, branchId, options.reason)) {
@@ -424,6 +514,15 @@ export abstract class JournalStorage {
       return index.checkout(branchId)!;
     }, false);
   }
+}
+
+/** The refusal of a branch held by process `pid`: who holds it and the ways out. */
+export function busyMessage(sessionId: string, branchId: string, pid: number, holder: string | null, since: string | null = null): string {
+  const q = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+  const who = [holder, since !== null ? `since ${since}` : null].filter((x) => x !== null).join(", ");
+  return `session '${sessionId}' branch '${branchId}' is in use by process ${pid}${who !== "" ? ` (${who})` : ""}: wait for it to finish, or stop that process ` +
+    `(on SIGINT, SIGTERM or SIGHUP it journals its run as finished); if process ${pid} is not agentcore, clear the mark with: ` +
+    `agentcore sessions recover ${q(sessionId)}${branchId !== "main" ? ` --branch ${q(branchId)}` : ""} --force`;
 }
 
 export function normalizeId(sessionId: string): string {

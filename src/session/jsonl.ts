@@ -4,6 +4,10 @@
  * in one file. Each append truncates a torn tail left by a crash, writes the
  * whole line, fsyncs the file and (best effort) the directory, all under a
  * cross-process lock (`<file>.lock`). Lines are parsed by the strict core.
+ * A torn last line is ignored when read, the first line included (the
+ * session is then empty), and reported through `onRepair` when cut off.
+ * A branch taken for a run (`claimBranch`) is a file
+ * `<file>.branch-<hash of the branch>` created atomically, holding the pid.
  *
  * @module
  */
@@ -11,20 +15,73 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseStrict } from "../core/index.ts";
-import { envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
-import { pidAlive, withFileLock } from "./lock.ts";
+import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, type JournalRepair, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
+import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
 import { makeStateDir } from "./state-dir.ts";
-import { JOURNAL_SCHEMA_VERSION, SessionSchemaVersionError, SessionSerializationError, SessionStorageError, SessionValidationError, type SessionRecord } from "./types.ts";
+import { JOURNAL_SCHEMA_VERSION, SessionBranchBusyError, SessionSchemaVersionError, SessionSerializationError, SessionStorageError, SessionValidationError, type SessionRecord } from "./types.ts";
 
 export interface JsonlSessionStorageOptions {
   /** How long to wait for the journal lock; null waits forever. Default 10 000 ms. */
   lockTimeoutMs?: number | null;
+  /**
+   * Told of each torn last line cut off before a write (a crash, or a full
+   * disk, cut the previous write short): where it was and how long.
+   */
+  onRepair?: (repair: JournalRepair) => void;
+}
+
+/** A journal file `listSessions` cannot name a session for, and why. */
+export interface UnreadableJournal {
+  file: string;
+  problem: string;
 }
 
 interface Cached {
   index: JournalIndex;
   /** Bytes of fully valid lines. */
   validLength: number;
+  /** Bytes after them with no newline: a torn last line (0 when none). */
+  torn: number;
+}
+
+/** What a branch claim file holds. */
+interface ClaimContent {
+  pid: number;
+  holder: string | null;
+  since: string | null;
+}
+
+function parseClaim(text: string): ClaimContent | null {
+  try {
+    const v = JSON.parse(text) as Record<string, unknown>;
+    if (!Number.isInteger(v.pid) || (v.pid as number) <= 0) return null;
+    return { pid: v.pid as number, holder: typeof v.holder === "string" ? v.holder : null, since: typeof v.since === "string" ? v.since : null };
+  } catch {
+    return null;
+  }
+}
+
+/** A storage error for an I/O failure; under Deno a refused permission names the flag. */
+function ioError(what: string, e: unknown): SessionStorageError {
+  const err = e as { name?: string; message?: string };
+  const denied = err?.name === "NotCapable" || err?.name === "PermissionDenied" || /--allow-write/.test(err?.message ?? "");
+  const hint = denied && "Deno" in globalThis ? " (under Deno, a session needs --allow-write: pass it to deno run, e.g. --allow-write=.agentcore)" : "";
+  return new SessionStorageError(`${what}: ${err?.message ?? String(e)}${hint}`);
+}
+
+/** The session id in a torn first record, if the fragment still holds it (checked against the file name). */
+function idFromFragment(fragment: Buffer, fileName: string): string | null {
+  const text = fragment.toString("utf8");
+  for (const m of text.matchAll(/"session_id":"((?:[^"\\]|\\.)*)"/g)) {
+    let id: unknown;
+    try {
+      id = JSON.parse(`"${m[1]}"`);
+    } catch {
+      continue;
+    }
+    if (typeof id === "string" && id.trim() !== "" && createHash("sha256").update(id.trim()).digest("hex") + ".jsonl" === fileName) return id.trim();
+  }
+  return null;
 }
 
 const NL = 0x0a;
@@ -34,10 +91,13 @@ export class JsonlSessionStorage extends JournalStorage {
   readonly lockTimeoutMs: number | null;
   #cache = new Map<string, Cached>();
 
+  readonly onRepair: ((repair: JournalRepair) => void) | undefined;
+
   constructor(dir: string, options: JsonlSessionStorageOptions = {}) {
     super();
     this.dir = path.resolve(dir);
     this.lockTimeoutMs = options.lockTimeoutMs === undefined ? 10_000 : options.lockTimeoutMs;
+    this.onRepair = options.onRepair;
   }
 
   /** The journal file of a session. */
@@ -81,30 +141,187 @@ export class JsonlSessionStorage extends JournalStorage {
     return pidAlive(n) ? n : null;
   }
 
+  /** The claim file of a session branch: `<journal>.branch-<hash of the branch id>`. */
+  branchClaimFile(sessionId: string, branchId: string): string {
+    return `${this.fileFor(sessionId)}.branch-${createHash("sha256").update(branchId).digest("hex").slice(0, 16)}`;
+  }
+
+  /**
+   * Take a branch for a run: checks that the journal can be written (the
+   * directory is created), then creates the claim file atomically. A claim
+   * whose pid is dead is stale and taken over; one whose pid lives throws
+   * {@link SessionBranchBusyError}. The claim is also dropped when the
+   * process exits (a SIGKILL leaves it, stale).
+   */
+  override async claimBranch(sessionId: string, branchId = "main", holder: string | null = null): Promise<BranchClaim> {
+    const id = normalizeId(sessionId);
+    const file = this.fileFor(id);
+    this.#ensureDir();
+    // The journal must take appends (a read-only file, a read-only mount, Deno without --allow-write).
+    try {
+      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_APPEND));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw ioError(`cannot write the session journal ${file}`, e);
+    }
+    const claimFile = this.branchClaimFile(id, branchId);
+    const token = crypto.randomUUID().replace(/-/g, "");
+    const since = new Date().toISOString();
+    const content = JSON.stringify({ pid: process.pid, token, session_id: id, branch_id: branchId, holder, since }) + "\n";
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = tryCreate(claimFile, content, token);
+      } catch (e) {
+        throw ioError(`cannot take branch '${branchId}' of session '${id}' (${claimFile})`, e);
+      }
+      if (created) break;
+      const held = readLock(claimFile);
+      if (held === null) continue; // released meanwhile
+      const c = parseClaim(held);
+      if (c !== null && pidAlive(c.pid)) throw new SessionBranchBusyError(busyMessage(id, branchId, c.pid, c.holder, c.since), id, branchId, c.pid, c.holder, c.since);
+      if (attempt >= 100) throw new SessionStorageError(`cannot take branch '${branchId}' of session '${id}': its stale claim ${claimFile} cannot be removed`);
+      breakStale(claimFile, held, token); // its process is gone
+    }
+    const release = () => {
+      process.off("exit", release);
+      if (readLock(claimFile) === content) {
+        try {
+          fs.unlinkSync(claimFile);
+        } catch { /* gone */ }
+      }
+    };
+    process.on("exit", release);
+    return { sessionId: id, branchId, release };
+  }
+
+  override async branchOwner(sessionId: string, branchId = "main"): Promise<number | null> {
+    const held = readLock(this.branchClaimFile(sessionId, branchId));
+    const c = held === null ? null : parseClaim(held);
+    return c !== null && pidAlive(c.pid) ? c.pid : null;
+  }
+
+  protected override async breakBranchClaim(sessionId: string, branchId: string): Promise<void> {
+    try {
+      fs.unlinkSync(this.branchClaimFile(sessionId, branchId));
+    } catch { /* none */ }
+  }
+
+  override async exists(sessionId: string): Promise<boolean> {
+    return fs.existsSync(this.fileFor(normalizeId(sessionId)));
+  }
+
+  /** The torn last line of a session's journal (not cut off yet), or null. */
+  async tornTail(sessionId: string): Promise<JournalRepair | null> {
+    const id = normalizeId(sessionId);
+    const file = this.fileFor(id);
+    if (!fs.existsSync(file)) return null;
+    return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
+      const c = this.#read(id, file);
+      return c.torn === 0 ? null : { session_id: id, file, line: c.index.records.length + 1, bytes: c.torn, repaired: false };
+    });
+  }
+
+  override async repair(sessionId: string): Promise<JournalRepair | null> {
+    const id = normalizeId(sessionId);
+    const file = this.fileFor(id);
+    if (!fs.existsSync(file)) return null;
+    return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
+      const c = this.#read(id, file);
+      if (c.torn === 0) return null;
+      const repair = { session_id: id, file, line: c.index.records.length + 1, bytes: c.torn, repaired: true };
+      let fd: number;
+      try {
+        fd = fs.openSync(file, fs.constants.O_RDWR);
+      } catch (e) {
+        throw ioError(`cannot open ${file}`, e);
+      }
+      try {
+        fs.ftruncateSync(fd, c.validLength);
+        fs.fsyncSync(fd);
+      } catch (e) {
+        throw ioError(`cannot repair ${file}`, e);
+      } finally {
+        fs.closeSync(fd);
+      }
+      c.torn = 0;
+      this.onRepair?.(repair);
+      return repair;
+    });
+  }
+
   async listSessions(): Promise<string[]> {
+    return (await this.#scan()).ids;
+  }
+
+  /**
+   * Journal files in the directory that name no session: empty, a first
+   * record torn before its session id, or a first line that is not a record.
+   * `listSessions` leaves them out; a caller should say so.
+   */
+  async unreadableJournals(): Promise<UnreadableJournal[]> {
+    return (await this.#scan()).unreadable;
+  }
+
+  async #scan(): Promise<{ ids: string[]; unreadable: UnreadableJournal[] }> {
     let names: string[];
     try {
       names = fs.readdirSync(this.dir).filter((n) => /^[0-9a-f]{64}\.jsonl$/.test(n));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return { ids: [], unreadable: [] };
       throw new SessionStorageError(`cannot list ${this.dir}: ${(e as Error).message}`);
     }
     const ids: string[] = [];
+    const unreadable: UnreadableJournal[] = [];
     for (const n of names.sort()) {
       const file = path.join(this.dir, n);
-      const fd = fs.openSync(file, "r");
-      try {
-        const buf = Buffer.alloc(64 * 1024);
-        const got = fs.readSync(fd, buf, 0, buf.length, 0);
-        const end = buf.subarray(0, got).indexOf(NL);
-        if (end < 0) continue; // empty, or a first record still being written
-        const parsed = parseStrict<SessionRecord>(buf.subarray(0, end));
-        if (parsed.ok && typeof parsed.value.session_id === "string") ids.push(parsed.value.session_id);
-      } finally {
-        fs.closeSync(fd);
+      let first = this.#firstLine(file);
+      // A first record still being written by another process: look again under the journal's lock.
+      if (first !== null && !first.whole) first = await withFileLock(file + ".lock", this.lockTimeoutMs, () => this.#firstLine(file));
+      if (first === null) continue; // removed meanwhile
+      if (first.bytes.length === 0) {
+        unreadable.push({ file, problem: "empty: it holds no record" });
+        continue;
       }
+      if (!first.whole) {
+        const id = idFromFragment(first.bytes, n);
+        if (id !== null) ids.push(id);
+        else unreadable.push({ file, problem: `its first record is torn (${first.bytes.length} bytes, a write cut short) before its session id: it holds no record; the next run of that session cuts it off` });
+        continue;
+      }
+      const parsed = parseStrict<SessionRecord>(first.bytes);
+      if (parsed.ok && parsed.value !== null && typeof parsed.value === "object" && typeof parsed.value.session_id === "string") ids.push(parsed.value.session_id);
+      else unreadable.push({ file, problem: `line 1 is not a journal record${parsed.ok ? "" : ` (invalid JSON: ${parsed.error.message})`}` });
     }
-    return ids.sort();
+    return { ids: ids.sort(), unreadable };
+  }
+
+  /** The first line of a file (without its newline) and whether it is whole; null when the file is gone. */
+  #firstLine(file: string): { bytes: Buffer; whole: boolean } | null {
+    let fd: number;
+    try {
+      fd = fs.openSync(file, "r");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw new SessionStorageError(`cannot read ${file}: ${(e as Error).message}`);
+    }
+    try {
+      const chunks: Buffer[] = [];
+      let pos = 0;
+      for (;;) {
+        const buf = Buffer.alloc(64 * 1024);
+        const got = fs.readSync(fd, buf, 0, buf.length, pos);
+        if (got === 0) return { bytes: Buffer.concat(chunks), whole: false };
+        const end = buf.subarray(0, got).indexOf(NL);
+        if (end >= 0) {
+          chunks.push(buf.subarray(0, end));
+          return { bytes: Buffer.concat(chunks), whole: true };
+        }
+        chunks.push(buf.subarray(0, got));
+        pos += got;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
   }
 
   protected async transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T, readOnly: boolean): Promise<T> {
@@ -117,14 +334,18 @@ export class JsonlSessionStorage extends JournalStorage {
       const cached = this.#read(sessionId, file);
       const write = (record: SessionRecord) => {
         const line = Buffer.from(serializeRecord(record), "utf8");
+        const tornLine = cached.index.records.length + 1;
         cached.index.add(record); // validates by applying
+        let cut: number;
         try {
-          this.#writeLine(file, line, cached.validLength);
+          cut = this.#writeLine(file, line, cached.validLength);
         } catch (e) {
           this.#cache.delete(sessionId);
           throw e;
         }
         cached.validLength += line.length;
+        cached.torn = 0;
+        if (cut > 0) this.onRepair?.({ session_id: sessionId, file, line: tornLine, bytes: cut, repaired: true });
       };
       return fn(cached.index, write);
     });
@@ -134,7 +355,7 @@ export class JsonlSessionStorage extends JournalStorage {
     try {
       makeStateDir(this.dir, 0o700); // a new .agentcore/ gets its .gitignore
     } catch (e) {
-      throw new SessionStorageError(`cannot create ${this.dir}: ${(e as Error).message}`);
+      throw ioError(`cannot create ${this.dir}`, e);
     }
   }
 
@@ -149,9 +370,10 @@ export class JsonlSessionStorage extends JournalStorage {
     }
     let cached = this.#cache.get(sessionId);
     if (cached === undefined || size < cached.validLength) {
-      cached = { index: new JournalIndex(sessionId), validLength: 0 };
+      cached = { index: new JournalIndex(sessionId), validLength: 0, torn: 0 };
       this.#cache.set(sessionId, cached);
     }
+    cached.torn = 0;
     if (size === cached.validLength) return cached;
     let buf: Buffer;
     try {
@@ -176,14 +398,22 @@ export class JsonlSessionStorage extends JournalStorage {
       for (;;) {
         const end = buf.indexOf(NL, start);
         if (end < 0) {
-          if (start < buf.length && cached.index.records.length === 0) {
-            throw new SessionSerializationError(`Session journal ${file} has an incomplete first record`, file, 1);
-          }
-          break; // a torn tail: ignored; the next append truncates it
+          // A torn tail (the first line too: the session is then empty):
+          // ignored; the next append, or repair(), cuts it off.
+          cached.torn = buf.length - start;
+          break;
         }
         const lineNo = cached.index.records.length + 1;
         const parsed = parseStrict<SessionRecord>(buf.subarray(start, end));
-        if (!parsed.ok) throw new SessionSerializationError(`Session journal ${file}: invalid JSON at line ${lineNo}: ${parsed.error.message}`, file, lineNo);
+        if (!parsed.ok) {
+          // Not a torn tail: a complete line (maybe a fragment a later write was glued to). Nothing is dropped silently.
+          throw new SessionSerializationError(
+            `Session journal ${file}: invalid JSON at line ${lineNo}: ${parsed.error.message}; agentcore never writes such a line and changes nothing in this journal: ` +
+              `keep a copy of the file, then mend or delete line ${lineNo} by hand (records after it may depend on it), or move the file away to start the session afresh`,
+            file,
+            lineNo,
+          );
+        }
         const problem = envelopeProblem(parsed.value);
         if (problem !== null) {
           const v = (parsed.value as { journal_schema_version?: unknown } | null)?.journal_schema_version;
@@ -208,20 +438,26 @@ export class JsonlSessionStorage extends JournalStorage {
     return cached;
   }
 
-  #writeLine(file: string, line: Buffer, validLength: number): void {
+  /** Append a line (cutting off a torn tail first); returns the bytes cut off. */
+  #writeLine(file: string, line: Buffer, validLength: number): number {
     let fd: number;
+    let cut = 0;
     try {
       fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND, 0o600);
     } catch (e) {
-      throw new SessionStorageError(`cannot open ${file}: ${(e as Error).message}`);
+      throw ioError(`cannot open ${file}`, e);
     }
     try {
-      if (fs.fstatSync(fd).size > validLength) fs.ftruncateSync(fd, validLength); // repair a torn tail
+      const size = fs.fstatSync(fd).size;
+      if (size > validLength) {
+        fs.ftruncateSync(fd, validLength); // repair a torn tail
+        cut = size - validLength;
+      }
       let off = 0;
       while (off < line.length) off += fs.writeSync(fd, line, off, line.length - off);
       fs.fsyncSync(fd);
     } catch (e) {
-      throw new SessionStorageError(`cannot append to ${file}: ${(e as Error).message}`);
+      throw ioError(`cannot append to ${file}`, e);
     } finally {
       fs.closeSync(fd);
     }
@@ -233,5 +469,6 @@ export class JsonlSessionStorage extends JournalStorage {
         fs.closeSync(dfd);
       }
     } catch { /* best effort */ }
+    return cut;
   }
 }

@@ -36,7 +36,8 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-function readLock(file: string): string | null {
+/** The content of a lock (or claim) file, or null when it is gone. */
+export function readLock(file: string): string | null {
   try {
     return fs.readFileSync(file, "utf8");
   } catch {
@@ -45,7 +46,7 @@ function readLock(file: string): string | null {
 }
 
 /** Create `file` holding `content` atomically; false when it exists. */
-function tryCreate(file: string, content: string, token: string): boolean {
+export function tryCreate(file: string, content: string, token: string): boolean {
   const tmp = `${file}.${token}.tmp`;
   fs.writeFileSync(tmp, content, { mode: 0o600 });
   try {
@@ -62,7 +63,7 @@ function tryCreate(file: string, content: string, token: string): boolean {
 }
 
 /** Break `file` if it still holds `content` whose owner is dead. */
-function breakStale(file: string, content: string, token: string): void {
+export function breakStale(file: string, content: string, token: string): void {
   const breaker = `${file}.break`;
   const mine = `${process.pid} ${token}\n`;
   if (!tryCreate(breaker, mine, token)) {

@@ -48,6 +48,12 @@ export interface SessionRecord {
   sequence: number;
   type: SessionRecordKind;
   data: Record<string, unknown>;
+  /**
+   * When the record was appended: ISO-8601 UTC with milliseconds
+   * (`2026-12-01T09:42:38.123Z`), the writer's wall clock. Absent in journals
+   * written before agentcore recorded it; read it with {@link recordTime}.
+   */
+  time?: string;
 }
 
 /** What a caller appends; the storage fills in ids, parent and revision. */
@@ -157,12 +163,39 @@ export class SessionRunActiveError extends SessionConflictError {
     super(message);
   }
 }
+/**
+ * Another process (or another run of this one) holds the branch: taken up
+ * front, before a run starts, so a second run on the branch does nothing.
+ * `pid` is the holder's process, `holder` what it said it was (e.g.
+ * `agentcore agent`), `since` when it took the branch (ISO-8601, or null).
+ */
+export class SessionBranchBusyError extends SessionConflictError {
+  override name = "SessionBranchBusyError";
+  constructor(message: string, readonly sessionId: string, readonly branchId: string, readonly pid: number, readonly holder: string | null = null, readonly since: string | null = null) {
+    super(message);
+  }
+}
 export class SessionLockTimeoutError extends SessionError {
   override name = "SessionLockTimeoutError";
 }
 /** An I/O failure; the journal's previous content is preserved. */
 export class SessionStorageError extends SessionError {
   override name = "SessionStorageError";
+}
+
+const RECORD_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+/**
+ * The time a record was appended (ISO-8601 UTC, e.g.
+ * `2026-12-01T09:42:38.123Z`), or null for a record written before journals
+ * carried times (or with a time that is not such a timestamp).
+ *
+ * @example
+ * for (const r of await storage.records("demo")) console.log(recordTime(r) ?? "-", r.type);
+ */
+export function recordTime(record: { time?: unknown }): string | null {
+  const t = record.time;
+  return typeof t === "string" && RECORD_TIME.test(t) && !Number.isNaN(Date.parse(t)) ? t : null;
 }
 
 export function emptySession(sessionId: string, agentId: string | null): AgentSession {

@@ -117,12 +117,20 @@ describe("JsonlSessionStorage", () => {
     expect(err.line).toBe(1);
   });
 
-  test("an incomplete first record is an error, not an empty session", async () => {
+  test("an incomplete first record is a torn tail like any other: the session is empty, and the next append cuts it off", async () => {
     const dir = tmp();
-    const store = new JsonlSessionStorage(dir);
+    const repairs: unknown[] = [];
+    const store = new JsonlSessionStorage(dir, { onRepair: (r) => repairs.push(r) });
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(store.fileFor("s1"), '{"agent_id":');
-    await expect(store.load("s1")).rejects.toThrow("incomplete first record");
+    expect(await store.load("s1")).toBeNull();
+    expect(await store.records("s1")).toEqual([]);
+    expect(await store.exists("s1")).toBe(true);
+    expect(await store.tornTail("s1")).toEqual({ session_id: "s1", file: store.fileFor("s1"), line: 1, bytes: 12, repaired: false });
+    await store.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
+    expect(repairs).toEqual([{ session_id: "s1", file: store.fileFor("s1"), line: 1, bytes: 12, repaired: true }]);
+    expect(fs.readFileSync(store.fileFor("s1"), "utf8").startsWith('{"agent_id":"agent-a"')).toBe(true);
+    expect((await new JsonlSessionStorage(dir).records("s1")).map((r) => r.revision)).toEqual([1]);
   });
 
   test("conditional append against a stale head raises SessionConflictError", async () => {
