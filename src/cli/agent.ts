@@ -27,7 +27,7 @@ import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { restoreSession } from "../session/restore.ts";
-import { CompactionPolicy, ModelCompactor } from "../context/index.ts";
+import { budgetForContextWindow, CompactionPolicy, ModelCompactor } from "../context/index.ts";
 import { summaryPrompt } from "./summary.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import type { JournalStorage } from "../session/journal.ts";
@@ -64,19 +64,17 @@ export interface AgentFlags {
 }
 
 /**
- * Automatic compaction for a model with `contextWindow` tokens: a quarter
- * stays free for the answer; when the history outgrows the rest, the model
- * summarises every turn but the latest (and on a context overflow it compacts
- * and retries once), as chat's /compact does.
+ * Automatic compaction for a model with `contextWindow` tokens (the rule of
+ * `budgetForContextWindow`): a quarter stays free for the answer; when the
+ * history outgrows the rest, the model summarises every turn but the latest
+ * (and on a context overflow it compacts and retries once), as chat's
+ * /compact does. `agent` and `chat --context-window` both use it; `source`
+ * labels the summaries.
  */
-export function compactionFor(model: ModelAdapter, contextWindow: number) {
+export function compactionFor(model: ModelAdapter, contextWindow: number, source = "agent") {
   return {
-    policy: new CompactionPolicy({
-      contextWindow,
-      reserveTokens: Math.floor(contextWindow / 4),
-      keepRecentTokens: 1, // whole turns: the latest one is always kept as it is
-    }),
-    compactor: new ModelCompactor(model, summaryPrompt, "agent"),
+    policy: new CompactionPolicy(budgetForContextWindow(contextWindow)),
+    compactor: new ModelCompactor(model, summaryPrompt, source),
     auto: { enabled: true },
   };
 }
@@ -195,6 +193,13 @@ export async function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "ski
     throw e;
   }
 }
+
+/** What to do about a run whose answer was cut off (exit status 1, as for any run that did not complete). */
+export const CUT_OFF_NOTES: Readonly<Record<string, string>> = {
+  max_tokens:
+    "agentcore: the model stopped at its output limit before its answer was done; raise the server's output-token limit for this model (max_tokens, num_predict, …), ask for a shorter answer, or go on with --session ID --continue",
+  content_filter: "agentcore: the provider's content filter stopped the answer; rephrase the task, or use another model",
+};
 
 /** The stderr explanation of a run that ended on a refused tool call. */
 export function rejectionNote(output: string | null): string {
@@ -362,6 +367,8 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     if (flags.events === undefined && result.status !== "completed") {
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${terminalLine(result.error)}` : ""}\n`);
       if (result.stop_reason === "tool_rejected") stderr.write(`${rejectionNote(result.output)}\n`);
+      const cut = CUT_OFF_NOTES[result.stop_reason];
+      if (cut !== undefined) stderr.write(`${cut}\n`);
     }
     const ended = endedBy as { status: number } | null;
     if (ended !== null) return ended.status;

@@ -39,7 +39,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSetupError, makeModel, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, compactionFor, makeModel, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
@@ -239,7 +239,9 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
         break;
       case "compaction_completed": {
         const r = event.result;
-        screen.line(r.status === "completed" ? `[compacted: ${r.messages_before} messages → ${r.messages_after}]` : "[nothing to compact yet: the last turn is always kept]");
+        // Automatic ones (--context-window) say why they happened.
+        const why = r.trigger === "overflow" ? " (the server said the context is full)" : r.trigger === "pressure" ? " (the history outgrew --context-window)" : "";
+        screen.line(r.status === "completed" ? `[compacted${why}: ${r.messages_before} messages → ${r.messages_after}]` : `[nothing to compact yet${why}: the last turn is always kept]`);
         break;
       }
       case "compaction_failed":
@@ -287,12 +289,16 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
       sinks: [render, recordSink],
       agentId: checkout?.session.agent_id ?? CHAT_AGENT_ID,
       ...(skills !== null ? { skills } : {}),
-      // /compact summarises everything but the last turn; nothing compacts on its own.
-      compaction: {
-        policy: new CompactionPolicy({ contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1 }),
-        compactor: new ModelCompactor(model, summaryPrompt, "chat"),
-        auto: { enabled: false },
-      },
+      // /compact summarises everything but the last turn. With --context-window the
+      // history is also compacted on its own, as agent's is (the same rule and code);
+      // without it nothing compacts unless asked.
+      compaction: flags.contextWindow !== undefined
+        ? compactionFor(model, flags.contextWindow, "chat")
+        : {
+          policy: new CompactionPolicy({ contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1 }),
+          compactor: new ModelCompactor(model, summaryPrompt, "chat"),
+          auto: { enabled: false },
+        },
     });
     if (checkout !== null) {
       restoreSession(agent, checkout);

@@ -97,7 +97,7 @@ Agent options (agentcore agent; chat takes them too, except --events and --conti
   --branch B             the session branch to resume and record on (default main; see 'sessions fork')
   --sessions-dir DIR     journal directory (default: .agentcore/sessions under --root, created 0700)
   --continue             continue the session's last run (continueRun) instead of a new task
-  --context-window N     agent: the model's context window in tokens (at least 1024); turns on automatic
+  --context-window N     agent, chat: the model's context window in tokens (at least 1024); turns on automatic
                          compaction: a quarter of it is kept free for the answer, and when the history
                          outgrows the rest, older turns are summarised by the model (also on an overflow)
   --approve-all          agent, chat: approve every tool call that would ask first, and say so on stderr
@@ -181,6 +181,13 @@ function positiveInt(flag: string, raw: string, max: number): number {
   if (!/^[0-9]+$/.test(raw)) throw new UsageError(`${flag} needs a positive integer, got '${raw}'`);
   const n = Number(raw);
   if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${raw}`);
+  return n;
+}
+
+/** `--context-window N` of agent and chat: an integer from 1024 (the derived budget's rule, src/context/window.ts). */
+function contextWindowFlag(raw: string): number {
+  const n = positiveInt("--context-window", raw, 100_000_000);
+  if (n < 1024) throw new UsageError(`--context-window must be at least 1024 tokens, got ${n}`);
   return n;
 }
 
@@ -649,8 +656,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     const [command, ...rest] = positionals;
     if (command === undefined) return usage("missing command");
-    const agentOnly = ["events", "continue", "context-window"] as const;
-    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan", "skills"] as const;
+    const agentOnly = ["events", "continue"] as const;
+    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan", "skills", "context-window"] as const;
     if (command !== "agent") {
       const used = agentOnly.find((k) => values[k] !== undefined);
       if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
@@ -712,8 +719,7 @@ export async function main(argv: string[]): Promise<number> {
           events: values.events as string | undefined,
           continue: values.continue === true,
         };
-        if (typeof values["context-window"] === "string") flags.contextWindow = positiveInt("--context-window", values["context-window"], 100_000_000);
-        if (flags.contextWindow !== undefined && flags.contextWindow < 1024) return usage(`--context-window must be at least 1024 tokens, got ${flags.contextWindow}`);
+        if (typeof values["context-window"] === "string") flags.contextWindow = contextWindowFlag(values["context-window"]);
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
@@ -728,6 +734,7 @@ export async function main(argv: string[]): Promise<number> {
           task: "",
           approvalTimeoutMs: settings.policy?.approval_timeout_ms,
         };
+        if (typeof values["context-window"] === "string") chatFlags.contextWindow = contextWindowFlag(values["context-window"]);
         // Loaded on demand, like agent. The REPL answers approvals itself.
         const chat = await import("./chat.ts");
         const gate = chat.createReplApprover();

@@ -71,7 +71,7 @@ describe("agent --context-window", () => {
     for (const [args, msg] of [
       [["agent", "--context-window", "100", "--script", s, "t"], "--context-window must be at least 1024 tokens, got 100"],
       [["agent", "--context-window", "lots", "--script", s, "t"], "--context-window"],
-      [["chat", "--context-window", "4096", "--script", s], "--context-window applies to 'agent' only"],
+      [["execute", "--context-window", "4096", "{}"], "--context-window applies to 'agent' and 'chat' only"],
     ] as const) {
       const r = cli(dir, ...args);
       expect(r.code).toBe(2);

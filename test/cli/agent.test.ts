@@ -4,7 +4,7 @@
  * scripted OpenAI-compatible server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
@@ -102,6 +102,41 @@ describe("agentcore agent --script", () => {
     const r = await run(["agent", "--script", script("err.jsonl", [{ error: { kind: "authentication", message: "bad key" } }]), "go"]);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("run failed (runtime_error)");
+  });
+
+  test("an answer cut off at the output limit exits 1 with max_tokens and a note; the journal's run_finished says max_tokens", async () => {
+    const cut = script("cut.jsonl", [{ content: "The first half of the ans", finish_reason: "length" }]);
+    const r = await run(["agent", "--no-plan", "--script", cut, "explain"]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe("The first half of the ans\n");
+    expect(r.stderr).toContain('agentcore: run failed (max_tokens): the model stopped at its output-token limit (finish_reason "length")');
+    expect(r.stderr).toContain("raise the server's output-token limit for this model");
+
+    const ev = await run(["agent", "--no-plan", "--events", "jsonl", "--session", "cut-session", "--script", cut, "explain"]);
+    expect(ev.status).toBe(1);
+    expect((events(ev.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({ status: "failed", stop_reason: "max_tokens", output: "The first half of the ans" });
+    const tree = JSON.parse((await run(["sessions", "tree", "cut-session", "--json"])).stdout) as { records: { type: string; data: { result?: { stop_reason: string } } }[] };
+    expect(tree.records.find((x) => x.type === "run_finished")!.data.result!.stop_reason).toBe("max_tokens");
+    // A cut-off answer can be continued: the model goes on from the journal.
+    const rest = script("rest.jsonl", [{ content: "wer." }]);
+    const c = await run(["agent", "--no-plan", "--session", "cut-session", "--continue", "--script", rest]);
+    expect(c.status).toBe(0);
+    expect(c.stdout).toBe("wer.\n");
+  });
+
+  test("a tool call in a cut-off answer is not run; content_filter exits 1 with its own note", async () => {
+    writeFileSync(join(work, "keep.txt"), "unchanged");
+    const cutCall = script("cut-call.jsonl", [{ content: null, tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"keep.txt","content":"over' }], finish_reason: "length" }]);
+    const r = await run(["agent", "--no-plan", "--approve-all", "--tools", "write_file", "--events", "jsonl", "--script", cutCall, "write"]);
+    expect(r.status).toBe(1);
+    const done = events(r.stdout).find((e) => e.kind === "tool_completed") as Ev & { result: { messages: { content: string }[] } };
+    expect(JSON.parse(done.result.messages[0]!.content)).toMatchObject({ status: "not_run", tool: "write_file" });
+    expect(readFileSync(join(work, "keep.txt"), "utf8")).toBe("unchanged");
+
+    const filtered = await run(["agent", "--no-plan", "--script", script("filtered.jsonl", [{ content: null, finish_reason: "content_filter" }]), "something"]);
+    expect(filtered.status).toBe(1);
+    expect(filtered.stderr).toContain("agentcore: run failed (content_filter): the provider's content filter stopped the model's answer");
+    expect(filtered.stderr).toContain("rephrase the task");
   });
 
   test("--max-steps is the policy's step limit", async () => {
@@ -258,6 +293,19 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
     );
     expect(r.status).toBe(0);
     expect(server.requests.length - before).toBe(3);
+  });
+
+  test("finish_reason length and content_filter from the server end the run max_tokens / content_filter, exit 1", async () => {
+    server.push(
+      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon a" }), chunk({}, "length"), usageChunk(20, 3)] },
+      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "content_filter")] },
+    );
+    const r = await run(["agent", "--no-plan", "--events", "jsonl", "--model-url", server.baseURL, "--model", "m", "tell a story"]);
+    expect(r.status).toBe(1);
+    expect((events(r.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({ status: "failed", stop_reason: "max_tokens", output: "Once upon a", turns: 1 });
+    const f = await run(["agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "something"]);
+    expect(f.status).toBe(1);
+    expect(f.stderr).toContain("agentcore: run failed (content_filter)");
   });
 
   test("Ctrl-C while the model stalls mid-answer: the text shown so far ends its line, then the reason on stderr", async () => {
