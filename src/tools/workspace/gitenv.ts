@@ -121,14 +121,12 @@ function effectiveUid(): number | null {
   }
 }
 
-/** The uid git would accept as the owner (git's `safe.directory` rule: the effective uid, or `SUDO_UID` for root). */
-function acceptedOwner(): number | null {
+/** The owners git accepts (its `safe.directory` rule): this user; for root, also the user in `SUDO_UID`. Null: no check (Windows). */
+function acceptedOwners(): number[] | null {
   const euid = effectiveUid();
-  if (euid === 0) {
-    const sudo = globalThis.process?.env.SUDO_UID;
-    if (sudo !== undefined && /^\d+$/.test(sudo)) return Number(sudo);
-  }
-  return euid;
+  if (euid === null) return null;
+  const sudo = globalThis.process?.env.SUDO_UID;
+  return euid === 0 && sudo !== undefined && /^\d+$/.test(sudo) ? [0, Number(sudo)] : [euid];
 }
 
 /**
@@ -215,12 +213,12 @@ function linkedName(name: string): boolean {
 const MAX_HEAD_BYTES = 4096;
 
 function checkRepository(top: string, gitdir: string): GitRepository {
-  const owner = acceptedOwner();
-  if (owner !== null) {
+  const owners = acceptedOwners();
+  if (owners !== null) {
     for (const p of [top, gitdir]) {
       const uid = fs.statSync(p).uid;
-      if (uid !== owner) {
-        refuse("dubious_ownership", `${p} is owned by uid ${uid}, not by this user (uid ${owner}); git refuses such a repository (safe.directory) and so does git_diff: run agentcore as its owner`, { path: p, owner: uid });
+      if (!owners.includes(uid)) {
+        refuse("dubious_ownership", `${p} is owned by uid ${uid}, not by this user (uid ${owners.join(" or ")}); git refuses such a repository (safe.directory) and so does git_diff: run agentcore as its owner`, { path: p, owner: uid });
       }
     }
   }
@@ -246,6 +244,14 @@ function checkRepository(top: string, gitdir: string): GitRepository {
 function checkAlternates(top: string, objects: string, depth: number): void {
   if (depth > 5) return;
   const file = path.join(objects, "info", "alternates");
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    return; // none
+  }
+  // a regular file only: reading a FIFO here would block the whole process
+  if (!st.isFile()) refuse("alternates_outside", `${file} is not a regular file: remove it`, { path: file });
   let text: string;
   try {
     text = fs.readFileSync(file, "utf8");
@@ -350,7 +356,13 @@ export async function prepareShadow(repo: GitRepository, readConfig: ConfigReade
     const entries: [string, string | null][] = [];
     for (const name of ["config", "config.worktree"]) {
       const file = path.join(repo.gitdir, name);
-      if (lstatOrNull(file)?.isFile() !== true) continue;
+      let isFile = false;
+      try {
+        isFile = fs.statSync(file).isFile();
+      } catch {
+        isFile = false;
+      }
+      if (!isFile) continue;
       entries.push(...parseConfigList(await readConfig(file, base)));
     }
     const last = (key: string): string | null | undefined => {

@@ -376,6 +376,11 @@ describe("git_diff: a git directory elsewhere is refused", () => {
       expectNoLeak(texts);
       for (const env of envs) expect(env.error?.details).toMatchObject({ refused: true, reason: "alternates_outside" });
       fs.rmSync(alternates);
+      // a FIFO (reading it would block agentcore itself) is refused, not read
+      expect(Bun.spawnSync(["mkfifo", alternates]).exitCode).toBe(0);
+      ({ envs, texts } = await everyMode(sb));
+      for (const env of envs) expect(env.error?.details).toMatchObject({ refused: true, reason: "alternates_outside" });
+      fs.rmSync(alternates);
       const objects = path.join(sb.root, ".git", "objects");
       fs.renameSync(objects, path.join(sb.outside, "objects"));
       fs.symlinkSync(path.join(sb.outside, "objects"), objects);
