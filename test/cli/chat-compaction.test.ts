@@ -3,7 +3,9 @@
  * over piped stdin: the history is compacted on its own, as with `agent`
  * (before a request that would outgrow the window, and after a server's
  * context overflow), each compaction journaled as `compaction_applied`.
- * Without the flag nothing compacts unless /compact asks.
+ * Without the flag nothing compacts unless /compact asks. And an answer the
+ * model's output limit cut off (finish_reason length) is a failed run that
+ * /continue can carry on.
  */
 import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -101,6 +103,15 @@ describe("chat --context-window", () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain("[run failed: context_overflow — the prompt exceeds the context length]");
     expect(recordTypes(other)).not.toContain("compaction_applied");
+  });
+
+  test("an answer cut off at the output limit is a failed run; /continue lets the model go on", () => {
+    const dir = tmp();
+    const turns = [{ content: "The first half", finish_reason: "length" }, { content: " and the rest." }];
+    const r = chat(dir, ["--script", script(dir, turns)], "explain\n/continue\n");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('[run failed: max_tokens — the model stopped at its output-token limit (finish_reason "length"), so its answer is cut off; /continue lets the model go on]');
+    expect(r.stdout).toContain("> /continue\n and the rest.");
   });
 
   test("bad values are usage errors, as for agent", () => {

@@ -468,6 +468,7 @@ describe("chat helpers", () => {
     expect(outcomeText({ messages: [], control: "continue", output: null, error: "x", cancelled: true }, null)).toBe("✗ cancelled");
     expect(runStatusLine({ status: "completed", stop_reason: "text_response", error: null })).toBeNull();
     expect(runStatusLine({ status: "failed", stop_reason: "max_steps", error: "too many" })).toBe("[run failed: max_steps — too many]");
+    expect(runStatusLine({ status: "failed", stop_reason: "max_tokens", error: "cut off" })).toBe("[run failed: max_tokens — cut off; /continue lets the model go on]");
   });
 });
 

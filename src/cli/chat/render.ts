@@ -74,5 +74,7 @@ export function outcomeText(result: ToolCallResult, ms: number | null): string {
 /** A one-line status of a finished run for the REPL, or null when it completed normally. */
 export function runStatusLine(r: { status: string; stop_reason: string; error: string | null }): string | null {
   if (r.status === "completed" && (r.stop_reason === "text_response" || r.stop_reason === "tool_completion")) return null;
-  return `[run ${r.status}: ${r.stop_reason}${r.error ? ` — ${oneLine(r.error, 160)}` : ""}]`;
+  // An answer cut off at the output limit can go on from where it stopped.
+  const hint = r.stop_reason === "max_tokens" ? "; /continue lets the model go on" : "";
+  return `[run ${r.status}: ${r.stop_reason}${r.error ? ` — ${oneLine(r.error, 160)}` : ""}${hint}]`;
 }
