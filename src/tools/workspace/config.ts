@@ -9,7 +9,9 @@
  *   "list_dir": true, "glob": true, "grep": { "max_results": 200 }, "git_diff": true,
  *   "write_file": { "max_bytes": 1048576 }, "apply_patch": true,
  *   "exec": { "allow": ["git", "ls", "cat"], "env": ["PATH", "HOME", "LANG"],
- *             "timeout_ms": 30000, "max_output_bytes": 65536, "isolation": "auto" }
+ *             "timeout_ms": 30000, "max_output_bytes": 65536, "isolation": "auto",
+             "limits": { "processes": 256, "memory_bytes": 2147483648,
+                         "file_size_bytes": 1073741824, "cpu_seconds": 600 } }
  * }
  * ```
  *
@@ -19,13 +21,14 @@
  * @module
  */
 import type { WorkspaceToolsOptions } from "./index.ts";
+import { envDenial } from "./rules.ts";
 
 /** A bad `tools` section or `--tools` list; the message names the key. */
 export class ToolsConfigError extends Error {
   override name = "ToolsConfigError";
 }
 
-type Kind = "posint" | "timeout" | "strings" | "isolation";
+type Kind = "posint" | "timeout" | "strings" | "isolation" | "limits";
 
 /** Longest timer a runtime can set (ms); a larger one fires at once. */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
@@ -36,7 +39,7 @@ const SPEC: Record<string, Record<string, Kind>> = {
   git_diff: { max_bytes: "posint", timeout_ms: "timeout" },
   write_file: { max_bytes: "posint" },
   apply_patch: { max_bytes: "posint" },
-  exec: { allow: "strings", env: "strings", timeout_ms: "timeout", max_output_bytes: "posint", isolation: "isolation" },
+  exec: { allow: "strings", env: "strings", timeout_ms: "timeout", max_output_bytes: "posint", isolation: "isolation", limits: "limits" },
 };
 
 /** The tools `read` selects in `--tools`. */
@@ -46,6 +49,30 @@ export const NON_EXEC_TOOLS = [...READ_ONLY_TOOLS, "write_file", "apply_patch"] 
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * `tools.exec.limits`: each key optional, each an integer in its range.
+ * Documented (with the defaults) in docs/workspace-tools.md.
+ */
+export const EXEC_LIMIT_RANGES: Readonly<Record<string, readonly [number, number, string]>> = {
+  processes: [1, 1_000_000, "processes"],
+  memory_bytes: [1024 * 1024, Number.MAX_SAFE_INTEGER, "bytes"],
+  file_size_bytes: [1, Number.MAX_SAFE_INTEGER, "bytes"],
+  cpu_seconds: [1, 2 ** 31 - 1, "seconds"],
+};
+
+function checkLimits(x: unknown, at: string): void {
+  if (!isObject(x)) throw new ToolsConfigError(`"${at}" must be an object with any of ${Object.keys(EXEC_LIMIT_RANGES).join(", ")}`);
+  for (const key of Object.keys(x)) {
+    const range = Object.hasOwn(EXEC_LIMIT_RANGES, key) ? EXEC_LIMIT_RANGES[key] : undefined;
+    if (range === undefined) throw new ToolsConfigError(`unknown key "${at}.${key}" (known: ${Object.keys(EXEC_LIMIT_RANGES).join(", ")})`);
+    const v = x[key];
+    const [min, max, unit] = range;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max) {
+      throw new ToolsConfigError(`"${at}.${key}" must be an integer from ${min} to ${max} (${unit})`);
+    }
+  }
 }
 
 /** Check a `tools` section (an untrusted JSON value). */
@@ -81,10 +108,19 @@ export function parseToolsConfig(value: unknown, where = "tools"): WorkspaceTool
         x.forEach((s, i) => {
           if (typeof s !== "string" || s.length === 0) throw new ToolsConfigError(`"${at}[${i}]" must be a non-empty string`);
         });
+      } else if (kind === "limits") {
+        checkLimits(x, at);
       } else if (x !== "auto" && x !== "required" && x !== "off") {
         throw new ToolsConfigError(`"${at}" must be "auto", "required" or "off"`);
       }
       settings[key] = x;
+    }
+    if (tool === "exec" && Array.isArray(settings.env)) {
+      (settings.env as string[]).forEach((name, i) => {
+        const why = envDenial(name);
+        if (why !== null) throw new ToolsConfigError(`"${where}.exec.env[${i}]": environment variable "${name}" can't be allowlisted: ${why} (remove it from the list)`);
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ToolsConfigError(`"${where}.exec.env[${i}]" must be an environment variable name (letters, digits, _; not starting with a digit)`);
+      });
     }
     if (tool === "exec" && settings.allow === undefined) throw new ToolsConfigError(`"${where}.exec.allow" is required (the programs exec may run)`);
     out[tool] = settings;

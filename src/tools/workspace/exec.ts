@@ -33,13 +33,35 @@ import type { ToolContext, ToolDefinition } from "../definition.ts";
 import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
-import { runProcess, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, FIXED_ENV, envNameAllowed, GIT_SAFE_PREFIX, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
-import { bwrapArgs, detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
+import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, FIXED_ENV, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { bwrapArgs, detectBwrap, findOnPath, pathDirs, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
 export const DEFAULT_EXEC_MAX_OUTPUT = 64 * 1024;
+
+/** Resource limits of every exec command (config: `tools.exec.limits`, snake_case). */
+export interface ExecLimits {
+  /** Processes alive at once, the command included (default 256). */
+  processes: number;
+  /** Resident memory of all its processes together, bytes (default 2 GiB). */
+  memoryBytes: number;
+  /** Largest file a process may write, bytes (default 1 GiB). */
+  fileSizeBytes: number;
+  /** CPU time per process, seconds (default 600). */
+  cpuSeconds: number;
+}
+
+export const DEFAULT_EXEC_LIMITS: Readonly<ExecLimits> = Object.freeze({
+  processes: 256,
+  memoryBytes: 2 * 1024 ** 3,
+  fileSizeBytes: 1024 ** 3,
+  cpuSeconds: 600,
+});
+
+/** Config names of the limits, as `RESOURCE_LIMIT` details and messages report them. */
+const LIMIT_KEYS = { processes: "processes", memoryBytes: "memory_bytes", fileSizeBytes: "file_size_bytes", cpuSeconds: "cpu_seconds" } as const;
 
 export interface ExecArgs {
   argv: string[];
@@ -70,6 +92,8 @@ export interface ExecToolOptions {
   warn?: (message: string) => void;
   /** Absolute paths kept read-only in the sandbox when inside the root (agentcore's config file, history log). */
   protect?: readonly string[];
+  /** Resource limits (each defaults to {@link DEFAULT_EXEC_LIMITS}). */
+  limits?: Partial<ExecLimits>;
 }
 
 export const EXEC_PARAMETERS = deepFreeze({
@@ -142,7 +166,11 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   }
 
   const envNames = [...(options.env ?? DEFAULT_EXEC_ENV)];
-  for (const n of envNames) if (!envNameAllowed(n)) throw new Error(`exec: environment variable "${n}" can't be allowlisted (it can make programs run other code)`);
+  for (const n of envNames) {
+    const why = envDenial(n);
+    if (why !== null) throw new Error(`exec: environment variable "${n}" can't be allowlisted: ${why} (remove it from the env list)`);
+    if (!envNameAllowed(n)) throw new Error(`exec: environment variable name ${JSON.stringify(n)} is not a valid name (letters, digits, _)`);
+  }
   const source = options.sourceEnv ?? (globalThis.process?.env as Record<string, string | undefined>) ?? {};
   const baseEnv: Record<string, string> = {};
   for (const n of envNames) {
@@ -154,6 +182,17 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     warn(`the PATH that commands get holds ${pathInRoot.join(", ")}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`);
   }
 
+  const limits: ExecLimits = { ...DEFAULT_EXEC_LIMITS, ...definedOnly(options.limits ?? {}) };
+  for (const [k, v] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`exec limits.${LIMIT_KEYS[k as keyof ExecLimits]} must be a positive integer`);
+  }
+  // Kernel limits per process (CPU time, file size, a memory ceiling) through prlimit; the
+  // supervisor in process.ts counts processes and resident memory for the whole command.
+  const prlimit = findOnPath("prlimit", dirs.filter((d) => !insideRoot(realRoot, d)));
+  if (prlimit === null) warn("prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)");
+  if (!supervisorAvailable()) warn("/proc is not available: exec can't enforce the processes and memory_bytes limits");
+  const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes });
+
   const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   const mode = options.isolation ?? "auto";
   const bwrap = mode === "off" ? null : detectBwrap(dirs);
@@ -162,7 +201,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
 
   return {
     name: "exec",
-    description: `Run a program with an argv array (no shell) in a folder under the root. Allowed programs: ${[...programs.keys()].join(", ")}. Output is capped at ${maxOutput} bytes per stream; commands are killed after ${timeoutMs} ms. ${bwrap !== null ? "Runs isolated: read-only system, only the root writable, no network." : "Runs WITHOUT isolation."}`,
+    description: `Run a program with an argv array (no shell) in a folder under the root. Allowed programs: ${[...programs.keys()].join(", ")}. Output is capped at ${maxOutput} bytes per stream; commands are killed after ${timeoutMs} ms, or with RESOURCE_LIMIT when they go over ${limits.processes} processes, ${limits.memoryBytes} bytes of memory, ${limits.fileSizeBytes}-byte files or ${limits.cpuSeconds} s of CPU time per process. ${bwrap !== null ? "Runs isolated: read-only system, only the root writable, no network." : "Runs WITHOUT isolation."}`,
     parameters: EXEC_PARAMETERS as unknown as Record<string, unknown>,
     effect: "side_effecting",
     timeoutMs: timeoutMs + 5000,
@@ -175,7 +214,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       checkArguments(name, rest);
       const env = { ...baseEnv };
       for (const [k, v] of Object.entries(args.env ?? {})) {
-        if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (it can make programs run other code)`, { env: k });
+        if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (${envDenial(k) ?? "not a valid name"})`, { env: k });
         if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
         if (FIXED_ENV.has(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
         if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
@@ -191,20 +230,60 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       closeQuietly(cwdDir.fd);
 
       const program = programs.get(name)!;
-      const progArgs = name === "git" ? [...GIT_SAFE_PREFIX, ...rest] : rest;
+      const progArgs = name === "git" ? gitArgv(rest) : rest;
       const limit = Math.min(args.timeout_ms ?? timeoutMs, timeoutMs);
       const run = bwrap !== null
-        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths), argv0: "bwrap" }
-        : { file: program, args: progArgs, argv0: name };
+        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths, wrapper), argv0: "bwrap" }
+        : wrapper.length > 0
+          ? { file: wrapper[0]!, args: [...wrapper.slice(1), program, ...progArgs], argv0: "prlimit" }
+          : { file: program, args: progArgs, argv0: name };
       let result: RunResult;
       try {
-        result = await runProcess({ ...run, cwd, env, timeoutMs: limit, maxOutputBytes: maxOutput, stdin: args.stdin, signal: ctx.signal });
+        result = await runProcess({
+          ...run,
+          cwd,
+          env,
+          timeoutMs: limit,
+          maxOutputBytes: maxOutput,
+          stdin: args.stdin,
+          signal: ctx.signal,
+          limits: { processes: limits.processes, memoryBytes: limits.memoryBytes },
+        });
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         const code = (err as { code?: unknown } | null)?.code;
         fail("IO_ERROR", `could not start ${name}${typeof code === "string" ? ` (${code})` : ""}`, { errno: typeof code === "string" ? code : "UNKNOWN", syscall: "spawn" });
       }
-      return { ...result, isolated: bwrap !== null };
+      const isolated = bwrap !== null;
+      const over = overLimit(result, isolated, wrapper.length > 0, limits);
+      if (over !== null) {
+        const { limit: _hit, ...outcome } = result;
+        fail("RESOURCE_LIMIT", over.message, { limit: over.key, max: over.max, ...(over.observed !== undefined ? { observed: over.observed } : {}), ...outcome, isolated });
+      }
+      return { ...result, isolated };
     },
   };
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The limit a finished command went over, if any: the supervisor's finding
+ * (processes, memory_bytes), or a kernel limit's signal (SIGXCPU for
+ * cpu_seconds, SIGXFSZ for file_size_bytes) that killed the command. Under
+ * bubblewrap the command is bwrap's child, and bwrap exits with 128 + the
+ * signal's number (152, 153) when its child is killed by one.
+ */
+function overLimit(r: RunResult, isolated: boolean, rlimits: boolean, limits: ExecLimits): { key: string; max: number; observed?: number; message: string } | null {
+  if (r.limit !== undefined) {
+    const what = r.limit.limit === "processes" ? `${r.limit.max} processes (it had ${r.limit.observed})` : `${r.limit.max} bytes of resident memory (it had ${r.limit.observed})`;
+    return { key: r.limit.limit, max: r.limit.max, observed: r.limit.observed, message: `exec: the command went over tools.exec.limits.${r.limit.limit}, ${what}, and was killed with all its processes` };
+  }
+  if (!rlimits || r.timed_out) return null;
+  const sig = r.signal ?? (isolated && r.exit_code === 152 ? "SIGXCPU" : isolated && r.exit_code === 153 ? "SIGXFSZ" : null);
+  if (sig === "SIGXCPU") return { key: "cpu_seconds", max: limits.cpuSeconds, message: `exec: the command used more than tools.exec.limits.cpu_seconds, ${limits.cpuSeconds} s of CPU time, and was killed (SIGXCPU)` };
+  if (sig === "SIGXFSZ") return { key: "file_size_bytes", max: limits.fileSizeBytes, message: `exec: the command tried to write a file larger than tools.exec.limits.file_size_bytes, ${limits.fileSizeBytes} bytes, and was killed (SIGXFSZ)` };
+  return null;
 }

@@ -39,12 +39,13 @@ export { applyRootedPatch, createApplyPatchTool, APPLY_PATCH_PARAMETERS } from "
 export type { ApplyPatchArgs, ApplyPatchResult, PatchAction } from "./apply_patch.ts";
 export { createGitDiffTool, GIT_DIFF_PARAMETERS, REF_PATTERN } from "./git_diff.ts";
 export type { GitDiffArgs, GitDiffMode, GitDiffResult, GitDiffToolOptions } from "./git_diff.ts";
-export { createExecTool, EXEC_PARAMETERS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_EXEC_MAX_OUTPUT } from "./exec.ts";
-export type { ExecArgs, ExecResult, ExecToolOptions } from "./exec.ts";
-export { checkArguments, checkProgram, envNameAllowed, FORBIDDEN_ENV, GIT_SUBCOMMANDS, RUNS_PROGRAMS } from "./rules.ts";
+export { createExecTool, EXEC_PARAMETERS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_EXEC_MAX_OUTPUT, DEFAULT_EXEC_LIMITS } from "./exec.ts";
+export type { ExecArgs, ExecLimits, ExecResult, ExecToolOptions } from "./exec.ts";
+export { checkArguments, checkProgram, envDenial, envNameAllowed, ENV_DENYLIST, FORBIDDEN_ENV, GIT_SUBCOMMANDS, RUNS_PROGRAMS } from "./rules.ts";
+export type { EnvDenial } from "./rules.ts";
 export { bwrapArgs, detectBwrap } from "./sandbox.ts";
 export { runProcess } from "./process.ts";
-export type { RunOptions, RunResult } from "./process.ts";
+export type { GroupLimits, LimitHit, RunOptions, RunResult } from "./process.ts";
 export { applyEdit, applyFilePatch, parseUnifiedDiff } from "./patch.ts";
 export type { Edit, FilePatch, Hunk, HunkLine } from "./patch.ts";
 export type { WriteFileArgs, WriteFileResult, WriteFileToolOptions } from "./write_file.ts";
@@ -61,6 +62,8 @@ export interface ExecSettings {
   max_output_bytes?: number;
   /** `auto` (bubblewrap when present, default), `required` (fail at creation without it) or `off`. */
   isolation?: "auto" | "required" | "off";
+  /** Resource limits of every command (defaults: 256 processes, 2 GiB, 1 GiB files, 600 s CPU). */
+  limits?: { processes?: number; memory_bytes?: number; file_size_bytes?: number; cpu_seconds?: number };
 }
 
 /** Per-tool settings; `true` means defaults, absent or `false` means off. */
@@ -130,6 +133,12 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string, hos
         timeoutMs: ex.timeout_ms,
         maxOutputBytes: ex.max_output_bytes,
         isolation: ex.isolation,
+        limits: ex.limits && {
+          processes: ex.limits.processes,
+          memoryBytes: ex.limits.memory_bytes,
+          fileSizeBytes: ex.limits.file_size_bytes,
+          cpuSeconds: ex.limits.cpu_seconds,
+        },
         searchPath: host.searchPath,
         warn: host.warn,
         protect: host.protect,

@@ -23,6 +23,7 @@
  * @module
  */
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
 
 export interface RunOptions {
   /** Absolute path of the program. */
@@ -37,6 +38,32 @@ export interface RunOptions {
   maxOutputBytes: number;
   stdin?: string;
   signal?: AbortSignal;
+  /** Limits the supervisor enforces on the command's processes together (default: none). */
+  limits?: GroupLimits;
+}
+
+/**
+ * Limits on all of a command's processes together, enforced by a supervisor
+ * that samples `/proc` (Linux only; elsewhere {@link supervisorAvailable} is
+ * false and nothing is enforced). A process belongs to the command when it
+ * is in the command's session or process group, or descends from it (the
+ * processes inside a bubblewrap PID namespace descend from bwrap).
+ */
+export interface GroupLimits {
+  /** Most processes (not threads) alive at once, zombies included. */
+  processes?: number;
+  /** Most resident memory (VmRSS, summed over the processes), in bytes. */
+  memoryBytes?: number;
+  /** Sampling interval (default {@link SUPERVISOR_INTERVAL_MS}). */
+  intervalMs?: number;
+}
+
+/** Which limit the supervisor found exceeded (the command was then killed). */
+export interface LimitHit {
+  limit: "processes" | "memory_bytes";
+  max: number;
+  /** What the sample that broke the limit counted (processes, or bytes). */
+  observed: number;
 }
 
 export interface RunResult {
@@ -50,6 +77,8 @@ export interface RunResult {
   stdout_bytes: number;
   stderr_bytes: number;
   timed_out: boolean;
+  /** Set only when the supervisor killed the command for going over {@link RunOptions.limits}. */
+  limit?: LimitHit;
 }
 
 const PIPE_GRACE_MS = 250;
@@ -141,6 +170,191 @@ function untrack(pid: number | undefined): void {
   if (liveGroups.size === 0) unwatchSignals();
 }
 
+/** How often the supervisor samples the command's processes (ms). */
+export const SUPERVISOR_INTERVAL_MS = 20;
+
+/** Whether the process supervisor can work here (it reads Linux's `/proc`). */
+export function supervisorAvailable(): boolean {
+  try {
+    return fs.statSync("/proc/self/stat").isFile();
+  } catch {
+    return false;
+  }
+}
+
+interface ProcEntry {
+  tgid: number;
+  ppid: number;
+  pgrp: number;
+  sid: number;
+  zombie: boolean;
+  rss: number;
+}
+
+const field = (text: string, name: string): number => {
+  const at = text.indexOf(`\n${name}:`);
+  if (at < 0) return -1;
+  const m = /^\s+(\d+)/.exec(text.slice(at + name.length + 2, at + name.length + 40));
+  return m === null ? -1 : Number(m[1]);
+};
+
+/** A task's `/proc/PID/status` (a thread's too: its Tgid differs), or `null` when it is gone. */
+function readStatus(pid: number): ProcEntry | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/status`, "latin1");
+  } catch {
+    return null; // gone meanwhile
+  }
+  const state = /\nState:\s+(\S)/.exec(text)?.[1] ?? "?";
+  if (state === "X") return null;
+  const rss = field(text, "VmRSS");
+  // NSpgid/NSsid (Linux 4.1+) list the ids from the reader's namespace inwards: the first is ours
+  return { tgid: field(text, "Tgid"), ppid: field(text, "PPid"), pgrp: field(text, "NSpgid"), sid: field(text, "NSsid"), zombie: state === "Z", rss: rss < 0 ? 0 : rss * 1024 };
+}
+
+/** The last pid the kernel handed out in our namespace (/proc/loadavg's last field), or -1. */
+function lastPid(): number {
+  try {
+    const n = Number(fs.readFileSync("/proc/loadavg", "latin1").trim().split(" ").pop());
+    return Number.isSafeInteger(n) ? n : -1;
+  } catch {
+    return -1;
+  }
+}
+
+/**
+ * The processes of one command: those in its session or process group (a
+ * process that calls `setpgid` stays counted; one that calls `setsid` only
+ * while its parent is known), and its descendants (everything inside a
+ * bubblewrap PID namespace, whose orphans are re-parented to the sandbox's
+ * init). Threads are not processes and are not counted.
+ *
+ * The first {@link Census.update} lists all of `/proc`; later ones read only
+ * the pids handed out since (the kernel allocates them in increasing order
+ * until it wraps, when the whole list is read again) and the known members.
+ */
+export class Census {
+  readonly members = new Map<number, ProcEntry>();
+  #last = -1;
+  constructor(readonly root: number) {}
+
+  #belongs(pid: number, e: ProcEntry): boolean {
+    return e.tgid === pid && (pid === this.root || e.sid === this.root || e.pgrp === this.root || this.members.has(e.ppid));
+  }
+
+  update(): void {
+    const last = lastPid();
+    for (const pid of [...this.members.keys()]) {
+      const e = readStatus(pid);
+      if (e === null || e.tgid !== pid) this.members.delete(pid);
+      else this.members.set(pid, e);
+    }
+    if (this.#last < 0 || last < 0 || last < this.#last || last - this.#last > 4096) this.#full();
+    else for (let pid = this.#last + 1; pid <= last; pid++) this.#consider(pid);
+    this.#last = last;
+  }
+
+  #consider(pid: number): void {
+    const e = readStatus(pid);
+    if (e !== null && this.#belongs(pid, e)) this.members.set(pid, e);
+  }
+
+  #full(): void {
+    let names: string[];
+    try {
+      names = fs.readdirSync("/proc");
+    } catch {
+      return;
+    }
+    const all = new Map<number, ProcEntry>();
+    for (const name of names) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const pid = Number(name);
+      const e = readStatus(pid);
+      if (e !== null && e.tgid === pid) all.set(pid, e);
+    }
+    const children = new Map<number, number[]>();
+    for (const [pid, e] of all) {
+      if (pid === this.root || e.sid === this.root || e.pgrp === this.root) this.members.set(pid, e);
+      const list = children.get(e.ppid);
+      if (list === undefined) children.set(e.ppid, [pid]);
+      else list.push(pid);
+    }
+    const queue = [...this.members.keys()];
+    while (queue.length > 0) {
+      for (const c of children.get(queue.pop()!) ?? []) {
+        if (!this.members.has(c)) {
+          this.members.set(c, all.get(c)!);
+          queue.push(c);
+        }
+      }
+    }
+  }
+
+  /** Resident memory of the live members, summed (bytes). */
+  residentBytes(): number {
+    let total = 0;
+    for (const e of this.members.values()) total += e.rss;
+    return total;
+  }
+}
+
+/** The live pids that belong to the command started as `root` (see {@link Census}). */
+export function commandPids(root: number): number[] {
+  const c = new Census(root);
+  c.update();
+  return [...c.members.keys()];
+}
+
+/** SIGKILL every process of the command, again until none is left (a fork in flight can add one). */
+export function killCommand(root: number): void {
+  for (let round = 0; round < 50; round++) {
+    killGroup(root);
+    const pids = commandPids(root).filter((p) => p !== root);
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  }
+}
+
+/**
+ * Sample the command's processes every `intervalMs`; when a limit is
+ * exceeded, kill them all and report it through `onHit`. Returns a stop
+ * function.
+ */
+function supervise(root: number, limits: GroupLimits, onHit: (hit: LimitHit) => void): () => void {
+  const census = new Census(root);
+  let stopped = false;
+  const tick = () => {
+    if (stopped) return;
+    census.update();
+    let hit: LimitHit | null = null;
+    const count = census.members.size;
+    const rss = census.residentBytes();
+    if (limits.processes !== undefined && count > limits.processes) hit = { limit: "processes", max: limits.processes, observed: count };
+    else if (limits.memoryBytes !== undefined && rss > limits.memoryBytes) hit = { limit: "memory_bytes", max: limits.memoryBytes, observed: rss };
+    if (hit !== null) {
+      stop();
+      killCommand(root);
+      onHit(hit);
+    }
+  };
+  const timer = setInterval(tick, limits.intervalMs ?? SUPERVISOR_INTERVAL_MS);
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  tick();
+  return stop;
+}
+
 /**
  * Run a program to completion (or timeout). Rejects only when the program
  * can't be started (the error carries `code`, e.g. `ENOENT`) or when
@@ -170,12 +384,20 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
       windowsHide: true,
     });
     track(child.pid);
+    let hit: LimitHit | undefined;
+    const stopSupervisor =
+      o.limits !== undefined && child.pid !== undefined && (o.limits.processes !== undefined || o.limits.memoryBytes !== undefined) && supervisorAvailable()
+        ? supervise(child.pid, o.limits, (h) => {
+            hit = h;
+          })
+        : () => {};
 
     const finish = () => {
       if (settled || exit === null || !closed) return;
       settled = true;
       clearTimeout(timer);
       clearTimeout(graceTimer);
+      stopSupervisor();
       o.signal?.removeEventListener("abort", onAbort);
       resolve({
         exit_code: exit.code,
@@ -186,9 +408,11 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
         stdout_bytes: out.total,
         stderr_bytes: err.total,
         timed_out: timedOut,
+        ...(hit !== undefined ? { limit: hit } : {}),
       });
     };
     const onAbort = () => {
+      stopSupervisor();
       killGroup(child.pid);
       untrack(child.pid);
       if (settled) return;
@@ -208,6 +432,7 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
     child.stdout!.on("data", (b: Buffer) => out.push(b));
     child.stderr!.on("data", (b: Buffer) => err.push(b));
     child.on("error", (e) => {
+      stopSupervisor();
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -218,6 +443,7 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
     });
     child.on("exit", (code, sig) => {
       exit = { code, signal: sig };
+      stopSupervisor();
       // No background job outlives the command.
       killGroup(child.pid);
       untrack(child.pid);

@@ -26,7 +26,9 @@
  *   `--open-files-in-pager`, `--template`, `--unsafe-paths` for `git apply`
  *   writing outside the worktree, …; git accepts unambiguous abbreviations,
  *   down to one letter, so every prefix counts too: `git init --t=DIR` is
- *   `--template`) and `-O` are refused. `exec` adds
+ *   `--template`; a name that is exactly one of the subcommand's own options,
+ *   {@link GIT_EXACT_OK}, is that option: `git diff --text`) and `-O` are
+ *   refused. `exec` adds
  *   `-c core.hooksPath=/dev/null -c core.fsmonitor= -c core.pager=cat
  *   -c diff.external= -c protocol.allow=never -c core.editor=false
  *   -c sequence.editor=false -c safe.bareRepository=explicit` in front, so
@@ -54,8 +56,9 @@
  * program find helpers in the working folder). A call may override
  * allowlisted variables except {@link FIXED_ENV} (`PATH`, `HOME`, `XDG_*`,
  * `SHELL`, `TMPDIR`). Names
- * matching {@link FORBIDDEN_ENV} (the dynamic loader's `LD_*` and `DYLD_*`,
- * and variables that make shells, git or language runtimes execute code)
+ * on {@link ENV_DENYLIST} (the dynamic loader's `LD_*` and `DYLD_*`,
+ * variables that make shells, git or language runtimes execute code, and
+ * programs' option variables such as `TAR_OPTIONS` that can name a command)
  * can't be allowlisted and can't be set per call.
  *
  * @module
@@ -75,16 +78,130 @@ export const RUNS_PROGRAMS: ReadonlySet<string> = new Set([
   "docker", "podman", "kubectl", "systemctl", "crontab", "at", "batch", "bwrap", "firejail", "expect", "tmux", "screen",
 ]);
 
-/** Environment variable names that can never be passed. */
-export const FORBIDDEN_ENV: readonly RegExp[] = [
-  /^LD_/,
-  /^DYLD_/,
-  /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|IFS|CDPATH)$/,
-  /^BASH_FUNC_/,
-  /^GIT_/,
-  /^(PAGER|MANPAGER|EDITOR|VISUAL|BROWSER|SSH_ASKPASS|SUDO_ASKPASS)$/,
-  /^(NODE_OPTIONS|NODE_PATH|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|BUN_OPTIONS|DENO_.*)$/,
+/**
+ * One entry of {@link ENV_DENYLIST}: an exact variable name or a name prefix,
+ * and why a program would run code (or another program) because of it.
+ */
+export interface EnvDenial {
+  /** The exact name (`BASH_ENV`), or, with `prefix: true`, the start of the names (`LD_`). */
+  name: string;
+  prefix?: true;
+  reason: string;
+}
+
+const d = (name: string, reason: string): EnvDenial => ({ name, reason });
+const p = (name: string, reason: string): EnvDenial => ({ name, prefix: true, reason });
+
+/**
+ * Environment variables that can never be allowlisted nor set per call,
+ * because some program reads them as code, as a program to run, as options
+ * that name a program to run, or as a place to load code from. This is the
+ * one list: the config check ({@link envDenial}), the tool's creation and
+ * every call use it, and docs/workspace-tools.md describes it.
+ */
+export const ENV_DENYLIST: readonly EnvDenial[] = [
+  // the dynamic loader and the C library
+  p("LD_", "the dynamic loader preloads or looks up libraries from it (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT)"),
+  p("DYLD_", "the macOS dynamic loader injects libraries from it"),
+  d("GLIBC_TUNABLES", "glibc's loader parses it before the program starts"),
+  d("GCONV_PATH", "glibc's iconv loads conversion modules (shared libraries) from it"),
+  d("LOCPATH", "glibc reads locale data from it"),
+  d("NLSPATH", "catgets reads message catalogs (format strings) from it"),
+  d("OPENSSL_CONF", "OpenSSL's config file can load engines and providers (shared libraries)"),
+  d("OPENSSL_ENGINES", "OpenSSL loads engines (shared libraries) from it"),
+  d("GTK_MODULES", "GTK loads the modules it names"),
+  // shells: startup files, traps and prompts run code
+  d("BASH_ENV", "bash runs the file it names before a non-interactive script"),
+  d("ENV", "sh and dash run the file it names at startup"),
+  d("ZDOTDIR", "zsh runs its startup files from this folder"),
+  d("SHELLOPTS", "turns on bash options (xtrace with PS4) at startup"),
+  d("BASHOPTS", "turns on bash shopt options at startup"),
+  p("BASH_FUNC_", "bash imports function definitions from them"),
+  d("BASH_LOADABLES_PATH", "bash's enable -f loads builtins (shared libraries) from it"),
+  d("PS1", "an interactive shell expands command substitutions in its prompt"),
+  d("PS4", "bash expands command substitutions in it when tracing"),
+  d("PROMPT_COMMAND", "bash runs it before each prompt"),
+  d("IFS", "changes how shells split words, so scripts run other commands"),
+  d("CDPATH", "changes where scripts' cd lands, so they run other files"),
+  // language runtimes: options, startup files and module paths
+  d("NODE_OPTIONS", "node takes options from it (--require, --import load code)"),
+  d("NODE_PATH", "node resolves modules from it"),
+  d("BUN_OPTIONS", "bun takes options from it (--preload loads code)"),
+  p("DENO_", "deno reads its settings (folders, certificates, flags) from DENO_* variables"),
+  d("PYTHONSTARTUP", "python runs the file it names (interactive mode)"),
+  d("PYTHONPATH", "python imports modules from it"),
+  d("PYTHONHOME", "python loads its standard library from it"),
+  d("PYTHONUSERBASE", "python's site runs .pth files found under it"),
+  d("PYTHONBREAKPOINT", "python's breakpoint() calls the function it names"),
+  d("PYTHONINSPECT", "python starts an interactive prompt after the script"),
+  d("PERL5OPT", "perl takes options from it (-M loads modules, -e is code)"),
+  d("PERL5LIB", "perl loads modules from it"),
+  d("PERLLIB", "perl loads modules from it"),
+  d("PERL5DB", "perl runs it as debugger code"),
+  d("RUBYOPT", "ruby takes options from it (-r loads code)"),
+  d("RUBYLIB", "ruby loads libraries from it"),
+  d("LUA_INIT", "lua runs it (or the file it names) at startup"),
+  p("LUA_INIT_", "lua runs it (or the file it names) at startup"),
+  d("LUA_PATH", "lua loads modules from it"),
+  d("LUA_CPATH", "lua loads C modules (shared libraries) from it"),
+  d("PHPRC", "php reads php.ini from it (auto_prepend_file runs code)"),
+  d("PHP_INI_SCAN_DIR", "php reads extra ini files from it"),
+  d("JAVA_TOOL_OPTIONS", "the JVM takes options from it (-javaagent loads code)"),
+  d("_JAVA_OPTIONS", "the JVM takes options from it (-javaagent loads code)"),
+  d("JDK_JAVA_OPTIONS", "the java launcher takes options from it"),
+  d("CLASSPATH", "the JVM loads classes from it"),
+  d("TCLLIBPATH", "tclsh loads packages from it"),
+  d("R_PROFILE", "R runs the profile it names at startup"),
+  d("R_PROFILE_USER", "R runs the profile it names at startup"),
+  d("R_ENVIRON", "R reads its environment file from it"),
+  d("VIMINIT", "vim runs it as Ex commands at startup"),
+  d("EXINIT", "vi and ex run it as commands at startup"),
+  // programs that take options (or commands) from the environment
+  d("TAR_OPTIONS", "tar takes options from it: --checkpoint-action=exec= and --to-command run commands"),
+  d("ZIPOPT", "zip takes options from it: -TT runs a command"),
+  d("ZIP", "zip takes options from it: -TT runs a command"),
+  d("UNZIP", "unzip takes options from it"),
+  d("RIPGREP_CONFIG_PATH", "rg reads options from the file it names: --pre runs a command"),
+  d("LESS", "less takes options from it (+!cmd runs a shell command)"),
+  d("LESSOPEN", "less runs it as an input preprocessor"),
+  d("LESSCLOSE", "less runs it as an input postprocessor"),
+  d("LESSKEY", "less reads key bindings (which can run commands) from it"),
+  d("LESSKEYIN", "less reads key bindings (which can run commands) from it"),
+  d("PAGER", "programs run it to show long output"),
+  d("MANPAGER", "man runs it"),
+  d("MANOPT", "man takes options from it"),
+  d("SYSTEMD_PAGER", "systemd tools run it"),
+  d("EDITOR", "programs run it to edit text"),
+  d("VISUAL", "programs run it to edit text"),
+  d("BROWSER", "programs run it to open links"),
+  d("SSH_ASKPASS", "ssh runs it to ask for a password"),
+  d("SUDO_ASKPASS", "sudo runs it to ask for a password"),
+  d("RSYNC_RSH", "rsync runs it as the remote shell"),
+  d("RSYNC_CONNECT_PROG", "rsync runs it to connect"),
+  d("CVS_RSH", "cvs runs it as the remote shell"),
+  d("SVN_SSH", "svn runs it as the tunnel"),
+  d("FZF_DEFAULT_COMMAND", "fzf runs it"),
+  p("GIT_", "git takes commands, config, folders and helpers from GIT_* variables (GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF, GIT_CONFIG_*, GIT_DIR, GIT_EXEC_PATH)"),
+  d("MAKEFLAGS", "make takes options (and variable overrides such as SHELL) from it"),
+  d("GNUMAKEFLAGS", "make takes options from it"),
+  d("MAKEFILES", "make reads the makefiles it names (their recipes run)"),
+  d("CC", "build tools run the compiler it names"),
+  d("CXX", "build tools run the compiler it names"),
+  d("RUSTC_WRAPPER", "cargo runs it around rustc"),
+  p("CARGO_", "cargo takes settings (wrappers, runners, linkers) from CARGO_* variables"),
+  p("npm_config_", "npm takes settings (script-shell, node-options) from npm_config_* variables"),
+  p("NPM_CONFIG_", "npm takes settings (script-shell, node-options) from NPM_CONFIG_* variables"),
 ];
+
+/** Why `name` can't be passed to commands (its {@link ENV_DENYLIST} entry's reason), or `null` when it may be. */
+export function envDenial(name: string): string | null {
+  const hit = ENV_DENYLIST.find((e) => (e.prefix === true ? name.startsWith(e.name) : name === e.name));
+  return hit === undefined ? null : hit.reason;
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** {@link ENV_DENYLIST} as patterns (kept for callers of the earlier API). */
+export const FORBIDDEN_ENV: readonly RegExp[] = ENV_DENYLIST.map((e) => new RegExp(`^${escapeRe(e.name)}${e.prefix === true ? "" : "$"}`));
 
 export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"] as const;
 
@@ -126,6 +243,20 @@ export const GIT_SAFE_PREFIX = [
   "-c", "safe.bareRepository=explicit",
   "--no-pager",
 ];
+
+/**
+ * The git argv `exec` runs for the call's `args`: {@link GIT_SAFE_PREFIX},
+ * then the args, with `--no-ext-diff` right after a `diff` or `show`
+ * subcommand. Those two use `diff.external` by default, and git (2.39) takes
+ * the prefix's empty `diff.external=` for a program named "" and fails every
+ * diff with a change ("cannot run :"); `--no-ext-diff` makes them ignore it,
+ * and `--ext-diff` is refused, so no call can turn it back on.
+ */
+export function gitArgv(args: readonly string[]): string[] {
+  const sub = args.findIndex((a) => !a.startsWith("-"));
+  if (sub < 0 || (args[sub] !== "diff" && args[sub] !== "show")) return [...GIT_SAFE_PREFIX, ...args];
+  return [...GIT_SAFE_PREFIX, ...args.slice(0, sub + 1), "--no-ext-diff", ...args.slice(sub + 1)];
+}
 
 /**
  * Per-program option rules:
@@ -205,6 +336,40 @@ function isAbbreviation(name: string, denied: string): boolean {
   return name === denied || (name.length >= 3 && denied.startsWith(name));
 }
 
+/**
+ * Options of git subcommands that are exact names AND proper prefixes of a
+ * refused option. git's option parser takes an exact match first, so these
+ * are themselves, never the refused option: `git diff --text` is `-a`, not
+ * `--textconv`. A subcommand that lacks the option does abbreviate it
+ * (`git cat-file --text` IS `--textconv`), so the list is per subcommand.
+ */
+export const GIT_EXACT_OK: Readonly<Record<string, readonly string[]>> = {
+  diff: ["--text"],
+  log: ["--text"],
+  show: ["--text"],
+  whatchanged: ["--text"],
+  grep: ["--text"],
+  blame: ["--text"],
+  stash: ["--text"],
+};
+
+/**
+ * The refused git option that `name` (after the subcommand `sub`, no
+ * `=value`) may stand for, or `undefined`. git's rule for a long option:
+ * an exact option name is that option; otherwise a prefix of exactly one
+ * option is that option, and a prefix of several is an error (ambiguous).
+ * agentcore does not carry git's full option tables, so it refuses every
+ * prefix of a refused option (at least one letter after `--`: `git init
+ * --t=DIR` is `--template`), whether git would read it as the refused option
+ * or reject it as ambiguous, except a name that is exactly one of the
+ * subcommand's own options ({@link GIT_EXACT_OK}).
+ */
+export function gitDeniedMatch(sub: string, name: string): string | undefined {
+  if (GIT_DENIED_LONG.includes(name)) return name;
+  if (Object.hasOwn(GIT_EXACT_OK, sub) && GIT_EXACT_OK[sub]!.includes(name)) return undefined;
+  return GIT_DENIED_LONG.find((d) => isAbbreviation(name, d));
+}
+
 function checkGit(args: readonly string[]): void {
   let i = 0;
   for (; i < args.length && args[i]!.startsWith("-"); i++) {
@@ -225,7 +390,7 @@ function checkGit(args: readonly string[]): void {
     }
     if (!a.startsWith("--")) continue;
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
-    const hit = GIT_DENIED_LONG.find((d) => isAbbreviation(name, d));
+    const hit = gitDeniedMatch(sub, name);
     if (hit !== undefined) {
       refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, { argv_index: k + 1, option: name });
     }
@@ -234,7 +399,7 @@ function checkGit(args: readonly string[]): void {
 
 /** Whether an environment variable name may ever be passed. */
 export function envNameAllowed(name: string): boolean {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !FORBIDDEN_ENV.some((re) => re.test(name));
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && envDenial(name) === null;
 }
 
 /** `PATH` without empty or relative entries (those resolve against the working folder). */

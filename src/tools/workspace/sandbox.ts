@@ -81,7 +81,7 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
  * with `root` writable except `.git`, `.agentcore` and the `protect` paths
  * (relative to the root: agentcore's config file or history log inside it).
  */
-export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = []): string[] {
+export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = [], wrapper: readonly string[] = []): string[] {
   const hidden = hiddenTops();
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
   for (const top of hidden) out.push("--tmpfs", top);
@@ -90,7 +90,9 @@ export function bwrapArgs(root: string, cwd: string, program: string, args: read
   // allowlisted program installed there (a checkout's node_modules/.bin under
   // /tmp, NixOS's /run/current-system/sw/bin) is bound back read-only, with
   // the folder its symlink resolves into.
-  for (const dir of programDirsUnder(hidden, program, root)) out.push("--ro-bind", dir, dir);
+  const dirs = programDirsUnder(hidden, program, root);
+  if (wrapper.length > 0) for (const dir of programDirsUnder(hidden, wrapper[0]!, root)) if (!dirs.includes(dir)) dirs.push(dir);
+  for (const dir of dirs) out.push("--ro-bind", dir, dir);
   for (const name of [".git", ".agentcore", ...protect]) {
     const p = path.join(root, name);
     let st: fs.Stats | null = null;
@@ -103,8 +105,48 @@ export function bwrapArgs(root: string, cwd: string, program: string, args: read
     // .git file) or folder is made read-only.
     if (st !== null && !st.isSymbolicLink()) out.push("--ro-bind", p, p);
   }
-  out.push("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", cwd, "--", program, ...args);
+  out.push("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", cwd, "--", ...wrapper, program, ...args);
   return out;
+}
+
+/** Kernel resource limits (setrlimit) for one command; see {@link rlimitWrapper}. */
+export interface Rlimits {
+  /** RLIMIT_CPU soft limit, seconds of CPU time per process (SIGXCPU; SIGKILL one second later). */
+  cpuSeconds: number;
+  /** RLIMIT_FSIZE: the largest file a process may write (SIGXFSZ beyond). */
+  fileSizeBytes: number;
+  /** RLIMIT_DATA: the most writable private memory one process may map (an allocation beyond fails). */
+  dataBytes: number;
+}
+
+/** The hard limits agentcore itself runs under (an unprivileged process can't raise them), from /proc/self/limits. */
+function currentHardLimits(): Record<string, number> {
+  const out: Record<string, number> = {};
+  let text = "";
+  try {
+    text = fs.readFileSync("/proc/self/limits", "latin1");
+  } catch {
+    return out;
+  }
+  for (const [label, key] of [["Max cpu time", "cpu"], ["Max file size", "fsize"], ["Max data size", "data"]] as const) {
+    const m = new RegExp(`^${label}\\s+(\\S+)\\s+(\\S+)`, "m").exec(text);
+    if (m !== null && m[2] !== "unlimited" && /^\d+$/.test(m[2]!)) out[key] = Number(m[2]);
+  }
+  return out;
+}
+
+/**
+ * The argv prefix that starts a program under `limits` with util-linux's
+ * `prlimit` (`prlimit --cpu=S:S+1 --fsize=F --data=D --core=0 --`), each
+ * value capped at agentcore's own hard limit. Core dumps are off (a killed
+ * process would leave a core file in the workspace).
+ */
+export function rlimitWrapper(prlimit: string, limits: Rlimits): string[] {
+  const hard = currentHardLimits();
+  const cap = (key: string, v: number) => (hard[key] !== undefined ? Math.min(v, hard[key]!) : v);
+  const cpuHard = cap("cpu", limits.cpuSeconds + 1);
+  const cpuSoft = Math.min(limits.cpuSeconds, cpuHard);
+  return [prlimit, `--cpu=${cpuSoft}:${cpuHard}`, `--fsize=${cap("fsize", limits.fileSizeBytes)}`, `--data=${cap("data", limits.dataBytes)}`, "--core=0", "--"];
 }
 
 function isInside(p: string, dir: string): boolean {
