@@ -20,6 +20,16 @@
  * creation, overridable per call). Process handling (process group killed on
  * timeout, capped output) is in `process.ts`; isolation in `sandbox.ts`.
  *
+ * Resource limits (`limits`, defaults {@link DEFAULT_EXEC_LIMITS}) bound every
+ * command: the supervisor in `process.ts` counts its processes and their
+ * resident memory and kills them all when over; util-linux's `prlimit`
+ * starts the program with RLIMIT_CPU, RLIMIT_FSIZE, a RLIMIT_DATA ceiling
+ * (twice `memoryBytes`) and no core dumps. Going over fails the call with
+ * `RESOURCE_LIMIT` (details: `limit`, `max`, `observed`, and the output so
+ * far). RLIMIT_NPROC is not used: root is exempt from it, and for other
+ * users it counts all their processes. Without prlimit or /proc, creation
+ * warns about the limits that are then not enforced.
+ *
  * Isolation `auto` (default) uses bubblewrap when it works here, else runs
  * the command directly, warns once on stderr at creation, and reports
  * `"isolated": false` in every result; `required` refuses to create the tool
@@ -188,7 +198,8 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   }
   // Kernel limits per process (CPU time, file size, a memory ceiling) through prlimit; the
   // supervisor in process.ts counts processes and resident memory for the whole command.
-  const prlimit = findOnPath("prlimit", dirs.filter((d) => !insideRoot(realRoot, d)));
+  // util-linux's prlimit: looked up on the search path, then in the system folders a short PATH may leave out
+  const prlimit = findOnPath("prlimit", [...dirs, "/usr/bin", "/bin", "/usr/sbin", "/sbin"].filter((d) => !insideRoot(realRoot, d)));
   if (prlimit === null) warn("prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)");
   if (!supervisorAvailable()) warn("/proc is not available: exec can't enforce the processes and memory_bytes limits");
   const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes });

@@ -16,6 +16,11 @@
  *   groups are killed first: a child's own group never receives the
  *   terminal's Ctrl-C or a signal sent to agentcore.
  *
+ * - With `limits`, a supervisor samples `/proc` every
+ *   {@link SUPERVISOR_INTERVAL_MS} ms ({@link Census}) and, when the
+ *   command's processes are too many or hold too much resident memory, kills
+ *   them all; the result then carries `limit`.
+ *
  * A process that leaves the group (its own `setsid`) and keeps the pipes
  * open can't hold the call: once the child has exited and the group was
  * killed, the pipes are closed after a short grace period.
