@@ -160,7 +160,6 @@ export const ENV_DENYLIST: readonly EnvDenial[] = [
   d("TAR_OPTIONS", "tar takes options from it: --checkpoint-action=exec= and --to-command run commands"),
   d("ZIPOPT", "zip takes options from it: -TT runs a command"),
   d("ZIP", "zip takes options from it: -TT runs a command"),
-  d("UNZIP", "unzip takes options from it"),
   d("RIPGREP_CONFIG_PATH", "rg reads options from the file it names: --pre runs a command"),
   d("LESS", "less takes options from it (+!cmd runs a shell command)"),
   d("LESSOPEN", "less runs it as an input preprocessor"),

@@ -11,7 +11,7 @@ describe("parseToolsConfig", () => {
       git_diff: { max_bytes: 1, timeout_ms: 2 },
       write_file: { max_bytes: 3 },
       apply_patch: {},
-      exec: { allow: ["ls"], env: ["PATH"], timeout_ms: 4, max_output_bytes: 5, isolation: "off" },
+      exec: { allow: ["ls"], env: ["PATH"], timeout_ms: 4, max_output_bytes: 5, isolation: "off", limits: { processes: 1, memory_bytes: 1048576, file_size_bytes: 1, cpu_seconds: 1 } },
     };
     expect(parseToolsConfig(v)).toEqual(v as never);
   });
@@ -30,6 +30,17 @@ describe("parseToolsConfig", () => {
       [{ exec: { allow: "ls" } }, '"tools.exec.allow" must be an array of strings'],
       [{ exec: { allow: [""] } }, '"tools.exec.allow[0]" must be a non-empty string'],
       [{ exec: { allow: ["ls"], isolation: true } }, '"tools.exec.isolation" must be "auto", "required" or "off"'],
+      [{ exec: { allow: ["ls"], env: ["PATH", "TAR_OPTIONS"] } }, '"tools.exec.env[1]": environment variable "TAR_OPTIONS" can\'t be allowlisted: tar takes options from it'],
+      [{ exec: { allow: ["ls"], env: ["GIT_DIR"] } }, '"tools.exec.env[0]": environment variable "GIT_DIR" can\'t be allowlisted: git takes'],
+      [{ exec: { allow: ["ls"], env: ["1X"] } }, '"tools.exec.env[0]" must be an environment variable name'],
+      [{ exec: { allow: ["ls"], limits: [] } }, '"tools.exec.limits" must be an object'],
+      [{ exec: { allow: ["ls"], limits: { processes: 0 } } }, '"tools.exec.limits.processes" must be an integer from 1 to 1000000'],
+      [{ exec: { allow: ["ls"], limits: { processes: 1_000_001 } } }, '"tools.exec.limits.processes" must be an integer from 1 to 1000000'],
+      [{ exec: { allow: ["ls"], limits: { memory_bytes: 1048575 } } }, '"tools.exec.limits.memory_bytes" must be an integer from 1048576'],
+      [{ exec: { allow: ["ls"], limits: { file_size_bytes: 0 } } }, '"tools.exec.limits.file_size_bytes" must be an integer from 1'],
+      [{ exec: { allow: ["ls"], limits: { cpu_seconds: 2 ** 31 } } }, '"tools.exec.limits.cpu_seconds" must be an integer from 1 to 2147483647'],
+      [{ exec: { allow: ["ls"], limits: { cpu_seconds: "10" } } }, '"tools.exec.limits.cpu_seconds" must be an integer'],
+      [{ exec: { allow: ["ls"], limits: { toString: 1 } } }, 'unknown key "tools.exec.limits.toString"'],
     ];
     for (const [value, message] of cases) {
       expect(() => parseToolsConfig(value)).toThrow(ToolsConfigError);

@@ -51,6 +51,15 @@ describe("the environment denylist, every entry", () => {
     expect(env.error?.details).toEqual({ env: name });
   });
 
+  test("docs/workspace-tools.md lists every entry (prefixes as NAME*), and nothing that is not one", () => {
+    const docs = fs.readFileSync(path.join(import.meta.dir, "../../../docs/workspace-tools.md"), "utf8");
+    const section = docs.slice(docs.indexOf("They are one list, `ENV_DENYLIST`"), docs.indexOf("No list of this kind is complete"));
+    const listed = new Set([...section.matchAll(/`([A-Za-z_][A-Za-z0-9_]*\*?)`/g)].map((m) => m[1]!));
+    listed.delete("ENV_DENYLIST");
+    const entries = ENV_DENYLIST.map((e) => (e.prefix === true ? `${e.name}*` : e.name));
+    expect([...listed].sort()).toEqual([...entries].sort());
+  });
+
   test("names that merely resemble entries pass: the prefixes and names are exact", () => {
     for (const n of ["LANG", "LC_ALL", "TERM", "TZ", "HOME", "PATH", "XLD_PRELOAD", "MY_GIT_THING", "ENVIRONMENT", "CCACHE_DIR", "PAGERX", "ZIPPY", "TAR_OPTION"]) {
       expect(envDenial(n)).toBeNull();
