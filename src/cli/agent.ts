@@ -30,9 +30,9 @@ import { restoreSession } from "../session/restore.ts";
 import { budgetForContextWindow, CompactionPolicy, ModelCompactor } from "../context/index.ts";
 import { summaryPrompt } from "./summary.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
-import type { JournalStorage } from "../session/journal.ts";
+import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
-import { SessionError, SessionUnfinishedRunError } from "../session/types.ts";
+import { SessionBranchBusyError, SessionError, SessionStorageError, SessionUnfinishedRunError } from "../session/types.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
@@ -104,6 +104,32 @@ export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfi
     if (pid !== null) return new AgentSessionStateError(`session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`);
   }
   return new AgentSessionStateError(e.message);
+}
+
+/**
+ * Take the session branch before anything runs (no model request, no tool):
+ * a branch another live process holds, or a journal that cannot be written
+ * (a read-only folder, Deno without --allow-write), is an
+ * {@link AgentSessionStateError} here, so the command exits 2 having done
+ * nothing. Release the claim on every way out.
+ */
+export async function claimSessionBranch(storage: JournalStorage, sessionId: string, branch: string, holder: string): Promise<BranchClaim> {
+  try {
+    return await storage.claimBranch(sessionId, branch, holder);
+  } catch (e) {
+    if (e instanceof SessionBranchBusyError) throw new AgentSessionStateError(e.message);
+    if (e instanceof SessionStorageError) {
+      const hint = "Deno" in globalThis ? "" : "; make that folder writable, or pass --sessions-dir DIR";
+      throw new AgentSessionStateError(`cannot journal session '${sessionId}': ${e.message}${hint}`);
+    }
+    if (e instanceof SessionError) throw new AgentSetupError(e.message);
+    throw e;
+  }
+}
+
+/** Reports a torn journal line cut off before a write, on stderr (`prefix`: the command). */
+export function reportRepair(prefix: string): (r: JournalRepair) => void {
+  return (r) => process.stderr.write(`${prefix}: ${repairMessage(r)}\n`);
 }
 
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
@@ -221,6 +247,16 @@ export function rejectionNote(output: string | null): string {
 
 /** Run the agent command; resolves to the exit status. */
 export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
+  const claims: BranchClaim[] = [];
+  try {
+    return await agentCommand(runtime, flags, out, claims);
+  } finally {
+    // The session branch is free again however the command ends (a signal's exit too: see claimBranch).
+    for (const c of claims) c.release();
+  }
+}
+
+async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter, claims: BranchClaim[]): Promise<number> {
   if (flags.events !== undefined && flags.events !== "jsonl") {
     throw new AgentSetupError(`--events takes 'jsonl', got '${flags.events}'`);
   }
@@ -236,8 +272,11 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
   const branch = flags.branch ?? "main";
   if (flags.session !== undefined) {
     if (flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
-    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"));
+    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore") });
+    // Before the first model request: a second agent on this branch stops here, having done nothing.
+    claims.push(await claimSessionBranch(storage, flags.session, branch, "agentcore agent"));
     try {
+      await storage.repair(flags.session); // a torn last line (the first one too) is cut off and reported
       checkout = await storage.checkout(flags.session, branch);
     } catch (e) {
       if (e instanceof SessionError) throw new AgentSetupError(e.message);

@@ -39,7 +39,8 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSetupError, compactionFor, makeModel, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, claimSessionBranch, compactionFor, makeModel, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import type { BranchClaim } from "../session/journal.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./chat/render.ts";
@@ -154,6 +155,16 @@ class Screen {
  * Setup problems (a bad session, model or script) throw AgentSetupError.
  */
 export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, options: ChatOptions = {}): Promise<number> {
+  // The chat holds its session branch from start to end (another agent or chat on it is refused up front).
+  const held: { claim: BranchClaim | null } = { claim: null };
+  try {
+    return await chatCommand(runtime, flags, gate, options, held);
+  } finally {
+    held.claim?.release();
+  }
+}
+
+async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, options: ChatOptions, held: { claim: BranchClaim | null }): Promise<number> {
   const proc = process;
   const { input, output, error } = options.io ?? { input: proc.stdin, output: proc.stdout, error: proc.stderr };
   const interactive = input.isTTY === true;
@@ -162,9 +173,11 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   if (flags.session !== undefined && flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
   const sessionId = flags.session ?? newChatSessionId();
   let branch = flags.branch ?? "main";
-  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"));
+  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore chat") });
+  held.claim = await claimSessionBranch(storage, sessionId, branch, "agentcore chat");
   let checkout: SessionCheckout | null;
   try {
+    await storage.repair(sessionId); // a torn last line (the first one too) is cut off and reported
     checkout = await storage.checkout(sessionId, branch);
   } catch (e) {
     if (e instanceof SessionError) throw new AgentSetupError(e.message);
@@ -399,6 +412,9 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     try {
       const c = await storage.fork(sessionId, { sourceBranch: branch, ...(name !== "" ? { branchId: name } : {}) });
       const from = branch;
+      const claim = await storage.claimBranch(sessionId, c.branch.branch_id, "agentcore chat");
+      held.claim?.release();
+      held.claim = claim;
       branch = c.branch.branch_id;
       recorder = new SessionRecorder(sessionId, storage, branch, { messages: () => agent.messages });
       screen.line(`[forked ${from} at ${c.branch.base_record_id ?? "the start"}: now on branch ${branch}]`);

@@ -14,7 +14,8 @@
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
-import { type SessionBranch, type SessionCheckout, SessionError, sessionMessages } from "../session/types.ts";
+import { repairMessage } from "../session/journal.ts";
+import { emptySession, type SessionBranch, type SessionCheckout, SessionError, sessionMessages } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 
 export const SESSIONS_HELP = `Usage:
@@ -97,7 +98,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   if (opts === undefined) return fail(`unknown subcommand '${sub}'`);
   for (const k of ["branch", "from", "name", "to", "run", "force"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
   if (sub === "list" ? id !== undefined : id === undefined) return fail(sub === "list" ? `list takes no arguments, got '${id}'` : `${sub} needs the session id`);
-  const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root));
+  // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
+  const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);
+  const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root), { onRepair: (r) => note(repairMessage(r)) });
   const json = v.json === true;
   const emit = (value: unknown, text: string[]) => {
     if (json) out.line(JSON.stringify(value));
@@ -108,7 +111,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     switch (sub) {
       case "list": {
         const rows = [];
+        for (const u of await storage.unreadableJournals()) note(`${u.file}: ${u.problem}`);
         for (const s of await storage.listSessions()) {
+          const torn = await storage.tornTail(s);
+          if (torn !== null) note(repairMessage(torn));
           const branches = await storage.listBranches(s);
           const records = await storage.records(s);
           const main = await storage.load(s);
@@ -119,7 +125,13 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "show": {
         const branch = v.branch ?? "main";
-        const c = await storage.checkout(id!, branch);
+        const torn = await storage.tornTail(id!);
+        if (torn !== null) note(repairMessage(torn));
+        let c = await storage.checkout(id!, branch);
+        // A journal with no whole record yet (its first write was torn): an empty session.
+        if (c === null && branch === "main" && (await storage.exists(id!))) {
+          c = { session: emptySession(id!, null), branch: { branch_id: "main", head_id: null, created_revision: 0, base_record_id: null, source_branch_id: null, intent: null }, head: null };
+        }
         if (c === null) return fail(`no session '${id}' with branch '${branch}' in ${storage.dir}`);
         const messages = sessionMessages(c.session);
         const text = [

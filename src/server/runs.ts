@@ -33,7 +33,8 @@ import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
-import { SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionRunActiveError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
+import type { BranchClaim } from "../session/journal.ts";
+import { SessionBranchBusyError, SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionRunActiveError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import { HttpError } from "./errors.ts";
@@ -160,6 +161,8 @@ export function parseRunRequest(body: unknown): RunRequest {
 /** Map a session-layer error to an HTTP refusal. */
 export function sessionHttpError(e: unknown): HttpError | null {
   if (e instanceof SessionRunActiveError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", run_id: e.runId, pid: e.pid });
+  // Another process (a CLI agent or chat, another daemon) holds the branch: refused before the run starts.
+  if (e instanceof SessionBranchBusyError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", pid: e.pid });
   if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
   if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
   if (e instanceof SessionNotFoundError) return new HttpError(404, "NOT_FOUND", e.message, {});
@@ -201,6 +204,8 @@ export class ServerRun {
   compaction = false;
   /** Operations in flight (task, continue, compaction): the session lease is held while > 0. */
   busy = 0;
+  /** The session branch, taken (across processes) while an operation is in flight. */
+  claim: BranchClaim | null = null;
 
   constructor(
     readonly id: string,
@@ -443,6 +448,14 @@ export class RunManager {
         throw new HttpError(409, "CONFLICT", `session '${run.session.session_id}' branch '${run.session.branch}' is in use by run ${holder.id}`, { reason: "session_busy", run_id: holder.id });
       }
       if (op.kind !== "task") await this.#checkBranchUnmoved(run);
+      // Across processes: a CLI agent or chat (or another daemon) on the branch refuses this one up front.
+      if (run.claim === null) {
+        try {
+          run.claim = await run.session.storage.claimBranch(run.session.session_id, run.session.branch, `agentcore serve, run ${run.id}`);
+        } catch (e) {
+          throw sessionHttpError(e) ?? e;
+        }
+      }
       this.#leases.set(key, run);
     }
     run.busy++;
@@ -452,7 +465,11 @@ export class RunManager {
       await run.agent.waitForIdle();
       run.busy--;
       run.lastActivity = Date.now();
-      if (run.busy === 0) run.emit({ type: "idle", status: run.status, result: run.agent.lastResult });
+      if (run.busy === 0) {
+        run.claim?.release();
+        run.claim = null;
+        run.emit({ type: "idle", status: run.status, result: run.agent.lastResult });
+      }
     });
     done.catch(() => {}); // the caller may not wait (detached runs)
     return { done };

@@ -249,7 +249,8 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     fs.writeFileSync(file, `${lines[0]}\n${lines[1]}\n${lines[2]!.slice(0, 40)}`);
 
     let r = cli(dir, "sessions", "recover", "demo");
-    expect(r.stderr).toBe("");
+    // the repair is reported: which line, how long, that it was cut off
+    expect(r.stderr).toBe(`agentcore sessions: line 3 of session 'demo' (${file}) was torn: 40 bytes of a write cut short (a crash or a full disk), not a whole record; it was cut off (the 2 record(s) before it are kept)\n`);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("2 unanswered tool call(s) answered as cancelled");
     const text = fs.readFileSync(file, "utf8");
@@ -303,9 +304,10 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     // a second agent on the session is told it is in use (not to recover it)
     r = cli(dir, "agent", "--no-plan", "--session", "demo", "--script", script(dir, "x.jsonl", { content: "x" }), "meanwhile");
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`session 'demo' is in use: run `);
-    expect(r.stderr).toContain(`still going in process ${run.child.pid}`);
-    expect(r.stderr).not.toContain("sessions recover");
+    // refused up front by the branch's claim: the holder, and to wait or stop it (--force only for a pid that is not agentcore)
+    expect(r.stderr).toContain(`session 'demo' branch 'main' is in use by process ${run.child.pid} (agentcore agent, since `);
+    expect(r.stderr).toContain("wait for it to finish, or stop that process");
+    expect(r.stderr).toContain(`if process ${run.child.pid} is not agentcore, clear the mark with: agentcore sessions recover demo --force`);
     expect(fs.readFileSync(file).equals(bytes)).toBe(true);
     // stopped properly, the run journals itself
     run.child.kill("SIGTERM");
