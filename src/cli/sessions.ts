@@ -32,7 +32,8 @@ export const SESSIONS_HELP = `Usage:
                                                         external_abort, "run interrupted"), and tool calls it left
                                                         unanswered a cancelled answer; nothing to do on a healthy
                                                         branch. A run whose process is still alive is refused;
-                                                        --force recovers it anyway (when that pid is not agentcore)
+                                                        --force recovers it anyway (when that pid is not agentcore),
+                                                        and frees the branch from a claim that pid holds
 Options:
   --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory;
                        a .agentcore/ that agentcore creates gets a .gitignore holding *)
