@@ -4,10 +4,17 @@
  *
  * Every request passes, in order: the Host/Origin guard (403), the bearer
  * token (401; not for `GET /v1/health` and CORS preflights), the concurrency
- * limit (503 with `Retry-After`), then the route, whose body reading is
- * capped (413) and whose work has a deadline (504). Every refusal is an error
- * envelope; an unexpected exception becomes a bare `INTERNAL_ERROR` envelope
- * (500) and is logged, never shown.
+ * limit (503 with `Retry-After`; the control routes — health, the approvals,
+ * abort — have a reserve of their own, so that a full daemon can still be
+ * answered and freed), then the route, whose body reading is capped (413) and
+ * whose work has a deadline (504). Every refusal is an error envelope; an
+ * unexpected exception becomes a bare `INTERNAL_ERROR` envelope (500) and is
+ * logged, never shown. A 401, 403, 413, 431 or 504 answer says
+ * `Connection: close`, and the connection is closed after it (Bun).
+ *
+ * With `accessLog`, each request gets one line on stderr when its answer's
+ * headers are ready: `agentcore info access method=POST path=/v1/calls
+ * status=200 ms=0.4` (no query string, no header, no body).
  *
  * @example
  * ```ts
@@ -23,6 +30,7 @@ import { createMcpHandler } from "@modelcontextprotocol/server";
 import { createMcpServer } from "../mcp/server.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { createLogger, type Logger } from "../runtime/logger.ts";
 import { serializeEnvelope } from "../runtime/envelope_io.ts";
 import type { Envelope } from "../runtime/envelope.ts";
 import { policyFromConfig, type PolicyConfig } from "../middleware/policy.ts";
@@ -62,7 +70,12 @@ export interface AppOptions {
   approvalTimeoutMs?: number;
   /** Body cap in bytes. Default 1 MiB. */
   maxBodyBytes?: number;
-  /** Requests handled at once (streams count only until their headers are sent). Default 256. */
+  /**
+   * Requests handled at once (streams count only until their headers are
+   * sent). Default 256. The control routes (`GET /v1/health`,
+   * `GET /v1/approvals`, `POST /v1/approvals/{id}`, `POST /v1/runs/{id}/abort`)
+   * are not counted: they have their own {@link CONTROL_CONCURRENCY}.
+   */
   maxConcurrent?: number;
   /** Agents active at once. Default 16. */
   maxActiveRuns?: number;
@@ -80,6 +93,12 @@ export interface AppOptions {
   skills?: SkillCatalog;
   /** Serve the runtime's tools over MCP Streamable HTTP at `/mcp`. Default true. */
   mcp?: boolean;
+  /**
+   * One access log line per request: `true` writes them to stderr, a function
+   * receives each line. Default: on when the runtime's logger has `info`
+   * enabled (`AGENTCORE_LOG_LEVEL=info` or lower), else off.
+   */
+  accessLog?: boolean | ((line: string) => void);
   /** Mount extra routes behind the same guards. */
   mount?: (app: Hono, ctx: { runtime: Runtime }) => void;
 }
@@ -107,6 +126,39 @@ const CALL_INPUT_CODES = new Set(["JSON_PARSE", "JSON_DEPTH", "JSON_SIZE", "JSON
 
 /** The JSON headers as one `Headers` object: a Response copies it several times faster than a record. */
 const CALL_HEADERS = new Headers(JSON_HEADERS);
+
+/**
+ * Control requests (answering or listing approvals, aborting a run) handled
+ * at once, besides `maxConcurrent`: they are what frees a daemon whose
+ * requests all wait, so they never wait behind them. Health is not counted.
+ */
+export const CONTROL_CONCURRENCY = 64;
+
+/**
+ * The answers after which the connection is closed (`Connection: close`): a
+ * client refused for who it is or what it sent (401, 403, 413, 431), or one
+ * whose request outlived its deadline (504), has no use for a kept-alive
+ * connection, and may not have sent its whole body.
+ */
+export const CLOSING_STATUSES: ReadonlySet<number> = new Set([401, 403, 413, 431, 504]);
+
+/** Whether `method path` is a control route (see {@link CONTROL_CONCURRENCY}); health is handled apart. */
+export function isControlRoute(method: string, path: string): boolean {
+  if (method === "POST") return /^\/v1\/approvals\/[^/]+$/.test(path) || /^\/v1\/runs\/[^/]+\/abort$/.test(path);
+  return method === "GET" && path === "/v1/approvals";
+}
+
+/** The path of a request URL, without its query string (or fragment). */
+function pathOf(url: string): string {
+  const slash = url.indexOf("/", url.indexOf("//") + 2);
+  if (slash < 0) return "/";
+  let end = url.length;
+  const q = url.indexOf("?", slash);
+  if (q >= 0) end = q;
+  const h = url.indexOf("#", slash);
+  if (h >= 0 && h < end) end = h;
+  return url.slice(slash, end);
+}
 
 /** HTTP status of a dispatched call's envelope: 400 when the call itself was malformed, else 200. */
 export function callStatus(env: Envelope): number {
@@ -139,7 +191,11 @@ export function createApp(options: AppOptions): Daemon {
   const checkHostOrigin = hostOriginGuard({ port: options.port, allowedHosts: options.allowedHosts, allowedOrigins: options.allowedOrigins });
   const storage = () => new JsonlSessionStorage(sessionsDir);
   let inflight = 0;
+  let controlInflight = 0;
   let stopping = false;
+  const accessOption = options.accessLog ?? runtime.logger.enabled("info");
+  // Its own logger at info: the access log is on or off whatever the runtime's level (stderr on Bun and Deno).
+  const accessLog: Logger | null = accessOption === false ? null : createLogger({ level: "info", sink: typeof accessOption === "function" ? accessOption : undefined });
 
   const app = new Hono();
 
@@ -163,9 +219,11 @@ export function createApp(options: AppOptions): Daemon {
   /**
    * The guards every request passes: Host/Origin (403), CORS preflight (204),
    * the token (401, not for GET /v1/health), shutdown and the concurrency
-   * limit (503). Returns a response to send instead, or null to proceed.
+   * limit (503: `maxConcurrent`, or for the control routes
+   * CONTROL_CONCURRENCY). Returns a response to send instead, or null to
+   * proceed.
    */
-  const gate = (req: Request, path: string, origin: string | null): Response | null => {
+  const gate = (req: Request, path: string, origin: string | null, control = false): Response | null => {
     const h = req.headers;
     const refusal = checkHostOrigin(h.get("host"), origin);
     if (refusal !== null) return errorResponse(403, "FORBIDDEN", refusal.message, { header: refusal.header });
@@ -177,7 +235,11 @@ export function createApp(options: AppOptions): Daemon {
       return errorResponse(401, "UNAUTHORIZED", "a valid bearer token is required (Authorization: Bearer <token>)", {}, { "www-authenticate": 'Bearer realm="agentcore"', ...cors });
     }
     if (stopping) return errorResponse(503, "OVERLOADED", "the daemon is shutting down", { limit: "shutdown" }, { "retry-after": "5", ...cors });
-    if (inflight >= maxConcurrent) {
+    if (control) {
+      if (controlInflight >= CONTROL_CONCURRENCY) {
+        return errorResponse(503, "OVERLOADED", `too many control requests at once (${CONTROL_CONCURRENCY})`, { limit: "control_concurrency" }, { "retry-after": "1", ...cors });
+      }
+    } else if (inflight >= maxConcurrent) {
       return errorResponse(503, "OVERLOADED", `too many requests at once (${maxConcurrent})`, { limit: "max_concurrent" }, { "retry-after": "1", ...cors });
     }
     return null;
@@ -185,13 +247,28 @@ export function createApp(options: AppOptions): Daemon {
 
   app.use("*", async (c, next) => {
     const origin = c.req.raw.headers.get("origin");
-    const refused = gate(c.req.raw, c.req.path, origin);
+    const method = c.req.method;
+    const path = c.req.path;
+    // Health is never counted; the control routes count against their own reserve.
+    const health = method === "GET" && path === "/v1/health";
+    const control = !health && isControlRoute(method, path);
+    const refused = gate(c.req.raw, path, origin, control);
     if (refused !== null) return refused;
-    inflight++;
-    try {
-      await next();
-    } finally {
-      inflight--;
+    if (health) await next();
+    else if (control) {
+      controlInflight++;
+      try {
+        await next();
+      } finally {
+        controlInflight--;
+      }
+    } else {
+      inflight++;
+      try {
+        await next();
+      } finally {
+        inflight--;
+      }
     }
     if (origin !== null) for (const [k, v] of Object.entries(corsHeaders(origin))) c.res.headers.set(k, v);
   });
@@ -636,7 +713,7 @@ export function createApp(options: AppOptions): Daemon {
   options.mount?.(app, { runtime });
 
   /** The app's fetch, with `POST /v1/calls` taken straight to its handler (same gate, same errors). */
-  const fetch = (request: Request): Response | Promise<Response> => {
+  const route = (request: Request): Response | Promise<Response> => {
     if (request.method !== "POST") return app.fetch(request);
     const url = request.url;
     const slash = url.indexOf("/", url.indexOf("//") + 2);
@@ -651,6 +728,42 @@ export function createApp(options: AppOptions): Daemon {
       return res;
     };
     return handleCall(request).then(done, (err) => done(errorFor(err)));
+  };
+
+  /** `Connection: close` on the answers in CLOSING_STATUSES (a Response whose headers are locked is copied). */
+  const closing = (res: Response): Response => {
+    if (!CLOSING_STATUSES.has(res.status)) return res;
+    try {
+      res.headers.set("connection", "close");
+      return res;
+    } catch {
+      const copy = new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      copy.headers.set("connection", "close");
+      return copy;
+    }
+  };
+
+  /** Every request: routed, then `Connection: close` where due, then (when on) its access log line. */
+  const fetch = (request: Request): Response | Promise<Response> => {
+    if (accessLog === null) {
+      const out = route(request);
+      return out instanceof Promise ? out.then(closing) : closing(out);
+    }
+    const start = performance.now();
+    const log = (res: Response): Response => {
+      res = closing(res);
+      // The path only: a query string, the headers (the token) and the body are never written.
+      const path = pathOf(request.url);
+      accessLog.info("access", {
+        method: request.method.slice(0, 16),
+        path: path.length > 200 ? `${path.slice(0, 200)}…` : path,
+        status: res.status,
+        ms: Math.round((performance.now() - start) * 10) / 10,
+      });
+      return res;
+    };
+    const out = route(request);
+    return out instanceof Promise ? out.then(log) : log(out);
   };
   const errorFor = (err: unknown): Response => {
     if (err instanceof HttpError) {
