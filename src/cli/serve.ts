@@ -58,13 +58,18 @@ Files:
                             glob, grep, git_diff, write_file, apply_patch, exec)
 Limits:
   --max-body-bytes N        largest request body (default ${DEFAULT_MAX_BODY_BYTES})
-  --max-concurrent N        requests handled at once before 503 (default 256)
+  --max-concurrent N        requests handled at once before 503 (default 256; health, the approval
+                            routes and abort have their own reserve and still get through)
   --max-active-runs N       agent runs active at once before 503 (default 16)
   --request-timeout-ms N    deadline of a request (not of run streams; default 30000)
   --approval-timeout-ms N   pending approvals are denied after this (default: the config's
                             policy.approval_timeout_ms, else 300000)
   --heartbeat-ms N          SSE heartbeat period (default 15000, at most 240000)
   --max-input-bytes N, --max-depth N   strict JSON limits of a call (defaults ${DEFAULT_MAX_BYTES}, ${DEFAULT_MAX_DEPTH})
+Logs:
+  --access-log              one line per request on stderr when its answer starts: method, path
+                            (without the query string), status, duration in ms; never a header, the
+                            token or a body. Also on with AGENTCORE_LOG_LEVEL=info, debug or trace
 Shutdown:
   --on-shutdown abort|finish  abort active runs at once (default), or let them finish
   --shutdown-grace-ms N       with finish: abort what is still running after this (default 30000);
@@ -117,6 +122,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         "max-depth": { type: "string" },
         "on-shutdown": { type: "string" },
         "shutdown-grace-ms": { type: "string" },
+        "access-log": { type: "boolean" },
       },
     });
   } catch (e) {
@@ -202,6 +208,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         // Bun cuts a connection idle for 255 s at most: a heartbeat must come sooner.
         heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 240_000),
         sessionsDir: v["sessions-dir"],
+        ...(v["access-log"] === true ? { accessLog: true } : {}),
         ...(skills !== null ? { skills } : {}),
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
