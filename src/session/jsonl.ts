@@ -69,6 +69,18 @@ function ioError(what: string, e: unknown): SessionStorageError {
   return new SessionStorageError(`${what}: ${err?.message ?? String(e)}${hint}`);
 }
 
+/** Releases of the branch claims this process holds, run when it exits (one listener for them all). */
+const heldClaims = new Set<() => void>();
+let exitHooked = false;
+function releaseOnExit(release: () => void): void {
+  heldClaims.add(release);
+  if (exitHooked) return;
+  exitHooked = true;
+  process.on("exit", () => {
+    for (const r of [...heldClaims]) r();
+  });
+}
+
 /** The session id in a torn first record, if the fragment still holds it (checked against the file name). */
 function idFromFragment(fragment: Buffer, fileName: string): string | null {
   const text = fragment.toString("utf8");
@@ -183,14 +195,14 @@ export class JsonlSessionStorage extends JournalStorage {
       breakStale(claimFile, held, token); // its process is gone
     }
     const release = () => {
-      process.off("exit", release);
+      heldClaims.delete(release);
       if (readLock(claimFile) === content) {
         try {
           fs.unlinkSync(claimFile);
         } catch { /* gone */ }
       }
     };
-    process.on("exit", release);
+    releaseOnExit(release);
     return { sessionId: id, branchId, release };
   }
 

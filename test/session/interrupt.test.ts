@@ -170,6 +170,8 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
       await run.rest();
       // Without the second-signal exit the recorder would time out on the lock and exit 2.
       expect(await run.child.exited).toBe(status);
+      // the immediate exit gives the session branch back too
+      expect(fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".branch-"))).toEqual([]);
       holder.child.kill("SIGKILL");
       await holder.child.exited;
       // The run was cut off before its run_finished: a case for recover.
