@@ -255,6 +255,10 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
       expect(err.details).toEqual({ reason: "session_busy", pid: chat.pid });
       expect(err.message).toContain(`session 'shared' branch 'main' is in use by process ${chat.pid} (agentcore chat`);
       expect(fs.existsSync(new JsonlSessionStorage(sessions).fileFor("shared"))).toBe(false);
+      // a CLI agent on it is refused the same way
+      const r = cli(dir, "agent", "--no-plan", "--session", "shared", "--sessions-dir", sessions, "--script", script(dir, "a.jsonl", { content: "x" }), "t");
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`session 'shared' branch 'main' is in use by process ${chat.pid} (agentcore chat, since `);
       chat.stdin.end();
       expect(await chat.exited).toBe(0);
       res = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", session: "shared", script: [{ content: "from the daemon" }] } });
