@@ -20,7 +20,7 @@
 import * as path from "node:path";
 import { createAgent, type AgentEvent } from "../agent/index.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
+import { ModelConfigError, modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
 import { OpenAIModelAdapter } from "../providers/openai.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
 import { ScriptedModel } from "../providers/scripted.ts";
@@ -79,9 +79,18 @@ export function compactionFor(model: ModelAdapter, contextWindow: number, source
   };
 }
 
-/** A problem with the agent flags or the model settings: exit status 2. */
+/**
+ * A setup problem the flags cannot fix by their syntax (a bad script or
+ * skill, a model setting, an unknown branch): exit status 2, the message
+ * alone, without the usage hint.
+ */
 export class AgentSetupError extends Error {
   override name = "AgentSetupError";
+}
+
+/** A usage problem of agent or chat (flags that do not go together, an empty value): exit status 2 with the usage hint. */
+export class AgentUsageError extends AgentSetupError {
+  override name = "AgentUsageError";
 }
 
 /**
@@ -145,7 +154,7 @@ const PRESETS = ["openai", "lmstudio", "ollama"];
 export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRetry"]): Promise<ModelAdapter> {
   if (flags.script !== undefined) {
     if (flags.preset !== undefined || flags.model !== undefined || flags.modelUrl !== undefined) {
-      throw new AgentSetupError("--script replaces the model: drop --preset, --model and --model-url");
+      throw new AgentUsageError("--script replaces the model: drop --preset, --model and --model-url");
     }
     try {
       return await ScriptedModel.fromFile(flags.script);
@@ -154,7 +163,7 @@ export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRet
     }
   }
   if (flags.preset !== undefined && !PRESETS.includes(flags.preset)) {
-    throw new AgentSetupError(`--preset must be one of ${PRESETS.join(", ")}, got '${flags.preset}'`);
+    throw new AgentUsageError(`--preset must be one of ${PRESETS.join(", ")}, got '${flags.preset}'`);
   }
   try {
     const overrides: Parameters<typeof modelConfigFromEnv>[1] = {};
@@ -163,11 +172,33 @@ export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRet
     if (flags.modelUrl !== undefined) overrides.baseURL = flags.modelUrl;
     return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides), onRetry === undefined ? {} : { retry: { onRetry } });
   } catch (e) {
-    const message = (e as Error).message;
-    // The library's wording names its `model` option; at the shell it is a flag.
-    if (message.startsWith("no model configured")) throw new AgentSetupError("no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)");
-    throw new AgentSetupError(message);
+    if (e instanceof ModelConfigError) throw new AgentSetupError(cliModelMessage(e, flags));
+    throw new AgentSetupError((e as Error).message);
   }
+}
+
+/** What the shell sets for each model setting the library names. */
+const MODEL_SETTING_NAMES: Readonly<Record<string, string>> = {
+  model: "--model (or CHAT_MODEL)",
+  baseURL: "--model-url",
+  apiKey: "MODEL_API_KEY",
+  timeoutMs: "LLM_TIMEOUT",
+  temperature: "LLM_TEMPERATURE",
+  includeUsage: "LLM_INCLUDE_USAGE",
+};
+
+/**
+ * A model-config error in the shell's words: the library names its own
+ * fields (`baseURL`, `apiKey`), the user sets a flag or a variable.
+ */
+export function cliModelMessage(e: ModelConfigError, flags: Pick<AgentFlags, "preset">): string {
+  if (e.setting === "model" && e.problem === "missing") return "no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)";
+  if (e.setting === "apiKey" && e.problem === "missing") {
+    const who = flags.preset !== undefined ? `the ${flags.preset} preset` : "the default OpenAI endpoint (no --model-url or MODEL_URL given)";
+    return `${who} needs an API key: set MODEL_API_KEY (a local server needs none: --preset ollama, --preset lmstudio or --model-url URL)`;
+  }
+  if (e.setting !== undefined && e.problem !== undefined) return `${MODEL_SETTING_NAMES[e.setting] ?? e.setting} ${e.problem}`;
+  return e.message;
 }
 
 const isTTY = (stream: { isTTY?: boolean } | undefined) => stream?.isTTY === true;
@@ -211,7 +242,7 @@ export function setupPlan(runtime: Runtime, system: string | undefined, enabled:
  * folder or a bad skill is an {@link AgentSetupError} naming the file.
  */
 export async function setupSkills(runtime: Runtime, flags: Pick<AgentFlags, "skills">): Promise<SkillCatalog | null> {
-  if (flags.skills !== undefined && flags.skills.trim() === "") throw new AgentSetupError("--skills must not be empty");
+  if (flags.skills !== undefined && flags.skills.trim() === "") throw new AgentUsageError("--skills must not be empty");
   try {
     return await loadCliSkills(flags.skills, runtime.root);
   } catch (e) {
@@ -258,20 +289,20 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
 
 async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter, claims: BranchClaim[]): Promise<number> {
   if (flags.events !== undefined && flags.events !== "jsonl") {
-    throw new AgentSetupError(`--events takes 'jsonl', got '${flags.events}'`);
+    throw new AgentUsageError(`--events takes 'jsonl', got '${flags.events}'`);
   }
   if (flags.continue === true) {
-    if (flags.session === undefined) throw new AgentSetupError("--continue needs --session ID");
-  } else if (flags.task.trim() === "") throw new AgentSetupError("the task must not be empty");
+    if (flags.session === undefined) throw new AgentUsageError("--continue needs --session ID");
+  } else if (flags.task.trim() === "") throw new AgentUsageError("the task must not be empty");
   if (flags.session === undefined && (flags.branch !== undefined || flags.sessionsDir !== undefined)) {
-    throw new AgentSetupError("--branch and --sessions-dir need --session ID");
+    throw new AgentUsageError("--branch and --sessions-dir need --session ID");
   }
   // The session first: a bad journal or branch is reported before the model starts.
   let storage: JsonlSessionStorage | null = null;
   let checkout = null;
   const branch = flags.branch ?? "main";
   if (flags.session !== undefined) {
-    if (flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
+    if (flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
     storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore") });
     // Before the first model request: a second agent on this branch stops here, having done nothing.
     claims.push(await claimSessionBranch(storage, flags.session, branch, "agentcore agent"));

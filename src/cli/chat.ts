@@ -39,7 +39,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSetupError, claimSessionBranch, compactionFor, makeModel, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, AgentUsageError, claimSessionBranch, compactionFor, makeModel, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
@@ -170,7 +170,7 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
   const interactive = input.isTTY === true;
 
   // ---- session (first, so a bad journal or branch is reported before anything starts)
-  if (flags.session !== undefined && flags.session.trim() === "") throw new AgentSetupError("--session must not be empty");
+  if (flags.session !== undefined && flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
   const sessionId = flags.session ?? newChatSessionId();
   let branch = flags.branch ?? "main";
   const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore chat") });

@@ -14,18 +14,21 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { HISTORY_OPTIONS, parseCommandLine, renderHelp, usageText } from "./args.ts";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { OutputError, outputFailure, type LineWriter } from "./output.ts";
 
-/** Usage lines of the command (also shown by `agentcore history --help`). */
-export const HISTORY_USAGE = `Usage: agentcore history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]
-  --file FILE    the history log (default: --history FILE, else the config's "history")
-  --tool T       only calls of tool T
-  --since WHEN   only calls at or after WHEN: an ISO 8601 time (2026-11-30T08:00:00Z) or an age: 30s, 10m, 2h, 1d
-  --failed       only failed calls
-  --json         print the matching records as JSONL, as stored`;
+/** `agentcore history --help`. */
+export const HISTORY_USAGE = renderHelp({
+  name: "history",
+  summary: "read an execution history log",
+  usage: ["history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]"],
+  description: "Reads back the log that --history FILE (or the config's \"history\") appends to: one line per\ncall with its time, tool, call id, effect, decision, duration and result.",
+  options: HISTORY_OPTIONS,
+  examples: ["agentcore history --file audit.jsonl --since 1h --failed", "agentcore history --file audit.jsonl --tool write_file --json"],
+  exit: ["0  the log was read (whatever the calls' results)", "2  usage error, a missing or unreadable file, or a corrupt line"],
+});
 
 /** What the history command needs from its caller. */
 export interface HistoryCommandIO {
@@ -72,37 +75,23 @@ function processEnv(name: string): string | undefined {
 export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
   const err = io.err ?? ((t: string) => void process.stderr.write(t));
   const usage = (message: string) => {
-    err(`agentcore: ${message}\nRun 'agentcore history --help' for usage.\n`);
+    err(usageText(message, "history"));
     return 2;
   };
   let values: Record<string, string | boolean | undefined>;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        file: { type: "string" },
-        history: { type: "string" },
-        config: { type: "string" },
-        tool: { type: "string" },
-        since: { type: "string" },
-        failed: { type: "boolean" },
-        json: { type: "boolean" },
-      },
-    }));
+    ({ values, positionals } = parseCommandLine("history", HISTORY_OPTIONS, argv));
   } catch (e) {
     return usage((e as Error).message);
   }
-  if (positionals.length > 0) return usage(`history takes no arguments, got '${positionals[0]}'`);
+  if (positionals.length > 0 && values.help !== true) return usage(`unexpected argument '${positionals[0]}': history takes no arguments (the log is --file FILE)`);
   if (typeof values.file === "string" && typeof values.history === "string" && values.file !== values.history) {
     return usage("--file and --history name different files; give one");
   }
   try {
     if (values.help) {
-      io.out.line(HISTORY_USAGE);
+      io.out.line(HISTORY_USAGE.trimEnd());
       io.out.flush();
       return 0;
     }

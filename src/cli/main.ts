@@ -12,7 +12,6 @@
  * @module
  */
 import { openSync, readSync, readFileSync, closeSync, fstatSync, statSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
 import type { Envelope } from "../runtime/envelope.ts";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
@@ -28,121 +27,25 @@ import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
 import type { ChatFlags } from "./chat.ts";
 import { cmdHistory } from "./history.ts";
+import {
+  COMMANDS,
+  COMMAND_NAMES,
+  type CommandName,
+  expectArguments,
+  intOption,
+  nearest,
+  parseCommandLine,
+  renderHelp,
+  shown,
+  UsageError,
+  usageText,
+  valueOptions,
+} from "./args.ts";
+import { MAIN_HELP, overview } from "./help.ts";
 import { selectTools, workspaceTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
-
-const HELP = `agentcore ${VERSION} — a strict local runtime for LLM tool calls and agent runs
-
-Usage:
-  agentcore tools [--json]          list the registered tools
-  agentcore execute '<json>'        dispatch one tool call and print its envelope
-  agentcore execute -               read one tool call from stdin
-  agentcore run FILE.jsonl          dispatch one call per line, in order
-  agentcore run -                   read JSONL calls from stdin
-  agentcore agent "TASK"            run an agent on TASK with the built-in tools (- reads TASK from stdin)
-  agentcore agent --session ID "TASK"  record the run in a durable session (resuming its messages first);
-                                    --continue instead of TASK continues the session's last run
-  agentcore chat                    the interactive agent: a REPL with streamed answers, one line per tool
-                                    call, the plan as a checklist, approvals at the prompt, /steer /abort
-                                    /continue /compact /sessions /fork (/help inside); kept in a session
-  agentcore sessions list|show|tree|fork|rollback|retry|recover …   read, branch and recover sessions
-                                    (agentcore sessions --help); recover closes a run a crash left unfinished
-  agentcore serve [--port N | --unix PATH] …   run the local API daemon on 127.0.0.1:8787 (agentcore serve --help)
-  agentcore skills list [--json] [--dir DIR]   list the skills a task can activate with $name or skill:name
-  agentcore history --file FILE     read an execution history log: [--tool T] [--since 10m|2h|1d|ISO-TIME]
-                                    [--failed] [--json] (agentcore history --help)
-  agentcore mcp                     serve the registered tools to an MCP client over stdio (stdout is
-                                    JSON-RPC only; validation and policy apply; require_approval is denied)
-  agentcore --help | --version
-
-Tool-call shapes accepted:
-  {"id":"c1","tool":"echo","arguments":{...}}                              agentcore
-  {"id":"c1","type":"function","function":{"name":"echo","arguments":"{...}"}}   OpenAI chat
-  {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}      OpenAI Responses
-  {"type":"tool_use","id":"c1","name":"echo","input":{...}}                      Anthropic
-
-Options (before or after the command; history, sessions, serve and skills take their own, see their --help):
-  --root DIR             folder the file tools are confined to (default: the current directory)
-  --max-input-bytes N    largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})
-  --max-depth N          deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})
-  --config FILE          JSONC settings file (root, max_input_bytes, max_depth, max_file_bytes,
-                         default_timeout_ms, history, policy, tools, skills_dir, mcpServers); flags override it.
-                         Also AGENTCORE_CONFIG. A "policy" section (default, rules) allows, denies (DENIED)
-                         or asks on the terminal before each tool call. "mcpServers" (command/args/env or
-                         url/headers, as other MCP clients) adds each server's tools as SERVER__TOOL to
-                         tools, execute, run, agent, chat, mcp and serve; the servers stop when the command ends.
-  --json                 tools: print the list as JSON
-  --tools LIST           enable workspace tools (comma-separated): list_dir, glob, grep, git_diff,
-                         write_file, apply_patch, exec; 'read' = the four read-only ones, 'workspace' =
-                         all but exec. exec needs the config's "tools.exec" section (its allowlist).
-                         Without --tools the config's "tools" section decides; default: none.
-  --history FILE         execute, run, agent, chat, mcp: append every call to FILE, a JSONL audit log
-                         (one fsynced line per call: time, tool, call id, effect, decision, ms, result,
-                         SHA-256 of the arguments); read it with 'agentcore history --file FILE'
-  -h, --help             show this help
-  -V, --version          print the version
-
-Agent options (agentcore agent; chat takes them too, except --events and --continue):
-  --script FILE          play a scripted model (JSONL, one turn per line); no network
-  --preset NAME          openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)
-  --model NAME           model name (else CHAT_MODEL)
-  --model-url URL        OpenAI-compatible base URL (else the --preset's, else MODEL_URL)
-  --events jsonl         print every event as one JSON line on stdout, ending with agent_finished
-  --max-steps N          model turns per run (default 20)
-  --max-run-tokens N     token budget of the run (default: none)
-  --system TEXT          system prompt
-  --session ID           record the run in session ID (a JSONL journal); its messages are restored first
-  --branch B             the session branch to resume and record on (default main; see 'sessions fork')
-  --sessions-dir DIR     journal directory (default: .agentcore/sessions under --root, created 0700)
-  --continue             continue the session's last run (continueRun) instead of a new task
-  --context-window N     agent, chat: the model's context window in tokens (at least 1024); turns on automatic
-                         compaction: a quarter of it is kept free for the answer, and when the history
-                         outgrows the rest, older turns are summarised by the model (also on an overflow)
-  --approve-all          agent, chat: approve every tool call that would ask first, and say so on stderr
-                         (without a config "policy", read-only tools run and side-effecting tools ask on
-                         the terminal; with stdin not a terminal they are refused)
-  --no-plan              agent, chat: do not offer the update_plan tool nor ask the model to plan first
-  --skills DIR           agent, chat: skills folder (default: the config's skills_dir, else .agentcore/skills under
-                         --root when it exists); its index goes to the model, $name or skill:name in the
-                         task activates one (agentcore skills --help)
-
-Output:
-  One compact JSON envelope per call on stdout:
-  {"id":…,"success":…,"tool":…,"result":…,"error":null|{"code","message","details"},"duration_ms":…}
-  run: one line per non-blank input line, in input order; a malformed or over-long line gets its
-  own error envelope (details.input_line says which) and processing continues. When stderr is a
-  terminal and stdout is not, progress (calls done, rate) goes to stderr.
-
-Exit status:
-  0  every call succeeded (agent: the run completed)
-  1  at least one call returned "success":false (agent: the run did not complete)
-  2  usage error, unreadable input file, output failure or runtime failure
-  141  stdout's reader went away (a closed pipe: agentcore run FILE | head); nothing is printed
-  chat: 0 when it ends, 1 when the session journal could not be written, 2 for a setup error
-  agent, chat: 143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second
-  signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)
-
-Environment:
-  AGENTCORE_LOG_LEVEL    trace, debug, info, warn (default) or error; logs go to stderr
-  AGENTCORE_CONFIG       settings file used when --config is not given
-  CHAT_MODEL, MODEL_URL, MODEL_API_KEY, LLM_TIMEOUT (s), LLM_TEMPERATURE, LLM_INCLUDE_USAGE
-                         the model for 'agent' and 'chat' when no --script is given
-
-Examples:
-  agentcore execute '{"id":"c1","tool":"echo","arguments":{"message":"hello"}}'
-  echo '{"id":"c2","tool":"read_file","arguments":{"path":"README.md"}}' | agentcore execute -
-  agentcore run examples/tool_calls.jsonl
-  agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"
-  agentcore agent --preset ollama --model qwen3 "What is in README.md?"
-  agentcore chat --preset ollama --model qwen3 --tools write_file
-`;
-
-/** A usage problem: printed with a hint, exit status 2. */
-class UsageError extends Error {
-  override name = "UsageError";
-}
 
 interface Settings {
   root?: string;
@@ -177,11 +80,9 @@ function env(name: string): string | undefined {
   return p?.env[name];
 }
 
+/** A flag's value as an integer from 1 to `max` (a usage error names the command in main's catch). */
 function positiveInt(flag: string, raw: string, max: number): number {
-  if (!/^[0-9]+$/.test(raw)) throw new UsageError(`${flag} needs a positive integer, got '${raw}'`);
-  const n = Number(raw);
-  if (n < 1 || n > max) throw new UsageError(`${flag} must be between 1 and ${max}, got ${raw}`);
-  return n;
+  return intOption("", flag, raw, 1, max);
 }
 
 /** `--context-window N` of agent and chat: an integer from 1024 (the derived budget's rule, src/context/window.ts). */
@@ -253,9 +154,9 @@ function makeRuntime(s: Settings): Runtime {
     try {
       isDir = statSync(s.root).isDirectory();
     } catch {
-      throw new UsageError(`root ${s.root}: no such folder`);
+      throw new InputError(`root ${s.root}: no such folder`);
     }
-    if (!isDir) throw new UsageError(`root ${s.root}: not a folder`);
+    if (!isDir) throw new InputError(`root ${s.root}: not a folder`);
   }
   const middleware: ToolMiddleware[] = [];
   // The history goes first (outermost), so that it also records refused calls.
@@ -568,11 +469,8 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 
 /** Commands that parse their own options, so options written before them are moved after them. */
 const SELF_PARSING = new Set(["history", "sessions", "serve", "skills"]);
-/** Options of the main parser that take a value (the token after them is not a command). */
-const VALUE_OPTIONS = new Set([
-  "root", "config", "max-input-bytes", "max-depth", "history", "script", "preset", "model", "model-url", "events",
-  "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "tools", "skills", "context-window",
-]);
+/** Options that take a value in some command (the token after them is not a command). */
+const VALUE_OPTIONS = valueOptions();
 
 /**
  * `agentcore --root DIR sessions list` means `agentcore sessions --root DIR list`:
@@ -593,82 +491,111 @@ export function hoistCommand(argv: string[]): string[] {
   return argv;
 }
 
+/**
+ * The command word of `argv` (the first argument that is neither an option
+ * nor an option's value) and the other arguments in order; options may come
+ * before the command. No command: `command` is undefined.
+ */
+function splitCommand(argv: string[]): { command: string | undefined; args: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a.startsWith("-") && a !== "-") {
+      if (a.startsWith("--") && !a.includes("=") && VALUE_OPTIONS.has(a.slice(2))) i++;
+      continue;
+    }
+    return { command: a, args: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { command: undefined, args: argv };
+}
+
+/** No command given: the overview, the version, or a usage error saying what is missing. */
+function noCommand(argv: string[], out: LineWriter): number {
+  const first = argv[0];
+  if (first === "-h" || first === "--help") {
+    out.line(overview().trimEnd());
+    out.flush();
+    return 0;
+  }
+  if (first === "-V" || first === "--version") {
+    out.line(`agentcore ${VERSION}`);
+    out.flush();
+    return 0;
+  }
+  const opt = argv.find((a) => a.startsWith("-") && a !== "-" && a !== "--");
+  if (opt !== undefined) {
+    const name = opt.replace(/^--?/, "").split("=")[0]!;
+    const known = ["help", "version", ...new Set(COMMAND_NAMES.flatMap((c) => Object.keys(COMMANDS[c].options ?? {})))];
+    if (!known.includes(name) && !(opt.length === 2 && "hV".includes(opt[1]!))) {
+      const guess = nearest(name, known);
+      return usage(`unknown option ${opt}${guess !== undefined ? `; did you mean --${guess}?` : ""}`);
+    }
+  }
+  return usage(`missing command: one of ${COMMAND_NAMES.join(", ")}`);
+}
+
 /** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const out = new LineWriter(1);
-  argv = hoistCommand(argv);
-  // `history` parses its own options (--file, --tool, --since, --failed, --json).
-  if (argv[0] === "history") return cmdHistory(argv.slice(1), { out });
-  // `sessions` parses its own options too (loaded on demand).
-  if (argv[0] === "sessions") return (await import("./sessions.ts")).cmdSessions(argv.slice(1), { out });
-  // `serve` too: it runs the daemon until SIGINT/SIGTERM (loaded on demand: Hono and the server).
-  if (argv[0] === "serve") return (await import("./serve.ts")).cmdServe(argv.slice(1), { out });
-  // `skills` as well (it loads the yaml parser).
-  if (argv[0] === "skills") return (await import("./skills.ts")).cmdSkills(argv.slice(1), { out });
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        version: { type: "boolean", short: "V" },
-        json: { type: "boolean" },
-        root: { type: "string" },
-        config: { type: "string" },
-        "max-input-bytes": { type: "string" },
-        "max-depth": { type: "string" },
-        history: { type: "string" },
-        script: { type: "string" },
-        preset: { type: "string" },
-        model: { type: "string" },
-        "model-url": { type: "string" },
-        events: { type: "string" },
-        "max-steps": { type: "string" },
-        "context-window": { type: "string" },
-        "max-run-tokens": { type: "string" },
-        system: { type: "string" },
-        session: { type: "string" },
-        branch: { type: "string" },
-        "sessions-dir": { type: "string" },
-        continue: { type: "boolean" },
-        tools: { type: "string" },
-        "approve-all": { type: "boolean" },
-        "no-plan": { type: "boolean" },
-        skills: { type: "string" },
-      },
-    });
-  } catch (e) {
-    return usage((e as Error).message);
+  // `agentcore --version` / `agentcore --help CMD`: the global flags first
+  if (argv[0] === "-V" || argv[0] === "--version") return noCommand(argv, out);
+  const split = splitCommand(argv);
+  if (split.command === undefined) return noCommand(argv, out);
+  const command = split.command;
+  if (!(COMMAND_NAMES as string[]).includes(command)) {
+    const guess = nearest(command, COMMAND_NAMES);
+    return usage(`unknown command '${shown(command)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (commands: ${COMMAND_NAMES.join(", ")})`}`);
   }
-  const { values, positionals } = parsed;
+  const args = split.args;
+  // `history` parses its own options (--file, --tool, --since, --failed, --json).
+  if (command === "history") return cmdHistory(args, { out });
+  // `sessions` parses its own options too (loaded on demand).
+  if (command === "sessions") return (await import("./sessions.ts")).cmdSessions(args, { out });
+  // `serve` too: it runs the daemon until SIGINT/SIGTERM (loaded on demand: Hono and the server).
+  if (command === "serve") return (await import("./serve.ts")).cmdServe(args, { out });
+  // `skills` as well (it loads the yaml parser).
+  if (command === "skills") return (await import("./skills.ts")).cmdSkills(args, { out });
+  const name = command as Exclude<CommandName, "history" | "sessions" | "serve" | "skills">;
+  let values: Record<string, string | boolean | undefined>;
+  let rest: string[];
+  try {
+    const parsed = parseCommandLine(name, COMMANDS[name].options, args);
+    values = parsed.values as Record<string, string | boolean | undefined>;
+    rest = parsed.positionals;
+  } catch (e) {
+    if (e instanceof UsageError) return usage(e.message, e.command);
+    throw e;
+  }
   try {
     if (values.help) {
-      out.line(HELP.trimEnd());
+      out.line(renderHelp(MAIN_HELP[name]).trimEnd());
       out.flush();
       return 0;
     }
-    if (values.version) {
-      out.line(`agentcore ${VERSION}`);
-      out.flush();
-      return 0;
-    }
-    const [command, ...rest] = positionals;
-    if (command === undefined) return usage("missing command");
-    const agentOnly = ["events", "continue"] as const;
-    const agentOrChat = ["script", "preset", "model", "model-url", "max-steps", "max-run-tokens", "system", "session", "branch", "sessions-dir", "approve-all", "no-plan", "skills", "context-window"] as const;
-    if (command !== "agent") {
-      const used = agentOnly.find((k) => values[k] !== undefined);
-      if (used !== undefined) return usage(`--${used} applies to 'agent' only`);
-    }
-    if (command !== "agent" && command !== "chat") {
-      const used = agentOrChat.find((k) => values[k] !== undefined);
-      if (used !== undefined) return usage(`--${used} applies to 'agent' and 'chat' only`);
+    // the arguments first: a missing task is named before the config is read
+    switch (name) {
+      case "tools":
+      case "mcp":
+        expectArguments(name, rest, 0, 0, "");
+        break;
+      case "execute":
+        expectArguments(name, rest, 1, 1, "exactly one argument: a JSON tool call, or - for stdin");
+        break;
+      case "run":
+        expectArguments(name, rest, 1, 1, "exactly one argument: a JSONL file, or - for stdin");
+        break;
+      case "chat":
+        expectArguments(name, rest, 0, 0, "type the task at its prompt");
+        break;
+      case "agent":
+        if (values.continue === true) {
+          if (rest.length > 0) throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
+        } else expectArguments(name, rest, 1, 1, "exactly one argument: the task in quotes, or - for stdin");
+        break;
     }
     const settings = settingsFrom(values);
     settings.stdinIsInput = rest[0] === "-";
-    if (command === "agent" || command === "chat") {
+    if (name === "agent" || name === "chat") {
       // Side-effecting tools ask first unless the config's policy says otherwise.
       settings.defaultGate = true;
       if (values["approve-all"] === true) {
@@ -677,20 +604,14 @@ export async function main(argv: string[]): Promise<number> {
       }
     }
     let status: number;
-    switch (command) {
+    switch (name) {
       case "tools":
-        if (values.history !== undefined) return usage("--history applies to execute, run, agent, chat and mcp");
-        if (rest.length > 0) return usage(`tools takes no arguments, got '${rest[0]}'`);
         status = cmdTools(await runtimeFor(settings), values.json === true, out);
         break;
       case "execute":
-        if (rest.length !== 1) return usage("execute needs exactly one argument: a JSON tool call, or - for stdin");
-        if (values.json) return usage("--json applies to 'tools' only");
         status = await cmdExecute(await runtimeFor(settings), rest[0]!, out);
         break;
       case "run": {
-        if (rest.length !== 1) return usage("run needs exactly one argument: a JSONL file, or - for stdin");
-        if (values.json) return usage("--json applies to 'tools' only");
         const proc = (globalThis as { process?: { stderr: { isTTY?: boolean }; stdout: { isTTY?: boolean } } }).process;
         // Progress for results going to a file or pipe: with stdout on the terminal too, the redrawn
         // line would end up in front of result lines (and the results show the progress anyway).
@@ -699,13 +620,10 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case "agent": {
-        if (values.continue === true) {
-          if (rest.length !== 0) return usage("agent --continue takes no task: it continues the session's last run");
-        } else if (rest.length !== 1) return usage('agent needs exactly one argument: the task in quotes, or - for stdin');
         let task = rest[0] ?? "";
         if (task === "-") {
           const bytes = await readAllBounded("-", 1 << 20);
-          if (bytes === null) return usage("the task read from stdin exceeds 1 MiB");
+          if (bytes === null) throw new InputError("the task read from stdin exceeds 1 MiB");
           try {
             task = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
           } catch {
@@ -727,8 +645,6 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case "chat": {
-        if (rest.length !== 0) return usage(`chat takes no arguments (type the task at its prompt), got '${rest[0]}'`);
-        if (values.json) return usage("--json applies to 'tools' only");
         const chatFlags: ChatFlags = {
           ...modelFlags(values, settings),
           task: "",
@@ -743,23 +659,22 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case "mcp": {
-        if (rest.length > 0) return usage(`mcp takes no arguments, got '${rest[0]}'`);
-        if (values.json) return usage("--json applies to 'tools' only");
         // stdin carries JSON-RPC: there is no terminal to ask, so require_approval is denied.
         settings.stdinIsInput = true;
         const { cmdMcp } = await import("./mcp.ts");
         status = await cmdMcp(await runtimeFor(settings));
         break;
       }
-      default:
-        return usage(`unknown command '${command}'`);
     }
     out.flush();
     return status;
   } catch (e) {
-    if (e instanceof UsageError || (e instanceof Error && e.name === "AgentSetupError")) return usage((e as Error).message);
-    // Not a usage problem (a session a crash left with an unfinished run): the message names the fix.
-    if (e instanceof Error && e.name === "AgentSessionStateError") {
+    // A usage problem (a flag's value, a flag the combination does not allow): the hint names this command's help.
+    if (e instanceof UsageError) return usage(e.message, e.command || name);
+    if (e instanceof Error && e.name === "AgentUsageError") return usage(e.message, name);
+    // Not usage problems (a bad script, skill, session, model setting; a session a crash left
+    // with an unfinished run): the message names the fix, and --help would not help.
+    if (e instanceof Error && (e.name === "AgentSetupError" || e.name === "AgentSessionStateError")) {
       process.stderr.write(`agentcore: ${e.message}\n`);
       return 2;
     }
@@ -782,8 +697,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function usage(message: string): number {
-  process.stderr.write(`agentcore: ${message}\nRun 'agentcore --help' for usage.\n`);
+/** Print a usage error with the hint to the command's own help (the overview without a command); exit status 2. */
+function usage(message: string, command = ""): number {
+  process.stderr.write(usageText(message, command));
   return 2;
 }
 

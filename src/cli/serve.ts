@@ -9,7 +9,6 @@
  */
 import { statSync } from "node:fs";
 import * as path from "node:path";
-import { parseArgs } from "node:util";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware.ts";
@@ -21,12 +20,15 @@ import { SHUTDOWN_MODES, startDaemon, type RunningDaemon, type ShutdownMode } fr
 import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, TokenError, type CommittedDaemonToken } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
+import { expectArguments, intOption, parseCommandLine, renderHelp, SERVE_OPTIONS, usageText } from "./args.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError } from "../skills/catalog.ts";
 
-export const SERVE_HELP = `Usage: agentcore serve [options]
-
-Runs the local API daemon (HTTP, JSON and SSE under /v1; see docs/daemon.md).
+export const SERVE_HELP = renderHelp({
+  name: "serve",
+  summary: "run the local API daemon",
+  usage: ["serve [options]"],
+  description: `Runs the local API daemon (HTTP, JSON and SSE under /v1; see docs/daemon.md).
 Every route but GET /v1/health needs "Authorization: Bearer <token>". Each
 start makes a fresh token and writes it (mode 0600) to a file of this daemon's
 own, named after where it listens: <state-dir>/token-<port> on 127.0.0.1,
@@ -35,49 +37,21 @@ docs/daemon.md). <state-dir>/token holds the token of the daemon started last.
 On stop the daemon removes its own file, and <state-dir>/token if that still
 holds its token. With ${TOKEN_ENV} set, that is the token and no file is written.
 The URL and the token file are printed on stderr. SIGINT/SIGTERM stop it
-gracefully (exit 0).
+gracefully (exit 0).`,
+  options: SERVE_OPTIONS,
+  examples: ["agentcore serve", "agentcore serve --port 0 --tools read --config agentcore.jsonc"],
+  exit: ["0  stopped by SIGINT or SIGTERM", "2  usage error, a bad config, skill or token file, or the address cannot be listened on"],
+});
 
-Listening:
-  --host HOST               bind address (default 127.0.0.1); anything but loopback prints a warning
-  --port N                  TCP port (default 8787; 0 picks a free one, the printed URL tells which)
-  --unix PATH               listen on a Unix socket (mode 0600) instead of TCP
-  --allow-origin ORIGIN     accept this browser Origin (repeatable; default: none)
-  --allow-host NAME[:PORT]  accept this Host header besides loopback names (repeatable; without a
-                            port: with the daemon's port)
-Files:
-  --state-dir DIR           where the token files go (default $XDG_STATE_HOME/agentcore or
-                            ~/.local/state/agentcore, created 0700)
-  --root DIR                folder the file tools are confined to (default: the current directory)
-  --sessions-dir DIR        session journals (default .agentcore/sessions under the root)
-  --config FILE             JSONC settings (root, limits, history, policy, tools, mcpServers; also
-                            AGENTCORE_CONFIG); "require_approval" rules wait for POST /v1/approvals/{id};
-                            "mcpServers" are connected at start and their tools registered
-  --skills DIR              skills runs can activate with $name (else the config's skills_dir, else
-                            .agentcore/skills under the root when it exists)
-  --tools LIST              enable workspace tools (as for agentcore agent: read, workspace, list_dir,
-                            glob, grep, git_diff, write_file, apply_patch, exec)
-Limits:
-  --max-body-bytes N        largest request body (default ${DEFAULT_MAX_BODY_BYTES})
-  --max-concurrent N        requests handled at once before 503 (default 256; health, the approval
-                            routes and abort have their own reserve and still get through)
-  --max-active-runs N       agent runs active at once before 503 (default 16)
-  --request-timeout-ms N    deadline of a request (not of run streams; default 30000)
-  --approval-timeout-ms N   pending approvals are denied after this (default: the config's
-                            policy.approval_timeout_ms, else 300000)
-  --heartbeat-ms N          SSE heartbeat period (default 15000, at most 240000)
-  --max-input-bytes N, --max-depth N   strict JSON limits of a call (defaults ${DEFAULT_MAX_BYTES}, ${DEFAULT_MAX_DEPTH})
-Logs:
-  --access-log              one line per request on stderr when its answer starts: method, path
-                            (without the query string), status, duration in ms; never a header, the
-                            token or a body. Also on with AGENTCORE_LOG_LEVEL=info, debug or trace
-Shutdown:
-  --on-shutdown abort|finish  abort active runs at once (default), or let them finish
-  --shutdown-grace-ms N       with finish: abort what is still running after this (default 30000);
-                              a second signal aborts them at once
-`;
-
+/** A usage error: the message and the pointer to serve's help. Exit 2. */
 function fail(message: string): number {
-  process.stderr.write(`agentcore serve: ${message}\nRun 'agentcore serve --help' for usage.\n`);
+  process.stderr.write(usageText(message, "serve"));
+  return 2;
+}
+
+/** Not a usage error (a bad config, skill or token file, an address in use): the message alone. Exit 2. */
+function failed(message: string): number {
+  process.stderr.write(`agentcore serve: ${message}\n`);
   return 2;
 }
 
@@ -85,46 +59,19 @@ class ServeUsageError extends Error {}
 
 function int(flag: string, raw: string | undefined, min: number, max: number): number | undefined {
   if (raw === undefined) return undefined;
-  if (!/^[0-9]+$/.test(raw)) throw new ServeUsageError(`${flag} needs an integer, got '${raw}'`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ServeUsageError(`${flag} must be between ${min} and ${max}, got ${raw}`);
-  return n;
+  try {
+    return intOption("serve", flag, raw, min, max);
+  } catch (e) {
+    throw new ServeUsageError((e as Error).message);
+  }
 }
 
 /** Run the daemon until a signal stops it; resolves to the exit status. */
 export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        host: { type: "string" },
-        port: { type: "string" },
-        unix: { type: "string" },
-        "allow-origin": { type: "string", multiple: true },
-        "allow-host": { type: "string", multiple: true },
-        "state-dir": { type: "string" },
-        root: { type: "string" },
-        "sessions-dir": { type: "string" },
-        config: { type: "string" },
-        tools: { type: "string" },
-        skills: { type: "string" },
-        "max-body-bytes": { type: "string" },
-        "max-concurrent": { type: "string" },
-        "max-active-runs": { type: "string" },
-        "request-timeout-ms": { type: "string" },
-        "approval-timeout-ms": { type: "string" },
-        "heartbeat-ms": { type: "string" },
-        "max-input-bytes": { type: "string" },
-        "max-depth": { type: "string" },
-        "on-shutdown": { type: "string" },
-        "shutdown-grace-ms": { type: "string" },
-        "access-log": { type: "boolean" },
-      },
-    });
+    parsed = parseCommandLine("serve", SERVE_OPTIONS, argv);
+    if (parsed.values.help !== true) expectArguments("serve", parsed.positionals, 0, 0, "");
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -265,8 +212,10 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     if (tokenInfo.sharedFile !== null) process.stderr.write(`agentcore serve: ${tokenInfo.sharedFile} holds this token too (the daemon started last on this state directory)\n`);
     process.stderr.write(tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`);
   } catch (e) {
-    if (e instanceof ServeUsageError || e instanceof ConfigError || e instanceof TokenError || (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))) {
-      return fail((e as Error).message);
+    // only a flag problem gets the pointer to --help; a config, token or listen problem says what to fix
+    if (e instanceof ServeUsageError) return fail(e.message);
+    if (e instanceof ConfigError || e instanceof TokenError || (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))) {
+      return failed((e as Error).message);
     }
     throw e;
   }

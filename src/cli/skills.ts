@@ -11,29 +11,26 @@
  */
 import { statSync } from "node:fs";
 import * as path from "node:path";
-import { parseArgs } from "node:util";
 import { type SkillCatalog, SkillError } from "../skills/catalog.ts";
 import { NO_DESCRIPTION } from "../skills/context.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import type { LineWriter } from "./output.ts";
+import { nearest, parseCommandLine, renderHelp, shown, SKILLS_OPTIONS, usageText } from "./args.ts";
 
-export const SKILLS_HELP = `Usage:
-  agentcore skills list [--json] [--dir DIR]   the skills in DIR, in discovery order
-
-A skill is a folder holding SKILL.md (optional YAML front matter: name, description), and
+export const SKILLS_HELP = renderHelp({
+  name: "skills",
+  summary: "list the skills a task can activate",
+  usage: ["skills list [--json] [--dir DIR]   the skills in DIR, in discovery order"],
+  description: `A skill is a folder holding SKILL.md (optional YAML front matter: name, description), and
 optionally template.md and examples/sample.md. Writing $name or skill:name in a task (or in a
-steering message) activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'.
-
-Options:
-  --dir DIR        skills folder (default: the config's skills_dir, else .agentcore/skills under the root)
-  --root DIR       the root the default folder is under (default: the config's root, else the current directory)
-  --config FILE    JSONC settings file (its skills_dir and root); also AGENTCORE_CONFIG
-  --json           print {"root", "skills": [{"name", "description", "path", "template", "sample"}]}
-  -h, --help       show this help
-
-Exit status: 0 listed (also when the default folder does not exist: no skills);
-2 usage error, a missing --dir folder or a bad skill (the message names the file, line and column).
-`;
+steering message) activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'.`,
+  options: SKILLS_OPTIONS,
+  examples: ["agentcore skills list", "agentcore skills list --dir ./skills --json"],
+  exit: [
+    "0  listed (also when the default folder does not exist: no skills)",
+    "2  usage error, a missing --dir folder or a bad skill (the message names the file, line and column)",
+  ],
+});
 
 /** `.agentcore/skills` under `root` (default: the current directory), absolute. */
 export function defaultSkillsDir(root?: string): string {
@@ -63,8 +60,9 @@ export async function loadCliSkills(dir: string | undefined, root: string | unde
   return discoverSkills(folder);
 }
 
+/** A usage error: the message and the pointer to the help. Exit 2. */
 function fail(message: string): number {
-  process.stderr.write(`agentcore skills: ${message}\nRun 'agentcore skills --help' for usage.\n`);
+  process.stderr.write(usageText(message, "skills"));
   return 2;
 }
 
@@ -90,18 +88,7 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
   const { out } = io;
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        json: { type: "boolean" },
-        dir: { type: "string" },
-        root: { type: "string" },
-        config: { type: "string" },
-      },
-    });
+    parsed = parseCommandLine("skills", SKILLS_OPTIONS, argv);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -113,8 +100,8 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
   }
   const [sub, ...extra] = positionals;
   if (sub === undefined) return fail("missing subcommand: list");
-  if (sub !== "list") return fail(`unknown subcommand '${sub}' (known: list)`);
-  if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
+  if (sub !== "list") return fail(`unknown subcommand '${shown(sub)}'${nearest(sub, ["list"]) !== undefined ? "; did you mean 'list'?" : " (known: list)"}`);
+  if (extra.length > 0) return fail(`unexpected argument '${shown(extra[0]!)}': skills list takes no arguments`);
   if (v.dir === "") return fail("--dir must not be empty");
 
   let dir = v.dir;

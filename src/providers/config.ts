@@ -74,6 +74,25 @@ export interface ModelConfigOverrides extends Partial<ModelConfig> {
 /** A configuration problem; the message names the setting and what is wrong, never a key's value. */
 export class ModelConfigError extends Error {
   override name = "ModelConfigError";
+  /**
+   * The setting at fault, as this module names it: a {@link ModelConfig}
+   * field (`model`, `baseURL`, `apiKey`, `timeoutMs`, `temperature`,
+   * `includeUsage`) or the environment variable it was read from
+   * (`MODEL_URL`, `LLM_TIMEOUT`, …). A command line maps it to its own flag.
+   */
+  readonly setting: string | undefined;
+  /** What is wrong with it, without its name (`is not a valid URL: "x"`), or `missing`. */
+  readonly problem: string | undefined;
+  constructor(message: string, setting?: string, problem?: string) {
+    super(message);
+    this.setting = setting;
+    this.problem = problem;
+  }
+}
+
+/** An error about one setting: its message is the setting's name, then the problem. */
+function settingError(setting: string, problem: string): ModelConfigError {
+  return new ModelConfigError(`${setting} ${problem}`, setting, problem);
 }
 
 function isPresetName(v: unknown): v is ModelPresetName {
@@ -90,10 +109,10 @@ function lookup(env: EnvSource, name: string): string | undefined {
 function parseTimeout(raw: string, what: string): number {
   const n = Number(raw);
   if (!/^[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?$/i.test(raw) || !Number.isFinite(n) || n <= 0) {
-    throw new ModelConfigError(`${what} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+    throw settingError(what, `must be a positive number of seconds, got ${JSON.stringify(raw)}`);
   }
   if (n * 1000 > MAX_MODEL_TIMEOUT_MS) {
-    throw new ModelConfigError(`${what} must be at most ${Math.floor(MAX_MODEL_TIMEOUT_MS / 1000)} seconds (about 24 days), got ${JSON.stringify(raw)}`);
+    throw settingError(what, `must be at most ${Math.floor(MAX_MODEL_TIMEOUT_MS / 1000)} seconds (about 24 days), got ${JSON.stringify(raw)}`);
   }
   return Math.max(1, Math.round(n * 1000));
 }
@@ -101,7 +120,7 @@ function parseTimeout(raw: string, what: string): number {
 function parseTemperature(raw: string, what: string): number {
   const n = Number(raw);
   if (!/^[+-]?[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?$/i.test(raw) || !Number.isFinite(n) || n < 0 || n > 2) {
-    throw new ModelConfigError(`${what} must be a number from 0 to 2, got ${JSON.stringify(raw)}`);
+    throw settingError(what, `must be a number from 0 to 2, got ${JSON.stringify(raw)}`);
   }
   return n;
 }
@@ -110,7 +129,7 @@ function parseBool(raw: string, what: string): boolean {
   const v = raw.toLowerCase();
   if (v === "true") return true;
   if (v === "false") return false;
-  throw new ModelConfigError(`${what} must be "true" or "false", got ${JSON.stringify(raw)}`);
+  throw settingError(what, `must be "true" or "false", got ${JSON.stringify(raw)}`);
 }
 
 function checkURL(url: string, what: string): string {
@@ -118,10 +137,10 @@ function checkURL(url: string, what: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new ModelConfigError(`${what} is not a valid URL: ${JSON.stringify(url)}`);
+    throw settingError(what, `is not a valid URL: ${JSON.stringify(url)}`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new ModelConfigError(`${what} must be an http or https URL, got ${JSON.stringify(url)}`);
+    throw settingError(what, `must be an http or https URL, got ${JSON.stringify(url)}`);
   }
   return url;
 }
@@ -134,24 +153,24 @@ export function resolveModelConfig(input: ModelConfigInput): ModelConfig {
   if (input === null || typeof input !== "object") throw new ModelConfigError("model config must be an object");
   const model = typeof input.model === "string" ? input.model.trim() : "";
   if (model === "") {
-    throw new ModelConfigError("no model configured: set CHAT_MODEL or pass `model` (for example \"gpt-4o-mini\")");
+    throw new ModelConfigError("no model configured: set CHAT_MODEL or pass `model` (for example \"gpt-4o-mini\")", "model", "missing");
   }
   const timeoutMs = input.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
   if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_MODEL_TIMEOUT_MS) {
-    throw new ModelConfigError(`timeoutMs must be a positive number of milliseconds, at most ${MAX_MODEL_TIMEOUT_MS}, got ${String(timeoutMs)}`);
+    throw settingError("timeoutMs", `must be a positive number of milliseconds, at most ${MAX_MODEL_TIMEOUT_MS}, got ${String(timeoutMs)}`);
   }
   const temperature = input.temperature ?? DEFAULT_TEMPERATURE;
   if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0 || temperature > 2) {
-    throw new ModelConfigError(`temperature must be a number from 0 to 2, got ${String(temperature)}`);
+    throw settingError("temperature", `must be a number from 0 to 2, got ${String(temperature)}`);
   }
   const includeUsage = input.includeUsage ?? DEFAULT_INCLUDE_USAGE;
   if (typeof includeUsage !== "boolean") {
-    throw new ModelConfigError(`includeUsage must be a boolean, got ${typeof includeUsage}`);
+    throw settingError("includeUsage", `must be a boolean, got ${typeof includeUsage}`);
   }
   const out: ModelConfig = { model, timeoutMs, temperature, includeUsage };
   if (input.baseURL !== undefined) out.baseURL = checkURL(input.baseURL, "baseURL");
   if (input.apiKey !== undefined) {
-    if (typeof input.apiKey !== "string") throw new ModelConfigError("apiKey must be a string");
+    if (typeof input.apiKey !== "string") throw settingError("apiKey", "must be a string");
     if (input.apiKey !== "") out.apiKey = input.apiKey;
   }
   return out;
@@ -165,7 +184,7 @@ export function modelConfigFromPreset(preset: ModelPresetName, input: ModelConfi
   const p = MODEL_PRESETS[preset];
   const cfg = resolveModelConfig({ ...input, baseURL: input.baseURL ?? p.baseURL });
   if (p.requiresKey && cfg.apiKey === undefined) {
-    throw new ModelConfigError(`the ${preset} preset needs an API key: set MODEL_API_KEY or pass apiKey`);
+    throw new ModelConfigError(`the ${preset} preset needs an API key: set MODEL_API_KEY or pass apiKey`, "apiKey", "missing");
   }
   return cfg;
 }
@@ -215,7 +234,7 @@ export function modelConfigFromEnv(env: EnvSource = defaultEnv, overrides: Model
   const needsKey = p !== undefined ? p.requiresKey : cfg.baseURL === undefined;
   if (needsKey && cfg.apiKey === undefined) {
     const who = preset !== undefined ? `the ${preset} preset` : "the default OpenAI endpoint (no MODEL_URL set)";
-    throw new ModelConfigError(`${who} needs an API key: set MODEL_API_KEY or pass apiKey`);
+    throw new ModelConfigError(`${who} needs an API key: set MODEL_API_KEY or pass apiKey`, "apiKey", "missing");
   }
   return cfg;
 }

@@ -61,9 +61,13 @@ describe("compiled binary", () => {
     expect(v).toEqual({ status: 0, stdout: `agentcore ${pkg.version}\n`, stderr: "" });
     const h = run(["--help"]);
     expect(h.status).toBe(0);
-    for (const word of ["tools", "execute", "run", "--root", "--max-input-bytes", "--max-depth", "Exit status", "AGENTCORE_LOG_LEVEL"]) {
+    for (const word of ["tools", "execute", "run", "agentcore COMMAND --help", "AGENTCORE_LOG_LEVEL"]) {
       expect(h.stdout).toContain(word);
     }
+    // the flags are in each command's own help
+    const e = run(["execute", "--help"]);
+    expect(e.status).toBe(0);
+    for (const word of ["--root", "--max-input-bytes", "--max-depth", "Exit status"]) expect(e.stdout).toContain(word);
   });
 
   test("usage errors exit 2 with a hint on stderr and nothing on stdout", () => {
@@ -71,7 +75,8 @@ describe("compiled binary", () => {
       const r = run(args);
       expect(r.status).toBe(2);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toContain("agentcore --help");
+      // the hint names the command's own help (the overview when there is no command)
+      expect(r.stderr).toMatch(/\nRun 'agentcore( [a-z]+)? --help' for usage\.\n$/);
     }
   });
 

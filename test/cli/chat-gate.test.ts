@@ -202,9 +202,11 @@ describe("the CLI flags", () => {
   });
 
   test("--help lists both flags", () => {
-    const r = cli(["--help"]);
-    expect(r.stdout).toContain("--approve-all");
-    expect(r.stdout).toContain("--no-plan");
+    for (const command of ["agent", "chat"]) {
+      const r = cli([command, "--help"]);
+      expect(r.stdout).toContain("--approve-all");
+      expect(r.stdout).toContain("--no-plan");
+    }
   });
 
   test("agent --no-plan does not offer update_plan; by default plan events show in --events jsonl", () => {

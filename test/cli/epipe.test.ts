@@ -135,7 +135,7 @@ describe("stdout closed early: quiet exit 141", () => {
 });
 
 test("--help and README document exit status 141", () => {
-  expect(cli(work, "--help").stdout).toContain("141  stdout's reader went away");
+  for (const c of ["tools", "execute", "run", "agent"]) expect(cli(work, c, "--help").stdout).toContain("141  stdout's reader went away");
   const readme = fs.readFileSync(path.join(import.meta.dir, "../../README.md"), "utf8");
   expect(readme).toContain("141 (128 +\nSIGPIPE");
 });

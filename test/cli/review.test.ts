@@ -190,8 +190,9 @@ describe("tools --history", () => {
     const r = run(["tools", "--history", "h.jsonl"]);
     expect(r.status).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain("agentcore: --history applies to execute, run, agent, chat and mcp\n");
-    expect(run(["--help"]).stdout).toContain("--history FILE         execute, run, agent, chat, mcp:");
+    expect(r.stderr).toContain("agentcore tools: --history applies to 'execute', 'run', 'agent', 'chat', 'history' and 'mcp' only, not to 'tools'\n");
+    for (const c of ["execute", "run", "agent", "chat", "mcp"]) expect(run([c, "--help"]).stdout).toContain("--history FILE");
+    expect(run(["tools", "--help"]).stdout).not.toContain("--history");
   });
 });
 

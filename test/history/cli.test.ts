@@ -179,7 +179,8 @@ describe("agentcore history (through src/cli/main.ts)", () => {
   test("--help mentions the history command", async () => {
     const r = await cli(["--help"]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain("agentcore history --file FILE");
+    expect(r.stdout).toContain("  history   read an execution history log");
+    expect((await cli(["run", "--help"])).stdout).toContain("read it with 'agentcore history')");
   });
 });
 

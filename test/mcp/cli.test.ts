@@ -352,14 +352,17 @@ describe("usage", () => {
   test("--help documents the mcp command and the mcpServers key", async () => {
     const r = await cli(["--help"]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain("agentcore mcp                     serve the registered tools to an MCP client over stdio");
-    expect(r.stdout).toContain("mcpServers");
+    expect(r.stdout).toContain("  mcp       serve the registered tools to an MCP client over stdio");
+    const m = await cli(["mcp", "--help"]);
+    expect(m.status).toBe(0);
+    expect(m.stdout).toContain("Usage: agentcore mcp [options]");
+    expect(m.stdout).toContain("mcpServers");
   });
 
   test("mcp takes no arguments", async () => {
     const r = await cli(["mcp", "serve"]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain("agentcore: mcp takes no arguments, got 'serve'");
+    expect(r.stderr).toBe("agentcore mcp: unexpected argument 'serve': mcp takes no arguments\nRun 'agentcore mcp --help' for usage.\n");
   });
 });
 

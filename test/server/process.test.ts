@@ -271,11 +271,11 @@ describe("agentcore serve (child process)", () => {
     dirs.push(dir);
     const run = (args: string[]) => Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), ...args], { env: { PATH: process.env.PATH ?? "", HOME: dir } });
     for (const [args, msg] of [
-      [["--port", "http"], "--port needs an integer"],
+      [["--port", "http"], "--port expects an integer, got 'http'"],
       [["--port", "70000"], "--port must be between 0 and 65535"],
       [["--unix", "/tmp/x.sock", "--port", "1"], "--unix replaces --host and --port"],
       [["--on-shutdown", "later"], "--on-shutdown must be abort or finish"],
-      [["--bogus"], "Unknown option"],
+      [["--bogus"], "unknown option --bogus"],
       [["--root", "/nonexistent-dir-xyz"], "not a folder"],
       [["--allow-origin", "evil"], "not an http(s) origin"],
       [["--allow-host", "two words"], "is not a host name"],
@@ -311,6 +311,6 @@ describe("agentcore serve (child process)", () => {
     expect(h.exitCode).toBe(0);
     expect(h.stdout.toString()).toContain("--on-shutdown abort|finish");
     const top = Bun.spawnSync([process.execPath, MAIN, "--help"]);
-    expect(top.stdout.toString()).toContain("agentcore serve");
+    expect(top.stdout.toString()).toContain("  serve     run the local API daemon");
   }, 60_000);
 });

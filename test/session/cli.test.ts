@@ -106,7 +106,7 @@ describe("agentcore agent --session / sessions", () => {
     r = cli(dir, "agent", "--session", "demo", "--script", s, "t");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(file);
-    expect(cli(dir, "--help").stdout).toContain("agentcore sessions list|show|tree|fork|rollback|retry");
+    expect(cli(dir, "--help").stdout).toContain("  sessions  read, branch and recover durable sessions");
     expect(cli(dir, "sessions", "--help").stdout).toContain("agentcore agent --session ID --branch BRANCH \"TASK\"");
   }, 60_000);
 });

@@ -139,11 +139,11 @@ describe("agentcore skills list (source)", () => {
     expect(h.status).toBe(0);
     expect(h.stdout).toContain("agentcore skills list [--json] [--dir DIR]");
     const main = await cli(["--help"]);
-    expect(main.stdout).toContain("agentcore skills list");
-    expect(main.stdout).toContain("--skills DIR");
+    expect(main.stdout).toContain("  skills    list the skills a task can activate with $name");
+    expect((await cli(["agent", "--help"])).stdout).toContain("--skills DIR");
     const t = await cli(["tools", "--skills", "examples/skills"]);
     expect(t.status).toBe(2);
-    expect(t.stderr).toContain("--skills applies to 'agent' and 'chat' only");
+    expect(t.stderr).toContain("--skills applies to 'agent', 'chat' and 'serve' only, not to 'tools'");
   });
 });
 

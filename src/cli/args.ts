@@ -1,0 +1,567 @@
+/**
+ * Command-line arguments: one option table per command, a strict parser that
+ * refuses what a command does not take (naming the nearest flag it does
+ * take), usage errors that point at the command's own `--help`, and that help
+ * rendered from the same table.
+ *
+ * Adding a flag to a command is one line in its table here (type, value
+ * placeholder, help text with its default); the parser, `--help` and the
+ * "applies to …" and "did you mean" messages follow from it. The tables are
+ * plain data, so `main.ts` can know every command's flags without loading the
+ * commands (serve pulls in the HTTP server, sessions the journal code).
+ *
+ * @module
+ */
+
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+
+/** One option of a command. */
+export interface OptionSpec {
+  readonly type: "string" | "boolean";
+  /** One-letter alias (`-h`). */
+  readonly short?: string;
+  /** May be given more than once (the values are collected). */
+  readonly multiple?: boolean;
+  /** Placeholder of the value in the help (`N`, `FILE`). */
+  readonly arg?: string;
+  /** Help text, default included; `\n` starts a continuation line. */
+  readonly help: string;
+  /** Heading the option is listed under in the help (default "Options"). */
+  readonly section?: string;
+}
+
+export type OptionTable = Readonly<Record<string, OptionSpec>>;
+
+/** The parsed values of a table: strings, booleans, or string lists for `multiple`. */
+export type OptionValues<T extends OptionTable> = {
+  -readonly [K in keyof T]?: T[K] extends { readonly type: "boolean" } ? boolean
+    : T[K] extends { readonly multiple: true } ? string[]
+    : string;
+};
+
+/** What `agentcore CMD --help` shows, besides the options. */
+export interface CommandSpec {
+  /** `agent`, or `sessions show` for a subcommand. */
+  readonly name: string;
+  /** One line for the overview (`agentcore --help`). */
+  readonly summary: string;
+  /** Usage lines after `agentcore `, e.g. `agent [options] "TASK"`. */
+  readonly usage: readonly string[];
+  /** Paragraphs between the usage and the options. */
+  readonly description?: string;
+  readonly options: OptionTable;
+  readonly examples?: readonly string[];
+  /** Exit status lines (`0  …`). */
+  readonly exit?: readonly string[];
+  /** Text after everything else (environment, output format). */
+  readonly notes?: string;
+}
+
+/**
+ * A usage problem (a flag the command does not take, a missing or bad value,
+ * a missing argument, an unknown command): printed with a pointer to the
+ * command's help, exit status 2. Every other error is printed without it.
+ */
+export class UsageError extends Error {
+  override name = "UsageError";
+  /** The command whose help the hint names (`agent`, `sessions show`); empty for the overview. */
+  readonly command: string;
+  constructor(message: string, command = "") {
+    super(message);
+    this.command = command;
+  }
+}
+
+/** The stderr text of a usage error: the message, then where to read the usage. */
+export function usageText(message: string, command = ""): string {
+  const who = command === "" ? "agentcore" : `agentcore ${command}`;
+  return `${who}: ${message}\nRun '${who} --help' for usage.\n`;
+}
+
+// ---------------------------------------------------------------- suggestions
+
+/**
+ * Optimal-string-alignment distance (Levenshtein plus adjacent
+ * transpositions, so `scirpt` is one edit from `script`). Written out rather
+ * than taken from a package: it is twenty lines, runs on a handful of short
+ * words, and the CLI loads nothing it does not need at start-up.
+ */
+export function editDistance(a: string, b: string): number {
+  const m = a.length;
+  const n = b.length;
+  const d: number[][] = Array.from({ length: m + 1 }, (_, i) => {
+    const row = new Array<number>(n + 1).fill(0);
+    row[0] = i;
+    return row;
+  });
+  for (let j = 0; j <= n; j++) d[0]![j] = j;
+  for (let i = 1; i <= m; i++) {
+    for (let j = 1; j <= n; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[m]![n]!;
+}
+
+/**
+ * The candidate nearest to `word`, when it is near enough to be a typo: at
+ * most one edit for words of up to 4 characters, two up to 8, three beyond
+ * (so `--js` does not suggest `--root`). Case is ignored; ties go to the
+ * first candidate (the tables list the common flags first).
+ */
+export function nearest(word: string, candidates: Iterable<string>): string | undefined {
+  const w = word.toLowerCase();
+  const limit = w.length <= 4 ? 1 : w.length <= 8 ? 2 : 3;
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const c of candidates) {
+    const dist = editDistance(w, c.toLowerCase());
+    if (dist < bestD) {
+      best = c;
+      bestD = dist;
+    }
+  }
+  return bestD <= limit ? best : undefined;
+}
+
+/** `'a'`, `'a' and 'b'`, `'a', 'b' and 'c'`. */
+function quotedList(items: readonly string[]): string {
+  const q = items.map((x) => `'${x}'`);
+  return q.length <= 1 ? q.join("") : `${q.slice(0, -1).join(", ")} and ${q[q.length - 1]}`;
+}
+
+/** An argument as it can be shown in one line of a message (control characters as \xNN, clipped). */
+export function shown(text: string): string {
+  // deno-lint-ignore no-control-regex
+  const safe = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return safe.length > 60 ? `${safe.slice(0, 59)}…` : safe;
+}
+
+// ---------------------------------------------------------------- parsing
+
+/**
+ * Parse `argv` against `table` for `command`. Long options as `--name VALUE`
+ * or `--name=VALUE`, short ones as `-h`; `--` ends the options; `-` alone is
+ * an argument (stdin). A string option takes the next argument as its value
+ * unless that is an option itself (`--model --json`); give such a value as
+ * `--model=--json`. Throws {@link UsageError} naming the command.
+ */
+export function parseCommandLine<T extends OptionTable>(
+  command: string,
+  table: T,
+  argv: readonly string[],
+): { values: OptionValues<T>; positionals: string[] } {
+  const values: Record<string, string | boolean | string[]> = {};
+  const positionals: string[] = [];
+  const shorts = new Map<string, string>();
+  for (const [name, spec] of Object.entries(table)) if (spec.short !== undefined) shorts.set(spec.short, name);
+  const set = (name: string, value: string | boolean) => {
+    const spec = table[name]!;
+    // given twice: the last one wins, as with node:util parseArgs before (an alias can be overridden)
+    if (spec.multiple) ((values[name] ??= []) as string[]).push(value as string);
+    else values[name] = value;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (a === "-" || !a.startsWith("-")) {
+      positionals.push(a);
+      continue;
+    }
+    let name: string;
+    let inline: string | undefined;
+    if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      name = eq === -1 ? a.slice(2) : a.slice(2, eq);
+      inline = eq === -1 ? undefined : a.slice(eq + 1);
+    } else {
+      const long = a.length === 2 ? shorts.get(a[1]!) : undefined;
+      if (long === undefined) throw new UsageError(unknownOption(command, table, a), command);
+      name = long;
+    }
+    const spec = Object.hasOwn(table, name) ? table[name] : undefined;
+    if (spec === undefined) throw new UsageError(unknownOption(command, table, `--${name}`), command);
+    if (spec.type === "boolean") {
+      if (inline !== undefined) throw new UsageError(`option --${name} takes no value, got '${shown(inline)}'`, command);
+      set(name, true);
+      continue;
+    }
+    let value = inline;
+    if (value === undefined) {
+      const next = argv[i + 1];
+      if (next === undefined || (next !== "-" && next.startsWith("-") && looksLikeOption(next, shorts))) {
+        throw new UsageError(`option --${name} needs a value${spec.arg !== undefined ? ` (--${name} ${spec.arg})` : ""}`, command);
+      }
+      value = next;
+      i++;
+    }
+    set(name, value);
+  }
+  return { values: values as OptionValues<T>, positionals };
+}
+
+/** `--x`, or a one-letter flag: not a value (`-5` or `-be terse` are values). */
+function looksLikeOption(arg: string, shorts: Map<string, string>): boolean {
+  return arg.startsWith("--") || (arg.length === 2 && (shorts.has(arg[1]!) || /[a-zA-Z]/.test(arg[1]!)));
+}
+
+/** The message for an option `command` does not take: where it applies, or the nearest one it takes. */
+function unknownOption(command: string, table: OptionTable, arg: string): string {
+  const name = arg.startsWith("--") ? arg.slice(2) : "";
+  const label = command === "" ? "agentcore" : `'${command}'`;
+  if (name !== "") {
+    // within sessions, its subcommands are told apart; elsewhere 'sessions' stands for them all
+    const inSessions = command.startsWith("sessions ");
+    const places = COMMAND_NAMES.flatMap((c) => (c === "sessions" && inSessions ? Object.keys(SESSIONS_SUBCOMMANDS).map((s) => `sessions ${s}`) : [c]));
+    const elsewhere = places.filter((c) => c !== command && Object.hasOwn(optionsOf(c), name));
+    if (elsewhere.length > 0 && elsewhere.length <= 6) return `${arg} applies to ${quotedList(elsewhere)} only, not to ${label}`;
+    if (elsewhere.length > 6) return `${arg} is not an option of ${label}`;
+  }
+  const guess = nearest(name !== "" ? name : arg.replace(/^-+/, ""), Object.keys(table));
+  return `unknown option ${shown(arg)}${guess !== undefined ? `; did you mean --${guess}?` : ""}`;
+}
+
+/**
+ * The first argument of `argv` that is neither an option nor the value of one
+ * of `table`'s options (a subcommand, a command word), and the others in order.
+ */
+export function firstWord(argv: readonly string[], table: OptionTable): { word: string | undefined; rest: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a.startsWith("-") && a !== "-") {
+      // an option of another command written before the word (`--max-depth 5 sessions list`):
+      // its value is not the word either; the command's parser then refuses the option
+      const name = a.slice(2);
+      if (a.startsWith("--") && !a.includes("=") && (Object.hasOwn(table, name) ? table[name]!.type === "string" : valueOptions().has(name))) i++;
+      continue;
+    }
+    return { word: a, rest: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { word: undefined, rest: [...argv] };
+}
+
+/** Check that a command line has between `min` and `max` arguments; `what` says which. */
+export function expectArguments(command: string, positionals: readonly string[], min: number, max: number, what: string): void {
+  if (positionals.length > max) {
+    const extra = positionals[max]!;
+    throw new UsageError(max === 0 ? `unexpected argument '${shown(extra)}': ${command} takes no arguments${what !== "" ? ` (${what})` : ""}` : `unexpected argument '${shown(extra)}': ${command} takes ${what}`, command);
+  }
+  if (positionals.length < min) throw new UsageError(`missing argument: ${command} needs ${what}`, command);
+}
+
+/** A flag's value as a whole number from `min` to `max`. Throws {@link UsageError}. */
+export function intOption(command: string, flag: string, raw: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(raw)) {
+    throw new UsageError(`${flag} expects ${min >= 1 ? "a positive integer" : "an integer"}, got '${shown(raw)}'`, command);
+  }
+  const n = Number(raw);
+  if (n < min || n > max) throw new UsageError(`${flag} must be between ${min} and ${max}, got ${raw}`, command);
+  return n;
+}
+
+// ---------------------------------------------------------------- help
+
+/** The `--help` text of a command: usage, description, options by section, examples, exit status. */
+export function renderHelp(spec: CommandSpec): string {
+  const lines: string[] = [];
+  spec.usage.forEach((u, i) => lines.push(`${i === 0 ? "Usage: " : "       "}agentcore ${u}`));
+  lines.push("");
+  if (spec.description !== undefined) lines.push(spec.description.trimEnd(), "");
+  const sections = new Map<string, [string, OptionSpec][]>();
+  for (const [name, o] of Object.entries(spec.options)) {
+    const s = o.section ?? "Options";
+    if (!sections.has(s)) sections.set(s, []);
+    sections.get(s)!.push([name, o]);
+  }
+  const heads = [...sections.values()].flat().map(([name, o]) => optionHead(name, o));
+  const width = Math.min(26, Math.max(...heads.map((h) => h.length)) + 2);
+  for (const [section, opts] of sections) {
+    lines.push(`${section}:`);
+    for (const [name, o] of opts) {
+      const head = optionHead(name, o);
+      const [first, ...more] = o.help.split("\n");
+      if (head.length + 2 > width) lines.push(`  ${head}`, `  ${" ".repeat(width)}${first}`);
+      else lines.push(`  ${head.padEnd(width)}${first}`);
+      for (const m of more) lines.push(`  ${" ".repeat(width)}${m}`);
+    }
+    lines.push("");
+  }
+  if (spec.examples !== undefined && spec.examples.length > 0) {
+    lines.push("Examples:", ...spec.examples.map((e) => `  ${e}`), "");
+  }
+  if (spec.exit !== undefined && spec.exit.length > 0) lines.push("Exit status:", ...spec.exit.flatMap((e) => e.split("\n").map((l) => `  ${l}`)), "");
+  if (spec.notes !== undefined) lines.push(spec.notes.trimEnd(), "");
+  return lines.join("\n").trimEnd() + "\n";
+}
+
+function optionHead(name: string, o: OptionSpec): string {
+  const short = o.short !== undefined ? `-${o.short}, ` : "";
+  return `${short}--${name}${o.type === "string" ? ` ${o.arg ?? "VALUE"}` : ""}`;
+}
+
+// ---------------------------------------------------------------- the tables
+
+const HELP_OPTION = { help: { type: "boolean", short: "h", help: "show this help" } } as const satisfies OptionTable;
+
+/** Where the tools work and how strict the input is: every command that makes a runtime. */
+const RUNTIME_OPTIONS = {
+  root: { type: "string", arg: "DIR", help: "folder the file tools are confined to (default: the config's root, else\nthe current directory)" },
+  config: {
+    type: "string",
+    arg: "FILE",
+    help: "JSONC settings file (default: AGENTCORE_CONFIG); flags override it: root, limits,\nhistory, policy, tools, skills_dir, mcpServers (their tools join as SERVER__TOOL)",
+  },
+  "max-input-bytes": { type: "string", arg: "N", help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})` },
+  "max-depth": { type: "string", arg: "N", help: `deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})` },
+  tools: {
+    type: "string",
+    arg: "LIST",
+    help: "enable workspace tools, comma-separated: list_dir, glob, grep, git_diff, write_file,\napply_patch, exec; 'read' = the four read-only ones, 'workspace' = all but exec\n(default: the config's \"tools\" section, else none; exec needs its \"tools.exec\" allowlist)",
+  },
+} as const satisfies OptionTable;
+
+const HISTORY_OPTION = {
+  history: { type: "string", arg: "FILE", help: "append every call to FILE, a JSONL audit log (read it with 'agentcore history')" },
+} as const satisfies OptionTable;
+
+/** The model, the session, the plan and the run limits: agent and chat. */
+const MODEL_OPTIONS = {
+  script: { type: "string", arg: "FILE", section: "Model", help: "play a scripted model (JSONL, one turn per line); no network" },
+  preset: { type: "string", arg: "NAME", section: "Model", help: "openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)" },
+  model: { type: "string", arg: "NAME", section: "Model", help: "model name (default: CHAT_MODEL)" },
+  "model-url": { type: "string", arg: "URL", section: "Model", help: "OpenAI-compatible base URL (default: the --preset's, else MODEL_URL, else OpenAI)" },
+  system: { type: "string", arg: "TEXT", section: "Model", help: "system prompt" },
+  "max-steps": { type: "string", arg: "N", section: "Run", help: "model turns per run (default 20)" },
+  "max-run-tokens": { type: "string", arg: "N", section: "Run", help: "token budget of the run (default: none)" },
+  "approve-all": {
+    type: "boolean",
+    section: "Run",
+    help: "approve every tool call that would ask first, and say so on stderr (default: read-only\ntools run, side-effecting ones ask on the terminal, refused when stdin is not one)",
+  },
+  "no-plan": { type: "boolean", section: "Run", help: "do not offer the update_plan tool nor ask the model to plan first" },
+  skills: {
+    type: "string",
+    arg: "DIR",
+    section: "Run",
+    help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root\nwhen it exists); $name or skill:name in the task activates one",
+  },
+  session: { type: "string", arg: "ID", section: "Session", help: "record the run in session ID (a JSONL journal); its messages are restored first" },
+  branch: { type: "string", arg: "B", section: "Session", help: "the session branch to resume and record on (default main)" },
+  "sessions-dir": { type: "string", arg: "DIR", section: "Session", help: "journal directory (default: .agentcore/sessions under the root, created 0700)" },
+} as const satisfies OptionTable;
+
+export const TOOLS_OPTIONS = {
+  ...HELP_OPTION,
+  json: { type: "boolean", help: "print the list as JSON (name, description, effect, strict, parameters)" },
+  root: RUNTIME_OPTIONS.root,
+  config: RUNTIME_OPTIONS.config,
+  tools: RUNTIME_OPTIONS.tools,
+} as const satisfies OptionTable;
+
+export const EXECUTE_OPTIONS = { ...HELP_OPTION, ...RUNTIME_OPTIONS, ...HISTORY_OPTION } as const satisfies OptionTable;
+export const RUN_OPTIONS = EXECUTE_OPTIONS;
+export const MCP_OPTIONS = EXECUTE_OPTIONS;
+
+export const AGENT_OPTIONS = {
+  ...HELP_OPTION,
+  ...RUNTIME_OPTIONS,
+  ...HISTORY_OPTION,
+  ...MODEL_OPTIONS,
+  events: { type: "string", arg: "jsonl", section: "Run", help: "print every event as one JSON line on stdout, ending with agent_finished" },
+  "context-window": {
+    type: "string",
+    arg: "N",
+    section: "Run",
+    help: "the model's context window in tokens (at least 1024; default: no automatic compaction):\na quarter is kept free, and when the history outgrows the rest (or the server reports an\noverflow) the model summarises every turn but the latest",
+  },
+  continue: { type: "boolean", section: "Session", help: "continue the session's last run instead of a new task (no TASK)" },
+} as const satisfies OptionTable;
+
+export const CHAT_OPTIONS = {
+  ...HELP_OPTION,
+  ...RUNTIME_OPTIONS,
+  ...HISTORY_OPTION,
+  ...MODEL_OPTIONS,
+  "context-window": AGENT_OPTIONS["context-window"],
+} as const satisfies OptionTable;
+
+export const HISTORY_OPTIONS = {
+  ...HELP_OPTION,
+  file: { type: "string", arg: "FILE", help: "the history log (default: --history FILE, else the config's \"history\")" },
+  history: { type: "string", arg: "FILE", help: "the same as --file" },
+  config: { type: "string", arg: "FILE", help: "JSONC settings file whose \"history\" names the log (default: AGENTCORE_CONFIG)" },
+  tool: { type: "string", arg: "T", help: "only calls of tool T" },
+  since: { type: "string", arg: "WHEN", help: "only calls at or after WHEN: an ISO 8601 time (2026-11-30T08:00:00Z)\nor an age: 30s, 10m, 2h, 1d" },
+  failed: { type: "boolean", help: "only failed calls" },
+  json: { type: "boolean", help: "print the matching records as JSONL, as stored" },
+} as const satisfies OptionTable;
+
+export const SKILLS_OPTIONS = {
+  ...HELP_OPTION,
+  dir: { type: "string", arg: "DIR", help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root)" },
+  root: { type: "string", arg: "DIR", help: "the root the default folder is under (default: the config's root, else the current directory)" },
+  config: { type: "string", arg: "FILE", help: "JSONC settings file (its skills_dir and root; default: AGENTCORE_CONFIG)" },
+  json: { type: "boolean", help: "print {\"root\", \"skills\": [{\"name\", \"description\", \"path\", \"template\", \"sample\"}]}" },
+} as const satisfies OptionTable;
+
+/** Options every `sessions` subcommand takes. */
+const SESSIONS_COMMON = {
+  ...HELP_OPTION,
+  "sessions-dir": { type: "string", arg: "DIR", help: "journal directory (default: .agentcore/sessions under --root or the current directory)" },
+  root: { type: "string", arg: "DIR", help: "the root the default directory is under" },
+  json: { type: "boolean", help: "print JSON instead of text" },
+} as const satisfies OptionTable;
+
+/** Each `sessions` subcommand's options: one table per subcommand. */
+export const SESSIONS_SUBCOMMANDS = {
+  list: { ...SESSIONS_COMMON },
+  show: { ...SESSIONS_COMMON, branch: { type: "string", arg: "B", help: "the branch to show (default main)" } },
+  tree: { ...SESSIONS_COMMON },
+  fork: {
+    ...SESSIONS_COMMON,
+    from: { type: "string", arg: "RECORD", help: "the record to branch at: r7, a record id or its first characters (default: the head)" },
+    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
+    branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
+  },
+  rollback: {
+    ...SESSIONS_COMMON,
+    to: { type: "string", arg: "RECORD", help: "the record to roll back to (required): r7, a record id or its first characters" },
+    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
+    branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
+  },
+  retry: {
+    ...SESSIONS_COMMON,
+    run: { type: "string", arg: "RUN", help: "the run to retry (required): its id or first characters; the branch starts just before it" },
+    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
+    branch: { type: "string", arg: "B", help: "the branch to start from (default: the one the run was on, main when it was)" },
+  },
+  recover: {
+    ...SESSIONS_COMMON,
+    branch: { type: "string", arg: "B", help: "the branch whose unfinished runs are closed (default main)" },
+    force: { type: "boolean", help: "recover a run whose process is still alive (when that pid is not agentcore)" },
+  },
+  delete: {
+    ...SESSIONS_COMMON,
+    yes: { type: "boolean", help: "confirm: without it nothing is deleted" },
+    force: { type: "boolean", help: "delete even while a run is still going (when that pid is not agentcore)" },
+  },
+} as const satisfies Record<string, OptionTable>;
+
+/** The parsed values of any `sessions` subcommand (each takes a subset of these). */
+type SessionsTable = (typeof SESSIONS_SUBCOMMANDS)[keyof typeof SESSIONS_SUBCOMMANDS];
+type KeysOfUnion<T> = T extends unknown ? keyof T : never;
+type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U extends Readonly<Record<K, infer S>> ? S : never) : never;
+export type SessionsValues = { [K in KeysOfUnion<SessionsTable>]?: SessionsSpec<K> extends { readonly type: "boolean" } ? boolean : string };
+
+export const SERVE_OPTIONS = {
+  ...HELP_OPTION,
+  host: { type: "string", arg: "HOST", section: "Listening", help: "bind address (default 127.0.0.1); anything but loopback prints a warning" },
+  port: { type: "string", arg: "N", section: "Listening", help: "TCP port (default 8787; 0 picks a free one, the printed URL tells which)" },
+  unix: { type: "string", arg: "PATH", section: "Listening", help: "listen on a Unix socket (mode 0600) instead of TCP" },
+  "allow-origin": { type: "string", arg: "ORIGIN", multiple: true, section: "Listening", help: "accept this browser Origin (repeatable; default: none)" },
+  "allow-host": {
+    type: "string",
+    arg: "NAME[:PORT]",
+    multiple: true,
+    section: "Listening",
+    help: "accept this Host header besides loopback names (repeatable; without a port:\nwith the daemon's port)",
+  },
+  "state-dir": {
+    type: "string",
+    arg: "DIR",
+    section: "Files",
+    help: "where the token files go (default $XDG_STATE_HOME/agentcore or\n~/.local/state/agentcore, created 0700)",
+  },
+  root: { type: "string", arg: "DIR", section: "Files", help: "folder the file tools are confined to (default: the current directory)" },
+  "sessions-dir": { type: "string", arg: "DIR", section: "Files", help: "session journals (default .agentcore/sessions under the root)" },
+  config: {
+    type: "string",
+    arg: "FILE",
+    section: "Files",
+    help: "JSONC settings (root, limits, history, policy, tools, mcpServers; default: AGENTCORE_CONFIG);\n\"require_approval\" rules wait for POST /v1/approvals/{id}; \"mcpServers\" are connected at start",
+  },
+  skills: {
+    type: "string",
+    arg: "DIR",
+    section: "Files",
+    help: "skills runs can activate with $name (default: the config's skills_dir, else\n.agentcore/skills under the root when it exists)",
+  },
+  tools: {
+    type: "string",
+    arg: "LIST",
+    section: "Files",
+    help: "enable workspace tools (as for agentcore agent: read, workspace, list_dir,\nglob, grep, git_diff, write_file, apply_patch, exec)",
+  },
+  // 1048576: DEFAULT_MAX_BODY_BYTES of src/server/body.ts (not imported: it loads the JSON core)
+  "max-body-bytes": { type: "string", arg: "N", section: "Limits", help: "largest request body (default 1048576)" },
+  "max-concurrent": {
+    type: "string",
+    arg: "N",
+    section: "Limits",
+    help: "requests handled at once before 503 (default 256; health, the approval\nroutes and abort have their own reserve and still get through)",
+  },
+  "max-active-runs": { type: "string", arg: "N", section: "Limits", help: "agent runs active at once before 503 (default 16)" },
+  "request-timeout-ms": { type: "string", arg: "N", section: "Limits", help: "deadline of a request (not of run streams; default 30000)" },
+  "approval-timeout-ms": {
+    type: "string",
+    arg: "N",
+    section: "Limits",
+    help: "pending approvals are denied after this (default: the config's\npolicy.approval_timeout_ms, else 300000)",
+  },
+  "heartbeat-ms": { type: "string", arg: "N", section: "Limits", help: "SSE heartbeat period (default 15000, at most 240000)" },
+  "max-input-bytes": { type: "string", arg: "N", section: "Limits", help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})` },
+  "max-depth": { type: "string", arg: "N", section: "Limits", help: `deepest accepted nesting in a call (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})` },
+  "access-log": {
+    type: "boolean",
+    section: "Logs",
+    help: "one line per request on stderr when its answer starts: method, path (without\nthe query string), status, duration in ms; never a header, the token or a body.\nAlso on with AGENTCORE_LOG_LEVEL=info, debug or trace",
+  },
+  "on-shutdown": { type: "string", arg: "abort|finish", section: "Shutdown", help: "abort active runs at once (default), or let them finish" },
+  "shutdown-grace-ms": {
+    type: "string",
+    arg: "N",
+    section: "Shutdown",
+    help: "with finish: abort what is still running after this (default 30000);\na second signal aborts them at once",
+  },
+} as const satisfies OptionTable;
+
+/** The commands, in the overview's order, with their one-line summary and their options. */
+export const COMMANDS = {
+  tools: { summary: "list the registered tools", options: TOOLS_OPTIONS },
+  execute: { summary: "dispatch one tool call and print its envelope", options: EXECUTE_OPTIONS },
+  run: { summary: "dispatch one call per JSONL line, in order", options: RUN_OPTIONS },
+  agent: { summary: "run an agent on a task with the built-in tools", options: AGENT_OPTIONS },
+  chat: { summary: "the interactive agent: a REPL with streamed answers and approvals", options: CHAT_OPTIONS },
+  sessions: { summary: "read, branch and recover durable sessions", options: null },
+  serve: { summary: "run the local API daemon (HTTP, JSON and SSE on 127.0.0.1:8787)", options: SERVE_OPTIONS },
+  skills: { summary: "list the skills a task can activate with $name", options: SKILLS_OPTIONS },
+  history: { summary: "read an execution history log", options: HISTORY_OPTIONS },
+  mcp: { summary: "serve the registered tools to an MCP client over stdio", options: MCP_OPTIONS },
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+
+/** The options of a command (`sessions` and `sessions show` included); empty for an unknown one. */
+export function optionsOf(command: string): OptionTable {
+  if (command.startsWith("sessions")) {
+    const sub = command.slice("sessions ".length);
+    if (Object.hasOwn(SESSIONS_SUBCOMMANDS, sub)) return SESSIONS_SUBCOMMANDS[sub as keyof typeof SESSIONS_SUBCOMMANDS];
+    return Object.assign({}, ...Object.values(SESSIONS_SUBCOMMANDS)) as OptionTable;
+  }
+  return Object.hasOwn(COMMANDS, command) ? (COMMANDS[command as CommandName].options ?? {}) : {};
+}
+
+/** Long options that take a value in some command (so the word after them is not a command). */
+export function valueOptions(): Set<string> {
+  const out = new Set<string>();
+  for (const c of COMMAND_NAMES) for (const [name, o] of Object.entries(optionsOf(c))) if (o.type === "string") out.add(name);
+  return out;
+}
