@@ -2,31 +2,54 @@
  * `agentcore sessions …`: read and branch durable agent sessions (JSONL
  * journals in `--sessions-dir`, default `.agentcore/sessions` under the root).
  *
- *   list | show ID [--branch B] | tree ID | fork ID [--from RECORD] [--name B]
- *   | rollback ID --to RECORD [--name B] | retry ID --run RUN [--name B]
- *   | recover ID [--branch B] [--force]
+ *   list | show ID [--branch B] | tree ID | fork ID [--from RECORD] [--name B] [--branch B]
+ *   | rollback ID --to RECORD [--name B] [--branch B] | retry ID --run RUN [--name B] [--branch B]
+ *   | recover ID [--branch B] [--force] | delete ID --yes [--force]
+ *
+ * A RECORD is its revision as `r7`, its id, or a unique prefix of the id (at
+ * least 4 characters); a RUN its id or a unique prefix (src/session/manage.ts).
  *
  * Readable by default, JSON with `--json`. Usage and journal errors exit 2
  * (journal errors without the usage hint).
  *
  * @module
  */
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { repairMessage } from "../session/journal.ts";
-import { emptySession, type SessionBranch, type SessionCheckout, SessionError, sessionMessages } from "../session/types.ts";
+import {
+  branchHeads,
+  branchPointProblem,
+  deleteSession,
+  liveRunMarks,
+  requireRecords,
+  resolveRecordRef,
+  resolveRunRef,
+  revisionRef,
+  sessionActivity,
+  shellWord,
+  sourceBranchFor,
+} from "../session/manage.ts";
+import { emptySession, type SessionBranch, type SessionCheckout, SessionConflictError, SessionError, type SessionRecord, SessionValidationError, sessionMessages } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 
 export const SESSIONS_HELP = `Usage:
-  agentcore sessions list                               the sessions in the directory
+  agentcore sessions list                               the sessions, the most recently active first, with the
+                                                        time of their last record (local time; --json: ISO UTC)
   agentcore sessions show ID [--branch B]               runs and messages of a branch (default main)
   agentcore sessions tree ID                            branches and every record (revision, id, parent, branch, type)
-  agentcore sessions fork ID [--from RECORD] [--name B] new branch at RECORD (default: the head of main)
+  agentcore sessions fork ID [--from RECORD] [--name B] new branch at RECORD (default: the head of main, or of
+                                                        --branch B)
   agentcore sessions rollback ID --to RECORD [--name B] new branch at RECORD (main is never rewritten)
   agentcore sessions retry ID --run RUN [--name B]      new branch just before run RUN; prints the branch and the
                                                         task. Run it with:
                                                         agentcore agent --session ID --branch BRANCH "TASK"
+  agentcore sessions delete ID --yes [--force]          delete the session for good: its journal, lock and run
+                                                        marks; without --yes nothing is deleted. A run still going
+                                                        is refused; --force deletes anyway (when that pid is not
+                                                        agentcore)
   agentcore sessions recover ID [--branch B] [--force]  close the runs a crash left unfinished on branch B (default
                                                         main): each gets a run_finished record (cancelled /
                                                         external_abort, "run interrupted"), and tool calls it left
@@ -34,6 +57,10 @@ export const SESSIONS_HELP = `Usage:
                                                         branch. A run whose process is still alive is refused;
                                                         --force recovers it anyway (when that pid is not agentcore),
                                                         and frees the branch from a claim that pid holds
+RECORD is a revision as 'sessions tree' shows it (r7), a record id, or a unique prefix of one (at least
+4 characters); RUN is a run id or a unique prefix ('sessions show' lists the runs). fork, rollback and retry
+start from the branch that holds RECORD or RUN (main when it does; --branch B to insist on B).
+
 Options:
   --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory;
                        a .agentcore/ that agentcore creates gets a .gitignore holding *)
@@ -78,6 +105,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         to: { type: "string" },
         run: { type: "string" },
         force: { type: "boolean" },
+        yes: { type: "boolean" },
         "sessions-dir": { type: "string" },
         root: { type: "string" },
       },
@@ -92,12 +120,21 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     return 0;
   }
   const [sub, id, ...extra] = positionals;
-  if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback, retry or recover");
+  if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback, retry, recover or delete");
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
-  const allowed: Record<string, string[]> = { list: [], show: ["branch"], tree: [], fork: ["from", "name"], rollback: ["to", "name"], retry: ["run", "name"], recover: ["branch", "force"] };
-  const opts = allowed[sub];
+  const allowed: Record<string, string[]> = {
+    list: [],
+    show: ["branch"],
+    tree: [],
+    fork: ["from", "name", "branch"],
+    rollback: ["to", "name", "branch"],
+    retry: ["run", "name", "branch"],
+    recover: ["branch", "force"],
+    delete: ["yes", "force"],
+  };
+  const opts = Object.hasOwn(allowed, sub) ? allowed[sub] : undefined;
   if (opts === undefined) return fail(`unknown subcommand '${sub}'`);
-  for (const k of ["branch", "from", "name", "to", "run", "force"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
+  for (const k of ["branch", "from", "name", "to", "run", "force", "yes"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
   if (sub === "list" ? id !== undefined : id === undefined) return fail(sub === "list" ? `list takes no arguments, got '${id}'` : `${sub} needs the session id`);
   // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
   const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);
@@ -108,6 +145,11 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     else for (const l of text) out.line(l);
     out.flush();
   };
+  // The same directory options again, so a printed command works as it is.
+  const dirArgs = [
+    ...(v["sessions-dir"] !== undefined ? ["--sessions-dir", shellWord(v["sessions-dir"])] : []),
+    ...(v.root !== undefined ? ["--root", shellWord(v.root)] : []),
+  ].map((a) => ` ${a}`).join("");
   try {
     switch (sub) {
       case "list": {
@@ -119,9 +161,12 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
           const branches = await storage.listBranches(s);
           const records = await storage.records(s);
           const main = await storage.load(s);
-          rows.push({ session_id: s, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0 });
+          const { last_activity } = sessionActivity(storage, s, records);
+          rows.push({ session_id: s, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0, last_activity });
         }
-        emit(rows, rows.length === 0 ? ["no sessions"] : rows.map((r) => `${r.session_id}  records ${r.records}  runs ${r.runs}  branches ${r.branches.join(", ")}`));
+        // the most recently active first (a session with no known time last), then by id
+        rows.sort((a, b) => (b.last_activity ?? "").localeCompare(a.last_activity ?? "") || a.session_id.localeCompare(b.session_id));
+        emit(rows, rows.length === 0 ? ["no sessions"] : rows.map((r) => `${localTime(r.last_activity)}  ${visible(r.session_id)}  records ${r.records}  runs ${r.runs}  branches ${r.branches.map(visible).join(", ")}`));
         return 0;
       }
       case "show": {
@@ -133,10 +178,13 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         if (c === null && branch === "main" && (await storage.exists(id!))) {
           c = { session: emptySession(id!, null), branch: { branch_id: "main", head_id: null, created_revision: 0, base_record_id: null, source_branch_id: null, intent: null }, head: null };
         }
-        if (c === null) return fail(`no session '${id}' with branch '${branch}' in ${storage.dir}`);
+        if (c === null) {
+          const records = await requireRecords(storage, id!);
+          return journalError(`session '${id}' has no branch '${branch}' (${branchList(records)})`);
+        }
         const messages = sessionMessages(c.session);
         const text = [
-          `session ${id}  branch ${branch}  agent ${c.session.agent_id ?? "-"}  head ${c.head?.record_id ?? "-"} (revision ${c.head?.revision ?? 0})`,
+          `session ${visible(id!)}  branch ${visible(branch)}  agent ${c.session.agent_id ?? "-"}  head ${c.head?.record_id ?? "-"} (${c.head ? revisionRef(c.head.revision) : "no records"})`,
           `runs (${c.session.runs.length}):`,
           ...c.session.runs.map((r) => `  ${r.run_id}  ${r.intent}  ${r.result === null ? "unfinished" : `${r.result.status} (${r.result.stop_reason})`}${r.task !== null ? `  ${JSON.stringify(clip(r.task, 80))}` : ""}`),
           `messages (${messages.length}):`,
@@ -149,17 +197,16 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         return 0;
       }
       case "tree": {
-        const records = await storage.records(id!);
-        if (records.length === 0) return fail(`no session '${id}' in ${storage.dir}`);
+        const records = await requireRecords(storage, id!);
         const branches = await storage.listBranches(id!);
         const text = [
           "branches:",
-          ...branches.map((b) => `  ${b.branch_id}${b.intent ? `  (${b.intent} of ${b.source_branch_id} at ${b.base_record_id ?? "the start"})` : ""}  head ${b.head_id}`),
-          "records:",
+          ...branches.map((b) => `  ${visible(b.branch_id)}${b.intent ? `  (${b.intent} of ${visible(b.source_branch_id ?? "-")} at ${b.base_record_id ?? "the start"})` : ""}  head ${b.head_id}`),
+          "records (revision, id, parent, branch, type; give a record as r7, or its id or first characters):",
           ...records.map((r) => {
             const run = typeof r.data.run_id === "string" ? `  run ${r.data.run_id}` : "";
             const task = r.type === "run_started" ? `  ${JSON.stringify(clip(String(r.data.task), 60))}` : "";
-            return `  ${String(r.revision).padStart(4)}  ${r.record_id}  parent ${r.parent_id ?? "-"}  ${r.branch_id}  ${r.type}${run}${task}`;
+            return `  ${revisionRef(r.revision).padStart(5)}  ${r.record_id}  parent ${r.parent_id ?? "-"}  ${visible(r.branch_id)}  ${r.type}${run}${task}`;
           }),
         ];
         emit({ session_id: id, branches, records }, text);
@@ -167,11 +214,38 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "fork":
       case "rollback": {
-        if (sub === "rollback" && v.to === undefined) return fail("rollback needs --to RECORD");
+        if (sub === "rollback" && v.to === undefined) return fail("rollback needs --to RECORD: a revision such as r7, or a record id or its first characters (agentcore sessions tree ID shows them)");
+        const records = await requireRecords(storage, id!);
+        const ref = sub === "fork" ? v.from : v.to;
+        const heads = branchHeads(records);
+        if (v.branch !== undefined && !heads.has(v.branch)) return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
+        let source = v.branch ?? "main";
+        let base: SessionRecord;
+        if (ref !== undefined) {
+          base = resolveRecordRef(records, ref, id!);
+          const from = sourceBranchFor(records, base, v.branch);
+          if (from === null) {
+            return journalError(`record ${revisionRef(base.revision)} is not on branch '${v.branch}' (it was written on '${base.branch_id}'): leave out --branch to start from '${base.branch_id}', or choose a record of '${v.branch}' (agentcore sessions tree ${shellWord(id!)}${dirArgs})`);
+          }
+          source = from;
+        } else {
+          const head = heads.get(source);
+          if (head === undefined) return journalError(`session '${id}' has no branch '${source}' (${branchList(records)})`);
+          base = head;
+        }
+        const taken = nameTaken(records, v.name, id!, dirArgs);
+        if (taken !== null) return journalError(taken);
+        const live = new Map(liveRunMarks(storage, id!).map((m) => [m.runId, m.pid] as const));
+        const problem = branchPointProblem(records, base, source, id!, live);
+        if (problem !== null) return journalError(`cannot ${sub} session '${id}' at ${revisionRef(base.revision)}: ${problem}`);
         const c: SessionCheckout = sub === "fork"
-          ? await storage.fork(id!, { fromRecordId: v.from, branchId: v.name })
-          : await storage.rollback(id!, v.to!, { branchId: v.name });
-        emit(branchJson(c.branch, c), [`branch ${c.branch.branch_id} created at ${c.branch.base_record_id} (${c.branch.intent} of ${c.branch.source_branch_id})`]);
+          ? await storage.fork(id!, { fromRecordId: base.record_id, branchId: v.name, sourceBranch: source })
+          : await storage.rollback(id!, base.record_id, { branchId: v.name, sourceBranch: source });
+        const b = c.branch.branch_id;
+        emit(branchJson(c.branch, c), [
+          `branch ${visible(b)} created at ${c.branch.base_record_id} (${revisionRef(base.revision)}; ${c.branch.intent} of ${visible(c.branch.source_branch_id ?? source)})`,
+          `work on it: agentcore agent --session ${shellWord(id!)} --branch ${shellWord(b)}${dirArgs} "TASK"`,
+        ]);
         return 0;
       }
       case "recover": {
@@ -188,23 +262,102 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         return 0;
       }
       case "retry": {
-        if (v.run === undefined) return fail("retry needs --run RUN");
-        const r = await storage.prepareRetry(id!, v.run, { branchId: v.name });
+        if (v.run === undefined) return fail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
+        const records = await requireRecords(storage, id!);
+        const runId = resolveRunRef(records, v.run, id!);
+        const started = records.find((r) => r.type === "run_started" && r.data.run_id === runId);
+        if (started === undefined) {
+          // a --continue run has no task of its own: the task run it continued is the one to retry
+          const cont = records.find((r) => r.data.run_id === runId)!;
+          const task = [...recordsBefore(records, cont)].reverse().find((r) => r.type === "run_started");
+          const hint = task !== undefined ? `: retry the task run it continued: agentcore sessions retry ${shellWord(id!)} --run ${String(task.data.run_id)}${dirArgs}` : "";
+          return journalError(`run ${runId} continued an earlier run (agentcore agent --continue) and has no task of its own${hint}`);
+        }
+        if (v.branch !== undefined && !branchHeads(records).has(v.branch)) return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
+        const source = sourceBranchFor(records, started, v.branch);
+        if (source === null) {
+          return journalError(`run ${runId} was not run on branch '${v.branch}' (it was on '${started.branch_id}'): leave out --branch to retry it from '${started.branch_id}'`);
+        }
+        const taken = nameTaken(records, v.name, id!, dirArgs);
+        if (taken !== null) return journalError(taken);
+        const r = await storage.prepareRetry(id!, runId, { branchId: v.name, sourceBranch: source });
         const b = r.checkout.branch.branch_id;
-        const command = `agentcore agent --session ${shellQuote(id!)} --branch ${shellQuote(b)} ${shellQuote(r.task)}`;
+        const command = `agentcore agent --session ${shellQuote(id!)} --branch ${shellQuote(b)}${dirArgs} ${shellQuote(r.task)}`;
         emit({ ...branchJson(r.checkout.branch, r.checkout), task: r.task, retried_run_id: r.retried_run_id, command }, [`branch ${b}`, `task ${r.task}`, `run it: ${command}`]);
+        return 0;
+      }
+      case "delete": {
+        if (!fs.existsSync(storage.fileFor(id!))) {
+          return journalError(`no session '${id}' in ${storage.dir}: see the sessions with: agentcore sessions list${dirArgs}`);
+        }
+        let what: string;
+        try {
+          const records = await storage.records(id!);
+          const runs = new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id)).size;
+          what = `${records.length} record(s), ${runs} run(s), ${branchList(records)}`;
+        } catch (e) {
+          if (!(e instanceof SessionError)) throw e;
+          what = `its journal cannot be read: ${e.message}`;
+        }
+        if (v.yes !== true) {
+          // never a prompt: a script (stdin not a terminal) must say so itself, and so must a person
+          return journalError(`delete removes session '${id}' for good (${what}); nothing was deleted. To confirm: agentcore sessions delete ${shellWord(id!)}${dirArgs} --yes`);
+        }
+        const r = await deleteSession(storage, id!, { force: v.force === true });
+        emit({ ...r, deleted: true }, [`session ${visible(id!)} deleted (${what})`]);
         return 0;
       }
     }
   } catch (e) {
     // A journal problem, not a usage one: no usage hint (the message says what to do).
-    if (e instanceof SessionError) {
-      process.stderr.write(`agentcore sessions: ${e.message}\n`);
-      return 2;
+    if (e instanceof SessionConflictError && /^branch '.*' already exists$/s.test(e.message)) {
+      return journalError(`${e.message}: choose another --name, or leave --name out for a generated one`);
     }
+    if (e instanceof SessionError) return journalError(e.message);
     throw e;
   }
   return 2;
+}
+
+/** A journal problem: the message says what to do, so no usage hint. Exit 2. */
+function journalError(message: string): number {
+  process.stderr.write(`agentcore sessions: ${message}\n`);
+  return 2;
+}
+
+/** The branches of a session, for messages: "branches main, exp". */
+function branchList(records: readonly SessionRecord[]): string {
+  const names = [...branchHeads(records).keys()];
+  return `branch${names.length === 1 ? "" : "es"} ${names.map(visible).join(", ")}`;
+}
+
+/** Why `--name B` cannot be used, or null. */
+function nameTaken(records: readonly SessionRecord[], name: string | undefined, id: string, dirArgs: string): string | null {
+  if (name === undefined) return null;
+  if (name.trim() === "") throw new SessionValidationError("--name must not be empty: give a branch name, or leave --name out for a generated one");
+  if (!branchHeads(records).has(name)) return null;
+  return `session '${id}' already has a branch '${name}': choose another --name (or leave it out for a generated one), or work on that branch: agentcore agent --session ${shellWord(id)} --branch ${shellWord(name)}${dirArgs} "TASK"`;
+}
+
+/** The records on the history of `record`, before it. */
+function recordsBefore(records: readonly SessionRecord[], record: SessionRecord): SessionRecord[] {
+  const ids = new Map(records.map((r) => [r.record_id, r]));
+  const out: SessionRecord[] = [];
+  for (let r = record.parent_id === null ? undefined : ids.get(record.parent_id); r !== undefined; r = r.parent_id === null ? undefined : ids.get(r.parent_id)) out.push(r);
+  return out.reverse();
+}
+
+/** An ISO time as local "YYYY-MM-DD HH:MM" ("-" when unknown). */
+function localTime(iso: string | null): string {
+  if (iso === null) return "-".padEnd(16);
+  const d = new Date(iso);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
+}
+
+/** Control characters (from a journal anyone could have written) shown as \xNN, never sent raw to the terminal. */
+function visible(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 function branchJson(branch: SessionBranch, c: SessionCheckout) {

@@ -11,3 +11,21 @@ export { restoreSession } from "./restore.ts";
 export { INTERRUPTED_RUN_ERROR, interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery, unansweredToolCalls } from "./recover.ts";
 export { withFileLock } from "./lock.ts";
 export { makeStateDir, STATE_DIR_GITIGNORE, STATE_DIR_NAME, writeStateGitignore } from "./state-dir.ts";
+export {
+  branchHeads,
+  branchPointProblem,
+  deleteSession,
+  liveBranchClaims,
+  liveRunMarks,
+  MIN_ID_PREFIX,
+  recordChain,
+  requireRecords,
+  resolveRecordRef,
+  resolveRunRef,
+  revisionRef,
+  type SessionActivity,
+  sessionActivity,
+  type SessionDeletion,
+  SessionReferenceError,
+  sourceBranchFor,
+} from "./manage.ts";
