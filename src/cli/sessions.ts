@@ -16,7 +16,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseArgs } from "node:util";
+import { firstWord, nearest, optionsOf, parseCommandLine, renderHelp, SESSIONS_SUBCOMMANDS, type SessionsValues, shown, UsageError, usageText } from "./args.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { repairMessage } from "../session/journal.ts";
 import {
@@ -73,6 +73,18 @@ session refuses new runs until it is recovered:
   agentcore agent --session demo "pick up where we stopped"
 `;
 
+/** Each subcommand's usage, description and example, for `agentcore sessions SUB --help` (its options come from args.ts). */
+const SUBCOMMAND_HELP: Record<keyof typeof SESSIONS_SUBCOMMANDS, { usage: string[]; description: string; examples: string[]; exit: string[] }> = {
+  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "2  usage error, or a journal that cannot be read"] },
+  show: { usage: ["sessions show ID [--branch B] [--json]"], description: "The runs and messages of one branch of session ID (default main).", examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"], exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read"] },
+  tree: { usage: ["sessions tree ID [--json]"], description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.", examples: ["agentcore sessions tree demo"], exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read"] },
+  fork: { usage: ["sessions fork ID [--from RECORD] [--name B] [--branch B]"], description: "A new branch of session ID at RECORD (default: the head of main); main is never rewritten.", examples: ["agentcore sessions fork demo --from r7 --name idea"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
+  rollback: { usage: ["sessions rollback ID --to RECORD [--name B] [--branch B]"], description: "A new branch of session ID at RECORD, to go on from there (main is never rewritten).", examples: ["agentcore sessions rollback demo --to r4"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
+  retry: { usage: ["sessions retry ID --run RUN [--name B] [--branch B]"], description: "A new branch just before run RUN; prints the branch, the task and the command that runs it again.", examples: ["agentcore sessions retry demo --run 3f2a"], exit: ["0  the branch was created", "2  usage error, no such session, run or branch"] },
+  recover: { usage: ["sessions recover ID [--branch B] [--force]"], description: "Close the runs a crash left unfinished on branch B (default main): each gets a run_finished\nrecord (cancelled / external_abort), so the session takes new runs again.", examples: ["agentcore sessions recover demo"], exit: ["0  recovered, or nothing to do", "2  usage error, no such session, or a run still going in a live process"] },
+  delete: { usage: ["sessions delete ID --yes [--force]"], description: "Delete session ID for good: its journal, lock and run marks. Without --yes nothing is deleted.", examples: ["agentcore sessions delete demo --yes"], exit: ["0  deleted", "2  usage error, no such session, no --yes, or a run still going"] },
+};
+
 /** Default journal directory under a root. */
 export function defaultSessionsDir(root: string | undefined): string {
   return path.join(path.resolve(root ?? "."), ".agentcore", "sessions");
@@ -90,51 +102,42 @@ function fail(message: string): number {
 
 export async function cmdSessions(argv: string[], io: { out: LineWriter }): Promise<number> {
   const { out } = io;
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        json: { type: "boolean" },
-        branch: { type: "string" },
-        from: { type: "string" },
-        name: { type: "string" },
-        to: { type: "string" },
-        run: { type: "string" },
-        force: { type: "boolean" },
-        yes: { type: "boolean" },
-        "sessions-dir": { type: "string" },
-        root: { type: "string" },
-      },
-    });
-  } catch (e) {
-    return fail((e as Error).message);
+  // the subcommand first, then its own options: each subcommand takes exactly its flags
+  const { word: sub, rest } = firstWord(argv, optionsOf("sessions"));
+  if (sub === undefined) {
+    if (rest.includes("--help") || rest.includes("-h")) {
+      out.line(SESSIONS_HELP.trimEnd());
+      out.line("");
+      out.line("Run 'agentcore sessions SUBCOMMAND --help' for one subcommand's options and an example.");
+      out.flush();
+      return 0;
+    }
+    return fail(`missing subcommand: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")}`);
   }
-  const { values: v, positionals } = parsed;
+  if (!Object.hasOwn(SESSIONS_SUBCOMMANDS, sub)) {
+    const guess = nearest(sub, Object.keys(SESSIONS_SUBCOMMANDS));
+    return fail(`unknown subcommand '${shown(sub)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (known: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")})`}`);
+  }
+  const subName = sub as keyof typeof SESSIONS_SUBCOMMANDS;
+  let v: SessionsValues;
+  let positionals: string[];
+  try {
+    ({ values: v, positionals } = parseCommandLine(`sessions ${subName}`, SESSIONS_SUBCOMMANDS[subName], rest) as { values: SessionsValues; positionals: string[] });
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(usageText(e.message, e.command));
+    return 2;
+  }
   if (v.help) {
-    out.line(SESSIONS_HELP.trimEnd());
+    out.line(renderHelp({ name: `sessions ${subName}`, summary: "", options: SESSIONS_SUBCOMMANDS[subName], ...SUBCOMMAND_HELP[subName] }).trimEnd());
     out.flush();
     return 0;
   }
-  const [sub, id, ...extra] = positionals;
-  if (sub === undefined) return fail("missing subcommand: list, show, tree, fork, rollback, retry, recover or delete");
-  if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
-  const allowed: Record<string, string[]> = {
-    list: [],
-    show: ["branch"],
-    tree: [],
-    fork: ["from", "name", "branch"],
-    rollback: ["to", "name", "branch"],
-    retry: ["run", "name", "branch"],
-    recover: ["branch", "force"],
-    delete: ["yes", "force"],
-  };
-  const opts = Object.hasOwn(allowed, sub) ? allowed[sub] : undefined;
-  if (opts === undefined) return fail(`unknown subcommand '${sub}'`);
-  for (const k of ["branch", "from", "name", "to", "run", "force", "yes"] as const) if (v[k] !== undefined && !opts.includes(k)) return fail(`--${k} does not apply to '${sub}'`);
+  const [id, ...extra] = positionals;
+  if (extra.length > 0) {
+    process.stderr.write(usageText(`unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : "one: the session id"}`, `sessions ${subName}`));
+    return 2;
+  }
   if (sub === "list" ? id !== undefined : id === undefined) return fail(sub === "list" ? `list takes no arguments, got '${id}'` : `${sub} needs the session id`);
   // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
   const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);

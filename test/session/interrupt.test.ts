@@ -360,16 +360,16 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     expect(r.stderr).toContain("recover needs the session id");
     r = cli(dir, "sessions", "show", "demo", "--force");
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("--force does not apply to 'show'");
+    expect(r.stderr).toContain("--force applies to 'sessions recover' and 'sessions delete' only, not to 'sessions show'");
     r = cli(dir, "sessions", "recover", "demo", "--to", "x");
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("--to does not apply to 'recover'");
+    expect(r.stderr).toContain("--to applies to 'sessions rollback' only, not to 'sessions recover'");
     r = cli(dir, "sessions", "--help");
     expect(r.stdout).toContain("agentcore sessions recover ID [--branch B]");
     expect(r.stdout).toContain("agentcore sessions recover demo\n");
     r = cli(dir, "--help");
-    expect(r.stdout).toContain("sessions list|show|tree|fork|rollback|retry|recover");
-    expect(r.stdout).toContain("143 / 129 after SIGTERM / SIGHUP");
+    expect(r.stdout).toContain("  sessions  read, branch and recover durable sessions");
+    expect(cli(dir, "agent", "--help").stdout).toContain("143 / 129 after SIGTERM / SIGHUP");
   }, 60_000);
 
   test("another process holds the journal lock: recover times out and writes nothing", async () => {
