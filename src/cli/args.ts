@@ -539,7 +539,7 @@ export const COMMANDS = {
   run: { summary: "dispatch one call per JSONL line, in order", options: RUN_OPTIONS },
   agent: { summary: "run an agent on a task with the built-in tools", options: AGENT_OPTIONS },
   chat: { summary: "the interactive agent: a REPL with streamed answers and approvals", options: CHAT_OPTIONS },
-  sessions: { summary: "read, branch and recover durable sessions", options: null },
+  sessions: { summary: "read, branch and recover durable sessions, or delete one", options: null },
   serve: { summary: "run the local API daemon (HTTP, JSON and SSE on 127.0.0.1:8787)", options: SERVE_OPTIONS },
   skills: { summary: "list the skills a task can activate with $name", options: SKILLS_OPTIONS },
   history: { summary: "read an execution history log", options: HISTORY_OPTIONS },

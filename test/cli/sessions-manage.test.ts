@@ -333,4 +333,6 @@ test("sessions --help documents revisions, prefixes and delete", () => {
   expect(r.stdout).toContain("agentcore sessions delete ID --yes [--force]");
   expect(r.stdout).toContain("RECORD is a revision as 'sessions tree' shows it (r7)");
   expect(r.stdout).toContain("the most recently active first");
+  expect(cli(work, "sessions", "delete", "--help").stdout).toContain("--yes");
+  expect(cli(work, "--help").stdout).toContain("  sessions  read, branch and recover durable sessions, or delete one\n");
 });
