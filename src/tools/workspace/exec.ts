@@ -24,11 +24,14 @@
  * command: the supervisor in `process.ts` counts its processes and their
  * resident memory and kills them all when over; util-linux's `prlimit`
  * starts the program with RLIMIT_CPU, RLIMIT_FSIZE, a RLIMIT_DATA ceiling
- * (twice `memoryBytes`) and no core dumps. Going over fails the call with
- * `RESOURCE_LIMIT` (details: `limit`, `max`, `observed`, and the output so
- * far). RLIMIT_NPROC is not used: root is exempt from it, and for other
- * users it counts all their processes. Without prlimit or /proc, creation
- * warns about the limits that are then not enforced.
+ * (twice `memoryBytes`) and no core dumps. The kernel also caps the
+ * command's tasks ({@link taskBackstop}) through a pids cgroup where
+ * agentcore may create one, else, for a user other than root, RLIMIT_NPROC
+ * inside bubblewrap's user namespace (root is exempt from it; outside a user
+ * namespace it counts all of the user's processes). Going over fails the
+ * call with `RESOURCE_LIMIT` (details: `limit`, `max`, `observed`, and the
+ * output so far). Without prlimit or /proc, creation warns about the limits
+ * that are then not enforced.
  *
  * Isolation `auto` (default) uses bubblewrap when it works here, else runs
  * the command directly, warns once on stderr at creation, and reports
@@ -45,7 +48,7 @@ import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
 import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, FIXED_ENV, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
-import { bwrapArgs, detectBwrap, findOnPath, pathDirs, rlimitWrapper } from "./sandbox.ts";
+import { bwrapArgs, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
@@ -202,13 +205,26 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const prlimit = findOnPath("prlimit", [...dirs, "/usr/bin", "/bin", "/usr/sbin", "/sbin"].filter((d) => !insideRoot(realRoot, d)));
   if (prlimit === null) warn("prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)");
   if (!supervisorAvailable()) warn("/proc is not available: exec can't enforce the processes and memory_bytes limits");
-  const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes });
+  const rlimits = { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes };
 
   const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   const mode = options.isolation ?? "auto";
   const bwrap = mode === "off" ? null : detectBwrap(dirs);
   if (bwrap === null && mode === "required") throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
   if (bwrap === null && mode === "auto") warn("bubblewrap (bwrap) not found or not working: exec runs commands without isolation (results say \"isolated\": false)");
+
+  // The kernel's backstop for the process count (the supervisor can be starved of CPU by a fork
+  // bomb): a pids cgroup where agentcore may create one (root, or a delegated cgroup), else, for a
+  // user other than root, RLIMIT_NPROC inside bubblewrap's own user namespace (where it counts the
+  // sandbox's tasks; root is exempt from it). Both count threads too, hence the margin.
+  const taskCap = taskBackstop(limits.processes);
+  // The launcher (a fixed perl script) keeps argv[0] the bare name behind prlimit and moves the
+  // command into its cgroup; without perl, argv[0] is the program's path and there is no cgroup.
+  const perl = findOnPath("perl", ["/usr/bin", "/bin"]);
+  const cgroupBase = supervisorAvailable() && perl !== null ? pidsCgroupBase() : null;
+  const uid = currentUid();
+  const nproc = bwrap !== null && uid > 0 && bwrapMakesUserNamespace(bwrap, dirs) ? taskCap : undefined;
+  const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { ...rlimits, ...(nproc !== undefined ? { tasks: nproc } : {}) });
 
   return {
     name: "exec",
@@ -243,11 +259,18 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const program = programs.get(name)!;
       const progArgs = name === "git" ? gitArgv(rest) : rest;
       const limit = Math.min(args.timeout_ms ?? timeoutMs, timeoutMs);
-      const run = bwrap !== null
-        ? { file: bwrap, args: bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths, wrapper), argv0: "bwrap" }
-        : wrapper.length > 0
-          ? { file: wrapper[0]!, args: [...wrapper.slice(1), program, ...progArgs], argv0: "prlimit" }
-          : { file: program, args: progArgs, argv0: name };
+      const cgroup = cgroupBase !== null ? createPidsCgroup(cgroupBase, taskCap) : null;
+      // unisolated: [prlimit …] [launcher] PROGRAM ARGS; isolated: [launcher] bwrap … -- [prlimit …] PROGRAM ARGS
+      let argv: string[];
+      if (bwrap !== null) {
+        const inner = bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths, wrapper);
+        argv = cgroup !== null ? [...launcherArgv(perl!, cgroup, "bwrap", bwrap), ...inner] : [bwrap, ...inner];
+      } else if (perl !== null && (wrapper.length > 0 || cgroup !== null)) {
+        argv = [...wrapper, ...launcherArgv(perl, cgroup, name, program), ...progArgs];
+      } else {
+        argv = [...wrapper, program, ...progArgs];
+      }
+      const run = { file: argv[0]!, args: argv.slice(1), argv0: argv[0] === program ? name : nodePath.basename(argv[0]!) };
       let result: RunResult;
       try {
         result = await runProcess({
@@ -258,12 +281,14 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
           maxOutputBytes: maxOutput,
           stdin: args.stdin,
           signal: ctx.signal,
-          limits: { processes: limits.processes, memoryBytes: limits.memoryBytes },
+          limits: { processes: limits.processes, memoryBytes: limits.memoryBytes, ...(cgroup !== null ? { cgroup } : {}) },
         });
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         const code = (err as { code?: unknown } | null)?.code;
         fail("IO_ERROR", `could not start ${name}${typeof code === "string" ? ` (${code})` : ""}`, { errno: typeof code === "string" ? code : "UNKNOWN", syscall: "spawn" });
+      } finally {
+        if (cgroup !== null) await removeCgroup(cgroup);
       }
       const isolated = bwrap !== null;
       const over = overLimit(result, isolated, wrapper.length > 0, limits);
@@ -274,6 +299,20 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       return { ...result, isolated };
     },
   };
+}
+
+/** agentcore's user id, or -1 when unknown (no getuid, or Deno without --allow-sys). */
+function currentUid(): number {
+  try {
+    return typeof globalThis.process?.getuid === "function" ? globalThis.process.getuid() : -1;
+  } catch {
+    return -1;
+  }
+}
+
+/** The kernel's cap on a command's tasks (processes and threads) for a `processes` limit: a backstop above it. */
+export function taskBackstop(processes: number): number {
+  return processes * 4 + 64;
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {
@@ -289,7 +328,12 @@ function definedOnly<T extends object>(o: T): Partial<T> {
  */
 function overLimit(r: RunResult, isolated: boolean, rlimits: boolean, limits: ExecLimits): { key: string; max: number; observed?: number; message: string } | null {
   if (r.limit !== undefined) {
-    const what = r.limit.limit === "processes" ? `${r.limit.max} processes (it had ${r.limit.observed})` : `${r.limit.max} bytes of resident memory (it had ${r.limit.observed})`;
+    const what =
+      r.limit.limit === "memory_bytes"
+        ? `${r.limit.max} bytes of resident memory (it had ${r.limit.observed})`
+        : r.limit.forksRefused !== undefined && r.limit.observed <= r.limit.max
+          ? `${r.limit.max} processes (the kernel refused ${r.limit.forksRefused} more forks at its cap of ${taskBackstop(r.limit.max)} tasks, threads included)`
+          : `${r.limit.max} processes (it had ${r.limit.observed})`;
     return { key: r.limit.limit, max: r.limit.max, observed: r.limit.observed, message: `exec: the command went over tools.exec.limits.${r.limit.limit}, ${what}, and was killed with all its processes` };
   }
   if (!rlimits || r.timed_out) return null;

@@ -29,6 +29,7 @@
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import { cgroupForkRefusals, cgroupPids } from "./sandbox.ts";
 
 export interface RunOptions {
   /** Absolute path of the program. */
@@ -61,6 +62,12 @@ export interface GroupLimits {
   memoryBytes?: number;
   /** Sampling interval (default {@link SUPERVISOR_INTERVAL_MS}). */
   intervalMs?: number;
+  /**
+   * A pids cgroup the command runs in (its pids.max the kernel's backstop):
+   * a refused fork there counts as going over `processes`, and its members
+   * are killed with the command's.
+   */
+  cgroup?: string;
 }
 
 /** Which limit the supervisor found exceeded (the command was then killed). */
@@ -69,6 +76,8 @@ export interface LimitHit {
   max: number;
   /** What the sample that broke the limit counted (processes, or bytes). */
   observed: number;
+  /** Forks the kernel refused at the backstop (the cgroup's pids.max), when that is what tripped. */
+  forksRefused?: number;
 }
 
 export interface RunResult {
@@ -313,11 +322,11 @@ export function commandPids(root: number): number[] {
   return [...c.members.keys()];
 }
 
-/** SIGKILL every process of the command, again until none is left (a fork in flight can add one). */
-export function killCommand(root: number): void {
+/** SIGKILL every process of the command (and of its cgroup), again until none is left (a fork in flight can add one). */
+export function killCommand(root: number, cgroup?: string): void {
   for (let round = 0; round < 50; round++) {
     killGroup(root);
-    const pids = commandPids(root).filter((p) => p !== root);
+    const pids = [...commandPids(root), ...(cgroup !== undefined ? cgroupPids(cgroup) : [])].filter((p) => p !== root);
     if (pids.length === 0) return;
     for (const pid of pids) {
       try {
@@ -343,11 +352,14 @@ function supervise(root: number, limits: GroupLimits, onHit: (hit: LimitHit) => 
     let hit: LimitHit | null = null;
     const count = census.members.size;
     const rss = census.residentBytes();
-    if (limits.processes !== undefined && count > limits.processes) hit = { limit: "processes", max: limits.processes, observed: count };
+    const refused = limits.cgroup !== undefined ? cgroupForkRefusals(limits.cgroup) : 0;
+    if (limits.processes !== undefined && (count > limits.processes || refused > 0)) {
+      hit = { limit: "processes", max: limits.processes, observed: count, ...(refused > 0 ? { forksRefused: refused } : {}) };
+    }
     else if (limits.memoryBytes !== undefined && rss > limits.memoryBytes) hit = { limit: "memory_bytes", max: limits.memoryBytes, observed: rss };
     if (hit !== null) {
       stop();
-      killCommand(root);
+      killCommand(root, limits.cgroup);
       onHit(hit);
     }
   };

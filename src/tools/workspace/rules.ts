@@ -138,6 +138,7 @@ export const ENV_DENYLIST: readonly EnvDenial[] = [
   d("PERL5LIB", "perl loads modules from it"),
   d("PERLLIB", "perl loads modules from it"),
   d("PERL5DB", "perl runs it as debugger code"),
+  d("PERLIO", "perl loads I/O layers (modules) it names"),
   d("RUBYOPT", "ruby takes options from it (-r loads code)"),
   d("RUBYLIB", "ruby loads libraries from it"),
   d("LUA_INIT", "lua runs it (or the file it names) at startup"),

@@ -21,6 +21,13 @@
  * the sandbox's own); IPC and UTS are unshared; capabilities are dropped;
  * and the sandbox dies with its parent.
  *
+ * Also here, for exec's resource limits: the `prlimit` argv
+ * ({@link rlimitWrapper}), the perl launcher that keeps `argv[0]` and joins
+ * a cgroup ({@link launcherArgv}), and the per-command pids cgroup
+ * ({@link pidsCgroupBase}, {@link createPidsCgroup}, {@link removeCgroup}),
+ * the kernel's backstop on the number of tasks where agentcore may create
+ * one.
+ *
  * Limits (documented in docs/workspace-tools.md): reading is not restricted
  * (secrets readable by the user are readable by the command); Unix sockets
  * outside /tmp and /run (under the home folder, /var/lib) can still be
@@ -117,6 +124,12 @@ export interface Rlimits {
   fileSizeBytes: number;
   /** RLIMIT_DATA: the most writable private memory one process may map (an allocation beyond fails). */
   dataBytes: number;
+  /**
+   * RLIMIT_NPROC, only where it counts the command's own tasks (inside
+   * bubblewrap's user namespace, for a user other than root): outside one it
+   * counts all of the user's processes and threads on the machine.
+   */
+  tasks?: number;
 }
 
 /** The hard limits agentcore itself runs under (an unprivileged process can't raise them), from /proc/self/limits. */
@@ -128,7 +141,7 @@ function currentHardLimits(): Record<string, number> {
   } catch {
     return out;
   }
-  for (const [label, key] of [["Max cpu time", "cpu"], ["Max file size", "fsize"], ["Max data size", "data"]] as const) {
+  for (const [label, key] of [["Max cpu time", "cpu"], ["Max file size", "fsize"], ["Max data size", "data"], ["Max processes", "nproc"]] as const) {
     const m = new RegExp(`^${label}\\s+(\\S+)\\s+(\\S+)`, "m").exec(text);
     if (m !== null && m[2] !== "unlimited" && /^\d+$/.test(m[2]!)) out[key] = Number(m[2]);
   }
@@ -146,7 +159,8 @@ export function rlimitWrapper(prlimit: string, limits: Rlimits): string[] {
   const cap = (key: string, v: number) => (hard[key] !== undefined ? Math.min(v, hard[key]!) : v);
   const cpuHard = cap("cpu", limits.cpuSeconds + 1);
   const cpuSoft = Math.min(limits.cpuSeconds, cpuHard);
-  return [prlimit, `--cpu=${cpuSoft}:${cpuHard}`, `--fsize=${cap("fsize", limits.fileSizeBytes)}`, `--data=${cap("data", limits.dataBytes)}`, "--core=0", "--"];
+  const nproc = limits.tasks !== undefined ? [`--nproc=${cap("nproc", limits.tasks)}`] : [];
+  return [prlimit, `--cpu=${cpuSoft}:${cpuHard}`, `--fsize=${cap("fsize", limits.fileSizeBytes)}`, `--data=${cap("data", limits.dataBytes)}`, ...nproc, "--core=0", "--"];
 }
 
 function isInside(p: string, dir: string): boolean {
@@ -187,4 +201,217 @@ function programDirsUnder(tops: readonly string[], program: string, root: string
     if (tops.some((t) => isInside(dir, t)) && !isInside(dir, root) && !dirs.includes(dir)) dirs.push(dir);
   }
   return dirs;
+}
+
+/**
+ * Whether `bwrap --unshare-all` gives the command a user namespace of its
+ * own (it does unless bwrap is setuid or user namespaces are off). Only
+ * then does RLIMIT_NPROC inside the sandbox count the sandbox's tasks
+ * rather than all of the user's.
+ */
+export function bwrapMakesUserNamespace(bwrap: string, dirs: readonly string[] = pathDirs()): boolean {
+  const cat = findOnPath("cat", [...dirs, "/usr/bin", "/bin"]);
+  if (cat === null) return false;
+  let own = "";
+  try {
+    own = fs.readFileSync("/proc/self/uid_map", "latin1").trim();
+  } catch {
+    return false;
+  }
+  const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", cat, "/proc/self/uid_map"], {
+    stdio: ["ignore", "pipe", "ignore"],
+    timeout: 10_000,
+  });
+  return r.status === 0 && r.stdout.toString().trim() !== own;
+}
+
+let pidsBase: string | null | undefined;
+
+function cgroupDirs(): string[] {
+  let self: string[];
+  let mounts: string[];
+  try {
+    self = fs.readFileSync("/proc/self/cgroup", "latin1").split("\n");
+    mounts = fs.readFileSync("/proc/self/mountinfo", "latin1").split("\n");
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of self) {
+    const [, controllers, rel] = line.split(/:(.*?):/) as [string, string | undefined, string | undefined];
+    if (controllers === undefined || rel === undefined) continue;
+    const v2 = controllers === "";
+    if (!v2 && !controllers.split(",").includes("pids")) continue;
+    for (const m of mounts) {
+      const [pre, post] = m.split(" - ");
+      if (pre === undefined || post === undefined) continue;
+      const [fstype, , superOptions = ""] = post.split(" ");
+      const f = pre.split(" ");
+      const mountRoot = f[3] ?? "";
+      const mountPoint = f[4] ?? "";
+      if (v2 ? fstype !== "cgroup2" : fstype !== "cgroup" || !superOptions.split(",").includes("pids")) continue;
+      if (!isInside(rel, mountRoot)) continue;
+      out.push(path.join(mountPoint, path.relative(mountRoot, rel)));
+    }
+  }
+  return out;
+}
+
+/**
+ * The pids cgroup folder agentcore may create command cgroups in, or
+ * `null`: the folder of its own pids cgroup (cgroup v1's pids hierarchy, or
+ * cgroup v2 when that folder already delegates the pids controller to its
+ * children), where creating a child with a `pids.max` works. Usually that
+ * needs root or a delegated cgroup. Probed once.
+ */
+export function pidsCgroupBase(): string | null {
+  if (pidsBase !== undefined) return pidsBase;
+  pidsBase = null;
+  for (const dir of cgroupDirs()) {
+    const probe = path.join(dir, `agentcore-probe-${process.pid}`);
+    try {
+      fs.mkdirSync(probe);
+    } catch {
+      continue;
+    }
+    try {
+      fs.writeFileSync(path.join(probe, "pids.max"), "1");
+      pidsBase = dir;
+    } catch {
+      // no pids controller here (a v2 folder that does not delegate it)
+    } finally {
+      try {
+        fs.rmdirSync(probe);
+      } catch {
+        // left behind: an empty cgroup
+      }
+    }
+    if (pidsBase !== null) break;
+  }
+  if (pidsBase !== null) sweepStale(pidsBase);
+  return pidsBase;
+}
+
+/** Remove the empty cgroups a previous agentcore left (it ended while a command ran). */
+function sweepStale(base: string): void {
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^agentcore-(\d+)-\d+$/.exec(name);
+    if (m === null || Number(m[1]) === process.pid || fs.existsSync(`/proc/${m[1]}`)) continue;
+    try {
+      fs.rmdirSync(path.join(base, name)); // only succeeds when no process is left in it
+    } catch {
+      // still holds processes, or not ours to remove
+    }
+  }
+}
+
+/** Command cgroups not yet removed; agentcore's own exit kills what is in them and removes them. */
+const liveCgroups = new Set<string>();
+let cgroupExitHook = false;
+
+function onExitCgroups(): void {
+  for (const dir of liveCgroups) {
+    for (const pid of cgroupPids(dir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      // the killed are not reaped yet: the next agentcore's sweep removes it
+    }
+  }
+}
+
+let cgroupSeq = 0;
+
+/** Create a command cgroup under `base` holding at most `max` tasks; `null` when that fails. */
+export function createPidsCgroup(base: string, max: number): string | null {
+  const dir = path.join(base, `agentcore-${process.pid}-${++cgroupSeq}`);
+  try {
+    fs.mkdirSync(dir);
+  } catch {
+    return null;
+  }
+  try {
+    fs.writeFileSync(path.join(dir, "pids.max"), String(max));
+    liveCgroups.add(dir);
+    if (!cgroupExitHook) {
+      cgroupExitHook = true;
+      process.on("exit", onExitCgroups);
+    }
+    return dir;
+  } catch {
+    void removeCgroup(dir);
+    return null;
+  }
+}
+
+/** The pids in cgroup `dir` (empty when it is gone). */
+export function cgroupPids(dir: string): number[] {
+  try {
+    return fs
+      .readFileSync(path.join(dir, "cgroup.procs"), "latin1")
+      .split("\n")
+      .filter((l) => l !== "")
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** How many times a fork was refused in cgroup `dir` for its pids.max (`pids.events`' max counter). */
+export function cgroupForkRefusals(dir: string): number {
+  try {
+    const m = /^max (\d+)/m.exec(fs.readFileSync(path.join(dir, "pids.events"), "latin1"));
+    return m === null ? 0 : Number(m[1]);
+  } catch {
+    return 0;
+  }
+}
+
+/** Kill whatever is still in cgroup `dir` and remove it (a few tries while the killed are reaped). */
+export async function removeCgroup(dir: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    for (const pid of cgroupPids(dir)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+    try {
+      fs.rmdirSync(dir);
+      liveCgroups.delete(dir);
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code === "ENOENT") {
+        liveCgroups.delete(dir);
+        return;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The launcher's script: join cgroup `$cg` (when given), then exec `$path` as `$name`. */
+const LAUNCHER = 'my ($cg, $name, $path) = splice(@ARGV, 0, 3); if ($cg ne "") { open(my $f, ">", "$cg/cgroup.procs") or exit 126; print $f "0\\n"; close($f) or exit 126 } exec { $path } $name, @ARGV; exit 127';
+
+/**
+ * The argv that starts `path` with `argv[0]` = `name`, first moving itself
+ * into cgroup `cgroup` (when not `null`), so not even the command's first
+ * fork happens outside. A fixed perl script (`exec {PATH} NAME, ARGS`): no
+ * shell, and nothing added to the environment (a shell would export `PWD`).
+ */
+export function launcherArgv(perl: string, cgroup: string | null, name: string, path: string): string[] {
+  return [perl, "-e", LAUNCHER, "--", cgroup ?? "", name, path];
 }

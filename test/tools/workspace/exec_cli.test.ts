@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { binaryPath } from "../../support/binary.ts";
+import { binaryPath, REPO } from "../../support/binary.ts";
 import { waitGone } from "./procs.ts";
 
 let base: string;
@@ -106,5 +106,20 @@ describe("exec limits through the binary", () => {
     expect(env.error.details).toMatchObject({ limit: "processes", max: 16 });
     expect(env.error.message).toContain("tools.exec.limits.processes");
     expect(await waitGone(marker)).toEqual([]);
+  }, 120_000);
+
+  test("deno run -A: the same fork bomb ends the same way; without -A, start-up warns that processes and memory_bytes are not enforced", async () => {
+    const marker = `agentcore-deno-forkbomb-${process.pid}`;
+    const cfg = config({ tools: { exec: { allow: ["bash", "ls"], env: ["PATH"], timeout_ms: 20_000, limits: { processes: 16, cpu_seconds: 10 } } } }, "bomb-deno.json");
+    const bomb = `f() { if [ "$1" -gt 0 ]; then f $(($1 - 1)) & f $(($1 - 1)) & fi; exec -a ${marker} sleep 30; }; f 7`;
+    const deno = path.join(REPO, "node_modules/.bin/deno");
+    const main = path.join(REPO, "src/cli/main.ts");
+    const r = run([deno, "run", "-A", main, "--config", cfg, "execute", call({ argv: ["bash", "-c", bomb] })], { DENO_NO_UPDATE_CHECK: "1" });
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout).error).toMatchObject({ code: "RESOURCE_LIMIT", details: { limit: "processes", max: 16 } });
+    expect(await waitGone(marker)).toEqual([]);
+    const q = run([deno, "run", "--allow-read", "--allow-env", "--allow-write", "--allow-run", main, "--config", cfg, "execute", call({ argv: ["ls"] })], { DENO_NO_UPDATE_CHECK: "1" });
+    expect(q.status).toBe(0);
+    expect(q.stderr).toContain("exec can't enforce the processes and memory_bytes limits");
   }, 120_000);
 });

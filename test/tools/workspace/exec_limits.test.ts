@@ -5,14 +5,18 @@
  * small limits and a short timeout, and by its own construction (the fork
  * bomb stops at 2^9 processes, the hog at 1 GiB), so a broken limit can't
  * hurt the machine. Isolation is off here (the tests must hold without
- * bubblewrap); with a working bwrap the same checks run isolated too.
+ * bubblewrap); with a working bwrap the same checks run isolated too. Where
+ * the kernel backstop applies (a pids cgroup agentcore can create, as root
+ * here; RLIMIT_NPROC inside bwrap for other users), the fork bomb is also
+ * shown never to get past it.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
 import { livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
-import { detectBwrap } from "../../../src/tools/workspace/sandbox.ts";
+import { bwrapMakesUserNamespace, detectBwrap, pidsCgroupBase } from "../../../src/tools/workspace/sandbox.ts";
+import { taskBackstop } from "../../../src/tools/workspace/exec.ts";
 import { Census } from "../../../src/tools/workspace/process.ts";
 import type { Envelope } from "../../../src/runtime/envelope.ts";
 
@@ -22,6 +26,9 @@ const LIMITS = { processes: 32, memory_bytes: 96 * 1024 * 1024, file_size_bytes:
 const EXEC = { allow: ["bash", "perl", "dd", "ls", "git"], env: ["PATH"], timeout_ms: 20_000, max_output_bytes: 4096, limits: LIMITS };
 
 const bwrap = detectBwrap(SEARCH_PATH);
+/** Whether the kernel caps the command's tasks here: a pids cgroup, or RLIMIT_NPROC in bubblewrap's user namespace (not for root). */
+const backstop = (isolation: "off" | "required") =>
+  pidsCgroupBase() !== null || (isolation === "required" && process.getuid!() !== 0 && bwrapMakesUserNamespace(bwrap!, SEARCH_PATH));
 const modes: ("off" | "required")[] = bwrap === null ? ["off"] : ["off", "required"];
 const sandboxes: Sandbox[] = [];
 
@@ -56,9 +63,14 @@ for (const isolation of modes) {
       const { code: c, details } = limitError(env);
       expect(c).toBe("RESOURCE_LIMIT");
       expect(details).toMatchObject({ limit: "processes", max: 32 });
-      expect(details.observed as number).toBeGreaterThan(32);
       expect(env.error!.message).toContain("tools.exec.limits.processes");
+      // where the kernel backstop applies, the bomb never got past it; elsewhere the supervisor caught it late
+      if (backstop(isolation)) expect(details.observed as number).toBeLessThanOrEqual(taskBackstop(32) + 1);
+      else expect(details.observed as number).toBeGreaterThan(32);
       expect(await waitGone(marker)).toEqual([]);
+      // the command's cgroup is gone with it
+      const base = pidsCgroupBase();
+      if (base !== null) expect(fs.readdirSync(base).filter((n) => n.startsWith(`agentcore-${process.pid}-`))).toEqual([]);
     });
 
     test("a memory hog ends with RESOURCE_LIMIT (memory_bytes)", async () => {
@@ -107,6 +119,19 @@ describe("exec limits from the configuration", () => {
   });
 });
 
+describe("the command's pids cgroup", () => {
+  test.skipIf(pidsCgroupBase() === null)("a process that left the session (setsid) dies with the command; the cgroup is removed", async () => {
+    const sb = sandbox({ exec: { allow: ["bash"], env: ["PATH"], isolation: "off", timeout_ms: 20_000 } }, "agentcore-limits-", { searchPath: SEARCH_PATH, warn: () => {} });
+    sandboxes.push(sb);
+    const marker = `agentcore-setsid-${process.pid}`;
+    const env = await sb.call("exec", { argv: ["bash", "-c", `setsid -f bash -c 'exec -a ${marker} sleep 30'; sleep 0.5; echo started`] });
+    expect(env.error).toBeNull();
+    expect(env.result).toMatchObject({ exit_code: 0, stdout: "started\n" });
+    expect(await waitGone(marker)).toEqual([]);
+    expect(fs.readdirSync(pidsCgroupBase()!).filter((n) => n.startsWith(`agentcore-${process.pid}-`))).toEqual([]);
+  });
+});
+
 describe("the process census", () => {
   test("counts a command's processes, grandchildren and re-parented orphans included, and not threads", async () => {
     const marker = `agentcore-census-${process.pid}`;
@@ -131,12 +156,14 @@ describe("the process census", () => {
   test("new threads (which take pids too) are not counted as processes", async () => {
     const own = new Census(process.pid);
     own.update();
-    const before = own.members.size;
     const worker = new Worker(URL.createObjectURL(new Blob(["postMessage('up')"], { type: "application/javascript" })));
     try {
       await new Promise((r) => (worker.onmessage = r));
-      own.update();
-      expect(own.members.size).toBe(before);
+      own.update(); // reads the pids handed out since, the worker's new threads among them
+      const threads = fs.readdirSync("/proc/self/task").map(Number).filter((t) => t !== process.pid);
+      expect(threads.length).toBeGreaterThan(0);
+      expect(own.members.has(process.pid)).toBe(true);
+      expect(threads.filter((t) => own.members.has(t))).toEqual([]);
     } finally {
       worker.terminate();
     }
