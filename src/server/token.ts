@@ -15,6 +15,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { makeStateDir } from "../session/state-dir.ts";
 
 /** The environment variable that overrides the generated token. */
 export const TOKEN_ENV = "AGENTCORE_TOKEN";
@@ -44,7 +45,7 @@ export function defaultStateDir(env: Record<string, string | undefined> = proces
  */
 export function ensureStateDir(dir: string): void {
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeStateDir(dir, 0o700); // a .agentcore/ it creates (--state-dir .agentcore/daemon) gets its .gitignore
     const st = fs.lstatSync(dir);
     if (!st.isDirectory()) throw new TokenError(`state directory ${dir} is not a directory`);
     let uid: number | undefined;

@@ -99,6 +99,31 @@ describe(".agentcore/.gitignore", () => {
   }, 60_000);
 });
 
+describe(".agentcore/.gitignore for the daemon", () => {
+  test("serve --state-dir .agentcore/daemon: the folder it creates gets the .gitignore; git status stays empty", async () => {
+    const d = repo("daemon");
+    const proc = Bun.spawn([bin, "serve", "--port", "0", "--state-dir", ".agentcore/daemon", "--root", d], { cwd: d, env: ENV, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    let err = "";
+    const reader = proc.stderr.getReader();
+    const decoder = new TextDecoder();
+    try {
+      // bounded: the token file line comes once the daemon listens
+      for (let i = 0; i < 1000 && !/token file /.test(err); i++) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        err += decoder.decode(value);
+      }
+      expect(err).toContain("token file ");
+      expect(fs.readFileSync(path.join(d, ".agentcore", ".gitignore"), "utf8")).toBe("*\n");
+      expect(sh(d, ["git", "status", "--porcelain", "--untracked-files=all"]).stdout).toBe("");
+    } finally {
+      proc.kill("SIGTERM");
+      reader.releaseLock();
+      await proc.exited;
+    }
+  }, 60_000);
+});
+
 describe("makeStateDir", () => {
   test("a .agentcore that is a file is an error from mkdir, and nothing is written", () => {
     const d = fs.mkdtempSync(path.join(work, "file-"));
