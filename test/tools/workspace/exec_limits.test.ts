@@ -12,11 +12,12 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { code, sandbox, type Sandbox } from "./helpers.ts";
 import { livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
 import { bwrapMakesUserNamespace, detectBwrap, pidsCgroupBase } from "../../../src/tools/workspace/sandbox.ts";
-import { taskBackstop } from "../../../src/tools/workspace/exec.ts";
+import { createExecTool, taskBackstop } from "../../../src/tools/workspace/exec.ts";
 import { Census } from "../../../src/tools/workspace/process.ts";
 import type { Envelope } from "../../../src/runtime/envelope.ts";
 
@@ -116,6 +117,14 @@ describe("exec limits from the configuration", () => {
     expect(code(env)).toBe("RESOURCE_LIMIT");
     expect(env.error!.details).toMatchObject({ limit: "processes", max: 4 });
     expect(await waitGone(marker)).toEqual([]);
+  });
+});
+
+describe("exec limits from the library", () => {
+  test("out-of-range limits throw at creation, naming the limit", () => {
+    for (const [limits, name] of [[{ processes: 0 }, "processes"], [{ memoryBytes: 1.5 }, "memory_bytes"], [{ fileSizeBytes: -1 }, "file_size_bytes"], [{ cpuSeconds: Number.NaN }, "cpu_seconds"]] as const) {
+      expect(() => createExecTool({ root: os.tmpdir(), allow: ["ls"], searchPath: SEARCH_PATH, isolation: "off", warn: () => {}, limits })).toThrow(`exec limits.${name} must be a positive integer`);
+    }
   });
 });
 
