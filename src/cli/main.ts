@@ -474,21 +474,14 @@ const VALUE_OPTIONS = valueOptions();
 
 /**
  * `agentcore --root DIR sessions list` means `agentcore sessions --root DIR list`:
- * move a self-parsing command written after options to the front, so its
- * own parser sees them (and names any it does not take).
+ * a self-parsing command written after options is moved to the front, so its
+ * own parser sees them (and names any it does not take). {@link main} does
+ * this for every command (through {@link splitCommand}); this is its form as
+ * an argv rewrite.
  */
 export function hoistCommand(argv: string[]): string[] {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--") return argv;
-    if (a.startsWith("-")) {
-      if (a.startsWith("--") && !a.includes("=") && VALUE_OPTIONS.has(a.slice(2))) i++;
-      continue;
-    }
-    if (i > 0 && SELF_PARSING.has(a)) return [a, ...argv.slice(0, i), ...argv.slice(i + 1)];
-    return argv;
-  }
-  return argv;
+  const { command, args } = splitCommand(argv);
+  return command !== undefined && SELF_PARSING.has(command) && argv[0] !== command ? [command, ...args] : argv;
 }
 
 /**
