@@ -85,16 +85,28 @@ describe("sessions list", () => {
     expect(lines[0]!.slice(0, 16)).toBe(json[0].last_activity.slice(0, 16).replace("T", " "));
   }, 60_000);
 
-  test("a journal with no record times falls back to the file's modification time", () => {
+  test("the newest record time wins; a journal written before records carried times uses the file's modification time", () => {
     const d = dir("list-mtime");
-    agent(d, "old", "one");
-    agent(d, "new", "two");
-    const records = fs.readFileSync(journal(d, "old"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    if (records.some((x) => "time" in x)) return; // the records carry their own time: covered above
+    fs.mkdirSync(path.join(d, ".agentcore", "sessions"), { recursive: true });
+    const write = (id: string, times: (string | undefined)[]) => {
+      const base = { journal_schema_version: 1, branch_id: "main", session_id: id, agent_id: "a" };
+      const lines = [
+        { ...base, record_id: `${id}-1`, parent_id: null, revision: 1, sequence: 1, type: "run_started", data: { run_id: `${id}-run`, task: "t" } },
+        { ...base, record_id: `${id}-2`, parent_id: `${id}-1`, revision: 2, sequence: 2, type: "run_finished", data: { run_id: `${id}-run`, result: { status: "completed" } } },
+      ].map((r, i) => (times[i] === undefined ? r : { ...r, time: times[i] }));
+      fs.writeFileSync(journal(d, id), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    };
+    write("old", [undefined, undefined]);
     fs.utimesSync(journal(d, "old"), new Date("2030-01-02T03:04:05Z"), new Date("2030-01-02T03:04:05Z"));
+    write("timed", ["2031-05-06T07:08:09.000Z", "2031-05-06T07:09:10.000Z"]);
+    fs.utimesSync(journal(d, "timed"), new Date("2020-01-01T00:00:00Z"), new Date("2020-01-01T00:00:00Z")); // not used: the records say
     const r = cli(d, "sessions", "list");
-    expect(r.stdout.split("\n")[0]).toBe("2030-01-02 03:04  old  records 3  runs 1  branches main");
-    expect(JSON.parse(cli(d, "sessions", "list", "--json").stdout)[0].last_activity).toBe("2030-01-02T03:04:05.000Z");
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("2031-05-06 07:09  timed  records 2  runs 1  branches main\n2030-01-02 03:04  old  records 2  runs 1  branches main\n");
+    expect(JSON.parse(cli(d, "sessions", "list", "--json").stdout).map((x: { last_activity: string }) => x.last_activity)).toEqual(["2031-05-06T07:09:10.000Z", "2030-01-02T03:04:05.000Z"]);
+    // local time: the same instant shown in another zone
+    const tokyo = Bun.spawnSync([bin, "sessions", "list"], { cwd: d, env: { ...ENV, TZ: "Asia/Tokyo" } }).stdout.toString();
+    expect(tokyo.split("\n")[0]).toBe("2031-05-06 16:09  timed  records 2  runs 1  branches main");
   }, 60_000);
 
   test("control characters in a session id are shown escaped", () => {
