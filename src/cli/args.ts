@@ -196,7 +196,11 @@ export function parseCommandLine<T extends OptionTable>(
     if (value === undefined) {
       const next = argv[i + 1];
       if (next === undefined || (next !== "-" && next.startsWith("-") && looksLikeOption(next, shorts))) {
-        throw new UsageError(`option --${name} needs a value${spec.arg !== undefined ? ` (--${name} ${spec.arg})` : ""}`, command);
+        // a value that starts with a dash goes after '=': --system=-terse
+        // (not when the next argument is one of the command's options: then the value is simply missing)
+        const known = next !== undefined && (Object.hasOwn(table, next.replace(/^--?/, "").split("=")[0]!) || shorts.has(next.slice(1)));
+        const dash = next !== undefined && !known ? `; a value starting with '-' is written --${name}=${shown(next)}` : "";
+        throw new UsageError(`option --${name} needs a value${spec.arg !== undefined ? ` (--${name} ${spec.arg})` : ""}${dash}`, command);
       }
       value = next;
       i++;
@@ -323,7 +327,7 @@ const RUNTIME_OPTIONS = {
   tools: {
     type: "string",
     arg: "LIST",
-    help: "enable workspace tools, comma-separated: list_dir, glob, grep, git_diff, write_file,\napply_patch, exec; 'read' = the four read-only ones, 'workspace' = all but exec\n(default: the config's \"tools\" section, else none; exec needs its \"tools.exec\" allowlist)",
+    help: "enable workspace tools, comma-separated: list_dir, glob, grep, git_diff, write_file,\napply_patch, exec; 'read' = the four read-only ones, 'workspace' = all but exec\n(default: the config's \"tools\" section, else none; exec needs its allowlist in\nthe config's \"tools.exec\")",
   },
 } as const satisfies OptionTable;
 

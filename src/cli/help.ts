@@ -51,10 +51,10 @@ export function overview(): string {
 }
 
 const CALL_SHAPES = `Tool-call shapes accepted:
-  {"id":"c1","tool":"echo","arguments":{...}}                                     agentcore
-  {"id":"c1","type":"function","function":{"name":"echo","arguments":"{...}"}}   OpenAI chat
-  {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}      OpenAI Responses
-  {"type":"tool_use","id":"c1","name":"echo","input":{...}}                      Anthropic
+  agentcore         {"id":"c1","tool":"echo","arguments":{...}}
+  OpenAI chat       {"id":"c1","type":"function","function":{"name":"echo","arguments":"{...}"}}
+  OpenAI Responses  {"type":"function_call","call_id":"c1","name":"echo","arguments":"{...}"}
+  Anthropic         {"type":"tool_use","id":"c1","name":"echo","input":{...}}
 
 Output: one compact JSON envelope per call on stdout:
   {"id":…,"success":…,"tool":…,"result":…,"error":null|{"code","message","details"},"duration_ms":…}`;

@@ -162,6 +162,8 @@ describe("item 15: what is wrong, in a sentence, with the nearest flag or comman
   test("missing and bad values say which flag and what it expects", () => {
     expectUsage(run(["agent", "--script", script, "x", "--max-steps"]), "agent", "option --max-steps needs a value (--max-steps N)");
     expectUsage(run(["agent", "--max-steps", "--script", script, "x"]), "agent", "option --max-steps needs a value (--max-steps N)");
+    expectUsage(run(["agent", "--script", script, "--system", "-x", "t"]), "agent", "option --system needs a value (--system TEXT); a value starting with '-' is written --system=-x");
+    expect(run(["agent", "--script", script, "--system=-x", "t"]).status).toBe(0);
     expectUsage(run(["agent", "--max-steps", "x", "--script", script, "y"]), "agent", "--max-steps expects a positive integer, got 'x'");
     expectUsage(run(["agent", "--max-steps", "0", "--script", script, "y"]), "agent", "--max-steps must be between 1 and 1000000, got 0");
     expectUsage(run(["execute", "--max-depth", "-3", "{}"]), "execute", "--max-depth expects a positive integer, got '-3'");
