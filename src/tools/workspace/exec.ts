@@ -48,7 +48,7 @@ import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
 import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, FIXED_ENV, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
-import { bwrapArgs, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
+import { bwrapArgs, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
@@ -202,14 +202,16 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   // Kernel limits per process (CPU time, file size, a memory ceiling) through prlimit; the
   // supervisor in process.ts counts processes and resident memory for the whole command.
   // util-linux's prlimit: looked up on the search path, then in the system folders a short PATH may leave out
-  const prlimit = findOnPath("prlimit", [...dirs, "/usr/bin", "/bin", "/usr/sbin", "/sbin"].filter((d) => !insideRoot(realRoot, d)));
+  const prlimit = findOnPath("prlimit", dirsOutside(realRoot, [...dirs, "/usr/bin", "/bin", "/usr/sbin", "/sbin"]));
   if (prlimit === null) warn("prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)");
   if (!supervisorAvailable()) warn("/proc is not available: exec can't enforce the processes and memory_bytes limits");
   const rlimits = { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes };
 
   const protectedPaths = protectedInside(realRoot, options.protect ?? []);
   const mode = options.isolation ?? "auto";
-  const bwrap = mode === "off" ? null : detectBwrap(dirs);
+  // bubblewrap (like prlimit) is agentcore's helper, never one found inside the root
+  const helperDirs = dirsOutside(realRoot, dirs);
+  const bwrap = mode === "off" ? null : detectBwrap(helperDirs);
   if (bwrap === null && mode === "required") throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
   if (bwrap === null && mode === "auto") warn("bubblewrap (bwrap) not found or not working: exec runs commands without isolation (results say \"isolated\": false)");
 
@@ -223,7 +225,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const perl = findOnPath("perl", ["/usr/bin", "/bin"]);
   const cgroupBase = supervisorAvailable() && perl !== null ? pidsCgroupBase() : null;
   const uid = currentUid();
-  const nproc = bwrap !== null && uid > 0 && bwrapMakesUserNamespace(bwrap, dirs) ? taskCap : undefined;
+  const nproc = bwrap !== null && uid > 0 && bwrapMakesUserNamespace(bwrap, helperDirs) ? taskCap : undefined;
   const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { ...rlimits, ...(nproc !== undefined ? { tasks: nproc } : {}) });
 
   return {

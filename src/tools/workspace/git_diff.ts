@@ -46,7 +46,7 @@ import { resolveRoot, splitRelativePath } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { fail, hasProcFd } from "./dirfd.ts";
 import { runProcess } from "./process.ts";
-import { detectBwrap, findOnPath, pathDirs } from "./sandbox.ts";
+import { detectBwrap, dirsOutside, findOnPath, pathDirs } from "./sandbox.ts";
 import { type ConfigReader, type GitRepository, gitBwrapArgs, locateRepository, prepareShadow } from "./gitenv.ts";
 import { absolutePathOnly } from "./rules.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
@@ -120,16 +120,17 @@ function emptyHome(): string {
 /** Create a `git_diff` tool. Throws when `git` is not on PATH. */
 export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<GitDiffArgs> {
   const realRoot = resolveRoot(options.root);
-  const dirs = options.searchPath ?? pathDirs();
+  // git and bwrap are never taken from a PATH entry inside the root: the repository (or write_file) put those there
+  const dirs = dirsOutside(realRoot, options.searchPath ?? pathDirs());
   const git = findOnPath("git", dirs);
-  if (git === null) throw new Error("git_diff: git was not found on PATH");
+  if (git === null) throw new Error("git_diff: git was not found on PATH (entries inside the root are not searched)");
   // Defence in depth: git runs inside bubblewrap when it works here (exec's isolation, nothing writable).
   const bwrap = detectBwrap(dirs);
   const maxBytes = options.maxBytes ?? DEFAULT_GIT_DIFF_MAX_BYTES;
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? DEFAULT_GIT_DIFF_TIMEOUT_MS, "git_diff timeout_ms");
   // Built from nothing: no GIT_* (GIT_DIR, GIT_CONFIG_PARAMETERS…) or anything else inherited.
   const baseEnv = (): Record<string, string> => ({
-    PATH: absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin"),
+    PATH: dirsOutside(realRoot, absolutePathOnly(globalThis.process?.env.PATH ?? "/usr/bin:/bin").split(":")).join(":"),
     HOME: emptyHome(),
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",

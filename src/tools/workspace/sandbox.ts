@@ -57,6 +57,27 @@ export function findOnPath(name: string, dirs: readonly string[]): string | null
   return null;
 }
 
+/**
+ * `dirs` without the entries inside `root` (by their path or their real
+ * path): where agentcore looks up the helpers it runs itself (`bwrap`,
+ * git_diff's `git`, `prlimit`, `cat`), a file under the root is the
+ * repository's (or one `write_file` wrote), not the operator's, and must
+ * never run in their place. Relative entries are skipped by {@link findOnPath}.
+ */
+export function dirsOutside(root: string, dirs: readonly string[]): string[] {
+  const base = root.endsWith("/") ? root : `${root}/`;
+  const inside = (x: string) => x === root || x.startsWith(base);
+  return dirs.filter((d) => {
+    if (!path.isAbsolute(d)) return true;
+    if (inside(path.resolve(d))) return false;
+    try {
+      return !inside(fs.realpathSync(d));
+    } catch {
+      return true;
+    }
+  });
+}
+
 /** The directories of `$PATH` (or of `value`). */
 export function pathDirs(value = globalThis.process?.env.PATH ?? ""): string[] {
   return value.split(path.delimiter).filter((d) => d !== "");

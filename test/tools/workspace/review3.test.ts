@@ -1,0 +1,78 @@
+/**
+ * Acceptance review of the issue 13 tools fixes, as an attacker, through the
+ * compiled binary: helpers agentcore runs itself (git_diff's git, bubblewrap)
+ * are never taken from a PATH entry inside the root, where the repository
+ * (or write_file) can put a program of its own.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { binaryPath } from "../../support/binary.ts";
+
+let base: string;
+let root: string;
+
+beforeAll(() => {
+  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-review3-")));
+  root = path.join(base, "root");
+  fs.mkdirSync(root);
+});
+afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+
+function run(argv: string[], extraEnv: Record<string, string> = {}) {
+  const r = Bun.spawnSync(argv, { cwd: base, stdin: "ignore", env: { PATH: process.env.PATH!, HOME: base, NO_COLOR: "1", ...extraEnv } });
+  return { status: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+function git(cwd: string, ...args: string[]) {
+  const r = Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: base } });
+  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+}
+
+/** An executable script at `root/bin/NAME` that leaves `marker`, prints `said` and hands over to the real program. */
+function plant(name: string, marker: string, said: string, real: string) {
+  fs.mkdirSync(path.join(root, "bin"), { recursive: true });
+  const p = path.join(root, "bin", name);
+  fs.writeFileSync(p, `#!/bin/sh\ntouch '${marker}'\nprintf '${said}'\nexec '${real}' "$@"\n`);
+  fs.chmodSync(p, 0o755);
+}
+
+const which = (name: string) => Bun.which(name);
+
+describe("helpers on a PATH entry inside the root never run", () => {
+  test("git_diff does not run the repository's own bin/git (PATH holds root/bin first)", () => {
+    git(root, "init", "-q");
+    fs.writeFileSync(path.join(root, "f.txt"), "a\n");
+    git(root, "add", "f.txt");
+    git(root, "commit", "-qm", "one");
+    fs.writeFileSync(path.join(root, "f.txt"), "a\nb\n");
+    const marker = path.join(base, "REPO-GIT-RAN");
+    plant("git", marker, "REPO-GIT-SAID\\n", which("git")!);
+    const r = run([binaryPath(), "--root", root, "--tools", "git_diff", "execute", JSON.stringify({ id: "1", tool: "git_diff", arguments: {} })], {
+      PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
+    });
+    expect(r.stdout).not.toContain("REPO-GIT-SAID");
+    expect(fs.existsSync(marker)).toBe(false);
+    const out = JSON.parse(r.stdout);
+    expect(out.success).toBe(true);
+    expect(out.result.output).toContain("+b");
+    fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
+  }, 120_000);
+
+  test.skipIf(which("bwrap") === null)("exec and git_diff do not run a bwrap found inside the root", () => {
+    const marker = path.join(base, "REPO-BWRAP-RAN");
+    plant("bwrap", marker, "", which("bwrap")!);
+    const cfg = path.join(base, "cfg.json");
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"] } } }));
+    for (const tool of ["exec", "git_diff"]) {
+      const args = tool === "exec" ? { argv: ["ls"] } : {};
+      const r = run([binaryPath(), "--root", root, "--tools", tool, "--config", cfg, "execute", JSON.stringify({ id: "1", tool, arguments: args })], {
+        PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
+      });
+      expect(JSON.parse(r.stdout).success).toBe(true);
+      expect(fs.existsSync(marker)).toBe(false);
+    }
+    fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
+  }, 120_000);
+});
