@@ -309,7 +309,13 @@ export class Agent {
       throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
     }
     this.#skills = sk ?? null;
-    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger);
+    const self = this;
+    // Sinks read the conversation through this (a SessionRecorder journals it after a compaction).
+    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, {
+      get messages() {
+        return self.messages;
+      },
+    });
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
   }
 

@@ -7,7 +7,7 @@
 import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { CompactionDecision, CompactionPreparation, CompactionRequest, CompactionResult } from "../context/types.ts";
-import type { AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
+import type { AgentMessage, AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
 
 /** A `ctx.progress()` report of a running tool. */
 export interface ToolProgressUpdate {
@@ -66,10 +66,23 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
 /** The envelope: correlation fields, then the payload's fields. Frozen. */
 export type AgentEvent = Readonly<{ agent_id: string; run_id: string; sequence: number } & AgentEventPayload>;
 
-/** An event sink: a function, or an object with `handle`. Both may be async; they are awaited in order. */
+/**
+ * What a sink may read of the agent whose event it handles (a sink's second
+ * argument), e.g. the conversation after a compaction, which the event does
+ * not carry.
+ */
+export interface AgentEventSource {
+  /** A copy of the agent's conversation at delivery (without system prompts), as `agent.messages`. */
+  readonly messages: AgentMessage[];
+}
+
+/**
+ * An event sink: a function, or an object with `handle`. Both may be async;
+ * they are awaited in order. The second argument reads the emitting agent.
+ */
 export type AgentEventSink =
-  | ((event: AgentEvent) => void | Promise<void>)
-  | { handle(event: AgentEvent): void | Promise<void> };
+  | ((event: AgentEvent, source: AgentEventSource) => void | Promise<void>)
+  | { handle(event: AgentEvent, source: AgentEventSource): void | Promise<void> };
 
 /** Options of `agent.events()`. */
 export interface EventStreamOptions {
@@ -172,7 +185,10 @@ export class EventEmitter {
   #closed = false;
   #sequence = 0;
 
-  constructor(readonly agentId: string, sinks: readonly AgentEventSink[], private readonly logger: Logger) {
+  readonly #source: AgentEventSource;
+
+  constructor(readonly agentId: string, sinks: readonly AgentEventSink[], private readonly logger: Logger, source: AgentEventSource = { messages: [] }) {
+    this.#source = source;
     for (const s of sinks) {
       if (typeof s !== "function" && (typeof s !== "object" || s === null || typeof s.handle !== "function")) {
         throw new TypeError("sinks must be functions or objects with a handle(event) method");
@@ -204,8 +220,8 @@ export class EventEmitter {
     let failed = 0;
     for (const sink of this.#sinks) {
       try {
-        if (typeof sink === "function") await sink(event);
-        else await sink.handle(event);
+        if (typeof sink === "function") await sink(event, this.#source);
+        else await sink.handle(event, this.#source);
       } catch (err) {
         failed++;
         this.logger.warn("agent event sink failed", {

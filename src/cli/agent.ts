@@ -398,7 +398,6 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     if (e instanceof SessionUnfinishedRunError && storage !== null) throw await unfinishedRunError(storage, e);
     throw new AgentSetupError((e as Error).message);
   }
-  if (recorder !== null) recorder.options.messages = () => agent.messages;
   if (flags.continue === true && !agent.canContinue) {
     const reason = agent.continueRejectionReason;
     await agent.shutdown();

@@ -28,7 +28,7 @@
  */
 import * as path from "node:path";
 import * as readline from "node:readline";
-import { createAgent, type Agent, type AgentEvent } from "../agent/index.ts";
+import { createAgent, type Agent, type AgentEvent, type AgentEventSource } from "../agent/index.ts";
 import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
 import { CompactionPolicy, ModelCompactor } from "../context/index.ts";
@@ -273,13 +273,13 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
   // ---- the session recorder (swapped by /fork)
   let agent!: Agent;
   const recordingErrors: Error[] = [];
-  let recorder = new SessionRecorder(sessionId, storage, branch, { messages: () => agent.messages });
+  let recorder = new SessionRecorder(sessionId, storage, branch);
   const recordSink = {
-    async handle(event: AgentEvent) {
+    async handle(event: AgentEvent, source: AgentEventSource) {
       const r = recorder;
       const before = r.errors.length;
       try {
-        await r.handle(event);
+        await r.handle(event, source);
       } finally {
         if (r.errors.length > before) {
           const e = r.errors.at(-1)!;
@@ -416,7 +416,7 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
       held.claim?.release();
       held.claim = claim;
       branch = c.branch.branch_id;
-      recorder = new SessionRecorder(sessionId, storage, branch, { messages: () => agent.messages });
+      recorder = new SessionRecorder(sessionId, storage, branch);
       screen.line(`[forked ${from} at ${c.branch.base_record_id ?? "the start"}: now on branch ${branch}]`);
     } catch (e) {
       if (!(e instanceof SessionError)) throw e;

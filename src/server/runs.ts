@@ -413,7 +413,6 @@ export class RunManager {
         throw sessionHttpError(e) ?? e;
       }
     }
-    if (session !== null) session.recorder.options.messages = () => agent.messages;
     run = new ServerRun(id, agent, req.detached, session);
     run.compaction = req.compaction !== undefined;
     this.#runs.set(id, run);

@@ -11,30 +11,29 @@
  *
  * @module
  */
-import type { AgentEvent } from "../agent/events.ts";
+import type { AgentEvent, AgentEventSource } from "../agent/events.ts";
 import type { AgentMessage } from "../agent/types.ts";
 import type { JournalStorage } from "./journal.ts";
 import { type SessionRecord, type SessionRecordDraft, SessionValidationError } from "./types.ts";
 
-export interface SessionRecorderOptions {
-  /**
-   * The conversation after a completed compaction (e.g. `() => agent.messages`);
-   * without it compactions are not journaled.
-   */
-  messages?: () => AgentMessage[];
-}
-
+/**
+ * Journals one agent's run into `storage` (session `sessionId`, branch
+ * `branchId`). Give it to the agent as a sink and nothing else:
+ * `createAgent({ compaction, sinks: [new SessionRecorder(id, storage)] })`
+ * records what `restoreSession` needs, compactions included (the conversation
+ * after a compaction is read from the emitting agent).
+ */
 export class SessionRecorder {
   /** Errors raised while recording (the agent only logs sink failures). */
   readonly errors: Error[] = [];
   /** The last record written. */
   lastRecord: SessionRecord | null = null;
 
-  constructor(readonly sessionId: string, readonly storage: JournalStorage, readonly branchId = "main", readonly options: SessionRecorderOptions = {}) {}
+  constructor(readonly sessionId: string, readonly storage: JournalStorage, readonly branchId = "main") {}
 
-  /** The sink entry point; also usable as `sinks: [recorder]`. */
-  async handle(event: AgentEvent): Promise<void> {
-    const draft = recordDraft(event, this.sessionId, this.branchId, this.options.messages);
+  /** The sink entry point (the agent calls it with each event and itself as `source`); `sinks: [recorder]`. */
+  async handle(event: AgentEvent, source?: AgentEventSource): Promise<void> {
+    const draft = recordDraft(event, this.sessionId, this.branchId, source === undefined ? undefined : () => source.messages);
     if (draft === null) return;
     try {
       const head = await this.storage.head(this.sessionId, this.branchId);
@@ -51,7 +50,11 @@ export class SessionRecorder {
   }
 }
 
-/** The record for an event, or null when the event is not persisted. */
+/**
+ * The record for an event, or null when the event is not persisted. A
+ * completed compaction needs `messages` (the conversation after it); without
+ * it there is no record.
+ */
 export function recordDraft(event: AgentEvent, sessionId: string, branchId: string, messages?: () => AgentMessage[]): SessionRecordDraft | null {
   const base = { session_id: sessionId, agent_id: event.agent_id, branch_id: branchId, sequence: event.sequence };
   const runId = event.run_id;

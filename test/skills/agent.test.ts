@@ -222,7 +222,6 @@ describe("never persisted", () => {
     const storage = new JsonlSessionStorage(dir);
     const recorder = new SessionRecorder("s1", storage);
     const agent = createAgent({ agentId: "a1", model, runtime: createRuntime(), skills, sinks: [recorder], systemPrompt: "P" });
-    recorder.options.messages = () => agent.messages;
     await agent.run("$alpha with a tool");
     expect(recorder.errors).toEqual([]);
     expect(agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
