@@ -39,8 +39,8 @@
  *
  * What remains is documented in docs/workspace-tools.md: attributes from the
  * work tree and `.git/info/attributes` are still read (they can only name
- * drivers, and no driver is defined); symlinks deeper inside `.git`
- * (`objects/pack/…`, `refs/heads/…`) are not checked.
+ * drivers, and no driver is defined). Symlinks anywhere under `objects`,
+ * `refs`, `logs` and `info` must lead inside the folder holding `.git`.
  *
  * @module
  */
@@ -234,10 +234,39 @@ function checkRepository(top: string, gitdir: string): GitRepository {
       refuse("gitdir_entry_outside", `${p} leads outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git_diff only reads a repository that lies inside the folder holding it; make it a plain file or folder`, { path: p });
     }
   }
+  // ...and so would symlinks deeper down: a pack in objects/pack linked to another repository's
+  // (with a ref naming one of its commits) shows that repository's files in a diff.
+  for (const name of ["objects", "refs", "logs", "info"]) {
+    const p = path.join(gitdir, name);
+    if (lstatOrNull(p)?.isDirectory() === true) checkNoLinksOut(top, p, 0);
+  }
   const head = fs.statSync(path.join(gitdir, "HEAD")).size;
   if (head > MAX_HEAD_BYTES) refuse("head_invalid", `${path.join(gitdir, "HEAD")} is ${head} bytes, not a ref or an object id`, { path: path.join(gitdir, "HEAD") });
   checkAlternates(top, path.join(gitdir, "objects"), 0);
   return { top, gitdir };
+}
+
+/** Refuse a symlink anywhere under `dir` (a real folder inside `top`) whose target is not inside `top`. */
+function checkNoLinksOut(top: string, dir: string, depth: number): void {
+  if (depth > 64) refuse("gitdir_entry_outside", `${dir} is nested more than 64 folders deep`, { path: dir });
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return; // unreadable: git can't read it either
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      checkNoLinksOut(top, p, depth + 1);
+    } else if (e.isSymbolicLink()) {
+      const real = realOrNull(p);
+      if (real === null || !inside(real, top)) {
+        refuse("gitdir_entry_outside", `${p} is a symlink leading outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git would read another repository's objects or refs through it; replace it with the file itself (git repack -a -d) or remove it`, { path: p });
+      }
+      // a link to a folder inside top is walked where it lies
+    }
+  }
 }
 
 /** `objects/info/alternates` lends git objects from other stores; each one (and theirs, 5 deep as in git) must lie inside `top`. */

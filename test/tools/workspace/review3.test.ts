@@ -76,3 +76,65 @@ describe("helpers on a PATH entry inside the root never run", () => {
     fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
   }, 120_000);
 });
+
+describe("git_diff: symlinks deep inside .git", () => {
+  /** git_diff without bubblewrap (its private /tmp would hide a secret under the temp folder anyway): git alone on the search path. */
+  async function gitDiff(rootDir: string, args: Record<string, unknown>) {
+    const only = path.join(base, "git-only");
+    fs.mkdirSync(only, { recursive: true });
+    if (!fs.existsSync(path.join(only, "git"))) fs.symlinkSync(which("git")!, path.join(only, "git"));
+    const { createGitDiffTool } = await import("../../../src/tools/workspace/git_diff.ts");
+    const tool = createGitDiffTool({ root: rootDir, searchPath: [only] });
+    try {
+      return { ok: true as const, value: await tool.handler(args as never, { signal: new AbortController().signal } as never) };
+    } catch (e) {
+      return { ok: false as const, error: e as { code?: string; message: string; details?: Record<string, unknown> } };
+    }
+  }
+
+  test("a pack linked from another repository (with a ref naming its commit) is refused; its content never shows", async () => {
+    const secret = path.join(base, "secret");
+    fs.mkdirSync(secret);
+    git(secret, "init", "-q");
+    fs.writeFileSync(path.join(secret, "s.txt"), "TOPSECRET\n");
+    git(secret, "add", ".");
+    git(secret, "commit", "-qm", "s");
+    git(secret, "gc", "-q");
+    const commit = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: secret }).stdout.toString().trim();
+
+    const hostile = path.join(base, "hostile");
+    fs.mkdirSync(hostile);
+    git(hostile, "init", "-q");
+    fs.writeFileSync(path.join(hostile, "s.txt"), "a\n");
+    git(hostile, "add", ".");
+    git(hostile, "commit", "-qm", "i");
+    const packs = path.join(secret, ".git", "objects", "pack");
+    for (const f of fs.readdirSync(packs)) fs.symlinkSync(path.join(packs, f), path.join(hostile, ".git", "objects", "pack", f));
+    fs.writeFileSync(path.join(hostile, ".git", "refs", "heads", "x"), `${commit}\n`);
+
+    const r = await gitDiff(hostile, { mode: "ref", ref: "x" });
+    expect(JSON.stringify(r)).not.toContain("TOPSECRET");
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error.code).toBe("GIT_FAILED");
+      expect(r.error.details?.reason).toBe("gitdir_entry_outside");
+      expect(r.error.message).toContain("objects/pack/pack-");
+    }
+
+    // a ref that is a symlink to another repository's ref: refused too
+    for (const f of fs.readdirSync(path.join(hostile, ".git", "objects", "pack"))) fs.rmSync(path.join(hostile, ".git", "objects", "pack", f));
+    fs.rmSync(path.join(hostile, ".git", "refs", "heads", "x"));
+    fs.symlinkSync(path.join(secret, ".git", "packed-refs"), path.join(hostile, ".git", "refs", "heads", "y"));
+    const y = await gitDiff(hostile, { mode: "status" });
+    expect(y.ok).toBe(false);
+    if (!y.ok) expect(y.error.message).toContain("refs/heads/y");
+
+    // symlinks that stay inside the repository are fine
+    fs.rmSync(path.join(hostile, ".git", "refs", "heads", "y"));
+    const head = fs.readFileSync(path.join(hostile, ".git", "refs", "heads", fs.readdirSync(path.join(hostile, ".git", "refs", "heads"))[0]!), "utf8");
+    fs.writeFileSync(path.join(hostile, ".git", "refs", "heads", "real"), head);
+    fs.symlinkSync("real", path.join(hostile, ".git", "refs", "heads", "alias"));
+    const ok = await gitDiff(hostile, { mode: "ref", ref: "alias" });
+    expect(ok.ok).toBe(true);
+  }, 120_000);
+});
