@@ -16,6 +16,10 @@
  *   | diff [--cached | REF] --no-ext-diff --no-textconv --no-color --ignore-submodules=all --relative [--stat] -- PATHS
  * ```
  *
+ * Before it, `ls-files -z --full-name` lists the index: a name with a `..`,
+ * `.` or empty component or a `.git` one (which git never writes, but reads
+ * from a crafted index, and then reads that file) refuses the repository.
+ *
  * PATHS default to `.`, so when the root is a subfolder of a repository
  * nothing outside the root shows; `status` (short format, relative paths)
  * and `diff --relative` name files relative to the root, as the other tools do.
@@ -53,6 +57,8 @@ import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_GIT_DIFF_MAX_BYTES = 256 * 1024;
 export const DEFAULT_GIT_DIFF_TIMEOUT_MS = 30_000;
+/** The most `git ls-files -z` output checked for crafted names (64 MiB: about a million paths). */
+const MAX_INDEX_LISTING = 64 * 1024 * 1024;
 export const REF_PATTERN = /^(?!-)(?!.*\.\.)(?!.*\/\/)[A-Za-z0-9_./~^-]{1,200}$/;
 
 export type GitDiffMode = "status" | "worktree" | "staged" | "ref";
@@ -190,6 +196,21 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
           : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "--relative", ...(args.stat === true ? ["--stat"] : [])];
       const shadow = await prepareShadow(repo, readConfig, mode === "status" ? STATUS_CONFIG : []);
       try {
+        // git reads the index's names as they are: a crafted entry "../../../etc/hostname"
+        // makes status and diff read (and show) that file. Refuse names git would never write.
+        const ls = await run(repo, shadow.dir, shadow.env, [...GLOBAL, "ls-files", "-z", "--full-name"], ctx.signal, MAX_INDEX_LISTING);
+        if (ls.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+        if (ls.exit_code !== 0) {
+          const first = ls.stderr.trim().split("\n")[0] ?? "";
+          fail("GIT_FAILED", `git ls-files failed (exit ${ls.exit_code ?? ls.signal}): ${first.slice(0, 300)}`, { exit_code: ls.exit_code, stderr: ls.stderr.slice(0, 4096) });
+        }
+        if (ls.truncated) fail("GIT_FAILED", `the index lists over ${MAX_INDEX_LISTING} bytes of names; git_diff can't check them`, { refused: true, reason: "index_too_large" });
+        for (const name of ls.stdout.split("\0")) {
+          if (name === "") continue;
+          if (name.split("/").some((c) => c === "" || c === "." || c === ".." || c.toLowerCase() === ".git")) {
+            fail("GIT_FAILED", `git_diff refuses this repository: its index names ${JSON.stringify(name.slice(0, 300))}, a path git never writes (it leads outside the work tree or into .git): the index is crafted; remove it (rm .git/index && git reset) to rebuild it`, { refused: true, reason: "index_path_invalid", path: name.slice(0, 4096) });
+          }
+        }
         // Without paths, "." still limits git to the root: when the root is a
         // subfolder of a repository, the rest of the repository is outside it.
         const r = await run(repo, shadow.dir, shadow.env, [...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])], ctx.signal, maxBytes);

@@ -138,3 +138,36 @@ describe("git_diff: symlinks deep inside .git", () => {
     expect(ok.ok).toBe(true);
   }, 120_000);
 });
+
+describe("git_diff: a crafted index", () => {
+  test("an index entry ../../…/etc/passwd (checksum fixed up) is refused through the binary; the outside file never shows", () => {
+    const repo = path.join(base, "idx", "repo");
+    fs.mkdirSync(repo, { recursive: true });
+    git(repo, "init", "-q");
+    // /etc/passwd from the repository (visible inside bubblewrap too): a name of the same length, added, then rewritten in the index
+    const evil = path.relative(repo, "/etc/passwd");
+    const fake = evil.replaceAll("../", "aa/");
+    fs.mkdirSync(path.join(repo, path.dirname(fake)), { recursive: true });
+    fs.writeFileSync(path.join(repo, fake), "fake\n");
+    git(repo, "add", ".");
+    git(repo, "commit", "-qm", "i");
+    const idx = path.join(repo, ".git", "index");
+    const bytes = fs.readFileSync(idx);
+    const body = Buffer.from(bytes.subarray(0, bytes.length - 20).toString("latin1").replace(fake, evil), "latin1");
+    const sum = new Bun.CryptoHasher("sha1").update(body).digest();
+    fs.writeFileSync(idx, Buffer.concat([body, sum]));
+    // the attack is real: plain git shows the outside file's content
+    const plain = Bun.spawnSync(["git", "diff"], { cwd: repo, env: { PATH: process.env.PATH!, HOME: base } }).stdout.toString();
+    expect(plain).toContain("+root:");
+    for (const args of [{}, { mode: "status" }, { mode: "ref", ref: "HEAD" }]) {
+      const r = run([binaryPath(), "--root", repo, "--tools", "git_diff", "execute", JSON.stringify({ id: "1", tool: "git_diff", arguments: args })]);
+      expect(r.stdout).not.toContain("root:");
+      expect(r.stdout).not.toContain(`AM ${evil}`);
+      const out = JSON.parse(r.stdout);
+      expect(out.success).toBe(false);
+      expect(out.error.code).toBe("GIT_FAILED");
+      expect(out.error.details.reason).toBe("index_path_invalid");
+      expect(out.error.message).toContain(evil);
+    }
+  }, 120_000);
+});
