@@ -47,7 +47,7 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, FIXED_ENV, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
@@ -245,7 +245,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       for (const [k, v] of Object.entries(args.env ?? {})) {
         if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (${envDenial(k) ?? "not a valid name"})`, { env: k });
         if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
-        if (FIXED_ENV.has(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
+        if (envFixed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
         if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
         env[k] = v;
       }

@@ -54,8 +54,8 @@
  * **Environment.** The child gets only the allowlisted variables; `PATH`
  * keeps only its absolute entries (an empty or `.` entry would let a
  * program find helpers in the working folder). A call may override
- * allowlisted variables except {@link FIXED_ENV} (`PATH`, `HOME`, `XDG_*`,
- * `SHELL`, `TMPDIR`). Names
+ * allowlisted variables except those {@link envFixed} names (`PATH`, `HOME`, `XDG_*`,
+ * `SHELL`, `TMPDIR`, `GNUPGHOME`). Names
  * on {@link ENV_DENYLIST} (the dynamic loader's `LD_*` and `DYLD_*`,
  * variables that make shells, git or language runtimes execute code, and
  * programs' option variables such as `TAR_OPTIONS` that can name a command)
@@ -86,6 +86,8 @@ export interface EnvDenial {
   /** The exact name (`BASH_ENV`), or, with `prefix: true`, the start of the names (`LD_`). */
   name: string;
   prefix?: true;
+  /** The program reads the name in any case (npm: `npm_config_x`, `NPM_CONFIG_X`, `Npm_Config_x`). */
+  anyCase?: true;
   reason: string;
 }
 
@@ -189,19 +191,30 @@ export const ENV_DENYLIST: readonly EnvDenial[] = [
   d("CXX", "build tools run the compiler it names"),
   d("RUSTC_WRAPPER", "cargo runs it around rustc"),
   p("CARGO_", "cargo takes settings (wrappers, runners, linkers) from CARGO_* variables"),
-  p("npm_config_", "npm takes settings (script-shell, node-options) from npm_config_* variables"),
-  p("NPM_CONFIG_", "npm takes settings (script-shell, node-options) from NPM_CONFIG_* variables"),
+  { name: "npm_config_", prefix: true, anyCase: true, reason: "npm takes settings (script-shell, node-options) from npm_config_* variables, whatever their case (NPM_CONFIG_*, Npm_Config_*)" },
+  d("NODE_REPL_EXTERNAL_MODULE", "node loads the module it names in place of its REPL"),
+  d("OPENSSL_MODULES", "OpenSSL 3 loads providers (shared libraries) from it"),
+  d("GCC_EXEC_PREFIX", "gcc runs its subprograms (cc1, as, collect2) from it"),
+  d("COMPILER_PATH", "gcc runs its subprograms (cc1, as, collect2) from it"),
+  d("GOFLAGS", "go takes flags from it (-toolexec runs a program)"),
+  d("GOENV", "go reads its settings (GOFLAGS) from the file it names"),
+  d("RUSTC", "cargo runs the compiler it names"),
+  d("RUSTDOC", "cargo runs the rustdoc it names"),
+  d("RUSTC_WORKSPACE_WRAPPER", "cargo runs it around rustc"),
 ];
 
 /** Why `name` can't be passed to commands (its {@link ENV_DENYLIST} entry's reason), or `null` when it may be. */
 export function envDenial(name: string): string | null {
-  const hit = ENV_DENYLIST.find((e) => (e.prefix === true ? name.startsWith(e.name) : name === e.name));
+  const hit = ENV_DENYLIST.find((e) => {
+    const [n, en] = e.anyCase === true ? [name.toLowerCase(), e.name.toLowerCase()] : [name, e.name];
+    return e.prefix === true ? n.startsWith(en) : n === en;
+  });
   return hit === undefined ? null : hit.reason;
 }
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** {@link ENV_DENYLIST} as patterns (kept for callers of the earlier API). */
-export const FORBIDDEN_ENV: readonly RegExp[] = ENV_DENYLIST.map((e) => new RegExp(`^${escapeRe(e.name)}${e.prefix === true ? "" : "$"}`));
+export const FORBIDDEN_ENV: readonly RegExp[] = ENV_DENYLIST.map((e) => new RegExp(`^${escapeRe(e.name)}${e.prefix === true ? "" : "$"}`, e.anyCase === true ? "i" : ""));
 
 export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"] as const;
 
@@ -211,7 +224,12 @@ export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"]
  * into the workspace would let a written file be executed, or a written
  * `.gitconfig` name a filter program). They keep the operator's values.
  */
-export const FIXED_ENV: ReadonlySet<string> = new Set(["PATH", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SHELL", "TMPDIR"]);
+export const FIXED_ENV: ReadonlySet<string> = new Set(["PATH", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SHELL", "TMPDIR", "GNUPGHOME"]);
+
+/** Whether a call must leave `name` at the operator's value: {@link FIXED_ENV}, and every `XDG_*` (`XDG_CONFIG_DIRS` also names where configuration is read). */
+export function envFixed(name: string): boolean {
+  return FIXED_ENV.has(name) || name.startsWith("XDG_");
+}
 
 /** Git subcommands `exec` allows (local, no program execution by design). */
 export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([

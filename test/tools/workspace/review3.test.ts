@@ -171,3 +171,35 @@ describe("git_diff: a crafted index", () => {
     }
   }, 120_000);
 });
+
+describe("exec's environment: what the review added", () => {
+  test("npm reads npm_config_* in any case, so the denylist does too; compilers' and runtimes' program variables are refused", async () => {
+    const { envDenial } = await import("../../../src/tools/workspace/rules.ts");
+    for (const n of ["npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", "Npm_Config_script_shell", "nPM_cONFIG_node_options", "NODE_REPL_EXTERNAL_MODULE", "OPENSSL_MODULES", "GCC_EXEC_PREFIX", "COMPILER_PATH", "GOFLAGS", "GOENV", "RUSTC", "RUSTDOC", "RUSTC_WORKSPACE_WRAPPER"]) {
+      expect([n, envDenial(n)]).not.toEqual([n, null]);
+    }
+    expect(envDenial("npm_configx")).toBeNull();
+  });
+
+  test.skipIf(which("npm") === null)("the case attack is real (npm takes Npm_Config_foo as foo), and the binary refuses it at start-up", () => {
+    const r = Bun.spawnSync(["npm", "config", "get", "foo"], { cwd: base, env: { PATH: process.env.PATH!, HOME: base, Npm_Config_foo: "from-mixed-case" } });
+    expect(r.stdout.toString().trim()).toBe("from-mixed-case");
+    const cfg = path.join(base, "npm-case.json");
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "Npm_Config_script_shell"] } } }));
+    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"] } })]);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain('"tools.exec.env[1]": environment variable "Npm_Config_script_shell" can\'t be allowlisted');
+  }, 120_000);
+
+  test("a call can't set any XDG_* variable nor GNUPGHOME, allowlisted or not (they name where configuration is read)", () => {
+    const cfg = path.join(base, "xdg.json");
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "XDG_CONFIG_DIRS", "GNUPGHOME"], isolation: "off" } } }));
+    for (const name of ["XDG_CONFIG_DIRS", "GNUPGHOME"]) {
+      const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"], env: { [name]: root } } })]);
+      const env = JSON.parse(out.stdout);
+      expect(env.success).toBe(false);
+      expect(env.error.code).toBe("COMMAND_NOT_ALLOWED");
+      expect(env.error.message).toContain("keeps the operator's value");
+    }
+  }, 120_000);
+});
