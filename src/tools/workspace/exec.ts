@@ -48,7 +48,7 @@ import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
 import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
-import { bwrapArgs, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
+import { bwrapArgs, bwrapHasTmpfsSize, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
@@ -226,6 +226,9 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const cgroupBase = supervisorAvailable() && perl !== null ? pidsCgroupBase() : null;
   const uid = currentUid();
   const nproc = bwrap !== null && uid > 0 && bwrapMakesUserNamespace(bwrap, helperDirs) ? taskCap : undefined;
+  // The sandbox's private /tmp and /run are tmpfs, memory that no VmRSS counts: each holds at most memory_bytes.
+  const tmpfsBytes = bwrap !== null && bwrapHasTmpfsSize(bwrap) ? limits.memoryBytes : undefined;
+  if (bwrap !== null && tmpfsBytes === undefined) warn("this bubblewrap has no --size (it came with 0.5): files a command writes to the sandbox's /tmp are memory that memory_bytes does not bound");
   const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { ...rlimits, ...(nproc !== undefined ? { tasks: nproc } : {}) });
 
   return {
@@ -265,7 +268,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       // unisolated: [prlimit …] [launcher] PROGRAM ARGS; isolated: [launcher] bwrap … -- [prlimit …] PROGRAM ARGS
       let argv: string[];
       if (bwrap !== null) {
-        const inner = bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths, wrapper);
+        const inner = bwrapArgs(realRoot, cwd, program, progArgs, protectedPaths, wrapper, tmpfsBytes);
         argv = cgroup !== null ? [...launcherArgv(perl!, cgroup, "bwrap", bwrap), ...inner] : [bwrap, ...inner];
       } else if (perl !== null && (wrapper.length > 0 || cgroup !== null)) {
         argv = [...wrapper, ...launcherArgv(perl, cgroup, name, program), ...progArgs];

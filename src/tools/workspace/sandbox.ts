@@ -109,10 +109,11 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
  * with `root` writable except `.git`, `.agentcore` and the `protect` paths
  * (relative to the root: agentcore's config file or history log inside it).
  */
-export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = [], wrapper: readonly string[] = []): string[] {
+export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = [], wrapper: readonly string[] = [], tmpfsBytes?: number): string[] {
   const hidden = hiddenTops();
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
-  for (const top of hidden) out.push("--tmpfs", top);
+  // a tmpfs is memory no process's VmRSS shows: without a size, files in /tmp got past memory_bytes
+  for (const top of hidden) out.push(...(tmpfsBytes !== undefined ? ["--size", String(tmpfsBytes)] : []), "--tmpfs", top);
   out.push("--bind", root, root);
   // The private /tmp and /run hide whatever lives under the host's: an
   // allowlisted program installed there (a checkout's node_modules/.bin under
@@ -222,6 +223,19 @@ function programDirsUnder(tops: readonly string[], program: string, root: string
     if (tops.some((t) => isInside(dir, t)) && !isInside(dir, root) && !dirs.includes(dir)) dirs.push(dir);
   }
   return dirs;
+}
+
+const sizeSupport = new Map<string, boolean>();
+
+/** Whether this bwrap takes `--size` for a tmpfs (bubblewrap 0.5 and later). */
+export function bwrapHasTmpfsSize(bwrap: string): boolean {
+  let known = sizeSupport.get(bwrap);
+  if (known === undefined) {
+    const r = spawnSync(bwrap, ["--help"], { stdio: ["ignore", "pipe", "pipe"], timeout: 10_000 });
+    known = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`.includes("--size");
+    sizeSupport.set(bwrap, known);
+  }
+  return known;
 }
 
 /**

@@ -203,3 +203,22 @@ describe("exec's environment: what the review added", () => {
     }
   }, 120_000);
 });
+
+describe("exec limits: the sandbox's /tmp is memory too", () => {
+  const tools = ["sh", "dd", "du"].every((n) => which(n) !== null);
+  test.skipIf(which("bwrap") === null || !tools)("files written to the private /tmp can't hold more than memory_bytes (a tmpfs no VmRSS counts)", () => {
+    const cfg = path.join(base, "tmpfs.json");
+    const mem = 64 * 1024 * 1024;
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sh", "dd", "du"], isolation: "required", timeout_ms: 30_000, limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 } } } }));
+    // 12 files of 8 MiB: 96 MiB, each under file_size_bytes, all of it over memory_bytes
+    const script = "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/tmp/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; du -sk /tmp";
+    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } })]);
+    const env = JSON.parse(out.stdout);
+    expect(env.success).toBe(true);
+    expect(env.result.isolated).toBe(true);
+    const written = Number(/written=(\d+)/.exec(env.result.stdout)?.[1]);
+    const kib = Number(/^(\d+)\s+\/tmp/m.exec(env.result.stdout)?.[1]);
+    expect(written).toBeLessThan(12);
+    expect(kib * 1024).toBeLessThan(mem + mem / 16); // du counts the folder and block slack too
+  }, 120_000);
+});
