@@ -114,6 +114,9 @@ export function bwrapArgs(root: string, cwd: string, program: string, args: read
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
   // a tmpfs is memory no process's VmRSS shows: without a size, files in /tmp got past memory_bytes
   for (const top of hidden) out.push(...(tmpfsBytes !== undefined ? ["--size", String(tmpfsBytes)] : []), "--tmpfs", top);
+  // --dev's /dev is a tmpfs too, with a writable /dev/shm: a sized /dev/shm, and /dev itself read-only
+  // (device nodes such as /dev/null still take writes)
+  if (tmpfsBytes !== undefined) out.push("--size", String(tmpfsBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   out.push("--bind", root, root);
   // The private /tmp and /run hide whatever lives under the host's: an
   // allowlisted program installed there (a checkout's node_modules/.bin under

@@ -221,4 +221,18 @@ describe("exec limits: the sandbox's /tmp is memory too", () => {
     expect(written).toBeLessThan(12);
     expect(kib * 1024).toBeLessThan(mem + mem / 16); // du counts the folder and block slack too
   }, 120_000);
+
+  test.skipIf(which("bwrap") === null || !tools)("nor /dev (bubblewrap's --dev is a tmpfs): /dev/shm is as small, /dev itself read-only, /dev/null still writable", () => {
+    const cfg = path.join(base, "devshm.json");
+    const mem = 64 * 1024 * 1024;
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sh", "dd", "du"], isolation: "required", timeout_ms: 30_000, limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 } } } }));
+    const script = "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/dev/shm/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; " +
+      "dd if=/dev/zero of=/dev/extra bs=1024 count=1 2>/dev/null && echo dev-writable; echo x > /dev/null && echo null-ok";
+    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } })]);
+    const env = JSON.parse(out.stdout);
+    expect(env.success).toBe(true);
+    expect(Number(/written=(\d+)/.exec(env.result.stdout)?.[1])).toBeLessThan(12);
+    expect(env.result.stdout).not.toContain("dev-writable");
+    expect(env.result.stdout).toContain("null-ok");
+  }, 120_000);
 });
