@@ -237,8 +237,8 @@ function checkRepository(top: string, gitdir: string): GitRepository {
   // ...and so would symlinks deeper down: a pack in objects/pack linked to another repository's
   // (with a ref naming one of its commits) shows that repository's files in a diff.
   for (const name of ["objects", "refs", "logs", "info"]) {
-    const p = path.join(gitdir, name);
-    if (lstatOrNull(p)?.isDirectory() === true) checkNoLinksOut(top, p, 0);
+    const real = realOrNull(path.join(gitdir, name)); // inside top (checked above), maybe through a symlink
+    if (real !== null && fs.statSync(real).isDirectory()) checkNoLinksOut(top, real, 0);
   }
   const head = fs.statSync(path.join(gitdir, "HEAD")).size;
   if (head > MAX_HEAD_BYTES) refuse("head_invalid", `${path.join(gitdir, "HEAD")} is ${head} bytes, not a ref or an object id`, { path: path.join(gitdir, "HEAD") });
@@ -247,7 +247,7 @@ function checkRepository(top: string, gitdir: string): GitRepository {
 }
 
 /** Refuse a symlink anywhere under `dir` (a real folder inside `top`) whose target is not inside `top`. */
-function checkNoLinksOut(top: string, dir: string, depth: number): void {
+function checkNoLinksOut(top: string, dir: string, depth: number, seen = new Set<string>()): void {
   if (depth > 64) refuse("gitdir_entry_outside", `${dir} is nested more than 64 folders deep`, { path: dir });
   let entries: fs.Dirent[];
   try {
@@ -258,13 +258,17 @@ function checkNoLinksOut(top: string, dir: string, depth: number): void {
   for (const e of entries) {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) {
-      checkNoLinksOut(top, p, depth + 1);
+      checkNoLinksOut(top, p, depth + 1, seen);
     } else if (e.isSymbolicLink()) {
       const real = realOrNull(p);
       if (real === null || !inside(real, top)) {
         refuse("gitdir_entry_outside", `${p} is a symlink leading outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git would read another repository's objects or refs through it; replace it with the file itself (git repack -a -d) or remove it`, { path: p });
       }
-      // a link to a folder inside top is walked where it lies
+      // a link to a folder inside top: what that folder holds is read through it, so walk it too
+      if (lstatOrNull(real)?.isDirectory() === true && !seen.has(real)) {
+        seen.add(real);
+        checkNoLinksOut(top, real, depth + 1, seen);
+      }
     }
   }
 }

@@ -129,8 +129,42 @@ describe("git_diff: symlinks deep inside .git", () => {
     expect(y.ok).toBe(false);
     if (!y.ok) expect(y.error.message).toContain("refs/heads/y");
 
-    // symlinks that stay inside the repository are fine
+    // a link out behind a link to a folder inside the repository: objects/pack, or objects itself, linked to a folder of the work tree
     fs.rmSync(path.join(hostile, ".git", "refs", "heads", "y"));
+    const stash = path.join(hostile, "stash");
+    fs.mkdirSync(stash);
+    const real = path.join(hostile, ".git", "objects", "pack");
+    for (const f of fs.readdirSync(real)) fs.renameSync(path.join(real, f), path.join(stash, f));
+    for (const f of fs.readdirSync(packs)) fs.symlinkSync(path.join(packs, f), path.join(stash, f));
+    fs.rmdirSync(real);
+    fs.symlinkSync("../../stash", real);
+    fs.writeFileSync(path.join(hostile, ".git", "refs", "heads", "x"), `${commit}\n`);
+    for (const attempt of ["pack linked", "objects linked"]) {
+      if (attempt === "objects linked") {
+        fs.rmSync(real);
+        fs.mkdirSync(real);
+        fs.renameSync(path.join(hostile, ".git", "objects"), path.join(hostile, "objs"));
+        fs.symlinkSync("../objs", path.join(hostile, ".git", "objects"));
+        fs.rmSync(path.join(hostile, "objs", "pack"), { recursive: true });
+        fs.symlinkSync("../stash", path.join(hostile, "objs", "pack"));
+      }
+      const z = await gitDiff(hostile, { mode: "ref", ref: "x" });
+      expect([attempt, JSON.stringify(z).includes("TOPSECRET")]).toEqual([attempt, false]);
+      expect([attempt, z.ok]).toEqual([attempt, false]);
+      if (!z.ok) {
+        expect(z.error.details?.reason).toBe("gitdir_entry_outside");
+        expect(String(z.error.details?.path)).toContain(path.join(hostile, "stash", "pack-"));
+      }
+    }
+    fs.rmSync(path.join(hostile, ".git", "objects"));
+    fs.renameSync(path.join(hostile, "objs"), path.join(hostile, ".git", "objects"));
+    fs.rmSync(path.join(hostile, ".git", "objects", "pack"));
+    fs.mkdirSync(path.join(hostile, ".git", "objects", "pack"));
+    for (const f of fs.readdirSync(stash)) if (!fs.lstatSync(path.join(stash, f)).isSymbolicLink()) fs.renameSync(path.join(stash, f), path.join(hostile, ".git", "objects", "pack", f));
+    fs.rmSync(stash, { recursive: true });
+    fs.rmSync(path.join(hostile, ".git", "refs", "heads", "x"));
+
+    // symlinks that stay inside the repository are fine
     const head = fs.readFileSync(path.join(hostile, ".git", "refs", "heads", fs.readdirSync(path.join(hostile, ".git", "refs", "heads"))[0]!), "utf8");
     fs.writeFileSync(path.join(hostile, ".git", "refs", "heads", "real"), head);
     fs.symlinkSync("real", path.join(hostile, ".git", "refs", "heads", "alias"));
