@@ -6,7 +6,9 @@
  *   bun examples/agent_control.ts
  *   deno run --allow-read --allow-env examples/agent_control.ts
  */
-import { createAgent, createRuntime, ScriptedModel, type AgentEvent, type FollowUpHandle } from "../src/mod.ts";
+import { createAgent, createRuntime, type AgentEvent } from "../src/mod.ts";
+import type { FollowUpHandle } from "../src/entries/agent.ts";
+import { ScriptedModel } from "../src/entries/testing.ts";
 
 // The controls below are called from an event sink, at a known point of the
 // run, so the program prints the same thing every time. From a UI you would

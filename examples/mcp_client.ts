@@ -6,7 +6,8 @@
  *   bun examples/mcp_client.ts
  *   deno run --allow-read --allow-env --allow-run --allow-sys examples/mcp_client.ts
  */
-import { attachMcpServers, createRuntime, serializeEnvelope } from "../src/mod.ts";
+import { createRuntime, serializeEnvelope } from "../src/mod.ts";
+import { attachMcpServers } from "../src/entries/mcp.ts";
 
 const runtime = createRuntime();
 const mcp = await attachMcpServers(runtime, {

@@ -4,7 +4,9 @@
  *
  *   bun examples/plan_agent.ts
  */
-import { createAgent, createPlanTool, createRuntime, PLAN_PROMPT, renderPlan, ScriptedModel } from "../src/mod.ts";
+import { createAgent, createPlanTool, createRuntime, PLAN_PROMPT } from "../src/mod.ts";
+import { renderPlan } from "../src/entries/agent.ts";
+import { ScriptedModel } from "../src/entries/testing.ts";
 
 const step = (id: string, statuses: string[]) => ({
   content: null,

@@ -1,46 +1,97 @@
 /**
- * agentcore: the public library API.
+ * agentcore: what an application needs to build and run agents.
  *
  * - Strict JSON core (WebAssembly): `parseStrict`, `validateStrict`,
  *   `JsonStreamValidator`, `parseToolCall`, `normalizeToolCall`.
- * - Tools: `ToolRegistry`, `ToolError`, the built-in `echo` and `read_file`;
- *   the opt-in workspace tools (`workspaceTools`: list_dir, glob, grep,
- *   git_diff, write_file, apply_patch, exec).
- * - Dispatch: `createRuntime`, `serializeEnvelope`, `createLogger`.
- * - Models: `OpenAIModelAdapter`, `ScriptedModel`, `modelConfigFromEnv`, the
- *   `ModelAdapter` contract.
- * - Agents: `createAgent`, events, run control, `toolOutcome` for tool controls.
- * - Planning: `createPlanTool` (the `update_plan` tool), `PLAN_PROMPT`,
- *   `planFromMessages`, `renderPlan`.
- * - Skills: `discoverSkills`, `SkillCatalog`, the index and active-skill messages.
- * - MCP: `attachMcpServers` / `McpToolHandler` (MCP servers' tools as agentcore
- *   tools), `createMcpServer` (agentcore's tools served over MCP).
- * - Daemon: `createApp` (the Hono app of `agentcore serve`), `startDaemon`,
- *   `ApprovalQueue`, `generateToken` / `loadOrCreateToken`, `hostOriginGuard`.
+ * - Tools and dispatch: `ToolRegistry`, `ToolError`, `toolOutcome`,
+ *   `createRuntime`, `serializeEnvelope`, `createLogger`, `ruleBasedPolicy`.
+ * - Models: `OpenAIModelAdapter` (any OpenAI-compatible endpoint; the `openai`
+ *   SDK is imported on the first request), `modelConfigFromEnv`, the
+ *   `ModelAdapter` contract, `ModelProviderError`.
+ * - Agents: `createAgent`, `Agent`, its events and results; planning
+ *   (`createPlanTool`, `PLAN_PROMPT`); compaction (`CompactionPolicy`,
+ *   `ModelCompactor`).
+ * - Sessions: `SessionRecorder`, `JsonlSessionStorage`,
+ *   `MemorySessionStorage`, `restoreSession`.
+ *
+ * Everything else is a subpath (see docs/library.md): `agentcore/testing`
+ * (`ScriptedModel`, a scripted OpenAI-compatible server), `agentcore/workspace`
+ * (list_dir, glob, grep, git_diff, write_file, apply_patch, exec),
+ * `agentcore/skills`, `agentcore/mcp`, `agentcore/server` (the daemon),
+ * `agentcore/session`, `agentcore/agent`, `agentcore/context`,
+ * `agentcore/providers`, `agentcore/runtime`, `agentcore/tools`,
+ * `agentcore/json`.
+ *
+ * Importing this entry loads none of Hono, the MCP SDKs, `openai` or `yaml`
+ * (test/package/entry.test.ts checks it).
  *
  * @example
  * ```ts
- * import { createRuntime, serializeEnvelope } from "./src/mod.ts";
- * const rt = createRuntime();
- * const env = await rt.dispatch('{"id":"c1","tool":"echo","arguments":{"hi":1}}');
- * console.log(serializeEnvelope(env));
+ * import { createAgent, createRuntime } from "agentcore";
+ * import { ScriptedModel } from "agentcore/testing";
+ *
+ * const agent = createAgent({ model: new ScriptedModel([{ content: "hello" }]), runtime: createRuntime() });
+ * const result = await agent.run("say hello");
+ * console.log(result.status, result.output); // completed hello
+ * await agent.shutdown();
  * ```
  *
  * @module
  */
-export * from "./core/index.ts";
-export * from "./core/toolcall.ts";
-export * from "./tools/index.ts";
-export * from "./tools/workspace/index.ts";
-export * from "./runtime/index.ts";
-export * from "./providers/index.ts";
-export * from "./agent/index.ts";
-export * from "./agent/plan.ts";
-export type { Envelope, EnvelopeError, ErrorCode } from "./runtime/envelope.ts";
+
+// The strict JSON core and tool-call shapes.
+export { JsonStreamValidator, parseStrict, validateStrict } from "./core/index.ts";
+export type { JsonError, JsonLimits, ParseResult } from "./core/index.ts";
+export { normalizeToolCall, parseToolCall } from "./core/toolcall.ts";
+export type { ToolCall, ToolCallParseResult } from "./core/toolcall.ts";
+
+// Tools.
+export { ToolError, ToolRegistry, toolOutcome } from "./tools/index.ts";
+export type { JsonSchema, ToolContext, ToolDefinition, ToolOutcome } from "./tools/index.ts";
+
+// Dispatch: the runtime, envelopes, logging, policy.
+export { createLogger, createRuntime, ERROR_CODES, serializeEnvelope } from "./runtime/index.ts";
+export type { Envelope, EnvelopeError, ErrorCode, Logger, LogLevel, Runtime, RuntimeOptions } from "./runtime/index.ts";
+export { ruleBasedPolicy } from "./middleware/index.ts";
+export type { RuleBasedPolicyOptions, ToolApprovalDecision, ToolApprovalRequest, ToolApprover, ToolMiddleware, ToolPolicyRule } from "./middleware/index.ts";
+
+// Models.
+export { ModelProviderError, modelConfigFromEnv, OpenAIModelAdapter } from "./providers/index.ts";
+export type {
+  AssistantMessage,
+  ChatMessage,
+  ModelAdapter,
+  ModelConfig,
+  ModelConfigInput,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamEvent,
+  ModelToolCall,
+  ModelUsage,
+  OpenAIModelAdapterOptions,
+} from "./providers/index.ts";
+
+// Agents.
+export { Agent, AgentRunError, createAgent } from "./agent/index.ts";
+export type {
+  AgentEvent,
+  AgentEventSink,
+  AgentEventSource,
+  AgentMessage,
+  AgentOptions,
+  AgentRunResult,
+  AgentStatus,
+  CompactionOptions,
+  RunStatus,
+  RuntimePolicyOptions,
+  StopReason,
+} from "./agent/index.ts";
+export { createPlanTool, PLAN_PROMPT } from "./agent/plan.ts";
+export { CompactionPolicy, ModelCompactor } from "./context/index.ts";
+export type { CompactionResult, Compactor } from "./context/index.ts";
+
+// Sessions.
+export { JsonlSessionStorage, MemorySessionStorage, restoreSession, SessionRecorder } from "./session/index.ts";
+export type { SessionCheckout, SessionRecord } from "./session/index.ts";
+
 export { VERSION } from "./version.ts";
-export * from "./middleware/index.ts";
-export * from "./context/index.ts";
-export * from "./session/index.ts";
-export * from "./skills/index.ts";
-export * from "./mcp/index.ts";
-export * from "./server/index.ts";

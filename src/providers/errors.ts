@@ -7,7 +7,7 @@
  *
  * @module
  */
-import * as OpenAISDK from "openai";
+import type * as OpenAISDKModule from "openai";
 import { ModelProviderError, type ModelErrorKind } from "./types.ts";
 
 export const COMPLETION_FAILED_PREFIX = "chat completion failed: ";
@@ -37,6 +37,18 @@ export const CONTEXT_OVERFLOW_PHRASES: readonly string[] = [
   "when context the overflows",
   "loaded with context length of only",
 ];
+
+/**
+ * The `openai` SDK once an adapter loaded it (it is imported on first use, so
+ * importing agentcore does not load it). Before that no SDK error can exist,
+ * and the SDK's classes are not checked.
+ */
+let OpenAISDK: typeof OpenAISDKModule | null = null;
+
+/** Called by the OpenAI adapter when it has loaded the SDK: its error classes are then recognised. */
+export function useOpenAISDK(sdk: typeof OpenAISDKModule): void {
+  OpenAISDK = sdk;
+}
 
 const retryable = new WeakSet<ModelProviderError>();
 /** Failures that look retryable by kind but are not (a 429 for an exhausted quota). */
@@ -83,7 +95,7 @@ export function abortReason(signal: AbortSignal): unknown {
 
 /** True for `AbortError`s of fetch, DOM or the SDK. */
 export function isAbortLike(err: unknown): boolean {
-  if (err instanceof OpenAISDK.APIUserAbortError) return true;
+  if (OpenAISDK !== null && err instanceof OpenAISDK.APIUserAbortError) return true;
   return (
     typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError"
   );
@@ -207,14 +219,15 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
   const prefix = streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX;
   const base = { responseStarted, cause: err };
 
-  if (timedOut || err instanceof OpenAISDK.APIConnectionTimeoutError) {
+  const sdk = OpenAISDK;
+  if (timedOut || (sdk !== null && err instanceof sdk.APIConnectionTimeoutError)) {
     return new ModelProviderError("timeout", prefix + (timedOut ? "no response within the timeout" : detail(err)), base);
   }
-  if (err instanceof OpenAISDK.APIUserAbortError || isAbortLike(err)) {
+  if ((sdk !== null && err instanceof sdk.APIUserAbortError) || isAbortLike(err)) {
     // An abort we did not ask for (the SDK's own controller): treat as a network failure.
     return retryableModelError("provider_error", prefix + detail(err), base);
   }
-  if (err instanceof OpenAISDK.APIConnectionError) {
+  if (sdk !== null && err instanceof sdk.APIConnectionError) {
     // The SDK's own message is only "Connection error."; the cause says why
     // (ECONNREFUSED, ENOTFOUND, a TLS failure), the endpoint says where.
     const cause = (err as { cause?: unknown }).cause;
@@ -222,7 +235,7 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
     const where = options.endpoint !== undefined ? `cannot connect to ${shownEndpoint(options.endpoint)}: ` : "";
     return retryableModelError("provider_error", prefix + where + why, base);
   }
-  if (err instanceof OpenAISDK.APIError) {
+  if (sdk !== null && err instanceof sdk.APIError) {
     const status = err.status;
     const withStatus = { ...base, status };
     if (status === 401 || status === 403) return new ModelProviderError("authentication", prefix + detail(err), withStatus);

@@ -8,12 +8,15 @@
  * wait for the response and then every wait for the next chunk, so a stream
  * that stalls ends as a `timeout` too.
  *
+ * The SDK is imported on first use (the first request, or `client()`), so
+ * importing agentcore does not load it.
+ *
  * @module
  */
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type { JsonLimits } from "../core/errors.ts";
 import { type ModelConfig, type ModelConfigInput, resolveModelConfig } from "./config.ts";
-import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, shownEndpoint, STREAM_FAILED_PREFIX } from "./errors.ts";
+import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, shownEndpoint, STREAM_FAILED_PREFIX, useOpenAISDK } from "./errors.ts";
 import { resolveRetryOptions, retryingStream, type ResolvedRetryOptions, type RetryOptions } from "./retry.ts";
 import { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
 import {
@@ -103,15 +106,16 @@ const STOPPED = Symbol("stopped");
 /** A {@link ModelAdapter} for any OpenAI-compatible chat-completions endpoint. */
 export class OpenAIModelAdapter implements ModelAdapter {
   readonly config: ModelConfig;
-  readonly client: OpenAI;
   readonly #retry: ResolvedRetryOptions;
   readonly #limits: JsonLimits | undefined;
+  readonly #clientOptions: ConstructorParameters<typeof OpenAI>[0];
+  #client: Promise<OpenAI> | null = null;
 
   constructor(config: ModelConfigInput, options: OpenAIModelAdapterOptions = {}) {
     this.config = resolveModelConfig(config);
     this.#retry = resolveRetryOptions(options.retry);
     this.#limits = options.argumentLimits;
-    this.client = new OpenAI({
+    this.#clientOptions = {
       // The SDK insists on a key; local servers ignore this placeholder.
       apiKey: this.config.apiKey ?? "no-key",
       baseURL: this.config.baseURL ?? OPENAI_DEFAULT_BASE_URL,
@@ -120,7 +124,23 @@ export class OpenAIModelAdapter implements ModelAdapter {
       logLevel: "off",
       ...(options.fetch ? { fetch: options.fetch } : {}),
       ...(options.headers ? { defaultHeaders: options.headers } : {}),
-    });
+    };
+  }
+
+  /** The `openai` SDK client of this adapter (the SDK is imported on the first call). */
+  client(): Promise<OpenAI> {
+    if (this.#client === null) {
+      const p = import("openai").then((sdk) => {
+        useOpenAISDK(sdk);
+        return new sdk.default(this.#clientOptions);
+      });
+      // A failed import is tried again next time.
+      p.catch(() => {
+        if (this.#client === p) this.#client = null;
+      });
+      this.#client = p;
+    }
+    return this.#client;
   }
 
   /** The body sent for a request (exposed for inspection and tests). */
@@ -182,7 +202,8 @@ export class OpenAIModelAdapter implements ModelAdapter {
     try {
       arm();
       const body = this.requestBody(request);
-      const pending = this.client.chat.completions
+      const client = await Promise.race([this.client(), stopped]);
+      const pending = client.chat.completions
         .create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, {
           signal: ctrl.signal,
           timeout: timeoutMs,

@@ -164,7 +164,7 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
         },
       };
     }
-    throw new ListenError("agentcore serve needs Bun or Deno (no Bun.serve or Deno.serve here)");
+    throw new ListenError("the daemon needs Bun or Deno (Bun.serve or Deno.serve; Node has neither): use the agentcore binary, or run the command with Bun (bunx --bun agentcore serve)");
   } finally {
     if (oldMask !== null) process.umask(oldMask);
   }

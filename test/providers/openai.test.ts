@@ -623,7 +623,7 @@ describe("OpenAIModelAdapter: consumers and the support server", () => {
       usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
     };
     const { adapter, server } = await setup([{ kind: "json", body }]);
-    const r = await adapter.client.chat.completions.create({ model: "test-model", messages: [{ role: "user", content: "x" }] });
+    const r = await (await adapter.client()).chat.completions.create({ model: "test-model", messages: [{ role: "user", content: "x" }] });
     expect(r.choices[0].message.content).toBe("plain");
     expect(server.requests[0].body.stream).toBeUndefined();
   });

@@ -165,7 +165,10 @@ describe("workspace tools from a Node 20 bundle of the library", () => {
     freshRoot();
     fs.writeFileSync(path.join(root, "long.txt"), "a".repeat(5000) + "!\n");
     const bundle = path.join(base, "agentcore.mjs");
-    const b = run([process.execPath, "build", path.join(REPO, "src/mod.ts"), "--target", "node", "--format", "esm", "--outfile", bundle]);
+    // the main entry's runtime and the agentcore/workspace entry's tools, in one bundle
+    const entry = path.join(base, "entry.ts");
+    fs.writeFileSync(entry, `export { createRuntime } from ${JSON.stringify(path.join(REPO, "src/mod.ts"))};\nexport { workspaceTools } from ${JSON.stringify(path.join(REPO, "src/entries/workspace.ts"))};\n`);
+    const b = run([process.execPath, "build", entry, "--target", "node", "--format", "esm", "--outfile", bundle]);
     expect(b.status).toBe(0);
     const script = path.join(base, "ws.mjs");
     fs.writeFileSync(

@@ -1,0 +1,9 @@
+/**
+ * `agentcore/runtime`: dispatch of one tool call: `createRuntime`, the result
+ * envelopes and error codes, the middleware chain (schema validation, policy,
+ * approval, history), logging and the call history log.
+ *
+ * @module
+ */
+export * from "../runtime/index.ts";
+export * from "../middleware/index.ts";

@@ -1,0 +1,9 @@
+/**
+ * `agentcore/skills`: skills as folders with a `SKILL.md` (YAML front matter
+ * and instructions). `discoverSkills(dir)` gives the `SkillCatalog` that
+ * `createAgent({ skills })` takes; the index and active-skill messages are
+ * built from it. Loads `yaml`.
+ *
+ * @module
+ */
+export * from "../skills/index.ts";

@@ -1,0 +1,9 @@
+/**
+ * `agentcore/tools`: tool definitions and their registry, argument schemas
+ * (ajv), tool outcomes and controls, the built-in `echo` and `read_file`, and
+ * rooted file access (paths inside a root: no absolute paths, `..` or
+ * symlinks).
+ *
+ * @module
+ */
+export * from "../tools/index.ts";
