@@ -24,7 +24,8 @@
  *   and the long options in {@link GIT_DENIED_LONG} (`--upload-pack`,
  *   `--receive-pack`, `--exec`, `--ext-diff`, `--textconv`, `--output`,
  *   `--open-files-in-pager`, `--template`, `--unsafe-paths` for `git apply`
- *   writing outside the worktree, …; git accepts unambiguous abbreviations,
+ *   writing outside the worktree, `--build-fake-ancestor` for `git apply`
+ *   writing an index file wherever it names, …; git accepts unambiguous abbreviations,
  *   down to one letter, so every prefix counts too: `git init --t=DIR` is
  *   `--template`; a name that is exactly one of the subcommand's own options,
  *   {@link GIT_EXACT_OK}, is that option: `git diff --text`) and `-O` are
@@ -243,7 +244,7 @@ const GIT_GLOBAL_OK = new Set(["--no-pager", "--no-optional-locks", "--literal-p
 export const GIT_DENIED_LONG: readonly string[] = [
   "--upload-pack", "--receive-pack", "--exec", "--exec-path", "--ext-diff", "--textconv", "--output", "--open-files-in-pager",
   "--config", "--config-env", "--template", "--separate-git-dir", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
-  "--unsafe-paths",
+  "--unsafe-paths", "--build-fake-ancestor",
 ];
 
 /** Options injected in front of every git command run by `exec`. */

@@ -270,3 +270,30 @@ describe("exec limits: the sandbox's /tmp is memory too", () => {
     expect(env.result.stdout).toContain("null-ok");
   }, 120_000);
 });
+
+describe("exec: git options that write where they name", () => {
+  test("git apply --build-fake-ancestor=FILE (and its abbreviation) is refused: without isolation it wrote a file outside the root", () => {
+    const repo = path.join(base, "apply-root");
+    fs.mkdirSync(repo, { recursive: true });
+    git(repo, "init", "-q");
+    fs.writeFileSync(path.join(repo, "f.txt"), "a\n");
+    git(repo, "add", ".");
+    git(repo, "commit", "-qm", "i");
+    fs.writeFileSync(path.join(repo, "f.txt"), "a\nb\n");
+    fs.writeFileSync(path.join(repo, "p.diff"), Bun.spawnSync(["git", "diff"], { cwd: repo }).stdout);
+    git(repo, "checkout", "-q", "f.txt");
+    const outside = path.join(base, "FAKE-ANCESTOR");
+    // the attack is real: plain git writes the file it names
+    Bun.spawnSync(["git", "apply", "--build-f=" + outside, "p.diff"], { cwd: repo });
+    expect(fs.existsSync(outside)).toBe(true);
+    fs.rmSync(outside);
+    const cfg = path.join(base, "apply.json");
+    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["git"], isolation: "off" } } }));
+    for (const opt of ["--build-fake-ancestor", "--build-f", "--bu"]) {
+      const out = run([binaryPath(), "--root", repo, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["git", "apply", `${opt}=${outside}`, "p.diff"] } })]);
+      const env = JSON.parse(out.stdout);
+      expect([opt, env.success, env.error?.code]).toEqual([opt, false, "COMMAND_NOT_ALLOWED"]);
+      expect(fs.existsSync(outside)).toBe(false);
+    }
+  }, 120_000);
+});
