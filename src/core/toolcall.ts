@@ -44,6 +44,7 @@ export interface ToolCallError {
   details: Record<string, unknown>;
 }
 
+/** What `parseToolCall` and `normalizeToolCall` return: the call in the AgentCore shape, or why it is not one (never a throw). */
 export type ToolCallParseResult =
   | { ok: true; call: ToolCall }
   | { ok: false; error: ToolCallError; id: string | null; tool: string | null };

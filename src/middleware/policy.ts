@@ -44,6 +44,7 @@ export interface ToolPolicyRule {
   reason?: string;
 }
 
+/** The rules of {@link ruleBasedPolicy}: the first rule that matches a call decides; else `defaultAction`. */
 export interface RuleBasedPolicyOptions {
   rules: readonly ToolPolicyRule[];
   defaultAction?: PolicyAction;

@@ -98,6 +98,10 @@ function idFromFragment(fragment: Buffer, fileName: string): string | null {
 
 const NL = 0x0a;
 
+/**
+ * Durable sessions as JSONL files in `dir` (one file per session, every
+ * branch in it), safe across processes: what the CLI and the daemon use.
+ */
 export class JsonlSessionStorage extends JournalStorage {
   readonly dir: string;
   readonly lockTimeoutMs: number | null;

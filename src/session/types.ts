@@ -107,6 +107,7 @@ export interface SessionBranch {
   intent: string | null;
 }
 
+/** A session read for one branch: its projected state, the branch, and the branch head (null when empty); what `restoreSession` takes. */
 export interface SessionCheckout {
   session: AgentSession;
   branch: SessionBranch;

@@ -4,9 +4,11 @@
  * `yaml` (the OpenAI adapter imports `openai` on its first request). The
  * subpaths that need them do import them, which shows the check can fail.
  * The packed package is checked the same way under Node (package.test.ts).
+ * And the main entry is curated: well under 100 names, each documented.
  */
 import { describe, expect, test } from "bun:test";
 import { join, resolve } from "node:path";
+import ts from "typescript";
 
 const REPO = resolve(import.meta.dir, "../..");
 const HEAVY = /^(hono|openai|yaml|@modelcontextprotocol\/[^/]+)(\/|$)/;
@@ -40,5 +42,23 @@ describe("the main entry loads no heavy dependency", () => {
     for (const entry of ["src/entries/testing.ts", "src/entries/workspace.ts", "src/entries/session.ts", "src/entries/agent.ts"]) {
       expect({ entry, heavy: (await packageImports(entry)).static.filter((s) => HEAVY.test(s)) }).toEqual({ entry, heavy: [] });
     }
+  });
+});
+
+describe("the main entry is curated", () => {
+  test("fewer than 100 names (values and types), each with a doc comment at its declaration", () => {
+    const file = join(REPO, "src/mod.ts");
+    const program = ts.createProgram([file], { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, types: ["bun"], skipLibCheck: true });
+    const checker = program.getTypeChecker();
+    const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!);
+    expect(exports.length).toBeGreaterThan(20);
+    expect(exports.length).toBeLessThan(100);
+    const undocumented = exports.filter((e) => {
+      const target = e.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(e) : e;
+      return ts.displayPartsToString(target.getDocumentationComment(checker)).trim() === "";
+    });
+    expect(undocumented.map((e) => e.name)).toEqual([]);
+    // internals stay out of it
+    for (const name of ["runCall", "failureEnvelope", "withFileLock", "bwrapArgs", "stopOnSignals", "createApp", "ScriptedModel"]) expect(exports.map((e) => e.name)).not.toContain(name);
   });
 });
