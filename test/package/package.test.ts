@@ -50,6 +50,14 @@ function lowestNode(): string {
   return bin;
 }
 
+/** The programs of docs/library.md marked `<!-- run: RUNNER FILE -->`, for that runner. */
+function docPrograms(runner: "node" | "bun" | "deno"): Array<{ file: string; code: string }> {
+  const text = readFileSync(join(REPO, "docs/library.md"), "utf8");
+  const out: Array<{ file: string; code: string }> = [];
+  for (const m of text.matchAll(/<!-- run: (node|bun|deno) ([\w.-]+) -->\n```\w*\n([\s\S]*?)\n```/g)) if (m[1] === runner) out.push({ file: m[2]!, code: m[3]! });
+  return out;
+}
+
 let tarball = "";
 let files: string[] = [];
 let node = "";
@@ -128,6 +136,16 @@ export async function resolve(specifier, context, next) {
     expect(heavy(loaded("agentcore/server"))).toContain("hono");
   });
 
+  test("the Node programs of docs/library.md run", () => {
+    const programs = docPrograms("node");
+    expect(programs.length).toBeGreaterThanOrEqual(2);
+    for (const p of programs) {
+      writeFileSync(join(nodeApp, p.file), p.code);
+      const r = run(["node", p.file], nodeApp, env());
+      expect({ file: p.file, status: r.status, stderr: r.stderr }).toEqual({ file: p.file, status: 0, stderr: "" });
+    }
+  });
+
   test("npx agentcore --version, agentcore run FILE, and serve says what to do", () => {
     const v = ok(run(["npx", "--no-install", "agentcore", "--version"], nodeApp, env()), "npx agentcore --version");
     expect(v.stdout.trim()).toBe(`agentcore ${VERSION}`);
@@ -177,6 +195,9 @@ console.log(result.status, result.output, first?.messages.length, kinds.includes
 await agent.shutdown();
 `,
     );
+    const programs = docPrograms("bun");
+    expect(programs.length).toBeGreaterThanOrEqual(1);
+    for (const p of programs) writeFileSync(join(app, p.file), p.code);
     // the project's own TypeScript when bun init installed one, and the repository's
     const compilers = [join(app, "node_modules/.bin/tsc"), join(REPO, "node_modules/.bin/tsc")].filter((p) => existsSync(p));
     for (const tsc of compilers) {
@@ -187,6 +208,10 @@ await agent.shutdown();
     }
     const r = ok(run([process.execPath, "index.ts"], app, env), "bun index.ts");
     expect(r.stdout).toBe("completed done 1 true\n");
+    for (const p of programs) {
+      const d = run([process.execPath, p.file], app, env);
+      expect({ file: p.file, status: d.status, stderr: d.stderr }).toEqual({ file: p.file, status: 0, stderr: "" });
+    }
   }, 120_000);
 });
 
@@ -204,5 +229,15 @@ await agent.shutdown();
     );
     const r = ok(run([join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", "deno.ts"], nodeApp), "deno run");
     expect(r.stdout).toBe(`${VERSION} completed from deno true\n`);
+  }, 60_000);
+
+  test("the Deno programs of docs/library.md run (and print true where they compare)", () => {
+    const programs = docPrograms("deno");
+    expect(programs.length).toBeGreaterThanOrEqual(1);
+    for (const p of programs) {
+      writeFileSync(join(nodeApp, p.file), p.code);
+      const r = run([join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-write", "--allow-env", p.file], nodeApp);
+      expect({ file: p.file, status: r.status, stderr: r.stderr, out: r.stdout.trim().split("\n").at(-1) }).toEqual({ file: p.file, status: 0, stderr: "", out: "true" });
+    }
   }, 60_000);
 });
