@@ -7,6 +7,7 @@
  * @module
  */
 import { VERSION } from "../version.ts";
+import { PIPE_HELP } from "./output.ts";
 import {
   AGENT_OPTIONS,
   CHAT_OPTIONS,
@@ -68,7 +69,7 @@ const MODEL_ENV = `Environment (the model, when no --script is given; flags win)
   LLM_INCLUDE_USAGE    ask for token usage in the stream: true (default) or false`;
 
 const SIGNALS = "143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second\n     signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)";
-const PIPE = "141  stdout's reader went away (a closed pipe: agentcore run FILE | head); nothing is printed";
+const PIPE = PIPE_HELP;
 
 export const TOOLS_HELP: CommandSpec = {
   name: "tools",

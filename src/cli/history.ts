@@ -17,7 +17,7 @@
 import { HISTORY_OPTIONS, parseCommandLine, renderHelp, usageText } from "./args.ts";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import { OutputError, outputFailure, type LineWriter } from "./output.ts";
+import { OutputError, outputFailure, type LineWriter, PIPE_HELP } from "./output.ts";
 
 /** `agentcore history --help`. */
 export const HISTORY_USAGE = renderHelp({
@@ -27,7 +27,7 @@ export const HISTORY_USAGE = renderHelp({
   description: "Reads back the log that --history FILE (or the config's \"history\") appends to: one line per\ncall with its time, tool, call id, effect, decision, duration and result.",
   options: HISTORY_OPTIONS,
   examples: ["agentcore history --file audit.jsonl --since 1h --failed", "agentcore history --file audit.jsonl --tool write_file --json"],
-  exit: ["0  the log was read (whatever the calls' results)", "2  usage error, a missing or unreadable file, or a corrupt line"],
+  exit: ["0  the log was read (whatever the calls' results)", "2  usage error, a missing or unreadable file, or a corrupt line", PIPE_HELP],
 });
 
 /** What the history command needs from its caller. */

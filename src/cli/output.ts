@@ -34,6 +34,9 @@ export class OutputClosedError extends OutputError {
 /** Exit status when stdout's reader went away: 141 = 128 + SIGPIPE, what a shell reports for `git log | head`. */
 export const PIPE_CLOSED_STATUS = 141;
 
+/** The exit-status line of --help for a command that writes to stdout (the closed-pipe case). */
+export const PIPE_HELP = "141  stdout's reader went away (a closed pipe: agentcore run FILE | head); nothing is printed";
+
 /**
  * Report an output failure and give the exit status: a closed pipe is quiet
  * ({@link PIPE_CLOSED_STATUS}); any other failure prints `agentcore: …` on

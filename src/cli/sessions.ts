@@ -33,7 +33,7 @@ import {
   sourceBranchFor,
 } from "../session/manage.ts";
 import { emptySession, type SessionBranch, type SessionCheckout, SessionConflictError, SessionError, type SessionRecord, SessionValidationError, sessionMessages } from "../session/types.ts";
-import type { LineWriter } from "./output.ts";
+import { type LineWriter, PIPE_HELP } from "./output.ts";
 
 export const SESSIONS_HELP = `Usage:
   agentcore sessions list                               the sessions, the most recently active first, with the
@@ -75,9 +75,9 @@ session refuses new runs until it is recovered:
 
 /** Each subcommand's usage, description and example, for `agentcore sessions SUB --help` (its options come from args.ts). */
 const SUBCOMMAND_HELP: Record<keyof typeof SESSIONS_SUBCOMMANDS, { usage: string[]; description: string; examples: string[]; exit: string[] }> = {
-  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "2  usage error, or a journal that cannot be read"] },
-  show: { usage: ["sessions show ID [--branch B] [--json]"], description: "The runs and messages of one branch of session ID (default main).", examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"], exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read"] },
-  tree: { usage: ["sessions tree ID [--json]"], description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.", examples: ["agentcore sessions tree demo"], exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read"] },
+  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "2  usage error, or a journal that cannot be read", PIPE_HELP] },
+  show: { usage: ["sessions show ID [--branch B] [--json]"], description: "The runs and messages of one branch of session ID (default main).", examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"], exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read", PIPE_HELP] },
+  tree: { usage: ["sessions tree ID [--json]"], description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.", examples: ["agentcore sessions tree demo"], exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read", PIPE_HELP] },
   fork: { usage: ["sessions fork ID [--from RECORD] [--name B] [--branch B]"], description: "A new branch of session ID at RECORD (default: the head of main); main is never rewritten.", examples: ["agentcore sessions fork demo --from r7 --name idea"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
   rollback: { usage: ["sessions rollback ID --to RECORD [--name B] [--branch B]"], description: "A new branch of session ID at RECORD, to go on from there (main is never rewritten).", examples: ["agentcore sessions rollback demo --to r4"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
   retry: { usage: ["sessions retry ID --run RUN [--name B] [--branch B]"], description: "A new branch just before run RUN; prints the branch, the task and the command that runs it again.", examples: ["agentcore sessions retry demo --run 3f2a"], exit: ["0  the branch was created", "2  usage error, no such session, run or branch"] },
@@ -138,7 +138,12 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     process.stderr.write(usageText(`unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : "one: the session id"}`, `sessions ${subName}`));
     return 2;
   }
-  if (sub === "list" ? id !== undefined : id === undefined) return fail(sub === "list" ? `list takes no arguments, got '${id}'` : `${sub} needs the session id`);
+  // A usage error of this subcommand points at its own help.
+  const subFail = (message: string) => {
+    process.stderr.write(usageText(message, `sessions ${subName}`));
+    return 2;
+  };
+  if (sub === "list" ? id !== undefined : id === undefined) return subFail(sub === "list" ? `list takes no arguments, got '${shown(id!)}'` : `${sub} needs the session id`);
   // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
   const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);
   const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root), { onRepair: (r) => note(repairMessage(r)) });
@@ -217,7 +222,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "fork":
       case "rollback": {
-        if (sub === "rollback" && v.to === undefined) return fail("rollback needs --to RECORD: a revision such as r7, or a record id or its first characters (agentcore sessions tree ID shows them)");
+        if (sub === "rollback" && v.to === undefined) return subFail("rollback needs --to RECORD: a revision such as r7, or a record id or its first characters (agentcore sessions tree ID shows them)");
         const records = await requireRecords(storage, id!);
         const ref = sub === "fork" ? v.from : v.to;
         const heads = branchHeads(records);
@@ -265,7 +270,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         return 0;
       }
       case "retry": {
-        if (v.run === undefined) return fail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
+        if (v.run === undefined) return subFail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
         const records = await requireRecords(storage, id!);
         const runId = resolveRunRef(records, v.run, id!);
         const started = records.find((r) => r.type === "run_started" && r.data.run_id === runId);

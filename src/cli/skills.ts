@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { type SkillCatalog, SkillError } from "../skills/catalog.ts";
 import { NO_DESCRIPTION } from "../skills/context.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import type { LineWriter } from "./output.ts";
+import { type LineWriter, PIPE_HELP } from "./output.ts";
 import { nearest, parseCommandLine, renderHelp, shown, SKILLS_OPTIONS, usageText } from "./args.ts";
 
 export const SKILLS_HELP = renderHelp({
@@ -29,6 +29,7 @@ steering message) activates it in 'agentcore agent', 'agentcore chat' and runs o
   exit: [
     "0  listed (also when the default folder does not exist: no skills)",
     "2  usage error, a missing --dir folder or a bad skill (the message names the file, line and column)",
+    PIPE_HELP,
   ],
 });
 

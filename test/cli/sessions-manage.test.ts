@@ -348,3 +348,20 @@ test("sessions --help documents revisions, prefixes and delete", () => {
   expect(cli(work, "sessions", "delete", "--help").stdout).toContain("--yes");
   expect(cli(work, "--help").stdout).toContain("  sessions  read, branch and recover durable sessions, or delete one\n");
 });
+
+test("a subcommand's missing argument or option points at that subcommand's help", () => {
+  const d = dir("sub-usage");
+  const cases: [string[], string][] = [
+    [["sessions", "tree"], "tree"],
+    [["sessions", "recover"], "recover"],
+    [["sessions", "list", "extra"], "list"],
+    [["sessions", "rollback", "demo"], "rollback"],
+    [["sessions", "retry", "demo"], "retry"],
+  ];
+  for (const [args, sub] of cases) {
+    const r = cli(d, ...args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toStartWith(`agentcore sessions ${sub}: `);
+    expect(r.stderr).toEndWith(`\nRun 'agentcore sessions ${sub} --help' for usage.\n`);
+  }
+});
