@@ -1,0 +1,76 @@
+/**
+ * The README's durable-sessions walk-through and the fork/rollback examples of
+ * `sessions SUB --help`, run as written through the compiled binary in a git
+ * repository holding the examples. A line naming a placeholder (RECORD, RUN)
+ * is skipped; every other line must exit 0, in order.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { binaryPath } from "../support/binary.ts";
+
+const REPO = path.join(import.meta.dir, "../..");
+let work: string;
+let bin: string;
+
+beforeAll(() => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-readme-sessions-"));
+  bin = binaryPath();
+}, 120_000);
+
+afterAll(() => {
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+function project(name: string): string {
+  const d = path.join(work, name);
+  fs.mkdirSync(d);
+  fs.cpSync(path.join(REPO, "examples"), path.join(d, "examples"), { recursive: true });
+  Bun.spawnSync(["git", "init", "-q"], { cwd: d });
+  return d;
+}
+
+/** Shell words of one command line (the README quotes with double quotes only). */
+function words(line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+}
+
+function run(cwd: string, argv: string[]) {
+  const r = Bun.spawnSync([bin, ...argv], { cwd, stdin: "pipe", env: { ...process.env, AGENTCORE_CONFIG: "" }, timeout: 30_000 });
+  return { status: r.exitCode ?? -1, out: r.stdout.toString() + r.stderr.toString() };
+}
+
+test("README: the durable-sessions commands run as written", () => {
+  const readme = fs.readFileSync(path.join(REPO, "README.md"), "utf8");
+  const at = readme.indexOf("**Durable sessions.**");
+  expect(at).toBeGreaterThan(0);
+  const block = readme.slice(readme.indexOf("```sh\n", at) + 6, readme.indexOf("\n```", readme.indexOf("```sh\n", at) + 6));
+  const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => l !== "");
+  expect(lines.length).toBeGreaterThan(5);
+  const d = project("readme");
+  let ran = 0;
+  for (const line of lines) {
+    expect(line).toStartWith("./dist/agentcore ");
+    const argv = words(line.slice("./dist/agentcore ".length));
+    if (argv.some((w) => w === "RECORD" || w === "RUN")) continue;
+    // the walk-through plays the example script; a --continue needs a model too
+    if (argv[0] === "agent" && !argv.includes("--script")) argv.push("--script", "examples/agent_script.jsonl");
+    const r = run(d, argv);
+    if (r.status !== 0) throw new Error(`README line failed (exit ${r.status}): ${line}\n${r.out}`);
+    ran++;
+  }
+  expect(ran).toBeGreaterThan(5);
+}, 120_000);
+
+test("sessions fork/rollback --help examples work on a session of one run", () => {
+  const d = project("help");
+  expect(run(d, ["agent", "--session", "demo", "--script", "examples/agent_script.jsonl", "Read examples/hello.txt"]).status).toBe(0);
+  for (const sub of ["fork", "rollback"]) {
+    const help = run(d, ["sessions", sub, "--help"]).out;
+    const example = help.split("\n").map((l) => l.trim()).find((l) => l.startsWith(`agentcore sessions ${sub} demo`));
+    expect(example).toBeDefined();
+    const r = run(d, words(example!).slice(1));
+    if (r.status !== 0) throw new Error(`'${example}' failed (exit ${r.status}):\n${r.out}`);
+  }
+}, 60_000);
