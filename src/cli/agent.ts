@@ -430,7 +430,11 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     if (outputError !== null) throw outputError;
     out.flush();
     if (recorder !== null && recorder.errors.length > 0) {
-      stderr.write(`agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`);
+      // `sessions delete --force` while the run went on: its later records have no journal to join.
+      const deleted = storage !== null && !(await storage.exists(flags.session!).catch(() => true));
+      stderr.write(deleted
+        ? `agentcore: session '${flags.session}' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n`
+        : `agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`);
       return 2;
     }
     if (flags.events === undefined && result.status !== "completed") {

@@ -1,0 +1,41 @@
+/**
+ * `sessions delete --force` while an agent's run of that session is going,
+ * through the compiled binary: the agent ends (exit 2) saying the session was
+ * deleted, and writes no journal back.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createHash } from "node:crypto";
+import { binaryPath } from "../support/binary.ts";
+
+let work: string;
+let bin: string;
+
+beforeAll(() => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-deleted-session-"));
+  bin = binaryPath();
+}, 120_000);
+
+afterAll(() => {
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+test("a session deleted (--force) during a live agent run: the agent says so, exit 2, nothing recreated", async () => {
+  fs.writeFileSync(path.join(work, "slow.jsonl"), '{"content": "late answer", "delay_ms": 5000}\n');
+  const env = { ...process.env, AGENTCORE_CONFIG: "" };
+  const agent = Bun.spawn([bin, "agent", "--session", "gone", "--script", "slow.jsonl", "a task"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env });
+  const journal = path.join(work, ".agentcore", "sessions", createHash("sha256").update("gone").digest("hex") + ".jsonl");
+  // bounded wait for the run_started record
+  for (let i = 0; i < 200 && !(fs.existsSync(journal) && fs.readFileSync(journal, "utf8").includes("run_started")); i++) await Bun.sleep(50);
+  expect(fs.readFileSync(journal, "utf8")).toContain("run_started");
+  const del = Bun.spawnSync([bin, "sessions", "delete", "gone", "--yes", "--force"], { cwd: work, env });
+  expect(del.exitCode).toBe(0);
+  const [status, stderr] = await Promise.all([agent.exited, new Response(agent.stderr).text()]);
+  expect(status).toBe(2);
+  expect(stderr).toContain("agentcore: session 'gone' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n");
+  // the last line is the sentence, not the journal's validation error
+  expect(stderr.trimEnd().split("\n").at(-1)).toStartWith("agentcore: session 'gone' was deleted");
+  expect(fs.existsSync(journal)).toBe(false);
+}, 60_000);
