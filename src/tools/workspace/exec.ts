@@ -47,7 +47,7 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, gitConfigOverrides, GIT_SAFE_PREFIX, parseScopedConfig, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, bwrapHasTmpfsSize, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
@@ -230,6 +230,44 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const tmpfsBytes = bwrap !== null && bwrapHasTmpfsSize(bwrap) ? limits.memoryBytes : undefined;
   if (bwrap !== null && tmpfsBytes === undefined) warn("this bubblewrap has no --size (it came with 0.5): files a command writes to the sandbox's /tmp are memory that memory_bytes does not bound");
   const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { ...rlimits, ...(nproc !== undefined ? { tasks: nproc } : {}) });
+  // cat(1) from the system folders: the textconv that changes nothing, put in place of a repository's own
+  const cat = programs.has("git") ? findOnPath("cat", dirsOutside(realRoot, ["/usr/bin", "/bin"])) : null;
+
+  /**
+   * The `GIT_CONFIG_*` variables that undo the repository's program-naming
+   * settings for one git command: the configuration git would see there is
+   * listed first (`git config --list --show-scope --includes` in the same
+   * folder and environment, which runs no program), then
+   * {@link gitConfigOverrides} picks the keys and their replacements.
+   */
+  async function gitRepositoryOverrides(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal): Promise<Record<string, string>> {
+    const listing = await runProcess({
+      file: git,
+      args: [...GIT_SAFE_PREFIX, "config", "--list", "--null", "--show-scope", "--show-origin", "--includes"],
+      argv0: "git",
+      cwd,
+      env,
+      timeoutMs: limit,
+      maxOutputBytes: 8 * 1024 * 1024,
+      signal,
+    });
+    if (listing.exit_code !== 0 || listing.truncated || listing.timed_out) {
+      const why = listing.timed_out ? "timed out" : listing.truncated ? "is larger than 8 MiB" : `failed (exit ${listing.exit_code ?? listing.signal}): ${listing.stderr.trim().slice(0, 500)}`;
+      fail("COMMAND_NOT_ALLOWED", `git: reading the configuration this command would use ${why}; exec checks it for programs the repository names before running git (fix the repository's .git/config or the files it includes)`, { reason: "git_config_unreadable" });
+    }
+    const settings: [string, string][] = [
+      // a nested repository (a submodule) is another repository whose config is not read here: git status/diff/commit don't look into it
+      ["diff.ignoresubmodules", "all"],
+      ["submodule.recurse", "false"],
+      ...gitConfigOverrides(parseScopedConfig(listing.stdout), { root: realRoot, cwd, cat, realpath: (p) => fs.realpathSync(p) }),
+    ];
+    const out: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length) };
+    settings.forEach(([k, v], i) => {
+      out[`GIT_CONFIG_KEY_${i}`] = k;
+      out[`GIT_CONFIG_VALUE_${i}`] = v;
+    });
+    return out;
+  }
 
   return {
     name: "exec",
@@ -264,6 +302,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const program = programs.get(name)!;
       const progArgs = name === "git" ? gitArgv(rest) : rest;
       const limit = Math.min(args.timeout_ms ?? timeoutMs, timeoutMs);
+      if (name === "git") Object.assign(env, await gitRepositoryOverrides(program, cwd, env, limit, ctx.signal));
       const cgroup = cgroupBase !== null ? createPidsCgroup(cgroupBase, taskCap) : null;
       // unisolated: [prlimit …] [launcher] PROGRAM ARGS; isolated: [launcher] bwrap … -- [prlimit …] PROGRAM ARGS
       let argv: string[];

@@ -428,3 +428,175 @@ export function absolutePathOnly(value: string): string {
     .filter((d) => d.startsWith("/"))
     .join(":");
 }
+
+/**
+ * One entry of `git config --list --null --show-scope --show-origin
+ * --includes`: `SCOPE\0ORIGIN\0KEY\nVALUE\0` (no `\n` for a bare key, an
+ * implicit true).
+ */
+export interface GitConfigEntry {
+  scope: string;
+  origin: string;
+  key: string;
+  value: string | null;
+}
+
+/** Parse the listing {@link gitConfigOverrides} reads. */
+export function parseScopedConfig(text: string): GitConfigEntry[] {
+  const parts = text.split("\0");
+  const out: GitConfigEntry[] = [];
+  for (let i = 0; i + 2 < parts.length; i += 3) {
+    const kv = parts[i + 2]!;
+    const nl = kv.indexOf("\n");
+    out.push({ scope: parts[i]!, origin: parts[i + 1]!, key: nl < 0 ? kv : kv.slice(0, nl), value: nl < 0 ? null : kv.slice(nl + 1) });
+  }
+  return out;
+}
+
+/** Scopes whose settings are the operator's: everything else (`local`, `worktree`, files they include) is the repository's. */
+const OPERATOR_SCOPES = new Set(["global", "system", "command"]);
+
+/** The value git's own default stands for, for the signing programs (what git runs when no config names one). */
+const GPG_DEFAULTS: Readonly<Record<string, string>> = { "gpg.program": "gpg", "gpg.openpgp.program": "gpg", "gpg.x509.program": "gpgsm", "gpg.ssh.program": "ssh-keygen" };
+
+/** Settings that hold a list, where an empty value empties it (credential helpers). */
+function multiValued(key: string): boolean {
+  return /^credential\..*helper$/.test(key);
+}
+
+/**
+ * What a repository setting `key` (as `git config --list` prints it: section
+ * and name lowercased, the subsection as written) is replaced with so that
+ * git runs no program and writes no file that the repository chose, or
+ * null when the setting names none. `cat` is the absolute path of cat(1)
+ * (a textconv and an interactive diff filter that change nothing), or null.
+ */
+export function gitNeutralValue(key: string, cat: string | null): string | null {
+  const first = key.indexOf(".");
+  const last = key.lastIndexOf(".");
+  if (first < 0) return null;
+  const section = key.slice(0, first);
+  const name = key.slice(last + 1);
+  const sub = first === last ? null : key.slice(first + 1, last);
+  if (section === "filter" && (name === "clean" || name === "smudge" || name === "process")) return "";
+  if (section === "diff" && sub !== null && name === "textconv") return cat ?? "";
+  if (section === "diff" && sub !== null && name === "cachetextconv") return "false";
+  if (key === "interactive.difffilter") return cat ?? "";
+  if (section === "merge" && sub !== null && name === "driver") return "";
+  if (section === "pager") return "false";
+  if (section === "protocol" && name === "allow") return "never";
+  if (section === "submodule" && sub !== null && name === "ignore") return "all";
+  if (section === "submodule" && sub !== null && name === "update") return "none";
+  if (key === "submodule.recurse") return "false";
+  if (Object.hasOwn(GPG_DEFAULTS, key)) return GPG_DEFAULTS[key]!;
+  if (key === "core.hookspath") return "/dev/null";
+  if (key === "core.fsmonitor" || key === "core.gitproxy" || key === "diff.external" || key === "init.templatedir") return "";
+  if (section === "trace2" || section === "uploadpack") return "";
+  if (section === "remote" && (name === "uploadpack" || name === "receivepack")) return "";
+  if (name.endsWith("editor")) return "false";
+  if (name.includes("pager")) return "cat";
+  if (name.endsWith("cmd") || name.endsWith("command") || name.endsWith("program") || name.endsWith("helper") || name.endsWith("askpass") || name.endsWith("hook")) return "";
+  return null;
+}
+
+/**
+ * The command-scope settings (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`) that
+ * undo every repository setting naming a program or a file to write: each
+ * such key from a repository scope gets the operator's value (the last
+ * global/system one; for a list such as `credential.helper`, an empty value
+ * and then the operator's whole list) or, when the operator set none, the
+ * value {@link gitNeutralValue} gives. A filter left with no driver gets
+ * `required=false` (else git fails the file). `core.worktree` from the
+ * repository leading outside `root` is refused: git would read and write
+ * files there. `cwd` resolves relative origins.
+ */
+export function gitConfigOverrides(entries: readonly GitConfigEntry[], options: GitOverrideOptions): [string, string][] {
+  const operator = new Map<string, string[]>();
+  for (const e of entries) {
+    if (OPERATOR_SCOPES.has(e.scope) && e.scope !== "command") {
+      const list = operator.get(e.key) ?? [];
+      list.push(e.value ?? "true");
+      operator.set(e.key, list);
+    }
+  }
+  const out: [string, string][] = [];
+  const done = new Set<string>();
+  const filters = new Set<string>();
+  for (const e of entries) {
+    if (OPERATOR_SCOPES.has(e.scope)) continue;
+    if (e.key === "core.worktree") checkWorktree(e, options);
+    if (done.has(e.key)) continue;
+    const neutral = gitNeutralValue(e.key, options.cat);
+    if (neutral === null) continue;
+    done.add(e.key);
+    const own = operator.get(e.key);
+    if (multiValued(e.key)) {
+      out.push([e.key, ""]);
+      for (const v of own ?? []) out.push([e.key, v]);
+    } else {
+      out.push([e.key, own !== undefined ? own[own.length - 1]! : neutral]);
+    }
+    const m = /^filter\.(.*)\.(clean|smudge|process)$/.exec(e.key);
+    if (m !== null) filters.add(m[1]!);
+  }
+  for (const f of filters) {
+    const kept = ["clean", "smudge", "process"].some((n) => operator.has(`filter.${f}.${n}`));
+    if (!kept) out.push([`filter.${f}.required`, "false"]);
+  }
+  return out;
+}
+
+/** What {@link gitConfigOverrides} needs besides the listing. */
+export interface GitOverrideOptions {
+  /** The real root. */
+  root: string;
+  /** The command's working folder (git prints origins relative to it). */
+  cwd: string;
+  /** Absolute path of cat(1), or null. */
+  cat: string | null;
+  /** Resolves symlinks in an existing path (default: none). */
+  realpath?: (p: string) => string;
+}
+
+function checkWorktree(e: GitConfigEntry, options: GitOverrideOptions): void {
+  const { root, cwd } = options;
+  const value = e.value ?? "";
+  const origin = e.origin.startsWith("file:") ? e.origin.slice(5) : null;
+  const base = origin === null ? null : origin.startsWith("/") ? dirnameOf(origin) : joinPath(cwd, dirnameOf(origin));
+  let target = value.startsWith("/") ? normalizePath(value) : base === null ? null : normalizePath(joinPath(base, value));
+  if (target !== null && options.realpath !== undefined) {
+    try {
+      target = options.realpath(target);
+    } catch {
+      // missing: git fails on it too
+    }
+  }
+  const within = target !== null && (target === root || target.startsWith(root.endsWith("/") ? root : `${root}/`));
+  if (!within) {
+    refuse(`git: the repository's config sets core.worktree = ${JSON.stringify(value)}, outside the root: git would read and write files there; remove it (git config --unset core.worktree) or move it to your global git config`, {
+      key: "core.worktree",
+      scope: e.scope,
+      origin: e.origin,
+    });
+  }
+}
+
+function dirnameOf(p: string): string {
+  const i = p.lastIndexOf("/");
+  return i < 0 ? "." : i === 0 ? "/" : p.slice(0, i);
+}
+
+function joinPath(a: string, b: string): string {
+  return b.startsWith("/") ? b : `${a}/${b}`;
+}
+
+/** `..` and `.` resolved lexically (symlinks are the root's business: under bubblewrap only the root is writable). */
+function normalizePath(p: string): string {
+  const out: string[] = [];
+  for (const part of p.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  return `/${out.join("/")}`;
+}
