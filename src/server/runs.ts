@@ -25,7 +25,7 @@ import { createAgent, type Agent, type AgentEvent, type AgentRunResult } from ".
 import type { RuntimePolicyOptions } from "../agent/types.ts";
 import { budgetForContextWindow, CompactionPolicy, MAX_CONTEXT_WINDOW, ModelCompactor, type CompactionRequest } from "../context/index.ts";
 import type { ChatMessage } from "../providers/types.ts";
-import { modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
+import { ModelConfigError, modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
 import { OpenAIModelAdapter } from "../providers/openai.ts";
 import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
@@ -186,6 +186,22 @@ function compactionPrompt(request: CompactionRequest): ChatMessage[] {
 /** Items kept per run for replays to a client that reattaches. */
 export const BACKLOG = 2000;
 
+/**
+ * A model-config error in the words of a daemon client: the library names its
+ * own options (`apiKey`, `model`), which no request body has.
+ */
+function daemonModelMessage(e: Error, ownUrl: boolean): string {
+  if (!(e instanceof ModelConfigError) || e.problem !== "missing") return e.message;
+  if (e.setting === "model") return "no model configured: send model.model (or a script), or start the daemon with CHAT_MODEL set";
+  if (e.setting === "apiKey") {
+    const who = e.message.slice(0, e.message.indexOf(" needs an API key"));
+    return ownUrl
+      ? `${who} needs an API key, and MODEL_API_KEY goes only to the daemon's MODEL_URL: leave model.url out, or start the daemon with MODEL_URL set to it`
+      : `${who} needs an API key: start the daemon with MODEL_API_KEY set (a local server needs none: model.preset ollama or lmstudio, or model.url)`;
+  }
+  return e.message;
+}
+
 /** One live (or finished) run. */
 export class ServerRun {
   readonly createdAt = new Date();
@@ -325,7 +341,7 @@ export class RunManager {
     try {
       return new OpenAIModelAdapter(modelConfigFromEnv(source, overrides));
     } catch (e) {
-      throw new HttpError(400, "INVALID_REQUEST", `/model: ${(e as Error).message}`, { location: "/model" });
+      throw new HttpError(400, "INVALID_REQUEST", `/model: ${daemonModelMessage(e as Error, req.model?.url !== undefined && source !== env)}`, { location: "/model" });
     }
   }
 
