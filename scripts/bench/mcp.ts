@@ -17,7 +17,7 @@
 import { join, resolve } from "node:path";
 import { Client, InMemoryTransport } from "@modelcontextprotocol/client";
 import { createRuntime } from "../../src/runtime/index.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { attachMcpServers } from "../../src/mcp/attach.ts";
 import { createMcpServer } from "../../src/mcp/server.ts";
 

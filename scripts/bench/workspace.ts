@@ -18,7 +18,7 @@ import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { createRuntime } from "../../src/runtime/index.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { detectBwrap, workspaceTools } from "../../src/tools/workspace/index.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string" } } });

@@ -5,7 +5,7 @@
  * @module
  */
 import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
-import type { Logger } from "../runtime/logger.ts";
+import type { Logger } from "../core/logger.ts";
 import type { CompactionDecision, CompactionPreparation, CompactionRequest, CompactionResult } from "../context/types.ts";
 import type { AgentMessage, AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
 

@@ -13,7 +13,7 @@ import { canonicalJson } from "../core/canonical.ts";
 import { parseStrict } from "../core/parse.ts";
 import type { JsonError } from "../core/errors.ts";
 import type { ModelToolCall } from "../providers/types.ts";
-import type { Envelope } from "../runtime/envelope.ts";
+import type { Envelope } from "../core/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolControl } from "../tools/definition.ts";
 import type { RunInfo } from "../runtime/middleware.ts";

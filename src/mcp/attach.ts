@@ -26,7 +26,7 @@
  * @module
  */
 import type { Runtime } from "../runtime/runtime.ts";
-import type { Logger } from "../runtime/logger.ts";
+import type { Logger } from "../core/logger.ts";
 import { ToolRegistrationError, ToolRegistry } from "../tools/registry.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import type { McpServerConfig } from "./config.ts";

@@ -44,8 +44,8 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { ToolError, TOOL_NAME_PATTERN, type AnyToolDefinition, type ToolEffect } from "../tools/definition.ts";
-import type { Logger } from "../runtime/logger.ts";
-import { createLogger } from "../runtime/logger.ts";
+import type { Logger } from "../core/logger.ts";
+import { createLogger } from "../core/logger.ts";
 import { VERSION } from "../version.ts";
 import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";

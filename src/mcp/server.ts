@@ -43,7 +43,7 @@
  */
 import { Server, type CallToolResult, type Tool } from "@modelcontextprotocol/server";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { Envelope } from "../runtime/envelope.ts";
+import type { Envelope } from "../core/envelope.ts";
 import { failureEnvelope, serializeEnvelope } from "../runtime/envelope_io.ts";
 import { VERSION } from "../version.ts";
 

@@ -20,7 +20,7 @@
 import { raceSignal } from "../runtime/abort.ts";
 import { failureEnvelope } from "../runtime/envelope_io.ts";
 import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "../runtime/middleware.ts";
-import type { Logger } from "../runtime/logger.ts";
+import type { Logger } from "../core/logger.ts";
 import type { ToolEffect } from "../tools/definition.ts";
 import { frozenCopy, type ToolApprover } from "./approval.ts";
 

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Envelope } from "../runtime/envelope.ts";
+import type { Envelope } from "../core/envelope.ts";
 import { failureEnvelope } from "../runtime/envelope_io.ts";
 import type { ToolCallOutcome, ToolMiddleware } from "../runtime/middleware.ts";
 import type { RegisteredTool } from "../tools/registry.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { readEnv } from "../runtime/logger.ts";
+import { readEnv } from "../core/logger.ts";
 
 /** Settings of one OpenAI-compatible chat model. */
 export interface ModelConfig {

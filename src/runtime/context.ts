@@ -7,7 +7,7 @@
  * @module
  */
 import type { ToolContext, ToolControl } from "../tools/definition.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../core/logger.ts";
 import type { RunInfo } from "./middleware.ts";
 
 /**

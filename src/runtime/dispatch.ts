@@ -38,11 +38,11 @@
  *
  * @module
  */
-import type { Envelope, ErrorCode } from "./envelope.ts";
-import { ERROR_CODES } from "./envelope.ts";
+import type { Envelope, ErrorCode } from "../core/envelope.ts";
+import { ERROR_CODES } from "../core/envelope.ts";
 import { elapsedMs, failureEnvelope, successEnvelope } from "./envelope_io.ts";
 import { CallContext, type CallHooks } from "./context.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../core/logger.ts";
 import { isToolOutcome, ToolError } from "../tools/definition.ts";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.ts";
 import type { ToolCall } from "../core/toolcall.ts";

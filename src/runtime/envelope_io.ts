@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Envelope, EnvelopeError, ErrorCode } from "./envelope.ts";
+import type { Envelope, EnvelopeError, ErrorCode } from "../core/envelope.ts";
 
 /** Milliseconds since `start` (a `performance.now()` reading), rounded to 3 decimals. */
 export function elapsedMs(start: number): number {

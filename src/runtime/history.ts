@@ -41,7 +41,7 @@ import { HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import type { ToolEffect } from "../tools/definition.ts";
 import { thrownToEnvelope } from "./dispatch.ts";
 import { elapsedMs } from "./envelope_io.ts";
-import { createLogger, type Logger } from "./logger.ts";
+import { createLogger, type Logger } from "../core/logger.ts";
 import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
 
 /** Version of the record format, written as `"v"` on every line. */

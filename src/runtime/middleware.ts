@@ -18,7 +18,7 @@
  */
 import type { ToolControl } from "../tools/definition.ts";
 import type { RegisteredTool } from "../tools/registry.ts";
-import type { Envelope } from "./envelope.ts";
+import type { Envelope } from "../core/envelope.ts";
 
 /** Where a call comes from when the agent loop runs it. */
 export interface RunInfo {

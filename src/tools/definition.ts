@@ -16,8 +16,8 @@
  *
  * @module
  */
-import type { ErrorCode } from "../runtime/envelope.ts";
-import type { Logger } from "../runtime/logger.ts";
+import type { ErrorCode } from "../core/envelope.ts";
+import type { Logger } from "../core/logger.ts";
 
 /** `read_only` tools observe; `side_effecting` tools (the default) may change the world. */
 export type ToolEffect = "read_only" | "side_effecting";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { ToolRegistry, type RegisteredTool } from "../../src/tools/registry.ts";
 import type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome } from "../../src/runtime/middleware.ts";
 import { failureEnvelope, successEnvelope } from "../../src/runtime/envelope_io.ts";
-import type { ErrorCode } from "../../src/runtime/envelope.ts";
+import type { ErrorCode } from "../../src/core/envelope.ts";
 import type { HistoryRecord } from "../../src/runtime/history.ts";
 
 /** A fresh temp folder, removed by the returned cleanup. */

@@ -15,7 +15,7 @@ import {
   historyMiddleware,
   readHistory,
 } from "../../src/runtime/history.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { ToolError } from "../../src/tools/definition.ts";
 import { ctxFor, ECHO, fail, ok, record, tempDir, WRITE } from "./helpers.ts";
 

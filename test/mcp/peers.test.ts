@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { attachMcpServers, McpStartupError, type McpToolset } from "../../src/mcp/attach.ts";
 import { McpToolHandler } from "../../src/mcp/client.ts";
 import { alive, EVERYTHING, FILESYSTEM, NODE, startEverythingHttp } from "./helpers.ts";

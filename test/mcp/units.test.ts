@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { createRuntime } from "../../src/runtime/index.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { policyFromConfig } from "../../src/middleware/index.ts";
 import { parseMcpServers } from "../../src/mcp/config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "../../src/mcp/result.ts";

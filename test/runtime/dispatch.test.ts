@@ -4,8 +4,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { serializeEnvelope } from "../../src/runtime/envelope_io.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
-import type { Envelope, ErrorCode } from "../../src/runtime/envelope.ts";
+import { createLogger } from "../../src/core/logger.ts";
+import type { Envelope, ErrorCode } from "../../src/core/envelope.ts";
 import { ToolError, type ToolContext, type ToolDefinition } from "../../src/tools/definition.ts";
 import type { ToolCall } from "../../src/core/toolcall.ts";
 

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { ERROR_CODES } from "../../src/runtime/envelope.ts";
+import { ERROR_CODES } from "../../src/core/envelope.ts";
 
 test("README error-code table lists exactly ERROR_CODES, in order", () => {
   const readme = readFileSync(resolve(import.meta.dir, "../../README.md"), "utf8");

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { failureEnvelope, serializeEnvelope, successEnvelope } from "../../src/runtime/envelope_io.ts";
-import { ERROR_CODES, type Envelope } from "../../src/runtime/envelope.ts";
+import { ERROR_CODES, type Envelope } from "../../src/core/envelope.ts";
 
 describe("serializeEnvelope", () => {
   test("fixed key order regardless of object key order", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createLogger, formatLogLine, parseLogLevel, type LogLevel } from "../../src/runtime/logger.ts";
+import { createLogger, formatLogLine, parseLogLevel, type LogLevel } from "../../src/core/logger.ts";
 
 function capture(opts: Parameters<typeof createLogger>[0] = {}) {
   const lines: string[] = [];
@@ -82,7 +82,7 @@ describe("logger", () => {
   });
 
   test("default sink writes to stderr, not stdout", async () => {
-    const script = 'import { createLogger } from "./src/runtime/logger.ts"; createLogger().warn("to-stderr", { k: 1 });';
+    const script = 'import { createLogger } from "./src/core/logger.ts"; createLogger().warn("to-stderr", { k: 1 });';
     const proc = Bun.spawnSync([process.execPath, "-e", script], { cwd: `${import.meta.dir}/../..`, env: { ...process.env, AGENTCORE_LOG_LEVEL: "warn" } });
     expect(proc.stdout.toString()).toBe("");
     expect(proc.stderr.toString()).toBe("agentcore warn to-stderr k=1\n");

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createRuntime, normalizeToolCall, serializeEnvelope, type Envelope, type ToolCall } from "../../src/mod.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 
 const quiet = createLogger({ level: "error", sink: () => {} });
 

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ERROR_CODES } from "../../src/runtime/envelope.ts";
+import { ERROR_CODES } from "../../src/core/envelope.ts";
 import { bearerChecker, loadOrCreateToken, TokenError } from "../../src/server/token.ts";
 import { hostOriginGuard } from "../../src/server/guard.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
+import { createLogger } from "../../src/core/logger.ts";
 import { eventually, rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
 import type { ApprovalNotice } from "../../src/server/approvals.ts";
 

@@ -14,8 +14,8 @@ import { rootedTestHooks } from "../../src/tools/fs/rooted.ts";
 import { ToolRegistry } from "../../src/tools/registry.ts";
 import { runCall } from "../../src/runtime/dispatch.ts";
 import { serializeEnvelope } from "../../src/runtime/envelope_io.ts";
-import { createLogger } from "../../src/runtime/logger.ts";
-import type { Envelope } from "../../src/runtime/envelope.ts";
+import { createLogger } from "../../src/core/logger.ts";
+import type { Envelope } from "../../src/core/envelope.ts";
 
 const OUTSIDE = "OUTSIDE-THE-ROOT-must-never-be-read";
 let base: string;

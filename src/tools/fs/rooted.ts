@@ -55,7 +55,7 @@
  */
 import * as fs from "node:fs";
 import { ToolError } from "../definition.ts";
-import type { ErrorCode } from "../../runtime/envelope.ts";
+import type { ErrorCode } from "../../core/envelope.ts";
 
 /** Default configured size limit for one read: 1 MiB. */
 export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;

@@ -36,7 +36,7 @@ import * as fs from "node:fs";
 import * as nodePath from "node:path";
 import { ToolError } from "../definition.ts";
 import { splitRelativePath } from "../fs/rooted.ts";
-import type { ErrorCode } from "../../runtime/envelope.ts";
+import type { ErrorCode } from "../../core/envelope.ts";
 
 const C = fs.constants;
 const O_DIRECTORY = C.O_DIRECTORY ?? 0;

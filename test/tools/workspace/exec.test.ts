@@ -10,7 +10,7 @@ import { code, sandbox, type Sandbox } from "./helpers.ts";
 import { forkingScript, livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
-import { createLogger } from "../../../src/runtime/logger.ts";
+import { createLogger } from "../../../src/core/logger.ts";
 import { workspaceTools } from "../../../src/tools/workspace/index.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits

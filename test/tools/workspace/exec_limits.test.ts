@@ -19,7 +19,7 @@ import { livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
 import { bwrapMakesUserNamespace, detectBwrap, pidsCgroupBase } from "../../../src/tools/workspace/sandbox.ts";
 import { createExecTool, taskBackstop } from "../../../src/tools/workspace/exec.ts";
 import { Census } from "../../../src/tools/workspace/process.ts";
-import type { Envelope } from "../../../src/runtime/envelope.ts";
+import type { Envelope } from "../../../src/core/envelope.ts";
 
 setDefaultTimeout(60_000);
 

@@ -353,7 +353,7 @@ describe("git_diff: a git directory elsewhere is refused", () => {
       gitIn(other, sb.base, "worktree", "add", "-q", path.join(sb.root, "wt"));
       const tools = await import("../../../src/tools/workspace/index.ts");
       const { createRuntime } = await import("../../../src/runtime/index.ts");
-      const { createLogger } = await import("../../../src/runtime/logger.ts");
+      const { createLogger } = await import("../../../src/core/logger.ts");
       const rt = createRuntime({ root: path.join(sb.root, "wt"), tools: tools.workspaceTools({ git_diff: true }, path.join(sb.root, "wt")), logger: createLogger({ level: "error", sink: () => {} }) });
       const env = await rt.dispatchCall({ id: "w", tool: "git_diff", arguments: { mode: "status" }, shape: "agentcore" } as never);
       expect(code(env)).toBe("GIT_FAILED");

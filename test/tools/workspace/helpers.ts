@@ -7,9 +7,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime, type Runtime } from "../../../src/runtime/index.ts";
-import type { Envelope } from "../../../src/runtime/envelope.ts";
+import type { Envelope } from "../../../src/core/envelope.ts";
 import { workspaceTools, type WorkspaceHostOptions, type WorkspaceToolsOptions } from "../../../src/tools/workspace/index.ts";
-import { createLogger } from "../../../src/runtime/logger.ts";
+import { createLogger } from "../../../src/core/logger.ts";
 
 export const OUTSIDE = "OUTSIDE-THE-ROOT-must-stay-unchanged";
 

@@ -15,7 +15,7 @@ import { forkingScript, SEARCH_PATH, waitGone } from "./procs.ts";
 import { detectBwrap, bwrapArgs } from "../../../src/tools/workspace/sandbox.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
-import { createLogger } from "../../../src/runtime/logger.ts";
+import { createLogger } from "../../../src/core/logger.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);

@@ -11,7 +11,7 @@ import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
 import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
 import { workspaceTools } from "../../../src/tools/workspace/index.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
-import { createLogger } from "../../../src/runtime/logger.ts";
+import { createLogger } from "../../../src/core/logger.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);
