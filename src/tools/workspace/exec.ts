@@ -240,6 +240,40 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
    * folder and environment, which runs no program), then
    * {@link gitConfigOverrides} picks the keys and their replacements.
    */
+  /**
+   * The submodule names `.gitmodules` declares (git reads it from the work
+   * tree, else the index, else HEAD): its `submodule.NAME.ignore` beats
+   * `diff.ignoreSubmodules`, so each name gets `ignore=all` too. Nothing
+   * when the command is not inside a repository.
+   */
+  async function submoduleNames(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal, entries: readonly { scope: string }[]): Promise<string[]> {
+    if (!entries.some((e) => e.scope === "local" || e.scope === "worktree")) return [];
+    const gitText = async (args: string[]) => {
+      const r = await runProcess({ file: git, args: [...GIT_SAFE_PREFIX, ...args], argv0: "git", cwd, env, timeoutMs: limit, maxOutputBytes: 1024 * 1024, signal });
+      return r.exit_code === 0 && !r.truncated ? r.stdout : null;
+    };
+    const top = (await gitText(["rev-parse", "--show-toplevel"]))?.replace(/\n$/, "");
+    if (top === undefined || top === "") return [];
+    let file = false;
+    try {
+      file = fs.lstatSync(nodePath.join(top, ".gitmodules")).isFile();
+    } catch {
+      file = false;
+    }
+    const sources = file ? [["--file", nodePath.join(top, ".gitmodules")]] : [["--blob", ":.gitmodules"], ["--blob", "HEAD:.gitmodules"]];
+    for (const src of sources) {
+      const text = await gitText(["config", ...src, "--null", "--name-only", "--list"]);
+      if (text === null) continue;
+      const names = new Set<string>();
+      for (const key of text.split("\0")) {
+        const m = /^submodule\.(.*)\.[^.]*$/s.exec(key);
+        if (m !== null) names.add(m[1]!);
+      }
+      return [...names];
+    }
+    return [];
+  }
+
   async function gitRepositoryOverrides(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal): Promise<Record<string, string>> {
     const listing = await runProcess({
       file: git,
@@ -255,11 +289,13 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const why = listing.timed_out ? "timed out" : listing.truncated ? "is larger than 8 MiB" : `failed (exit ${listing.exit_code ?? listing.signal}): ${listing.stderr.trim().slice(0, 500)}`;
       fail("COMMAND_NOT_ALLOWED", `git: reading the configuration this command would use ${why}; exec checks it for programs the repository names before running git (fix the repository's .git/config or the files it includes)`, { reason: "git_config_unreadable" });
     }
+    const entries = parseScopedConfig(listing.stdout);
     const settings: [string, string][] = [
       // a nested repository (a submodule) is another repository whose config is not read here: git status/diff/commit don't look into it
       ["diff.ignoresubmodules", "all"],
       ["submodule.recurse", "false"],
-      ...gitConfigOverrides(parseScopedConfig(listing.stdout), { root: realRoot, cwd, cat, realpath: (p) => fs.realpathSync(p) }),
+      ...(await submoduleNames(git, cwd, env, limit, signal, entries)).map((s): [string, string] => [`submodule.${s}.ignore`, "all"]),
+      ...gitConfigOverrides(entries, { root: realRoot, cwd, cat, realpath: (p) => fs.realpathSync(p) }),
     ];
     const out: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length) };
     settings.forEach(([k, v], i) => {

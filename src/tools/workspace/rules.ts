@@ -245,6 +245,8 @@ export const GIT_DENIED_LONG: readonly string[] = [
   "--upload-pack", "--receive-pack", "--exec", "--exec-path", "--ext-diff", "--textconv", "--output", "--open-files-in-pager",
   "--config", "--config-env", "--template", "--separate-git-dir", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
   "--unsafe-paths", "--build-fake-ancestor",
+  // a submodule is another repository, whose own config (filters, textconv) exec does not read
+  "--recurse-submodules",
 ];
 
 /** Options injected in front of every git command run by `exec`. */
@@ -409,6 +411,10 @@ function checkGit(args: readonly string[]): void {
     }
     if (!a.startsWith("--")) continue;
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
+    // diff.ignoreSubmodules=all keeps git out of nested repositories; only the same value may be asked for
+    if (isAbbreviation(name, "--ignore-submodules") && a !== "--ignore-submodules" && a !== "--ignore-submodules=all") {
+      refuse(`git: option ${JSON.stringify(a)} would make git look into submodules, other repositories whose own config can name programs; only --ignore-submodules=all is allowed`, { argv_index: k + 1, option: name });
+    }
     const hit = gitDeniedMatch(sub, name);
     if (hit !== undefined) {
       refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, { argv_index: k + 1, option: name });

@@ -151,6 +151,25 @@ describe("filters the repository names never run", () => {
     const r = await execGit(["status", "--porcelain"]);
     expect(r.exit_code).toBe(0);
     expect(ran()).toBe(false);
+
+    // .gitmodules (and the repository's config) asking git to look into it: still not
+    fs.writeFileSync(path.join(root, ".gitmodules"), '[submodule "s"]\n\tpath = sub\n\tignore = none\n');
+    plain(["status", "--porcelain"]);
+    expect(ran()).toBe(true);
+    fs.rmSync(marker);
+    expect((await execGit(["status", "--porcelain"])).exit_code).toBe(0);
+    expect(ran()).toBe(false);
+    setLocal("submodule.s.ignore", "none");
+    expect((await execGit(["status", "--porcelain"])).exit_code).toBe(0);
+    expect((await execGit(["diff", "--stat"])).exit_code).toBe(0);
+    expect((await execGit(["commit", "-q", "--allow-empty", "-m", "e"])).exit_code).toBe(0);
+    expect((await execGit(["status", "--ignore-submodules=all"])).exit_code).toBe(0);
+    expect(ran()).toBe(false);
+    for (const args of [["status", "--ignore-submodules=none"], ["diff", "--ignore-sub=dirty"], ["checkout", "--recurse-submodules", "HEAD"], ["grep", "--recurse", "x"]]) {
+      const e = await refusal(args);
+      expect(e.code).toBe("COMMAND_NOT_ALLOWED");
+    }
+    expect(ran()).toBe(false);
   });
 });
 
