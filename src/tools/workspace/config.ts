@@ -20,7 +20,7 @@
  *
  * @module
  */
-import type { WorkspaceToolsOptions } from "./index.ts";
+import type { WorkspaceToolsOptions } from "./options.ts";
 import { envDenial } from "./rules.ts";
 
 /** A bad `tools` section or `--tools` list; the message names the key. */
