@@ -32,6 +32,7 @@ import { summaryPrompt } from "./summary.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
+import { shellWord } from "../session/manage.ts";
 import { SessionBranchBusyError, SessionError, SessionStorageError, SessionUnfinishedRunError } from "../session/types.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
@@ -113,6 +114,16 @@ export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfi
     if (pid !== null) return new AgentSessionStateError(`session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`);
   }
   return new AgentSessionStateError(e.message);
+}
+
+/**
+ * `--branch B` names no branch of the session: the branches it has and how to
+ * make B, or (a session with no records yet) that a new session starts on main.
+ */
+export async function missingBranchMessage(storage: JournalStorage, sessionId: string, branch: string): Promise<string> {
+  const branches = (await storage.listBranches(sessionId).catch(() => [])).map((b) => b.branch_id);
+  if (branches.length === 0) return `session '${sessionId}' has no branch '${branch}': it has no records yet, and a new session starts on main (leave --branch out)`;
+  return `session '${sessionId}' has no branch '${branch}' (branches ${branches.join(", ")}); to make it: agentcore sessions fork ${shellWord(sessionId)} --name ${shellWord(branch)}`;
 }
 
 /**
@@ -313,7 +324,7 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
       if (e instanceof SessionError) throw new AgentSetupError(e.message);
       throw e;
     }
-    if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${flags.session}' has no branch '${branch}'`);
+    if (checkout === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, flags.session, branch));
     if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
   }
   const skills = await setupSkills(runtime, flags);

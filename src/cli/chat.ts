@@ -39,7 +39,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSetupError, AgentUsageError, claimSessionBranch, compactionFor, makeModel, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { AgentSetupError, AgentUsageError, claimSessionBranch, compactionFor, makeModel, missingBranchMessage, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
@@ -183,7 +183,7 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
     if (e instanceof SessionError) throw new AgentSetupError(e.message);
     throw e;
   }
-  if (checkout === null && branch !== "main") throw new AgentSetupError(`session '${sessionId}' has no branch '${branch}'`);
+  if (checkout === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, sessionId, branch));
 
   // Skills: the same rule as agent (--skills, else the config's skills_dir, else .agentcore/skills).
   const skills = await setupSkills(runtime, flags);
