@@ -47,7 +47,7 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, gitConfigOverrides, GIT_SAFE_PREFIX, parseScopedConfig, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
+import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, gitConfigOverrides, GIT_SAFE_PREFIX, parseScopedConfig, type GitConfigEntry, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
 import { bwrapArgs, bwrapHasTmpfsSize, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
@@ -274,6 +274,40 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     return [];
   }
 
+  /**
+   * The files the repository's `includeIf.*.path` settings name, read as
+   * data whether their condition holds now or not (`onbranch:` changes
+   * within a command: `git stash branch` switches, then runs `git status`),
+   * their settings counted as the repository's. Appended to `entries`.
+   */
+  async function addConditionalIncludes(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal, entries: GitConfigEntry[]): Promise<void> {
+    const seen = new Set<string>();
+    for (let i = 0; i < entries.length && seen.size < 32; i++) {
+      const e = entries[i]!;
+      if (e.scope === "global" || e.scope === "system" || e.scope === "command" || !/^includeif\..*\.path$/s.test(e.key) || e.value === null) continue;
+      const origin = e.origin.startsWith("file:") ? e.origin.slice(5) : null;
+      let file = e.value;
+      if (file.startsWith("~/") && env.HOME !== undefined) file = nodePath.join(env.HOME, file.slice(2));
+      else if (!file.startsWith("/")) {
+        if (origin === null) continue;
+        file = nodePath.resolve(cwd, nodePath.dirname(origin), file);
+      }
+      if (seen.has(file)) continue;
+      seen.add(file);
+      try {
+        if (!fs.statSync(file).isFile()) continue; // git reads no FIFO or folder here either
+      } catch {
+        continue;
+      }
+      const r = await runProcess({ file: git, args: [...GIT_SAFE_PREFIX, "config", "--file", file, "--list", "--null", "--show-scope", "--show-origin", "--includes"], argv0: "git", cwd, env, timeoutMs: limit, maxOutputBytes: 8 * 1024 * 1024, signal });
+      if (r.exit_code !== 0 || r.truncated) {
+        fail("COMMAND_NOT_ALLOWED", `git: the repository's config includes ${file} (${e.key}), which exec could not read to check it for programs: fix or remove that include`, { reason: "git_config_unreadable", key: e.key });
+      }
+      // origins of a --file listing are relative to cwd like the main listing's; the scope is the repository's
+      for (const x of parseScopedConfig(r.stdout)) entries.push({ ...x, scope: e.scope });
+    }
+  }
+
   async function gitRepositoryOverrides(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal): Promise<Record<string, string>> {
     const listing = await runProcess({
       file: git,
@@ -290,6 +324,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       fail("COMMAND_NOT_ALLOWED", `git: reading the configuration this command would use ${why}; exec checks it for programs the repository names before running git (fix the repository's .git/config or the files it includes)`, { reason: "git_config_unreadable" });
     }
     const entries = parseScopedConfig(listing.stdout);
+    await addConditionalIncludes(git, cwd, env, limit, signal, entries);
     const settings: [string, string][] = [
       // a nested repository (a submodule) is another repository whose config is not read here: git status/diff/commit don't look into it
       ["diff.ignoresubmodules", "all"],

@@ -132,6 +132,33 @@ describe("filters the repository names never run", () => {
     expect(ran()).toBe(false);
   });
 
+  test("a filter from an includeIf onbranch: file, for a branch the command itself switches to (git stash branch, then its git status)", async () => {
+    fs.writeFileSync(path.join(root, "evil.cfg"), `[filter "ob"]\n\tclean = ${evil}\n`);
+    fs.appendFileSync(path.join(root, ".git", "config"), '[includeIf "onbranch:evil*"]\n\tpath = ../evil.cfg\n');
+    fs.writeFileSync(path.join(root, ".gitattributes"), "*.txt filter=ob\n");
+    plain(["add", ".gitattributes", "evil.cfg"]);
+    plain(["commit", "-qm", "attrs"]);
+    const stash = () => {
+      fs.writeFileSync(path.join(root, "a.txt"), `changed ${Math.random()}\n`);
+      expect(plain(["stash", "-q"]).code).toBe(0);
+    };
+    stash();
+    expect(ran()).toBe(false);
+    expect(plain(["stash", "branch", "evil1"]).code).toBe(0);
+    expect(ran()).toBe(true);
+    fs.rmSync(marker);
+    plain(["checkout", "-q", "-f", "master"]);
+    fs.rmSync(marker, { force: true });
+
+    stash();
+    fs.rmSync(marker, { force: true });
+    const r = await execGit(["stash", "branch", "evil2"]);
+    expect(r.exit_code).toBe(0);
+    expect(ran()).toBe(false);
+    expect((await execGit(["status", "--porcelain"])).stdout).toContain(" M a.txt");
+    expect(ran()).toBe(false);
+  });
+
   test("a nested repository (a submodule's own config) is not looked into by git status", async () => {
     const sub = path.join(root, "sub");
     fs.mkdirSync(sub);
