@@ -33,6 +33,13 @@
  * output so far). Without prlimit or /proc, creation warns about the limits
  * that are then not enforced.
  *
+ * For git, the repository's own configuration is untrusted: before each
+ * command the configuration git would read is listed (and the files its
+ * `includeIf` settings name), and every repository setting that names a
+ * program or a file to write gets the operator's value or a neutral one as
+ * a command-scope setting (`GIT_CONFIG_COUNT`; see `gitConfigOverrides` in
+ * `rules.ts`).
+ *
  * Isolation `auto` (default) uses bubblewrap when it works here, else runs
  * the command directly, warns once on stderr at creation, and reports
  * `"isolated": false` in every result; `required` refuses to create the tool

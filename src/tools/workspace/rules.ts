@@ -35,10 +35,15 @@
  *   -c sequence.editor=false -c safe.bareRepository=explicit` in front, so
  *   hooks, a repository's fsmonitor, pagers and editors never run, and a
  *   folder written to look like a bare repository (its config the model's)
- *   is not taken for one. Drivers the repository's configuration
- *   names (clean/smudge filters such as git-lfs, textconv, merge drivers,
- *   `gpg.program`) are the operator's and do run; under bubblewrap `.git` is
- *   read-only, so a command can't change them.
+ *   is not taken for one. The repository's own configuration (`.git/config`,
+ *   `config.worktree`, the files they include, conditionally or not) is
+ *   untrusted: before each command `exec` lists what git would read there and
+ *   {@link gitConfigOverrides} replaces every setting of it that names a
+ *   program or a file to write (filters, textconv, merge drivers, signing
+ *   programs, helpers, pagers…) with the operator's global value or a
+ *   neutral one; `core.worktree` outside the root is refused, and git is
+ *   kept out of submodules (`--recurse-submodules` and
+ *   `--ignore-submodules` other than `=all` refused).
  * - `find`: `-exec`, `-execdir`, `-ok`, `-okdir`, `-fprint*`, `-fls`.
  * - `rg`: `--pre`, `--pre-glob`. `fd`: `-x`, `-X`, `--exec`,
  *   `--exec-batch`. `tar`: `--to-command`, `--use-compress-program`, `-I`,
