@@ -4,85 +4,13 @@
  *
  * @module
  */
-import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
 import type { Logger } from "../core/logger.ts";
-import type { CompactionDecision, CompactionPreparation, CompactionRequest, CompactionResult } from "../context/types.ts";
-import type { AgentMessage, AgentRunResult, ControlInput, StopReason, ToolCallResult } from "./types.ts";
+import type { AgentEvent, AgentEventPayload, AgentEventSink, AgentEventSource } from "../context/events.ts";
 
-/** A `ctx.progress()` report of a running tool. */
-export interface ToolProgressUpdate {
-  message: string;
-  data: unknown;
-}
-
-/** Event payloads by kind (snake_case fields, as on the wire). */
-export type AgentEventPayload =
-  | { kind: "agent_started"; task: string }
-  | { kind: "agent_continued" }
-  | { kind: "turn_started"; turn: number }
-  | { kind: "steering_applied"; control: ControlInput; target_turn: number }
-  | { kind: "steering_discarded"; control: ControlInput; reason: StopReason }
-  /** A `$name` / `skill:name` mention in the latest user message made a skill active (at run start or after steering). */
-  | { kind: "skill_activated"; name: string; path: string; trigger: "run_start" | "steering" }
-  /** Every pressure evaluation; `preparation` only when `decision.should_compact`. */
-  | { kind: "context_pressure_evaluated"; turn: number; decision: CompactionDecision; preparation: CompactionPreparation | null }
-  | { kind: "compaction_started"; request: CompactionRequest }
-  /** `result.status` is `completed` or `skipped`. */
-  | { kind: "compaction_completed"; result: CompactionResult }
-  /** `result.status` is `failed` or `cancelled`; the history is unchanged. */
-  | { kind: "compaction_failed"; result: CompactionResult }
-  | { kind: "message_completed"; turn: number; message: AssistantMessage; usage: ModelUsage | null }
-  | { kind: "assistant_text_delta"; turn: number; delta: string }
-  | { kind: "assistant_thinking_delta"; turn: number; delta: string }
-  | { kind: "tool_started"; turn: number; tool_call: ModelToolCall }
-  | { kind: "tool_progressed"; turn: number; tool_call: ModelToolCall; update: ToolProgressUpdate }
-  | { kind: "tool_completed"; turn: number; tool_call: ModelToolCall; result: ToolCallResult }
-  | { kind: "turn_completed"; turn: number }
-  | { kind: "agent_finished"; result: AgentRunResult };
-
-export type AgentEventKind = AgentEventPayload["kind"];
-
-export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
-  "agent_started",
-  "agent_continued",
-  "turn_started",
-  "steering_applied",
-  "steering_discarded",
-  "skill_activated",
-  "context_pressure_evaluated",
-  "compaction_started",
-  "compaction_completed",
-  "compaction_failed",
-  "message_completed",
-  "assistant_text_delta",
-  "assistant_thinking_delta",
-  "tool_started",
-  "tool_progressed",
-  "tool_completed",
-  "turn_completed",
-  "agent_finished",
-];
-
-/** The envelope: correlation fields, then the payload's fields. Frozen. */
-export type AgentEvent = Readonly<{ agent_id: string; run_id: string; sequence: number } & AgentEventPayload>;
-
-/**
- * What a sink may read of the agent whose event it handles (a sink's second
- * argument), e.g. the conversation after a compaction, which the event does
- * not carry.
- */
-export interface AgentEventSource {
-  /** A copy of the agent's conversation at delivery (without system prompts), as `agent.messages`. */
-  readonly messages: AgentMessage[];
-}
-
-/**
- * An event sink: a function, or an object with `handle`. Both may be async;
- * they are awaited in order. The second argument reads the emitting agent.
- */
-export type AgentEventSink =
-  | ((event: AgentEvent, source: AgentEventSource) => void | Promise<void>)
-  | { handle(event: AgentEvent, source: AgentEventSource): void | Promise<void> };
+// The event protocol (payloads, envelope, sinks) is defined in src/context/events.ts,
+// below the session recorder that consumes it; the agent re-exports it.
+export { AGENT_EVENT_KINDS } from "../context/events.ts";
+export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, AgentEventSource, ToolProgressUpdate } from "../context/events.ts";
 
 /** Options of `agent.events()`. */
 export interface EventStreamOptions {

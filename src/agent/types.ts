@@ -6,59 +6,14 @@
  *
  * @module
  */
-import type { ModelUsage } from "../providers/types.ts";
-import type { ToolControl } from "../tools/definition.ts";
-import type { SummaryEntry } from "../context/types.ts";
+import type { AgentRunResult, ControlInput, StopReason } from "../providers/run.ts";
 
 export type { ToolControl } from "../tools/definition.ts";
-
-/** How a run ended. */
-export type RunStatus = "completed" | "failed" | "cancelled" | "rejected";
-export const RUN_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "rejected"];
-
-/**
- * Why a run ended: the legacy list, in its order, with two of our own after
- * `empty_response`: `max_tokens` (the model's answer was cut off at its
- * output-token limit, finish_reason `length`) and `content_filter` (the
- * provider's filter stopped the answer).
- */
-export type StopReason =
-  | "text_response"
-  | "tool_completion"
-  | "tool_rejected"
-  | "tool_cancelled"
-  | "behavior_stop"
-  | "external_abort"
-  | "empty_response"
-  | "max_tokens"
-  | "content_filter"
-  | "max_steps"
-  | "max_no_tool_responses"
-  | "repeated_tool_call"
-  | "token_budget_exceeded"
-  | "usage_unavailable"
-  | "context_overflow"
-  | "compaction_failed"
-  | "runtime_error";
-export const STOP_REASONS: readonly StopReason[] = [
-  "text_response",
-  "tool_completion",
-  "tool_rejected",
-  "tool_cancelled",
-  "behavior_stop",
-  "external_abort",
-  "empty_response",
-  "max_tokens",
-  "content_filter",
-  "max_steps",
-  "max_no_tool_responses",
-  "repeated_tool_call",
-  "token_budget_exceeded",
-  "usage_unavailable",
-  "context_overflow",
-  "compaction_failed",
-  "runtime_error",
-];
+// The conversation's and the run's wire types live in src/providers/ (messages.ts,
+// run.ts), below context and session, which use them too; the agent re-exports them.
+export type { AgentMessage, ToolMessage } from "../providers/messages.ts";
+export type { AgentRunResult, ControlInput, ControlInputKind, RunStatus, RunUsage, StopReason, ToolCallResult } from "../providers/run.ts";
+export { emptyUsage, RUN_STATUSES, STOP_REASONS, UsageAccumulator } from "../providers/run.ts";
 
 /**
  * Stop reasons after which `continueRun()` is allowed. `max_tokens` is one (the
@@ -80,7 +35,6 @@ export const CONTINUABLE_STOP_REASONS: ReadonlySet<StopReason> = new Set<StopRea
 /** The agent's coarse state: `running` while a run is active, else the last run's status (or `idle`). */
 export type AgentStatus = "idle" | "running" | "completed" | "failed" | "cancelled" | "rejected";
 
-export type ControlInputKind = "steering" | "follow_up";
 export type ControlStatus = "accepted" | "agent_idle" | "queue_full" | "run_closing";
 export type FollowUpFailurePolicy = "discard" | "continue";
 export type FollowUpDiscardReason = "previous_run_not_completed" | "agent_shutdown";
@@ -93,36 +47,6 @@ export type ContinueRejectedReason =
 
 /** `continue` lets the run go on; `stop` ends it as `completed` / `behavior_stop`. */
 export type BehaviorAction = "continue" | "stop";
-
-/**
- * Token usage of a whole run. Unknown is kept distinct from zero: a request
- * without usage is counted in `request_count` but not in
- * `reported_request_count`, and `complete` is false. An optional counter is
- * `null` when no request reported usage, or as soon as one reporting request
- * lacked it.
- */
-export interface RunUsage {
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  cache_read_tokens: number | null;
-  cache_write_tokens: number | null;
-  reasoning_tokens: number | null;
-  request_count: number;
-  reported_request_count: number;
-  complete: boolean;
-}
-
-/** What `run()` / `continueRun()` resolve with (also carried by `agent_finished`). */
-export interface AgentRunResult {
-  status: RunStatus;
-  stop_reason: StopReason;
-  /** Turns started in this run. */
-  turns: number;
-  output: string | null;
-  error: string | null;
-  usage: RunUsage;
-}
 
 /** Whether a run ended `completed`. */
 export function runSucceeded(result: AgentRunResult): boolean {
@@ -143,49 +67,12 @@ export function assertRunSucceeded(result: AgentRunResult): AgentRunResult {
   return result;
 }
 
-/** A steering or follow-up input. */
-export interface ControlInput {
-  input_id: string;
-  kind: ControlInputKind;
-  content: string;
-}
-
 /** What `steer()` and `followUp()` answer right away. */
 export interface ControlReceipt {
   control: ControlInput;
   status: ControlStatus;
   queue_size: number;
 }
-
-/** A tool call's outcome as reported by `tool_completed`. */
-export interface ToolCallResult {
-  /** The tool messages added to the conversation (empty when the call was refused before execution). */
-  messages: ToolMessage[];
-  control: ToolControl;
-  /** The tool message content, for non-`continue` controls. */
-  output: string | null;
-  error: string | null;
-  cancelled: boolean;
-}
-
-/** A tool result message in the chat wire shape. */
-export interface ToolMessage {
-  role: "tool";
-  tool_call_id: string;
-  content: string;
-}
-
-/** A conversation message as the agent stores it: assistant messages keep their `usage` when reported. */
-export type AgentMessage =
-  | { role: "system"; content: string; /** Set on compaction summary messages; never sent to a model. */ _agentcore_summary?: SummaryEntry }
-  | { role: "user"; content: string }
-  | {
-    role: "assistant";
-    content: string | null;
-    tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
-    usage?: ModelUsage;
-  }
-  | ToolMessage;
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -278,65 +165,4 @@ export function resolvePolicy(options: RuntimePolicyOptions = {}): RuntimePolicy
   bool("parallelToolCalls", p.parallelToolCalls);
   positiveInt("maxParallelToolCalls", p.maxParallelToolCalls, true);
   return Object.freeze(p);
-}
-
-// ---------------------------------------------------------------------------
-// Usage
-
-/** Aggregates per-request usage into a {@link RunUsage}. */
-export class UsageAccumulator {
-  #requests = 0;
-  #reported = 0;
-  #input = 0;
-  #output = 0;
-  #total = 0;
-  // undefined: no report yet; null: some report lacked the field.
-  #cacheRead: number | null | undefined = undefined;
-  #cacheWrite: number | null | undefined = undefined;
-  #reasoning: number | null | undefined = undefined;
-
-  /** Count one model request (attempt), whether or not it reports usage. */
-  beginRequest(): void {
-    this.#requests++;
-  }
-
-  /** Add a request's reported usage; `undefined` means the request reported none. */
-  record(usage: ModelUsage | undefined | null): void {
-    if (usage === undefined || usage === null) return;
-    this.#reported++;
-    this.#input += usage.input_tokens;
-    this.#output += usage.output_tokens;
-    this.#total += usage.total_tokens ?? usage.input_tokens + usage.output_tokens;
-    this.#cacheRead = addOptional(this.#cacheRead, usage.cache_read_tokens);
-    this.#cacheWrite = addOptional(this.#cacheWrite, usage.cache_write_tokens);
-    this.#reasoning = addOptional(this.#reasoning, usage.reasoning_tokens);
-  }
-
-  get requestCount(): number {
-    return this.#requests;
-  }
-
-  snapshot(): RunUsage {
-    return {
-      input_tokens: this.#input,
-      output_tokens: this.#output,
-      total_tokens: this.#total,
-      cache_read_tokens: this.#cacheRead ?? null,
-      cache_write_tokens: this.#cacheWrite ?? null,
-      reasoning_tokens: this.#reasoning ?? null,
-      request_count: this.#requests,
-      reported_request_count: this.#reported,
-      complete: this.#reported === this.#requests,
-    };
-  }
-}
-
-function addOptional(acc: number | null | undefined, v: number | undefined): number | null {
-  if (acc === null || typeof v !== "number") return null;
-  return (acc ?? 0) + v;
-}
-
-/** An empty usage record (no requests). */
-export function emptyUsage(): RunUsage {
-  return new UsageAccumulator().snapshot();
 }

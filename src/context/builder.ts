@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { AgentMessage } from "../agent/types.ts";
+import type { AgentMessage } from "../providers/messages.ts";
 import type { ChatMessage } from "../providers/types.ts";
 import { isInternalKey } from "./estimate.ts";
 import { SUMMARY_HEADER, SUMMARY_METADATA_KEY, type SummaryEntry } from "./types.ts";

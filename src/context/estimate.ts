@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { AgentMessage } from "../agent/types.ts";
+import type { AgentMessage } from "../providers/messages.ts";
 import type { ModelToolSpec } from "../providers/types.ts";
 import { INTERNAL_METADATA_PREFIX, type ContextUsageEstimate } from "./types.ts";
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { AgentMessage } from "../agent/types.ts";
+import type { AgentMessage } from "../providers/messages.ts";
 import { heuristicEstimator, type TokenEstimator } from "./estimate.ts";
 import type { CompactionDecision, CompactionPreparation, ContextUsageEstimate } from "./types.ts";
 

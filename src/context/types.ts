@@ -4,7 +4,9 @@
  *
  * @module
  */
-import type { AgentMessage } from "../agent/types.ts";
+import type { AgentMessage, SummaryEntry } from "../providers/messages.ts";
+
+export type { SummaryEntry } from "../providers/messages.ts";
 
 /** Prefix of metadata keys the agent keeps on messages but never sends to a model. */
 export const INTERNAL_METADATA_PREFIX = "_agentcore_";
@@ -65,18 +67,6 @@ export interface CompactionPreparation {
   estimated_kept_tokens: number;
   /** Whether anything would be summarised. */
   can_compact: boolean;
-}
-
-/** The metadata of a summary message (`_agentcore_summary`). */
-export interface SummaryEntry {
-  content: string;
-  source: string;
-  history_start_index: number;
-  first_kept_index: number;
-  /** Messages folded into this summary, including those of the previous summary. */
-  summarized_message_count: number;
-  /** Estimated history tokens before the compaction. */
-  tokens_before: number;
 }
 
 /** What a compactor is asked to summarise. */
