@@ -291,7 +291,7 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     const seen = new Set<string>();
     for (let i = 0; i < entries.length && seen.size < 32; i++) {
       const e = entries[i]!;
-      if (e.scope === "global" || e.scope === "system" || e.scope === "command" || !/^includeif\..*\.path$/s.test(e.key) || e.value === null) continue;
+      if (e.scope === "global" || e.scope === "system" || e.scope === "command" || !/^include(if\..*)?\.path$/s.test(e.key) || e.value === null) continue;
       const origin = e.origin.startsWith("file:") ? e.origin.slice(5) : null;
       let file = e.value;
       if (file.startsWith("~/") && env.HOME !== undefined) file = nodePath.join(env.HOME, file.slice(2));
@@ -299,6 +299,8 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
         if (origin === null) continue;
         file = nodePath.resolve(cwd, nodePath.dirname(origin), file);
       }
+      rewritableInclude(e.key, file);
+      if (e.key === "include.path") continue; // git's listing has it already
       if (seen.has(file)) continue;
       seen.add(file);
       try {
@@ -312,6 +314,29 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       }
       // origins of a --file listing are relative to cwd like the main listing's; the scope is the repository's
       for (const x of parseScopedConfig(r.stdout)) entries.push({ ...x, scope: e.scope });
+    }
+  }
+
+  /**
+   * Refuse an include of the repository's config that a command can rewrite
+   * while it runs: a file in the work tree (a checkout or `git stash apply`
+   * changes it, then git's own subprocesses read the new settings), or one
+   * of the files git writes inside `.git` (`COMMIT_EDITMSG`, refs, logs…).
+   */
+  function rewritableInclude(key: string, file: string): void {
+    let real: string;
+    try {
+      real = fs.realpathSync(file);
+    } catch {
+      return; // missing: git skips it, and it is read again before the next command
+    }
+    if (!insideRoot(realRoot, real)) return;
+    const parts = nodePath.relative(realRoot, real).split(nodePath.sep);
+    const g = parts.lastIndexOf(".git");
+    const inGit = g >= 0 && g < parts.length - 1 ? parts.slice(g + 1) : null;
+    const written = inGit !== null && (inGit.length > 1 ? ["refs", "logs", "objects", "modules", "worktrees"].includes(inGit[0]!) || /^rebase-/.test(inGit[0]!) : /(^|_)(HEAD|MSG|EDITMSG)$|^index$|^packed-refs$|^EDIT_DESCRIPTION$/.test(inGit[0]!));
+    if (inGit === null || written) {
+      fail("COMMAND_NOT_ALLOWED", `git: the repository's config includes ${file} (${key}), a file that commands ${inGit === null ? "and the file tools " : ""}can rewrite while git runs, so exec can't check the settings git would read from it: move them into .git/config or your global git config (~/.gitconfig)`, { key, path: file, reason: "git_config_include_rewritable" });
     }
   }
 

@@ -115,9 +115,9 @@ describe("filters the repository names never run", () => {
     expect(ran()).toBe(false);
   });
 
-  test("a filter defined in a file that .git/config includes (include.path to a file in the repository)", async () => {
-    fs.writeFileSync(path.join(root, "inc.cfg"), `[filter "inc"]\n\tclean = ${evil}\n\trequired = true\n`);
-    fs.appendFileSync(path.join(root, ".git", "config"), "[include]\n\tpath = ../inc.cfg\n");
+  test("a filter defined in a file that .git/config includes (include.path to a file in the git directory)", async () => {
+    fs.writeFileSync(path.join(root, ".git", "inc.cfg"), `[filter "inc"]\n\tclean = ${evil}\n\trequired = true\n`);
+    fs.appendFileSync(path.join(root, ".git", "config"), "[include]\n\tpath = inc.cfg\n");
     fs.writeFileSync(path.join(root, ".gitattributes"), "*.txt filter=inc\n");
     fs.writeFileSync(path.join(root, "a.txt"), "two\n");
     expect(plain(["status", "--porcelain"]).code).toBe(0);
@@ -132,11 +132,46 @@ describe("filters the repository names never run", () => {
     expect(ran()).toBe(false);
   });
 
+  test("an include of a file in the work tree (which a checkout or stash apply rewrites while git runs) or of one git writes (COMMIT_EDITMSG) is refused, naming the fix", async () => {
+    fs.writeFileSync(path.join(root, "inc.cfg"), `[filter "inc"]\n\tclean = ${evil}\n`);
+    fs.writeFileSync(path.join(root, ".gitattributes"), "*.txt filter=inc\n");
+    for (const [section, target] of [["include", "../inc.cfg"], ['includeIf "onbranch:nope"', "../inc.cfg"], ["include", "COMMIT_EDITMSG"]] as const) {
+      const cfg = path.join(root, ".git", "config");
+      const before = fs.readFileSync(cfg, "utf8");
+      fs.appendFileSync(cfg, `[${section}]\n\tpath = ${target}\n`);
+      if (target === "COMMIT_EDITMSG") fs.writeFileSync(path.join(root, ".git", "COMMIT_EDITMSG"), "first\n");
+      const e = await refusal(["status"]);
+      expect(e.code).toBe("COMMAND_NOT_ALLOWED");
+      expect(e.details).toMatchObject({ reason: "git_config_include_rewritable" });
+      expect(e.message).toContain("move them into .git/config or your global git config");
+      fs.writeFileSync(cfg, before);
+    }
+    expect(ran()).toBe(false);
+
+    // the attack is real: the included file is harmless when git starts, git stash apply rewrites it, git's status subprocess runs the filter
+    fs.writeFileSync(path.join(root, "inc.cfg"), "# nothing here\n");
+    plain(["add", "."]);
+    plain(["commit", "-qm", "benign include"]);
+    fs.appendFileSync(path.join(root, ".git", "config"), "[include]\n\tpath = ../inc.cfg\n");
+    fs.writeFileSync(path.join(root, "inc.cfg"), `[filter "inc"]\n\tclean = ${evil}\n`);
+    fs.writeFileSync(path.join(root, "a.txt"), "two\n");
+    plain(["stash", "-q"]);
+    fs.rmSync(marker, { force: true });
+    expect(fs.readFileSync(path.join(root, "inc.cfg"), "utf8")).toBe("# nothing here\n");
+    plain(["stash", "apply"]);
+    expect(ran()).toBe(true);
+    fs.rmSync(marker);
+    plain(["checkout", "-q", "--", "."]);
+    fs.rmSync(marker, { force: true });
+    expect((await refusal(["stash", "apply"])).details).toMatchObject({ reason: "git_config_include_rewritable", key: "include.path" });
+    expect(ran()).toBe(false);
+  });
+
   test("a filter from an includeIf onbranch: file, for a branch the command itself switches to (git stash branch, then its git status)", async () => {
-    fs.writeFileSync(path.join(root, "evil.cfg"), `[filter "ob"]\n\tclean = ${evil}\n`);
-    fs.appendFileSync(path.join(root, ".git", "config"), '[includeIf "onbranch:evil*"]\n\tpath = ../evil.cfg\n');
+    fs.writeFileSync(path.join(root, ".git", "evil.cfg"), `[filter "ob"]\n\tclean = ${evil}\n`);
+    fs.appendFileSync(path.join(root, ".git", "config"), '[includeIf "onbranch:evil*"]\n\tpath = evil.cfg\n');
     fs.writeFileSync(path.join(root, ".gitattributes"), "*.txt filter=ob\n");
-    plain(["add", ".gitattributes", "evil.cfg"]);
+    plain(["add", ".gitattributes"]);
     plain(["commit", "-qm", "attrs"]);
     const stash = () => {
       fs.writeFileSync(path.join(root, "a.txt"), `changed ${Math.random()}\n`);
