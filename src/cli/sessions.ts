@@ -75,7 +75,7 @@ session refuses new runs until it is recovered:
 
 /** Each subcommand's usage, description and example, for `agentcore sessions SUB --help` (its options come from args.ts). */
 const SUBCOMMAND_HELP: Record<keyof typeof SESSIONS_SUBCOMMANDS, { usage: string[]; description: string; examples: string[]; exit: string[] }> = {
-  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "2  usage error, or a journal that cannot be read", PIPE_HELP] },
+  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "1  listed, but a journal could not be read: it is named on stderr and left out", "2  usage error", PIPE_HELP] },
   show: { usage: ["sessions show ID [--branch B] [--json]"], description: "The runs and messages of one branch of session ID (default main).", examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"], exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read", PIPE_HELP] },
   tree: { usage: ["sessions tree ID [--json]"], description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.", examples: ["agentcore sessions tree demo"], exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read", PIPE_HELP] },
   fork: { usage: ["sessions fork ID [--from RECORD] [--name B] [--branch B]"], description: "A new branch of session ID at RECORD (default: the head of main); main is never rewritten.", examples: ["agentcore sessions fork demo --from r5 --name idea"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
@@ -162,20 +162,28 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     switch (sub) {
       case "list": {
         const rows = [];
+        let unreadable = 0;
         for (const u of await storage.unreadableJournals()) note(`${u.file}: ${u.problem}`);
         for (const s of await storage.listSessions()) {
-          const torn = await storage.tornTail(s);
-          if (torn !== null) note(repairMessage(torn));
-          const branches = await storage.listBranches(s);
-          const records = await storage.records(s);
-          const main = await storage.load(s);
-          const { last_activity } = sessionActivity(storage, s, records);
-          rows.push({ session_id: s, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0, last_activity });
+          try {
+            const torn = await storage.tornTail(s);
+            if (torn !== null) note(repairMessage(torn));
+            const branches = await storage.listBranches(s);
+            const records = await storage.records(s);
+            const main = await storage.load(s);
+            const { last_activity } = sessionActivity(storage, s, records);
+            rows.push({ session_id: s, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0, last_activity });
+          } catch (err) {
+            // One corrupt journal must not hide the others: list them, name this one, exit 1.
+            if (!(err instanceof SessionError)) throw err;
+            unreadable += 1;
+            note(`session '${visible(s)}' is left out: ${err.message} (agentcore sessions delete ${shellWord(s)} --yes${dirArgs} removes it)`);
+          }
         }
         // the most recently active first (a session with no known time last), then by id
         rows.sort((a, b) => (b.last_activity ?? "").localeCompare(a.last_activity ?? "") || a.session_id.localeCompare(b.session_id));
         emit(rows, rows.length === 0 ? ["no sessions"] : rows.map((r) => `${localTime(r.last_activity)}  ${visible(r.session_id)}  records ${r.records}  runs ${r.runs}  branches ${r.branches.map(visible).join(", ")}`));
-        return 0;
+        return unreadable > 0 ? 1 : 0;
       }
       case "show": {
         const branch = v.branch ?? "main";

@@ -312,6 +312,22 @@ describe("sessions delete", () => {
     expect(fs.existsSync(journal(d, "demo"))).toBe(false);
   }, 60_000);
 
+  test("list shows the readable sessions when one journal is corrupt, names the corrupt one on stderr and exits 1", () => {
+    const d = dir("list-corrupt");
+    agent(d, "good", "one");
+    agent(d, "bad", "one");
+    fs.appendFileSync(journal(d, "bad"), "{not json}\n");
+    const r = cli(d, "sessions", "list");
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain("good");
+    expect(r.stdout).not.toContain("bad");
+    expect(r.stderr).toContain("session 'bad' is left out");
+    expect(r.stderr).toContain("agentcore sessions delete bad --yes");
+    const j = cli(d, "sessions", "list", "--json");
+    expect(j.status).toBe(1);
+    expect(JSON.parse(j.stdout).map((row: { session_id: string }) => row.session_id)).toEqual(["good"]);
+  }, 60_000);
+
   test("a session with a run still going is refused (and so is a fork at its head), until that process is gone", async () => {
     const d = dir("delete-live");
     agent(d, "demo", "one");
