@@ -134,12 +134,12 @@ describe("stdout closed early: quiet exit 141", () => {
   }, 60_000);
 });
 
-test("--help and README document exit status 141", () => {
+test("--help and docs/cli.md document exit status 141", () => {
   for (const c of ["tools", "execute", "run", "agent"]) expect(cli(work, c, "--help").stdout).toContain("141  stdout's reader went away");
   // The other commands that write to stdout stop the same way, and say so.
   for (const c of [["history"], ["skills"], ["sessions", "list"], ["sessions", "show"], ["sessions", "tree"]]) {
     expect(cli(work, ...c, "--help").stdout).toContain("141  stdout's reader went away");
   }
-  const readme = fs.readFileSync(path.join(import.meta.dir, "../../README.md"), "utf8");
-  expect(readme).toContain("141 (128 +\nSIGPIPE");
+  const doc = fs.readFileSync(path.join(import.meta.dir, "../../docs/cli.md"), "utf8");
+  expect(doc).toContain("141 (128 +\nSIGPIPE");
 });

@@ -1,5 +1,5 @@
 /**
- * read_file's error details are what the README's error-code table says they
+ * read_file's error details are what docs/errors.md's error-code table says they
  * are: every key a real envelope carries is named in the code's row.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -22,8 +22,8 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 function readmeRow(code: string): string {
-  const readme = fs.readFileSync(path.resolve(import.meta.dir, "../../README.md"), "utf8");
-  const row = readme.split("\n").find((l) => l.startsWith(`| \`${code}\` |`));
+  const doc = fs.readFileSync(path.resolve(import.meta.dir, "../../docs/errors.md"), "utf8");
+  const row = doc.split("\n").find((l) => l.startsWith(`| \`${code}\` |`));
   expect(row).toBeDefined();
   return row!.split("|")[3]!;
 }
@@ -35,7 +35,7 @@ test.each([
   ["dir", undefined, "NOT_A_FILE"],
   ["big.txt", 10, "FILE_TOO_LARGE"],
   ["latin1.txt", undefined, "FILE_NOT_UTF8"],
-])("read_file %j (max_bytes %j) → %s, with the details its README row names", async (p, maxBytes, code) => {
+])("read_file %j (max_bytes %j) → %s, with the details its docs/errors.md row names", async (p, maxBytes, code) => {
   const rt = createRuntime({ root, logger: createLogger({ level: "error", sink: () => {} }) });
   const args = maxBytes === undefined ? { path: p } : { path: p, max_bytes: maxBytes };
   const env = await rt.dispatch(JSON.stringify({ id: "r", tool: "read_file", arguments: args }));

@@ -1,5 +1,5 @@
 /**
- * The README's durable-sessions walk-through and the fork/rollback examples of
+ * The durable-sessions walk-through of docs/sessions.md and the fork/rollback examples of
  * `sessions SUB --help`, run as written through the compiled binary in a git
  * repository holding the examples. A line naming a placeholder (RECORD, RUN)
  * is skipped; every other line must exit 0, in order.
@@ -15,7 +15,7 @@ let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-readme-sessions-"));
+  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-sessions-docs-"));
   bin = binaryPath();
 }, 120_000);
 
@@ -31,7 +31,7 @@ function project(name: string): string {
   return d;
 }
 
-/** Shell words of one command line (the README quotes with double quotes only). */
+/** Shell words of one command line (the page quotes with double quotes only). */
 function words(line: string): string[] {
   return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
 }
@@ -41,14 +41,14 @@ function run(cwd: string, argv: string[]) {
   return { status: r.exitCode ?? -1, out: r.stdout.toString() + r.stderr.toString() };
 }
 
-test("README: the durable-sessions commands run as written", () => {
-  const readme = fs.readFileSync(path.join(REPO, "README.md"), "utf8");
-  const at = readme.indexOf("**Durable sessions.**");
+test("docs/sessions.md: the durable-sessions commands run as written", () => {
+  const page = fs.readFileSync(path.join(REPO, "docs/sessions.md"), "utf8");
+  const at = page.indexOf("**Durable sessions.**");
   expect(at).toBeGreaterThan(0);
-  const block = readme.slice(readme.indexOf("```sh\n", at) + 6, readme.indexOf("\n```", readme.indexOf("```sh\n", at) + 6));
+  const block = page.slice(page.indexOf("```sh\n", at) + 6, page.indexOf("\n```", page.indexOf("```sh\n", at) + 6));
   const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => l !== "");
   expect(lines.length).toBeGreaterThan(5);
-  const d = project("readme");
+  const d = project("walkthrough");
   let ran = 0;
   for (const line of lines) {
     expect(line).toStartWith("./dist/agentcore ");
@@ -57,7 +57,7 @@ test("README: the durable-sessions commands run as written", () => {
     // the walk-through plays the example script; a --continue needs a model too
     if (argv[0] === "agent" && !argv.includes("--script")) argv.push("--script", "examples/agent_script.jsonl");
     const r = run(d, argv);
-    if (r.status !== 0) throw new Error(`README line failed (exit ${r.status}): ${line}\n${r.out}`);
+    if (r.status !== 0) throw new Error(`docs/sessions.md line failed (exit ${r.status}): ${line}\n${r.out}`);
     ran++;
   }
   expect(ran).toBeGreaterThan(5);
