@@ -8,8 +8,8 @@
 import { JSON_ERROR_CODES } from "./errors.ts";
 
 /**
- * Every error code a result envelope can carry, in the order of the README's
- * table (a test keeps the two equal): the strict core's JSON codes, then call
+ * Every error code a result envelope can carry, in the order of the table in
+ * docs/errors.md (a test keeps the two equal): the strict core's JSON codes, then call
  * and dispatch codes, then rooted file access (`read_file`), then the
  * daemon's HTTP refusals (`agentcore serve`), then `INTERNAL_ERROR`, a bug inside agentcore reported instead of thrown.
  */
