@@ -6,4 +6,4 @@
  * @module
  */
 export * from "../runtime/index.ts";
-export * from "../middleware/index.ts";
+export * from "../runtime/middleware/index.ts";

@@ -8,7 +8,7 @@
  */
 import type { ToolContext, ToolControl } from "../tools/definition.ts";
 import type { Logger } from "../core/logger.ts";
-import type { RunInfo } from "./middleware.ts";
+import type { RunInfo } from "./middleware/types.ts";
 
 /**
  * Optional per-call observers a lower-level caller (the agent loop) passes to

@@ -46,9 +46,9 @@ import type { Logger } from "../core/logger.ts";
 import { isToolOutcome, ToolError } from "../tools/definition.ts";
 import type { RegisteredTool, ToolRegistry } from "../tools/registry.ts";
 import type { ToolCall } from "../core/toolcall.ts";
-import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
-import { composeMiddleware } from "../middleware/compose.ts";
-import { validateArguments } from "../middleware/validation.ts";
+import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware/types.ts";
+import { composeMiddleware } from "./middleware/compose.ts";
+import { validateArguments } from "./middleware/validation.ts";
 import type { ToolControl, ToolOutcome } from "../tools/definition.ts";
 
 /** setTimeout's ceiling; longer timeouts mean "no timer". */

@@ -42,7 +42,7 @@ import type { ToolEffect } from "../tools/definition.ts";
 import { thrownToEnvelope } from "./dispatch.ts";
 import { elapsedMs } from "./envelope_io.ts";
 import { createLogger, type Logger } from "../core/logger.ts";
-import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware.ts";
+import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./middleware/types.ts";
 
 /** Version of the record format, written as `"v"` on every line. */
 export const HISTORY_RECORD_VERSION = 1;

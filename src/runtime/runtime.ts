@@ -33,9 +33,9 @@ import { failureEnvelope } from "./envelope_io.ts";
 import { runCall } from "./dispatch.ts";
 import type { CallHooks } from "./context.ts";
 import { createLogger, type Logger } from "../core/logger.ts";
-import type { ToolMiddleware } from "./middleware.ts";
-import { isSchemaValidation, schemaValidation } from "../middleware/validation.ts";
-import { isPolicyMiddleware } from "../middleware/policy.ts";
+import type { ToolMiddleware } from "./middleware/types.ts";
+import { isSchemaValidation, schemaValidation } from "./middleware/validation.ts";
+import { isPolicyMiddleware } from "./middleware/policy.ts";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 

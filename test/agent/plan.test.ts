@@ -18,7 +18,7 @@ import {
 } from "../../src/agent/plan.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/index.ts";
-import { ruleBasedPolicy } from "../../src/middleware/index.ts";
+import { ruleBasedPolicy } from "../../src/runtime/middleware/index.ts";
 
 const TITLES = ["Read the notes", "Summarise them", "Report"];
 

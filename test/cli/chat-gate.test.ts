@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { APPROVE_ALL_REASON, APPROVE_ALL_WARNING, DEFAULT_GATE_POLICY, gateMiddleware } from "../../src/cli/gate.ts";
-import { isPolicyMiddleware, type ToolApprovalRequest, type ToolApprover } from "../../src/middleware/index.ts";
+import { isPolicyMiddleware, type ToolApprovalRequest, type ToolApprover } from "../../src/runtime/middleware/index.ts";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 

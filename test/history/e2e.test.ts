@@ -7,7 +7,7 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import { argumentsDigest, HistoryLog, historyMiddleware, readHistory } from "../../src/runtime/history.ts";
-import { ruleBasedPolicy } from "../../src/middleware/index.ts";
+import { ruleBasedPolicy } from "../../src/runtime/middleware/index.ts";
 import { tempDir } from "./helpers.ts";
 
 let dir: string;

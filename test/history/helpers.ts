@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ToolRegistry, type RegisteredTool } from "../../src/tools/registry.ts";
-import type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome } from "../../src/runtime/middleware.ts";
+import type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome } from "../../src/runtime/middleware/types.ts";
 import { failureEnvelope, successEnvelope } from "../../src/runtime/envelope_io.ts";
 import type { ErrorCode } from "../../src/core/envelope.ts";
 import type { HistoryRecord } from "../../src/runtime/history.ts";

@@ -9,7 +9,7 @@ import { Client, InMemoryTransport, StreamableHTTPClientTransport } from "@model
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { createRuntime } from "../../src/runtime/index.ts";
 import { createLogger } from "../../src/core/logger.ts";
-import { policyFromConfig } from "../../src/middleware/index.ts";
+import { policyFromConfig } from "../../src/runtime/middleware/index.ts";
 import { parseMcpServers } from "../../src/mcp/config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "../../src/mcp/result.ts";
 import { createMcpServer, envelopeToCallToolResult } from "../../src/mcp/server.ts";

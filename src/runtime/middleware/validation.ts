@@ -14,11 +14,11 @@
  *
  * @module
  */
-import type { Envelope } from "../core/envelope.ts";
-import { failureEnvelope } from "../runtime/envelope_io.ts";
-import type { ToolCallOutcome, ToolMiddleware } from "../runtime/middleware.ts";
-import type { RegisteredTool } from "../tools/registry.ts";
-import type { ArgumentError } from "../tools/schema.ts";
+import type { Envelope } from "../../core/envelope.ts";
+import { failureEnvelope } from "../envelope_io.ts";
+import type { ToolCallOutcome, ToolMiddleware } from "./types.ts";
+import type { RegisteredTool } from "../../tools/registry.ts";
+import type { ArgumentError } from "../../tools/schema.ts";
 
 const VALIDATION_BRAND: unique symbol = Symbol.for("agentcore.schemaValidation");
 

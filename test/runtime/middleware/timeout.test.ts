@@ -3,10 +3,10 @@ import { spawn } from "node:child_process";
 import { open, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime } from "../../src/runtime/index.ts";
-import type { ToolMiddleware } from "../../src/runtime/middleware.ts";
-import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { deferred } from "../agent/support.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import type { ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
+import type { ToolDefinition } from "../../../src/tools/definition.ts";
+import { deferred } from "../../agent/support.ts";
 
 /** A pass-through middleware, so calls take the chain path. */
 const passThrough: ToolMiddleware = (ctx, next) => next(ctx);

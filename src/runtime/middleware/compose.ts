@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "../runtime/middleware.ts";
+import type { ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./types.ts";
 
 /** The innermost step: runs the tool's handler. */
 export type ToolCallTerminal = (ctx: ToolCallContext) => Promise<ToolCallOutcome>;

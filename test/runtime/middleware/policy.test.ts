@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { createAgent } from "../../src/agent/index.ts";
-import { createRuntime } from "../../src/runtime/index.ts";
-import type { CallDecision, ToolMiddleware } from "../../src/runtime/middleware.ts";
-import { limitReason, REASONS, ruleBasedPolicy, type ToolApprover, type ToolPolicyRule } from "../../src/middleware/index.ts";
-import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, calls, deferred, FakeModel, quietLogger, text } from "../agent/support.ts";
+import { createAgent } from "../../../src/agent/index.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import type { CallDecision, ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
+import { limitReason, REASONS, ruleBasedPolicy, type ToolApprover, type ToolPolicyRule } from "../../../src/runtime/middleware/index.ts";
+import type { ToolDefinition } from "../../../src/tools/definition.ts";
+import { call, calls, deferred, FakeModel, quietLogger, text } from "../../agent/support.ts";
 
 function counting(name: string, effect: "read_only" | "side_effecting" = "side_effecting") {
   const ran: unknown[] = [];

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { EventEmitter } from "node:events";
-import { createTtyApprover, REDACTED, redactArguments, type ApproverInput, type ToolApprovalRequest } from "../../src/middleware/index.ts";
-import { REPO_ROOT } from "../support/paths.ts";
+import { createTtyApprover, REDACTED, redactArguments, type ApproverInput, type ToolApprovalRequest } from "../../../src/runtime/middleware/index.ts";
+import { REPO_ROOT } from "../../support/paths.ts";
 
 const BUN = process.execPath;
-const CHILD = `${REPO_ROOT}/test/middleware/fixtures/approve_child.ts`;
+const CHILD = `${REPO_ROOT}/test/runtime/middleware/fixtures/approve_child.ts`;
 
 describe("redactArguments (issue 4 §4)", () => {
   test("keys like token / key / secret / password are redacted at any depth, case-insensitively", () => {

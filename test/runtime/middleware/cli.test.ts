@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT } from "../support/paths.ts";
-import { loadConfig } from "../../src/cli/config.ts";
+import { REPO_ROOT } from "../../support/paths.ts";
+import { loadConfig } from "../../../src/cli/config.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { createRuntime } from "../../src/runtime/index.ts";
-import type { ToolCallContext, ToolMiddleware } from "../../src/runtime/middleware.ts";
-import { isSchemaValidation, rejectOutcome, ruleBasedPolicy, schemaValidation } from "../../src/middleware/index.ts";
-import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { quietLogger } from "../agent/support.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import type { ToolCallContext, ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
+import { isSchemaValidation, rejectOutcome, ruleBasedPolicy, schemaValidation } from "../../../src/runtime/middleware/index.ts";
+import type { ToolDefinition } from "../../../src/tools/definition.ts";
+import { quietLogger } from "../../agent/support.ts";
 
 const sum: ToolDefinition<{ a: number; b: number }> = {
   name: "sum",

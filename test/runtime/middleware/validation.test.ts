@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { createAgent } from "../../src/agent/index.ts";
-import { createRuntime } from "../../src/runtime/index.ts";
-import type { ToolMiddleware } from "../../src/runtime/middleware.ts";
-import { invalidArgumentsPayload, ruleBasedPolicy } from "../../src/middleware/index.ts";
-import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, FakeModel, text } from "../agent/support.ts";
+import { createAgent } from "../../../src/agent/index.ts";
+import { createRuntime } from "../../../src/runtime/index.ts";
+import type { ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
+import { invalidArgumentsPayload, ruleBasedPolicy } from "../../../src/runtime/middleware/index.ts";
+import type { ToolDefinition } from "../../../src/tools/definition.ts";
+import { call, FakeModel, text } from "../../agent/support.ts";
 
 const SECRET = "sk-live-very-secret-value-123";
 
@@ -103,7 +103,7 @@ describe("schema validation middleware (issue 4 §2)", () => {
 
   test("the validation middleware validates the arguments a previous middleware transformed", async () => {
     const breakIt: ToolMiddleware = (ctx, next) => next({ ...ctx, arguments: { amount: "nope" } });
-    const { schemaValidation } = await import("../../src/middleware/index.ts");
+    const { schemaValidation } = await import("../../../src/runtime/middleware/index.ts");
     const rt = createRuntime({ builtins: false, tools: [transfer(() => {})], middleware: [breakIt, schemaValidation()] });
     const env = await rt.dispatchCall({ id: "c", tool: "transfer", arguments: { amount: 1, currency: "EUR", to: "bob" }, shape: "agentcore" });
     expect(env.error?.code).toBe("INVALID_ARGUMENTS");
