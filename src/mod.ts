@@ -94,4 +94,4 @@ export type { CompactionResult, Compactor } from "./context/index.ts";
 export { JsonlSessionStorage, MemorySessionStorage, restoreSession, SessionRecorder } from "./session/index.ts";
 export type { SessionCheckout, SessionRecord } from "./session/index.ts";
 
-export { VERSION } from "./version.ts";
+export { VERSION } from "./core/version.ts";

@@ -416,9 +416,9 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   }
   // SIGTERM / SIGHUP: abort like Ctrl-C, so the run ends `cancelled` and its
   // run_finished is journaled, then exit 128 + n. Any second signal (Ctrl-C
-  // too) while stopping exits at once. One listener per signal: a function
-  // listening to all of them is taken for a clean-up helper
-  // (src/mcp/attach.ts), not a handler.
+  // too) while stopping exits at once. These listeners make the command the
+  // one that handles those signals: the host (src/host/process.ts) stands
+  // aside, and the run's abort releases the clean-ups it held.
   let endedBy: { name: string; status: number } | null = null;
   let interrupted = false;
   const onSigint = () => {

@@ -39,7 +39,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
-import type { PolicyConfig } from "../middleware/policy.ts";
+import type { PolicyConfig } from "../runtime/middleware/policy.ts";
 import { parseToolsConfig, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import { McpConfigError, parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
 

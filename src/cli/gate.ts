@@ -14,8 +14,8 @@
  *
  * @module
  */
-import { createTtyApprover, frozenCopy, policyFromConfig, type PolicyConfig, type ToolApprover } from "../middleware/index.ts";
-import type { ToolMiddleware } from "../runtime/middleware.ts";
+import { createTtyApprover, frozenCopy, policyFromConfig, type PolicyConfig, type ToolApprover } from "../runtime/middleware/index.ts";
+import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 
 /** The policy of `agent` and `chat` when the config has none (deep-frozen). */
 export const DEFAULT_GATE_POLICY: Readonly<PolicyConfig> = frozenCopy<PolicyConfig>({

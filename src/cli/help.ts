@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { VERSION } from "../version.ts";
+import { VERSION } from "../core/version.ts";
 import { PIPE_HELP } from "./output.ts";
 import {
   AGENT_OPTIONS,

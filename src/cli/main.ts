@@ -13,15 +13,16 @@
  */
 import { openSync, readSync, readFileSync, closeSync, fstatSync, statSync } from "node:fs";
 import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
-import type { Envelope } from "../runtime/envelope.ts";
+import type { Envelope } from "../core/envelope.ts";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../core/version.ts";
 import { concatBytes } from "../core/bytes.ts";
+import { installProcessHost } from "../host/process.ts";
 import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
-import type { ToolApprover } from "../middleware/index.ts";
+import type { ToolApprover } from "../runtime/middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
-import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware.ts";
-import { LineFramer, isBlank, type Line } from "./lines.ts";
+import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware/types.ts";
+import { LineFramer, isBlank, type Line } from "../core/lines.ts";
 import { LineWriter, OutputClosedError, OutputError, outputFailure, PIPE_CLOSED_STATUS } from "./output.ts";
 import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
@@ -45,7 +46,7 @@ import { MAIN_HELP, overview } from "./help.ts";
 import { selectTools, workspaceTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
-import type { ToolMiddleware } from "../runtime/middleware.ts";
+import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 
 interface Settings {
   root?: string;
@@ -192,7 +193,7 @@ const mcpClosers: (() => Promise<void>)[] = [];
 async function runtimeFor(s: Settings): Promise<Runtime> {
   const rt = makeRuntime(s);
   if (s.mcpServers === undefined || Object.keys(s.mcpServers).length === 0) return rt;
-  const { attachMcpServersForCommand, McpStartupError } = await import("../mcp/attach.ts");
+  const [{ attachMcpServersForCommand }, { McpStartupError }] = await Promise.all([import("../host/mcp.ts"), import("../mcp/attach.ts")]);
   try {
     // a signal, during the start-up or after it, stops the servers before exiting
     mcpClosers.push(await attachMcpServersForCommand(rt, s.mcpServers));
@@ -529,6 +530,8 @@ function noCommand(argv: string[], out: LineWriter): number {
 
 /** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
+  // The process (signals, exit, the clean-ups the library layers hold) is the host's.
+  installProcessHost();
   const out = new LineWriter(1);
   // `agentcore --version` / `agentcore --help CMD`: the global flags first
   if (argv[0] === "-V" || argv[0] === "--version") return noCommand(argv, out);

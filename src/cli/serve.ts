@@ -11,7 +11,7 @@ import { statSync } from "node:fs";
 import * as path from "node:path";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
-import type { ToolMiddleware } from "../runtime/middleware.ts";
+import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
@@ -160,33 +160,15 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
       prepare: mcpServers === undefined ? undefined : async (daemon) => {
-        const { attachMcpServers, McpStartupError } = await import("../mcp/attach.ts");
+        const [{ attachMcpServersInterruptibly }, { McpStartupError }] = await Promise.all([import("../host/mcp.ts"), import("../mcp/attach.ts")]);
         // The daemon's own signal handling starts once it listens: until then a
         // signal interrupts the MCP start-up (a server hanging there is
         // stopped, not left behind) and ends the command with 128 + its number.
-        const ac = new AbortController();
-        let status: number | undefined;
-        const listeners = ([["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const).map(([sig, code]) => {
-          const listener = () => {
-            status ??= code;
-            ac.abort();
-          };
-          process.on(sig, listener);
-          return [sig, listener] as const;
-        });
         try {
-          const toolset = await attachMcpServers(daemon.runtime, mcpServers, { signal: ac.signal });
-          if (status !== undefined) {
-            await toolset.close(); // the signal came as the start-up finished
-            process.exit(status);
-          }
-          return toolset.close;
+          return (await attachMcpServersInterruptibly(daemon.runtime, mcpServers)).close;
         } catch (e) {
-          if (status !== undefined) process.exit(status); // the servers are stopped already
           if (e instanceof McpStartupError) throw new ConfigError(e.message);
           throw e;
-        } finally {
-          for (const [sig, listener] of listeners) process.off(sig, listener);
         }
       },
       onShutdown: mode,

@@ -46,7 +46,7 @@ import {
 import { ToolError, TOOL_NAME_PATTERN, type AnyToolDefinition, type ToolEffect } from "../tools/definition.ts";
 import type { Logger } from "../core/logger.ts";
 import { createLogger } from "../core/logger.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../core/version.ts";
 import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
 import { describeExit, McpNotConnectedError, McpProtocolError, StdioTransport } from "./stdio.ts";

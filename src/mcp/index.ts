@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { attachMcpServers, attachMcpServersForCommand, McpStartupError, stopOnSignals } from "./attach.ts";
+export { attachMcpServers, McpStartupError } from "./attach.ts";
 export type { McpToolset } from "./attach.ts";
 export { McpConnectError, McpToolHandler } from "./client.ts";
 export type { McpToolHandlerOptions, McpTransportKind, SkippedMcpTool } from "./client.ts";

@@ -45,7 +45,7 @@ import { Server, type CallToolResult, type Tool } from "@modelcontextprotocol/se
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Envelope } from "../core/envelope.ts";
 import { failureEnvelope, serializeEnvelope } from "../runtime/envelope_io.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../core/version.ts";
 
 /** Options of {@link createMcpServer}. */
 export interface McpServerOptions {

@@ -13,7 +13,7 @@
  * @module
  */
 import { randomBytes } from "node:crypto";
-import { redactArguments, type ToolApprovalDecision, type ToolApprovalRequest, type ToolApprover } from "../middleware/approval.ts";
+import { redactArguments, type ToolApprovalDecision, type ToolApprovalRequest, type ToolApprover } from "../runtime/middleware/approval.ts";
 
 /** Default time a pending approval waits for an answer before it is denied. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000;

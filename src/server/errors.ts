@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Envelope, ErrorCode } from "../runtime/envelope.ts";
+import type { Envelope, ErrorCode } from "../core/envelope.ts";
 import { serializeEnvelope } from "../runtime/envelope_io.ts";
 
 /** The JSON content type of every non-streaming response. */

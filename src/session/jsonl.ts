@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { holdCleanup, type ProcessCleanup } from "../core/cleanup.ts";
 import { parseStrict } from "../core/index.ts";
 import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, type JournalRepair, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
 import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
@@ -69,16 +70,22 @@ function ioError(what: string, e: unknown): SessionStorageError {
   return new SessionStorageError(`${what}: ${err?.message ?? String(e)}${hint}`);
 }
 
-/** Releases of the branch claims this process holds, run when it exits (one listener for them all). */
+/**
+ * Releases of the branch claims this process holds. While any is held,
+ * {@link releaseHeldClaims} is an exit clean-up (`src/core/cleanup.ts`): the
+ * host (CLI, daemon) runs it as the process exits. This module never
+ * listens to the process itself.
+ */
 const heldClaims = new Set<() => void>();
-let exitHooked = false;
+const CLAIMS_CLEANUP: ProcessCleanup = { exit: releaseHeldClaims };
 function releaseOnExit(release: () => void): void {
   heldClaims.add(release);
-  if (exitHooked) return;
-  exitHooked = true;
-  process.on("exit", () => {
-    for (const r of [...heldClaims]) r();
-  });
+  holdCleanup(CLAIMS_CLEANUP);
+}
+
+/** Release every branch claim this process still holds (synchronous: for the process's exit). */
+export function releaseHeldClaims(): void {
+  for (const r of [...heldClaims]) r();
 }
 
 /** The session id in a torn first record, if the fragment still holds it (checked against the file name). */

@@ -11,8 +11,8 @@
  *
  * @module
  */
-import type { AgentEvent, AgentEventSource } from "../agent/events.ts";
-import type { AgentMessage } from "../agent/types.ts";
+import type { AgentEvent, AgentEventSource } from "../context/events.ts";
+import type { AgentMessage } from "../providers/messages.ts";
 import type { JournalStorage } from "./journal.ts";
 import { type SessionRecord, type SessionRecordDraft, SessionValidationError } from "./types.ts";
 

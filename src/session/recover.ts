@@ -20,7 +20,8 @@
  *
  * @module
  */
-import { UsageAccumulator, type AgentMessage, type AgentRunResult } from "../agent/types.ts";
+import type { AgentMessage } from "../providers/messages.ts";
+import { UsageAccumulator, type AgentRunResult } from "../providers/run.ts";
 import type { ModelUsage } from "../providers/types.ts";
 import type { Projection, SessionRecordDraft } from "./types.ts";
 

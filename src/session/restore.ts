@@ -3,9 +3,20 @@
  *
  * @module
  */
-import type { Agent } from "../agent/agent.ts";
+import type { AgentMessage } from "../providers/messages.ts";
+import type { AgentRunResult } from "../providers/run.ts";
 import { recoverCommand } from "./recover.ts";
 import { type AgentSession, type SessionCheckout, sessionMessages, SessionUnfinishedRunError, SessionValidationError, unfinishedRuns } from "./types.ts";
+
+/**
+ * What {@link restoreSession} needs of an agent (the agent layer's `Agent`
+ * is one; the session layer sits below it and takes just this).
+ */
+export interface RestorableAgent {
+  readonly agentId: string;
+  readonly isActive: boolean;
+  restore(messages: readonly AgentMessage[], lastResult: AgentRunResult | null): void;
+}
 
 /**
  * Load a checkout's (or session's) conversation and last result into `agent`.
@@ -13,7 +24,7 @@ import { type AgentSession, type SessionCheckout, sessionMessages, SessionUnfini
  * ({@link SessionUnfinishedRunError}, naming the recovery) when a run of the
  * session never finished.
  */
-export function restoreSession(agent: Agent, from: SessionCheckout | AgentSession): void {
+export function restoreSession(agent: RestorableAgent, from: SessionCheckout | AgentSession): void {
   const session = "session" in from ? from.session : from;
   if (agent.isActive) throw new SessionValidationError("cannot restore a session into an active agent");
   if (session.agent_id !== null && session.agent_id !== agent.agentId) {

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { AgentMessage, AgentRunResult } from "../agent/types.ts";
+import type { AgentMessage } from "../providers/messages.ts";
+import type { AgentRunResult } from "../providers/run.ts";
 
 export const JOURNAL_SCHEMA_VERSION = 1;
 export const SESSION_DOCUMENT_SCHEMA_VERSION = 1;

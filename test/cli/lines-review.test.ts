@@ -4,7 +4,7 @@
  * fits, at every split of the input into two chunks.
  */
 import { expect, test } from "bun:test";
-import { LineFramer, type Line } from "../../src/cli/lines.ts";
+import { LineFramer, type Line } from "../../src/core/lines.ts";
 
 function frame(input: Uint8Array, max: number, split: number): Line[] {
   const out: Line[] = [];

@@ -77,7 +77,7 @@ console.log(JSON.stringify({ ok, dup: dup.ok ? null : dup.error.code, env: JSON.
 });
 
 test("package.json version matches the CLI's VERSION", async () => {
-  const { VERSION } = await import("../../src/version.ts");
+  const { VERSION } = await import("../../src/core/version.ts");
   const pkg = (await import("../../package.json")).default as { version: string };
   expect(VERSION).toBe(pkg.version);
 });

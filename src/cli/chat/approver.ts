@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { redactArguments, type ToolApprovalDecision, type ToolApprovalRequest, type ToolApprover } from "../../middleware/index.ts";
+import { redactArguments, type ToolApprovalDecision, type ToolApprovalRequest, type ToolApprover } from "../../runtime/middleware/index.ts";
 
 /** Where the approver shows its question. */
 export interface ApprovalView {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { redactArguments } from "../../middleware/index.ts";
+import { redactArguments } from "../../runtime/middleware/index.ts";
 import type { ToolCallResult } from "../../agent/types.ts";
 
 // deno-lint-ignore no-control-regex

@@ -11,10 +11,12 @@
  *   timeout if it never stops).
  * - stdin is `/dev/null` unless `stdin` text is given.
  * - Output is decoded as UTF-8, invalid sequences replaced by U+FFFD.
- * - When agentcore itself ends while children run (its exit, or SIGINT,
- *   SIGHUP or SIGTERM that the command does not handle itself), their
- *   groups are killed first: a child's own group never receives the
- *   terminal's Ctrl-C or a signal sent to agentcore.
+ * - While children run, killing their groups is held as a process clean-up
+ *   (`src/core/cleanup.ts`): the host (CLI, daemon) runs it when agentcore
+ *   exits, or ends on SIGINT, SIGHUP or SIGTERM that the command does not
+ *   handle itself. A child's own group never receives the terminal's
+ *   Ctrl-C or a signal sent to agentcore. {@link killLiveGroups} does it
+ *   for an application that embeds the tools without the host.
  *
  * - With `limits`, a supervisor samples `/proc` every
  *   {@link SUPERVISOR_INTERVAL_MS} ms ({@link Census}) and, when the
@@ -29,6 +31,7 @@
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import { holdCleanup, type ProcessCleanup } from "../../core/cleanup.ts";
 import { cgroupForkRefusals, cgroupPids } from "./sandbox.ts";
 
 export interface RunOptions {
@@ -133,55 +136,44 @@ function killGroup(pid: number | undefined): void {
 /**
  * Process groups of children still running. A child has its own group (it
  * must, for the group kill), so a terminal's Ctrl-C or a `kill` aimed at
- * agentcore never reaches it: when agentcore itself ends, it kills them.
+ * agentcore never reaches it: when agentcore itself ends, they must be
+ * killed. While any is live, {@link killLiveGroups} is held as a process
+ * clean-up (`src/core/cleanup.ts`): the host (the CLI, the daemon) runs it
+ * when the process exits, or ends on a signal no command handles (chat and
+ * agent abort the run on SIGINT, serve and mcp shut down on SIGTERM: then
+ * the run's abort kills the children). This module never touches the
+ * process's own signals or exit.
  */
 const liveGroups = new Set<number>();
-/** Signals that end agentcore by default; each one's exit status is 128 + its number. */
-const ENDING_SIGNALS: Readonly<Record<string, number>> = { SIGINT: 2, SIGHUP: 1, SIGTERM: 15 };
-let exitHook = false;
 
-function killLiveGroups(): void {
+/** Kill (SIGKILL) the process group of every child still running. */
+export function killLiveGroups(): void {
   for (const pid of liveGroups) killGroup(pid);
   liveGroups.clear();
+  releaseGroups?.();
+  releaseGroups = undefined;
 }
 
-/**
- * A signal that would end agentcore while children run. When the command
- * handles that signal itself (chat and agent abort the run on SIGINT, serve
- * and mcp shut down on SIGTERM), its handler decides and the run's abort kills
- * the children. Otherwise the signal keeps its default meaning, agentcore
- * ends, and the children's groups are killed first.
- */
-const onEndingSignal = (signal: NodeJS.Signals): void => {
-  // Another listener (even when this one was removed during the same dispatch,
-  // which still calls it) means the command handles the signal.
-  if (process.listeners(signal).some((l) => l !== onEndingSignal)) return;
-  killLiveGroups();
-  unwatchSignals();
-  process.exit(128 + (ENDING_SIGNALS[signal] ?? 0));
-};
-
-function watchSignals(): void {
-  if (!exitHook) {
-    exitHook = true;
-    process.on("exit", killLiveGroups);
-  }
-  for (const s of Object.keys(ENDING_SIGNALS)) process.on(s as NodeJS.Signals, onEndingSignal);
+/** The pids (= group ids) of the children still running. */
+export function liveGroupIds(): number[] {
+  return [...liveGroups];
 }
 
-function unwatchSignals(): void {
-  for (const s of Object.keys(ENDING_SIGNALS)) process.off(s as NodeJS.Signals, onEndingSignal);
-}
+const GROUPS_CLEANUP: ProcessCleanup = { exit: killLiveGroups, signal: killLiveGroups };
+let releaseGroups: (() => void) | undefined;
 
 function track(pid: number | undefined): void {
   if (pid === undefined || liveGroups.has(pid)) return;
-  if (liveGroups.size === 0) watchSignals();
   liveGroups.add(pid);
+  releaseGroups ??= holdCleanup(GROUPS_CLEANUP);
 }
 
 function untrack(pid: number | undefined): void {
   if (pid === undefined || !liveGroups.delete(pid)) return;
-  if (liveGroups.size === 0) unwatchSignals();
+  if (liveGroups.size === 0) {
+    releaseGroups?.();
+    releaseGroups = undefined;
+  }
 }
 
 /** How often the supervisor samples the command's processes (ms). */

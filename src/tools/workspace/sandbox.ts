@@ -40,6 +40,7 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { holdCleanup, type ProcessCleanup } from "../../core/cleanup.ts";
 
 /** Find an executable regular file named `name` in the PATH-like list `dirs`. */
 export function findOnPath(name: string, dirs: readonly string[]): string | null {
@@ -349,11 +350,34 @@ function sweepStale(base: string): void {
   }
 }
 
-/** Command cgroups not yet removed; agentcore's own exit kills what is in them and removes them. */
+/**
+ * Command cgroups not yet removed. While any is, {@link removeLiveCgroups}
+ * is held as an exit clean-up (`src/core/cleanup.ts`): the host runs it as
+ * agentcore exits. This module never listens to the process itself.
+ */
 const liveCgroups = new Set<string>();
-let cgroupExitHook = false;
+const CGROUPS_CLEANUP: ProcessCleanup = { exit: removeLiveCgroups };
+let releaseCgroups: (() => void) | undefined;
 
-function onExitCgroups(): void {
+function addLiveCgroup(dir: string): void {
+  liveCgroups.add(dir);
+  releaseCgroups ??= holdCleanup(CGROUPS_CLEANUP);
+}
+
+function deleteLiveCgroup(dir: string): void {
+  liveCgroups.delete(dir);
+  if (liveCgroups.size === 0) {
+    releaseCgroups?.();
+    releaseCgroups = undefined;
+  }
+}
+
+/**
+ * Kill what is left in every command cgroup not yet removed and remove them
+ * (synchronous: for the process's exit). A cgroup whose killed processes
+ * are not reaped yet stays; the next agentcore's sweep removes it.
+ */
+export function removeLiveCgroups(): void {
   for (const dir of liveCgroups) {
     for (const pid of cgroupPids(dir)) {
       try {
@@ -382,11 +406,7 @@ export function createPidsCgroup(base: string, max: number): string | null {
   }
   try {
     fs.writeFileSync(path.join(dir, "pids.max"), String(max));
-    liveCgroups.add(dir);
-    if (!cgroupExitHook) {
-      cgroupExitHook = true;
-      process.on("exit", onExitCgroups);
-    }
+    addLiveCgroup(dir);
     return dir;
   } catch {
     void removeCgroup(dir);
@@ -429,11 +449,11 @@ export async function removeCgroup(dir: string): Promise<void> {
     }
     try {
       fs.rmdirSync(dir);
-      liveCgroups.delete(dir);
+      deleteLiveCgroup(dir);
       return;
     } catch (e) {
       if ((e as { code?: string }).code === "ENOENT") {
-        liveCgroups.delete(dir);
+        deleteLiveCgroup(dir);
         return;
       }
     }

@@ -236,11 +236,14 @@ describe("agentcore ending while exec runs", () => {
   // would hide the problem.
   test("a command that handles the signal itself keeps running, even when its handler (registered first) aborts the call", () => {
     // As serve does: its listener comes first; aborting the call inside the
-    // dispatch removes exec's listener, which the dispatch still calls.
+    // dispatch releases the child's clean-up and removes the host's listener,
+    // which the dispatch still calls.
     const script = path.join(base, "own-handler.ts");
     fs.writeFileSync(
       script,
       `import { runProcess } from ${JSON.stringify(path.join(REPO, "src/tools/workspace/process.ts"))};
+import { installProcessHost } from ${JSON.stringify(path.join(REPO, "src/host/process.ts"))};
+installProcessHost(); // as the CLI and the daemon do: the running child arms its guard
 const ac = new AbortController();
 let handled = 0;
 process.on("SIGTERM", () => { handled++; ac.abort(); });

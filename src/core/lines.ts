@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { concatBytes } from "../core/bytes.ts";
+import { concatBytes } from "./bytes.ts";
 
 /** One framed line: its bytes, or the fact that it was too long. */
 export type Line =
