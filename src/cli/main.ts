@@ -18,6 +18,8 @@ import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } 
 import { VERSION } from "../core/version.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { installProcessHost } from "../host/process.ts";
+import { setRemedyWording } from "../session/remedy.ts";
+import { CLI_REMEDY_WORDING } from "./remedy.ts";
 import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
 import type { ToolApprover } from "../runtime/middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
@@ -532,6 +534,8 @@ function noCommand(argv: string[], out: LineWriter): number {
 export async function main(argv: string[]): Promise<number> {
   // The process (signals, exit, the clean-ups the library layers hold) is the host's.
   installProcessHost();
+  // Session errors name their remedies as `agentcore sessions …` commands.
+  setRemedyWording(CLI_REMEDY_WORDING);
   const out = new LineWriter(1);
   // `agentcore --version` / `agentcore --help CMD`: the global flags first
   if (argv[0] === "-V" || argv[0] === "--version") return noCommand(argv, out);

@@ -25,6 +25,7 @@ import {
   SessionBranchBusyError,
   unfinishedRuns,
 } from "./types.ts";
+import { wordRemedy } from "./remedy.ts";
 import { interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery } from "./recover.ts";
 
 const randomHex = (n: number): string => crypto.randomUUID().replace(/-/g, "").slice(0, n);
@@ -518,11 +519,10 @@ export abstract class JournalStorage {
 
 /** The refusal of a branch held by process `pid`: who holds it and the ways out. */
 export function busyMessage(sessionId: string, branchId: string, pid: number, holder: string | null, since: string | null = null): string {
-  const q = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
   const who = [holder, since !== null ? `since ${since}` : null].filter((x) => x !== null).join(", ");
   return `session '${sessionId}' branch '${branchId}' is in use by process ${pid}${who !== "" ? ` (${who})` : ""}: wait for it to finish, or stop that process ` +
     `(on SIGINT, SIGTERM or SIGHUP it journals its run as finished); if process ${pid} is not agentcore, clear the mark with: ` +
-    `agentcore sessions recover ${q(sessionId)}${branchId !== "main" ? ` --branch ${q(branchId)}` : ""} --force`;
+    wordRemedy({ action: "recover", session_id: sessionId, branch_id: branchId, force: true });
 }
 
 export function normalizeId(sessionId: string): string {

@@ -12,6 +12,7 @@ import * as path from "node:path";
 import type { JournalStorage } from "./journal.ts";
 import type { JsonlSessionStorage } from "./jsonl.ts";
 import { pidAlive, withFileLock } from "./lock.ts";
+import { wordRemedy } from "./remedy.ts";
 import { type SessionRecord, SessionNotFoundError, SessionRunActiveError, SessionStorageError, SessionValidationError } from "./types.ts";
 
 /** Shortest id prefix accepted for a record or a run (as git's abbreviated ids). */
@@ -48,7 +49,7 @@ function describe(r: SessionRecord): string {
  * record or several (the message lists them, and says where the ids are).
  */
 export function resolveRecordRef(records: readonly SessionRecord[], ref: string, sessionId: string): SessionRecord {
-  const where = `see the revisions and ids with: agentcore sessions tree ${shellWord(sessionId)}`;
+  const where = `see the revisions and ids with: ${wordRemedy({ action: "tree", session_id: sessionId })}`;
   const text = typeof ref === "string" ? ref.trim() : "";
   if (text === "") throw new SessionReferenceError(`the record must not be empty: give a revision (r7) or a record id (${where})`, String(ref));
   const rev = REVISION.exec(text);
@@ -93,7 +94,7 @@ export function resolveRecordRef(records: readonly SessionRecord[], ref: string,
  * {@link SessionReferenceError} otherwise.
  */
 export function resolveRunRef(records: readonly SessionRecord[], ref: string, sessionId: string): string {
-  const where = `see the runs with: agentcore sessions show ${shellWord(sessionId)} (--branch B for another branch)`;
+  const where = `see the runs with: ${wordRemedy({ action: "show", session_id: sessionId })}`;
   const text = typeof ref === "string" ? ref.trim() : "";
   const runs = [...new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id as string))];
   if (text === "") throw new SessionReferenceError(`the run must not be empty (${where})`, String(ref));
@@ -161,7 +162,6 @@ export function branchPointProblem(records: readonly SessionRecord[], base: Sess
   if (open.size === 0) return null;
   const head = branchHeads(records).get(source);
   const later = head === undefined ? [] : recordChain(records, head.record_id);
-  const id = shellWord(sessionId);
   const parts: string[] = [];
   for (const [run, start] of open) {
     const finished = later.find((r) => r.type === "run_finished" && r.data.run_id === run);
@@ -174,7 +174,7 @@ export function branchPointProblem(records: readonly SessionRecord[], base: Sess
       ? `choose ${choices.join(" or ")}`
       : pid !== undefined
       ? `it is still going in process ${pid}: wait for it to finish and fork from its run_finished${before !== null ? `, or choose ${choices[0]}` : ""}`
-      : `its process ended before it finished: close it with 'agentcore sessions recover ${id}${source !== "main" ? ` --branch ${shellWord(source)}` : ""}'${before !== null ? `, or choose ${choices[0]}` : ""}`;
+      : `its process ended before it finished: close it with '${wordRemedy({ action: "recover", session_id: sessionId, branch_id: source, force: false })}'${before !== null ? `, or choose ${choices[0]}` : ""}`;
     parts.push(`record ${revisionRef(base.revision)} is inside run ${run} (started at ${revisionRef(start.revision)}), so a branch there would begin mid-run: ${fix}`);
   }
   return parts.join("; ");
@@ -340,7 +340,7 @@ export async function deleteSession(storage: JsonlSessionStorage, sessionId: str
 export async function requireRecords(storage: JournalStorage & { dir?: string }, sessionId: string): Promise<SessionRecord[]> {
   const records = await storage.records(sessionId);
   if (records.length === 0) {
-    throw new SessionNotFoundError(`no session '${sessionId.trim()}'${storage.dir !== undefined ? ` in ${storage.dir}` : ""}: see the sessions with: agentcore sessions list`);
+    throw new SessionNotFoundError(`no session '${sessionId.trim()}'${storage.dir !== undefined ? ` in ${storage.dir}` : ""}: see the sessions with: ${wordRemedy({ action: "list" })}`);
   }
   return records;
 }

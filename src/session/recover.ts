@@ -22,6 +22,7 @@
  */
 import type { AgentMessage } from "../providers/messages.ts";
 import { UsageAccumulator, type AgentRunResult } from "../providers/run.ts";
+import { wordRemedy } from "./remedy.ts";
 import type { ModelUsage } from "../providers/types.ts";
 import type { Projection, SessionRecordDraft } from "./types.ts";
 
@@ -118,8 +119,7 @@ export function interruptedRunDrafts(p: Projection, branchId: string, reason?: s
   return out;
 }
 
-/** The shell command that recovers a session branch (for error messages). */
+/** The recovery of a session branch as messages word it (the installed {@link wordRemedy} wording). */
 export function recoverCommand(sessionId: string, branchId = "main"): string {
-  const q = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
-  return `agentcore sessions recover ${q(sessionId)}${branchId !== "main" ? ` --branch ${q(branchId)}` : ""}`;
+  return wordRemedy({ action: "recover", session_id: sessionId, branch_id: branchId, force: false });
 }

@@ -6,6 +6,7 @@
  */
 import type { AgentMessage } from "../providers/messages.ts";
 import type { AgentRunResult } from "../providers/run.ts";
+import type { SessionRemedy } from "./remedy.ts";
 
 export const JOURNAL_SCHEMA_VERSION = 1;
 export const SESSION_DOCUMENT_SCHEMA_VERSION = 1;
@@ -123,6 +124,8 @@ export interface SessionRetry {
 
 export class SessionError extends Error {
   override name = "SessionError";
+  /** What gets the session out of this error, as data (its message words it: `src/session/remedy.ts`); null when the message names none. */
+  remedy: SessionRemedy | null = null;
 }
 /** A journal that cannot be read: names the file and the line. */
 export class SessionSerializationError extends SessionError {
@@ -152,6 +155,7 @@ export class SessionUnfinishedRunError extends SessionValidationError {
   override name = "SessionUnfinishedRunError";
   constructor(message: string, readonly sessionId: string, readonly runIds: readonly string[], readonly branchId: string | null = null) {
     super(message);
+    this.remedy = { action: "recover", session_id: sessionId, branch_id: branchId ?? "main", force: false };
   }
 }
 /** The session, or its branch, does not exist. */
@@ -175,6 +179,7 @@ export class SessionBranchBusyError extends SessionConflictError {
   override name = "SessionBranchBusyError";
   constructor(message: string, readonly sessionId: string, readonly branchId: string, readonly pid: number, readonly holder: string | null = null, readonly since: string | null = null) {
     super(message);
+    this.remedy = { action: "recover", session_id: sessionId, branch_id: branchId, force: true };
   }
 }
 export class SessionLockTimeoutError extends SessionError {

@@ -2,11 +2,12 @@
 // JSONL storages, the error restoreSession raises for an unfinished run, and
 // an agent that resumes the recovered session (its model sees every tool call
 // answered).
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
+import { setRemedyWording } from "../../src/session/remedy.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import {
@@ -24,6 +25,11 @@ import {
 } from "../../src/session/index.ts";
 
 const dirs: string[] = [];
+// the library's wording (a CLI main() run in this process would have installed its own)
+beforeEach(() => {
+  setRemedyWording(null);
+});
+
 afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
@@ -101,7 +107,8 @@ describe("JournalStorage.recoverRuns", () => {
   test("a fork at a head with an unfinished run names the recovery; one inside a finished run says to pick another record", async () => {
     const storage = new MemorySessionStorage();
     await crashed(storage);
-    await expect(storage.fork("s1")).rejects.toThrow("agentcore sessions recover s1");
+    // the library words the remedy as its own call, never as CLI syntax
+    await expect(storage.fork("s1")).rejects.toThrow('mark it interrupted first with: JournalStorage.recoverRuns("s1")');
     await storage.recoverRuns("s1");
     const mid = (await storage.records("s1"))[1]!.record_id;
     await expect(storage.rollback("s1", mid)).rejects.toThrow("choose a record before the run started");
@@ -153,7 +160,9 @@ describe("restoreSession after a crash", () => {
       expect(err).toBeInstanceOf(SessionValidationError);
       expect((err as SessionUnfinishedRunError).runIds).toEqual(["r1"]);
       expect((err as Error).message).toContain("has unfinished run(s): r1");
-      expect((err as Error).message).toContain("agentcore sessions recover s1");
+      expect((err as Error).message).toContain('JournalStorage.recoverRuns("s1")');
+      expect((err as Error).message).not.toContain("agentcore");
+      expect((err as SessionUnfinishedRunError).remedy).toEqual({ action: "recover", session_id: "s1", branch_id: "main", force: false });
 
       await storage.recoverRuns("s1");
       restoreSession(agent, (await storage.checkout("s1"))!);
