@@ -44,8 +44,8 @@ export { createExecTool, EXEC_PARAMETERS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_EXEC_
 export type { ExecArgs, ExecLimits, ExecResult, ExecToolOptions } from "./exec.ts";
 export { checkArguments, checkProgram, envDenial, envNameAllowed, ENV_DENYLIST, FORBIDDEN_ENV, GIT_SUBCOMMANDS, RUNS_PROGRAMS } from "./rules.ts";
 export type { EnvDenial } from "./rules.ts";
-export { bwrapArgs, detectBwrap } from "./sandbox.ts";
-export { runProcess } from "./process.ts";
+export { bwrapArgs, detectBwrap, removeLiveCgroups } from "./sandbox.ts";
+export { killLiveGroups, liveGroupIds, runProcess } from "./process.ts";
 export type { GroupLimits, LimitHit, RunOptions, RunResult } from "./process.ts";
 export { applyEdit, applyFilePatch, parseUnifiedDiff } from "./patch.ts";
 export type { Edit, FilePatch, Hunk, HunkLine } from "./patch.ts";
