@@ -1,6 +1,8 @@
 /**
- * Acceptance review of the 0.1 runtime: defects found in review, each pinned
- * by a test that failed before its fix.
+ * The runtime's guards: createRuntime refuses bad limits and a non-boolean
+ * strict at creation; dispatch and normalizeToolCall survive hostile call
+ * objects built in code and hostile values returned by a handler. Each test
+ * failed before the fix it pins.
  */
 import { describe, expect, test } from "bun:test";
 import { createRuntime, normalizeToolCall, serializeEnvelope, type Envelope, type ToolCall } from "../../src/mod.ts";
