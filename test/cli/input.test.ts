@@ -1,7 +1,9 @@
 /**
- * Acceptance review of the 0.1 CLI, through the compiled binary run from a
- * folder with no node_modules: the defects found in review, each pinned by a
- * test that failed before its fix.
+ * The CLI's input, through the compiled binary run from a folder with no
+ * node_modules: stdin that cannot be read, execute and run at the size limit,
+ * invalid UTF-8 and a byte order mark, config limits above the hard caps,
+ * tools --history, run's progress on a terminal, and the tools table with an
+ * MCP server's description. Each test failed before the fix it pins.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +15,7 @@ let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = mkdtempSync(join(tmpdir(), "agentcore-review-"));
+  work = mkdtempSync(join(tmpdir(), "agentcore-cli-input-"));
   mkdirSync(join(work, "adir"));
   bin = binaryPath();
 }, 120_000);
@@ -69,7 +71,7 @@ describe("stdin from a directory under Deno", () => {
 });
 
 describe("execute - over the size limit", () => {
-  // Before: the envelope's details were {} (README: JSON_SIZE carries offset, line and column).
+  // Before: the envelope's details were {} (docs/errors.md: JSON_SIZE carries offset, line and column).
   test("the JSON_SIZE envelope has the same offset, line and column as execute '<json>'", () => {
     const call = `{"id":"a",\n"tool":"echo","arguments":{"s":"${"é".repeat(40)}"}}`;
     const fromArg = run(["--max-input-bytes", "30", "execute", call]);
@@ -168,7 +170,7 @@ describe("config limits above the hard caps", () => {
   });
 });
 
-describe("run: a byte order mark at the start of the file (as the README says)", () => {
+describe("run: a byte order mark at the start of the file (as docs/errors.md's JSON_ENCODING row says)", () => {
   test("line 1 is JSON_ENCODING at offset 0, the other lines run, exit 1", () => {
     writeFileSync(join(work, "bom.jsonl"), '\uFEFF{"id":"a","tool":"echo","arguments":{}}\r\n{"id":"b","tool":"echo","arguments":{}}\r\n');
     const r = run(["run", "bom.jsonl"]);
