@@ -3,7 +3,7 @@
  * and `git diff` where useful), exact edits, all-or-nothing behaviour, and
  * the same escapes as write_file.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
@@ -286,5 +286,120 @@ describe("apply_patch escapes (each must fail, nothing changes)", () => {
     const env = await sb.call("apply_patch", { patch });
     expect(code(env)).toBe("PATH_SYMLINK");
     expect(read("src.moved/a.txt")).toBe(A);
+  });
+});
+
+describe("apply_patch: hunks longer than their header", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-ws-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("a '+', '-' or ' ' line after the counted ones is PATCH_INVALID naming the patch line; nothing is written (it was dropped and the rest applied)", async () => {
+    fs.writeFileSync(path.join(sb.root, "p.txt"), "one\ntwo\nthree\n");
+    fs.writeFileSync(path.join(sb.root, "q.txt"), "alpha\n");
+    const good = "--- a/q.txt\n+++ b/q.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n";
+    for (const [extra, line] of [["+EXTRA\n three\n", 12], ["-three\n", 12], [" three\n", 12]] as [string, number][]) {
+      const patch = good + "--- a/p.txt\n+++ b/p.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n" + extra;
+      const env = await sb.call("apply_patch", { patch });
+      expect(env.error?.code).toBe("PATCH_INVALID");
+      expect(env.error?.message).toBe(`patch line ${line}: hunk @@ -1,2 +1,2 @@ has more lines than its header says (2 old, 2 new); correct the counts`);
+      expect(fs.readFileSync(path.join(sb.root, "p.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+      expect(fs.readFileSync(path.join(sb.root, "q.txt"), "utf8")).toBe("alpha\n");
+    }
+  });
+
+  test("what may follow a hunk still does: blank lines, the next file, git's headers, a format-patch signature", async () => {
+    fs.writeFileSync(path.join(sb.root, "r.txt"), "1\n2\n");
+    fs.writeFileSync(path.join(sb.root, "s.txt"), "x\n");
+    const patch =
+      "From 0000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] t\n\n---\n" +
+      "diff --git a/r.txt b/r.txt\nindex 1..2 100644\n--- a/r.txt\n+++ b/r.txt\n@@ -1,2 +1,2 @@\n 1\n-2\n+two\n" +
+      "diff --git a/s.txt b/s.txt\n--- a/s.txt\n+++ b/s.txt\n@@ -1 +1 @@\n-x\n+y\n\n-- \n2.39.5\n\n";
+    const env = await sb.call("apply_patch", { patch });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "r.txt"), "utf8")).toBe("1\ntwo\n");
+    expect(fs.readFileSync(path.join(sb.root, "s.txt"), "utf8")).toBe("y\n");
+  });
+});
+
+describe("apply_patch: paths git writes in quotes", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-ws-");
+  });
+  afterAll(() => sb.cleanup());
+
+  const git = (...args: string[]) => {
+    const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: sb.root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.base, GIT_CONFIG_NOSYSTEM: "1" } });
+    expect(r.exitCode).toBe(0);
+    return r.stdout.toString();
+  };
+
+  test("a real git diff of non-ASCII and tab names (\"a/caf\\303\\251.txt\") applies, also creating a file; it was refused as a rename, or made a folder named '\"b'", async () => {
+    const names = ["café.txt", "tab\tname.txt"];
+    git("init", "-q", ".");
+    for (const n of names) fs.writeFileSync(path.join(sb.root, n), "old\n");
+    git("add", ".");
+    git("commit", "-qm", "one");
+    for (const n of names) fs.writeFileSync(path.join(sb.root, n), "new\n");
+    fs.writeFileSync(path.join(sb.root, "neu-ü.txt"), "created\n");
+    git("add", "neu-ü.txt");
+    const patch = git("diff", "HEAD");
+    expect(patch).toContain('+++ "b/caf\\303\\251.txt"');
+    expect(patch).toContain('+++ "b/neu-\\303\\274.txt"');
+    expect(patch).toContain('+++ "b/tab\\tname.txt"');
+    git("reset", "-q", "--hard", "HEAD");
+    expect(fs.existsSync(path.join(sb.root, "neu-ü.txt"))).toBe(false);
+
+    const env = await sb.call("apply_patch", { patch });
+    expect(env.error).toBeNull();
+    expect((env.result as { files: unknown[] }).files).toEqual([
+      { path: "café.txt", action: "modified" },
+      { path: "neu-ü.txt", action: "created" },
+      { path: "tab\tname.txt", action: "modified" },
+    ]);
+    for (const n of names) expect(fs.readFileSync(path.join(sb.root, n), "utf8")).toBe("new\n");
+    expect(fs.readFileSync(path.join(sb.root, "neu-ü.txt"), "utf8")).toBe("created\n");
+    expect(fs.readdirSync(sb.root).filter((n) => n.startsWith('"'))).toEqual([]);
+  });
+
+  test("a quoted path that is not UTF-8, has an unknown escape or no closing quote is PATCH_INVALID naming the line", async () => {
+    for (const [header, message] of [
+      ['--- /dev/null\n+++ "b/x\\377.txt"\n', 'patch line 2: the quoted path "\\"b/x\\\\377.txt\\"" is not UTF-8'],
+      ['--- /dev/null\n+++ "b/x\\q.txt"\n', 'patch line 2: unknown escape \\q in the quoted path "\\"b/x\\\\q.txt\\""'],
+      ['--- /dev/null\n+++ "b/x.txt\n', 'patch line 2: the quoted path "\\"b/x.txt" has no closing quote'],
+    ]) {
+      const env = await sb.call("apply_patch", { patch: `${header}@@ -0,0 +1 @@\n+x\n` });
+      expect(env.error?.code).toBe("PATCH_INVALID");
+      expect(env.error?.message).toBe(message);
+    }
+    expect(fs.readdirSync(sb.root).filter((n) => n.startsWith('"') || n.startsWith("x"))).toEqual([]);
+  });
+});
+
+describe("apply_patch edits: overlapping occurrences", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ apply_patch: true }, "agentcore-ws-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("an 'old' text that occurs twice overlapping (\"aa\" in \"aaa\", a blank line in three) is ambiguous: PATCH_MISMATCH, file unchanged", async () => {
+    fs.writeFileSync(path.join(sb.root, "o.txt"), "aaa\n");
+    fs.writeFileSync(path.join(sb.root, "b.txt"), "x\n\n\n\ny\n");
+    let env = await sb.call("apply_patch", { edits: [{ path: "o.txt", old: "aa", new: "b" }] });
+    expect(env.error?.code).toBe("PATCH_MISMATCH");
+    expect(env.error?.details).toMatchObject({ occurrences: 2, line: 1 });
+    env = await sb.call("apply_patch", { edits: [{ path: "b.txt", old: "\n\n\n", new: "\n\n" }] });
+    expect(env.error?.code).toBe("PATCH_MISMATCH");
+    expect(env.error?.message).toBe('b.txt: edit 1: "old" text occurs 2 times (lines 1, 2); add surrounding text to make it unique');
+    expect(fs.readFileSync(path.join(sb.root, "o.txt"), "utf8")).toBe("aaa\n");
+    expect(fs.readFileSync(path.join(sb.root, "b.txt"), "utf8")).toBe("x\n\n\n\ny\n");
+    // a unique one still applies
+    env = await sb.call("apply_patch", { edits: [{ path: "o.txt", old: "aaa", new: "b" }] });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "o.txt"), "utf8")).toBe("b\n");
   });
 });

@@ -1,6 +1,14 @@
 /** The `tools` config section and the `--tools` list, checked in-process. */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { parseToolsConfig, selectTools, ToolsConfigError } from "../../../src/tools/workspace/config.ts";
+import { sandbox } from "./helpers.ts";
+import { SEARCH_PATH } from "./procs.ts";
+
+// a few tests start the CLI or a grep worker
+setDefaultTimeout(60_000);
 
 describe("parseToolsConfig", () => {
   test("accepts booleans and settings objects", () => {
@@ -59,5 +67,51 @@ describe("selectTools", () => {
     expect(() => selectTools("exec", { exec: false })).toThrow("tools.exec");
     expect(() => selectTools("read,bash")).toThrow('unknown tool "bash"');
     expect(() => selectTools("")).toThrow("at least one tool");
+  });
+});
+
+describe("timeouts a timer can't hold", () => {
+  test("a tools timeout_ms above 2^31-1 ms is a config error naming the key (it made grep and git_diff always TIMEOUT and exec kill at 1 ms)", async () => {
+    const { parseToolsConfig } = await import("../../../src/tools/workspace/config.ts");
+    for (const [tool, settings] of [["grep", {}], ["git_diff", {}], ["exec", { allow: ["ls"] }]] as [string, Record<string, unknown>][]) {
+      expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 3_000_000_000 } })).toThrow(`"tools.${tool}.timeout_ms" must be a positive integer of at most 2147483647`);
+      expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 2_147_483_647 } })).not.toThrow();
+    }
+  });
+
+  test("the CLI refuses such a config with exit 2 before running anything", () => {
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-config-cli-")));
+    try {
+      fs.writeFileSync(path.join(dir, "a.txt"), "hello\n");
+      const cfg = path.join(dir, "c.jsonc");
+      fs.writeFileSync(cfg, JSON.stringify({ root: dir, tools: { grep: { timeout_ms: 3_000_000_000 } } }));
+      const r = Bun.spawnSync([process.execPath, path.join(import.meta.dir, "../../../src/cli/main.ts"), "--config", cfg, "execute", '{"id":"g","tool":"grep","arguments":{"pattern":"hel+o"}}']);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr.toString()).toContain('"tools.grep.timeout_ms" must be a positive integer of at most 2147483647');
+      expect(r.stdout.toString()).toBe("");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the library refuses it at creation (RangeError), and 2^31-1 works", async () => {
+    const { workspaceTools } = await import("../../../src/tools/workspace/index.ts");
+    const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-config-lib-")));
+    try {
+      for (const o of [{ grep: { timeout_ms: 3_000_000_000 } }, { git_diff: { timeout_ms: 2 ** 31 } }, { exec: { allow: ["ls"], timeout_ms: 2 ** 32, isolation: "off" as const } }]) {
+        expect(() => workspaceTools(o, root, { searchPath: SEARCH_PATH, warn: () => {} })).toThrow(RangeError);
+      }
+      const sb = sandbox({ grep: { timeout_ms: 2_147_483_647 } }, "agentcore-ws-");
+      try {
+        fs.writeFileSync(path.join(sb.root, "a.txt"), "hello\n");
+        const env = await sb.call("grep", { pattern: "hel+o" });
+        expect(env.error).toBeNull();
+        expect(env.result).toMatchObject({ matches: [{ path: "a.txt", line: 1, text: "hello" }] });
+      } finally {
+        sb.cleanup();
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });

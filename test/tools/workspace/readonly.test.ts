@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, type Sandbox } from "./helpers.ts";
 import { Glob, GlobSyntaxError } from "../../../src/tools/workspace/globmatch.ts";
@@ -257,4 +258,35 @@ describe("glob pruning", () => {
       truncated: false,
     });
   });
+});
+
+describe("grep: alternatives in groups are not matched inline", () => {
+  test("isLinearPattern: a quantifier or two groups of alternatives go to the worker; words, top-level alternation and one group stay inline", async () => {
+    const { isLinearPattern } = await import("../../../src/tools/workspace/grep.ts");
+    for (const p of ["(a|a)".repeat(19) + "b", "(a|a)(a|a)b", "((a|b)|c)", "(?:x|y)[)](?:z|w)", "a+", "x{2}"]) expect(isLinearPattern(p)).toBe(false);
+    for (const p of ["TODO", "foo|bar", "(foo)bar", "^(foo|bar|baz)\\b", "[(|]x(y|z)", "\\(a|b\\)(c|d)", "^import ", "a\\.b"]) expect(isLinearPattern(p)).toBe(true);
+  });
+
+  test("under deno run, a runaway match answers TIMEOUT and the process exits: (a|a)x19 b (was matched inline for minutes) and (a+)+$ (the stuck Web Worker kept deno running)", () => {
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-grep-deno-")));
+    try {
+      fs.mkdirSync(path.join(dir, "alt"));
+      fs.mkdirSync(path.join(dir, "nest"));
+      fs.writeFileSync(path.join(dir, "alt", "a.txt"), ("a".repeat(4000) + "cb\n").repeat(40));
+      fs.writeFileSync(path.join(dir, "nest", "a.txt"), ("a".repeat(40) + "!\n").repeat(10));
+      const cfg = path.join(dir, "c.jsonc");
+      fs.writeFileSync(cfg, JSON.stringify({ root: dir, tools: { grep: { timeout_ms: 1500 } } }));
+      const repo = path.join(import.meta.dir, "../../..");
+      for (const [pattern, where] of [["(a|a)".repeat(19) + "b", "alt"], ["(a+)+$", "nest"]]) {
+        const call = JSON.stringify({ id: "g", tool: "grep", arguments: { pattern, path: where } });
+        // killed after 100 s at the latest; the assertion is only that it exited by itself with status 1
+        const r = Bun.spawnSync([path.join(repo, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", path.join(repo, "src/cli/main.ts"), "--config", cfg, "execute", call], { cwd: repo, timeout: 100_000 });
+        expect(r.signalCode ?? null).toBeNull();
+        expect(r.exitCode).toBe(1);
+        expect(JSON.parse(r.stdout.toString()).error).toMatchObject({ code: "TIMEOUT", details: { timeout_ms: 1500 } });
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });

@@ -4,7 +4,7 @@
  * link to a file outside the root, `.git/hooks`) must fail and leave the
  * outside folder untouched.
  */
-import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
@@ -234,5 +234,28 @@ describe("write_file adversarial arguments", () => {
   test("NUL and lone surrogates in the path", async () => {
     expect(code(await sb.call("write_file", { path: "a\0b", content: "x" }))).toBe("PATH_INVALID");
     expect(code(await sb.call("write_file", { path: "a\uD800", content: "x" }))).toBe("PATH_INVALID");
+  });
+});
+
+describe("write_file and apply_patch: long non-ASCII names", () => {
+  let sb: Sandbox;
+  beforeAll(() => {
+    sb = sandbox({ write_file: true, apply_patch: true }, "agentcore-ws-");
+  });
+  afterAll(() => sb.cleanup());
+
+  test("a name of 255 UTF-8 bytes (84 CJK characters) can be written and patched; the temp file's name was over the limit (PATH_INVALID 'too long')", async () => {
+    const name = "字".repeat(84) + ".md";
+    expect(Buffer.byteLength(name)).toBe(255);
+    let env = await sb.call("write_file", { path: `d/${name}`, content: "one\n" });
+    expect(env.error).toBeNull();
+    expect(fs.readFileSync(path.join(sb.root, "d", name), "utf8")).toBe("one\n");
+    env = await sb.call("apply_patch", { edits: [{ path: `d/${name}`, old: "one", new: "two" }] });
+    expect(env.error).toBeNull();
+    expect(fs.readdirSync(path.join(sb.root, "d"))).toEqual([name]);
+    expect(fs.readFileSync(path.join(sb.root, "d", name), "utf8")).toBe("two\n");
+    // one byte more is the file system's limit, named as such
+    env = await sb.call("write_file", { path: `d/${"字".repeat(86)}`, content: "x" });
+    expect(env.error?.code).toBe("PATH_INVALID");
   });
 });
