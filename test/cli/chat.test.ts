@@ -59,6 +59,12 @@ interface Harness {
   /** The screen so far, without terminal escape sequences. */
   screen(): string;
   waitFor(text: string | RegExp): Promise<string>;
+  /**
+   * Wait for the REPL's prompt after the last line typed: the run that line
+   * started (if any) has ended, so a prompt-only command (/compact, /fork,
+   * /continue, /sessions) or the next task will not meet "a run is in flight".
+   */
+  idle(): Promise<void>;
   done: Promise<number>;
   errors: string[];
   sessionsDir: string;
@@ -92,22 +98,30 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
     model,
   });
   const screen = () => out.replace(ANSI, "").replace(/\r/g, "");
+  let mark = 0;
+  const waitUntil = async (ok: (s: string) => boolean, what: string | RegExp): Promise<string> => {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const s = screen();
+      if (ok(s)) return s;
+      await Bun.sleep(5);
+    }
+    throw new Error(`gave up waiting for ${what}; screen:\n${screen()}`);
+  };
   return {
     model,
     errors,
     sessionsDir,
     done,
     screen,
-    type: (line) => input.write(`${line}\n`),
+    type: (line) => {
+      mark = screen().length;
+      input.write(`${line}\n`);
+    },
     end: () => input.end(),
-    async waitFor(what) {
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        const s = screen();
-        if (typeof what === "string" ? s.includes(what) : what.test(s)) return s;
-        await Bun.sleep(5);
-      }
-      throw new Error(`gave up waiting for ${what}; screen:\n${screen()}`);
+    waitFor: (what) => waitUntil((s) => (typeof what === "string" ? s.includes(what) : what.test(s)), what),
+    async idle() {
+      await waitUntil((s) => s.slice(mark).includes("\n> "), "the prompt");
     },
   };
 }
@@ -202,6 +216,7 @@ describe("chat in a terminal (in process)", () => {
     h.type("/abort");
     await h.waitFor("[run cancelled: external_abort — aborted by the user (/abort)]");
     expect(h.screen()).not.toContain("never");
+    await h.idle();
     h.type("next");
     await h.waitFor("after the abort");
     h.type("/exit");
@@ -304,6 +319,7 @@ describe("chat in a terminal (in process)", () => {
     await h.waitFor("[cannot continue: no_previous_run]");
     h.type("tell a long story");
     await h.waitFor("part one");
+    await h.idle();
     h.type("/continue");
     await h.waitFor("part two");
     const req = h.model.requests[1]!;
@@ -320,12 +336,15 @@ describe("chat in a terminal (in process)", () => {
     await h.waitFor("[nothing to compact yet: the last turn is always kept]");
     h.type("q1");
     await h.waitFor("a1");
+    await h.idle();
     h.type("q2");
     await h.waitFor("a2");
+    await h.idle();
     h.type("/compact");
     await h.waitFor("[compacted: 4 messages → 3]");
     h.type("q3");
     await h.waitFor("a3");
+    await h.idle();
     const req = h.model.requests.at(-1)!;
     expect(req.messages.some((m) => m.role === "system" && typeof m.content === "string" && m.content.includes("SUMMARY of turn one"))).toBe(true);
     expect(req.messages.some((m) => m.content === "q1")).toBe(false);
@@ -346,12 +365,14 @@ describe("chat in a terminal (in process)", () => {
     await h.waitFor("[cannot fork: nothing is recorded in this session yet]");
     h.type("first");
     await h.waitFor("on main");
+    await h.idle();
     h.type("/fork two words");
     await h.waitFor("[/fork NAME: the branch name must be one word]");
     h.type("/fork alt");
     await h.waitFor("now on branch alt]");
     h.type("second");
     await h.waitFor("on the fork");
+    await h.idle();
     h.type("/sessions");
     await h.waitFor("(current)");
     h.type("/exit");
@@ -373,6 +394,7 @@ describe("chat in a terminal (in process)", () => {
     await h1.waitFor("> ");
     h1.type("make a plan");
     await h1.waitFor("planned");
+    await h1.idle();
     expect(h1.screen()).toContain("Plan (1/2 done)\n  [x] Collect\n  [~] Write");
     h1.type("/exit");
     expect(await h1.done).toBe(0);
