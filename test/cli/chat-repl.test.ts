@@ -60,6 +60,8 @@ async function waitFor(pred: (s: string) => boolean, what: string): Promise<stri
 }
 
 const has = (text: string) => (s: string) => s.includes(text);
+/** The REPL's prompt is the last line: the run before it has ended, so a typed line starts a new run (not a follow-up). */
+const atPrompt = (s: string) => s.trimEnd().split("\n").at(-1)?.trimEnd() === ">";
 
 function type(text: string) {
   // -l: literal keys (no key-name lookup), then Enter as a key.
@@ -163,6 +165,7 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     expect(denied).toContain("✗ refused: denied by the operator");
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
 
+    await waitFor(atPrompt, "the prompt after the run");
     type("are you there?");
     await waitFor(has("Still here."), "the next answer");
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("old\n");
