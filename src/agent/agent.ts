@@ -24,6 +24,8 @@ import {
   type ModelUsage,
   streamModel,
 } from "../providers/types.ts";
+import { toolCallArguments } from "../providers/toolcalls.ts";
+import type { ParseResult } from "../core/errors.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { summaryMessage, summaryOf, toModelMessage } from "../context/builder.ts";
 import type { Compactor } from "../context/compactor.ts";
@@ -174,9 +176,10 @@ export interface FollowUpHandle {
   wait(): Promise<AgentRunResult>;
 }
 
-/** A model turn's answer and the provider's finish reason (null when it gave none). */
+/** A model turn's answer, the provider's verdict on each call's arguments, and its finish reason (null when it gave none). */
 interface ModelAnswer {
   message: AssistantMessage;
+  args: ParseResult[];
   finishReason: string | null;
 }
 
@@ -661,7 +664,7 @@ export class Agent {
           }
         } else {
           state.noToolResponses = 0;
-          const tr = await this.#executor.executeAll(response.tool_calls, turn, signal, reason, { agentId: this.agentId, runId, turn });
+          const tr = await this.#executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, { agentId: this.agentId, runId, turn });
           if (tr.cancelled) throw new AgentCancelledError(reason());
           if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
           if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
@@ -811,10 +814,13 @@ export class Agent {
     }
     if (completed === undefined) throw new Error("model stream ended without a completed response");
 
-    // Frozen: the same object goes to sinks and drives tool execution.
+    // Frozen: the same object goes to sinks and drives tool execution. The
+    // verdicts travel beside it, so events keep the call's wire shape.
+    const calls = completed.message.tool_calls ?? [];
+    const args = calls.map(toolCallArguments);
     const message: AssistantMessage = Object.freeze({
       content: completed.message.content ?? null,
-      tool_calls: Object.freeze((completed.message.tool_calls ?? []).map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
+      tool_calls: Object.freeze(calls.map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
     });
     usage.record(completed.usage);
     const stored: AgentMessage = { role: "assistant", content: message.content };
@@ -824,7 +830,7 @@ export class Agent {
     if (completed.usage !== undefined) stored.usage = { ...completed.usage };
     this.#append(stored);
     await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
-    return { message, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
+    return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
   }
 
   /** Add a message to the conversation (and its frozen request-shaped twin). */

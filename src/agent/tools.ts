@@ -1,6 +1,6 @@
 /**
- * Tool execution for the agent loop: strict argument parsing (once per call),
- * the repeat guard, dispatch through the runtime, progress, tool controls,
+ * Tool execution for the agent loop: the provider's verdict on each call's
+ * arguments (parsed once, by the provider), the repeat guard, dispatch through the runtime, progress, tool controls,
  * cancellation and opt-in parallel read-only batches.
  *
  * Every tool call of an assistant message gets exactly one tool message,
@@ -10,8 +10,7 @@
  * @module
  */
 import { canonicalJson } from "../core/canonical.ts";
-import { parseStrict } from "../core/parse.ts";
-import type { JsonError } from "../core/errors.ts";
+import type { ParseResult } from "../core/errors.ts";
 import type { ModelToolCall } from "../providers/types.ts";
 import type { Envelope } from "../core/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -43,18 +42,15 @@ export interface ToolBatchResult {
 /** Reason given to the calls skipped after a terminal read-only result. */
 export const SKIPPED_AFTER_TERMINAL = "skipped after a terminal read-only tool result";
 
-type ParsedArgs = { ok: true; value: unknown } | { ok: false; error: JsonError };
-
 interface PreparedCall {
   readonly call: ModelToolCall;
-  readonly args: ParsedArgs;
+  /** The provider's verdict on the arguments (never parsed again here). */
+  readonly args: ParseResult;
   readonly signature: string;
 }
 
-function prepare(call: ModelToolCall): PreparedCall {
-  const raw = typeof call.arguments === "string" ? call.arguments : String(call.arguments);
-  const args = parseStrict(raw) as ParsedArgs;
-  const canon = args.ok ? canonicalJson(args.value) : raw;
+function prepare(call: ModelToolCall, args: ParseResult): PreparedCall {
+  const canon = args.ok ? canonicalJson(args.value) : call.arguments;
   return { call, args, signature: JSON.stringify([call.name, canon]) };
 }
 
@@ -134,12 +130,20 @@ export class ToolExecutor {
   }
 
   /**
-   * Execute every call of an assistant message. Throws
-   * {@link RepeatedToolCallError} when the guard refuses a call.
+   * Execute every call of an assistant message; `args[i]` is the provider's
+   * verdict on `calls[i]`'s arguments. Throws {@link RepeatedToolCallError}
+   * when the guard refuses a call.
    */
-  async executeAll(calls: readonly ModelToolCall[], turn: number, signal: AbortSignal, abortReason: () => string, run?: RunInfo): Promise<ToolBatchResult> {
+  async executeAll(
+    calls: readonly ModelToolCall[],
+    args: readonly ParseResult[],
+    turn: number,
+    signal: AbortSignal,
+    abortReason: () => string,
+    run?: RunInfo,
+  ): Promise<ToolBatchResult> {
     this.#runInfo = run;
-    const prepared = calls.map(prepare);
+    const prepared = calls.map((c, i) => prepare(c, args[i]!));
     let i = 0;
     // End of a read-only group that must run one by one (it would trip the repeat guard).
     let sequentialUntil = 0;

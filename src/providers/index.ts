@@ -47,7 +47,7 @@ export {
   type ResolvedRetryOptions,
   type RetryOptions,
 } from "./retry.ts";
-export { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
+export { completedToolCall, ToolCallAssembler, type ToolCallFragment, toolCallArguments } from "./toolcalls.ts";
 export {
   OPENAI_DEFAULT_BASE_URL,
   OpenAIModelAdapter,

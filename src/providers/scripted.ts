@@ -17,6 +17,7 @@
 import { parseStrict } from "../core/index.ts";
 import { abortReason } from "./errors.ts";
 import { abortableSleep } from "./retry.ts";
+import { completedToolCall } from "./toolcalls.ts";
 import {
   MODEL_ERROR_KINDS,
   ModelProviderError,
@@ -314,7 +315,7 @@ export class ScriptedModel implements ModelAdapter {
       yield { type: "text_delta", delta };
       if (signal?.aborted) throw abortReason(signal);
     }
-    const tool_calls: ModelToolCall[] = (turn.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+    const tool_calls: ModelToolCall[] = (turn.tool_calls ?? []).map((c) => completedToolCall(c.id, c.name, c.arguments));
     const ev: ModelStreamEvent = { type: "completed", message: { content: turn.content, tool_calls } };
     if (turn.finish_reason !== undefined) ev.finish_reason = turn.finish_reason;
     if (turn.usage) {

@@ -8,8 +8,35 @@
  * @module
  */
 import { JsonStreamValidator } from "../core/stream.ts";
-import type { JsonError, JsonLimits } from "../core/errors.ts";
+import { parseStrict } from "../core/parse.ts";
+import type { JsonError, JsonLimits, ParseResult } from "../core/errors.ts";
 import type { ModelToolCall } from "./types.ts";
+
+/**
+ * A tool call with its verdict: `arguments` parsed strictly once, here, for an
+ * adapter that has the whole text at hand (the scripted model, a non-streaming
+ * adapter). Same shape as the calls a streamed response produces.
+ */
+export function completedToolCall(id: string, name: string, args: string, limits?: JsonLimits): ModelToolCall {
+  return withVerdict({ id, name, arguments: args }, parseStrict(args, limits));
+}
+
+/**
+ * The verdict on a call's arguments: the adapter's (`parsed`, or its
+ * `arguments_error`) when it gave one, otherwise a strict parse of the text
+ * (an adapter that does not validate).
+ */
+export function toolCallArguments(call: ModelToolCall): ParseResult {
+  if (call.parsed !== undefined) return call.parsed;
+  if (call.arguments_error !== undefined) return { ok: false, error: call.arguments_error };
+  return parseStrict(typeof call.arguments === "string" ? call.arguments : String(call.arguments));
+}
+
+function withVerdict(call: ModelToolCall, verdict: ParseResult): ModelToolCall {
+  call.parsed = verdict;
+  if (!verdict.ok) call.arguments_error = { ...verdict.error };
+  return call;
+}
 
 /** One streamed fragment, in the OpenAI `delta.tool_calls[]` shape. */
 export interface ToolCallFragment {
@@ -108,7 +135,10 @@ export class ToolCallAssembler {
     }
   }
 
-  /** Finish every call's validation and return the calls in index order. */
+  /**
+   * Finish every call's validation and return the calls in index order, each
+   * with its verdict (`parsed`: the value, or the first error and its offset).
+   */
   finish(): ModelToolCall[] {
     const out: ModelToolCall[] = [];
     const calls = [...this.#calls.values()].sort((a, b) => a.index - b.index);
@@ -120,9 +150,10 @@ export class ToolCallAssembler {
       }
       c.validator?.dispose();
       c.validator = undefined;
-      const call: ModelToolCall = { id: c.id === "" ? generatedId() : c.id, name: c.name, arguments: c.parts.join("") };
-      if (c.error) call.arguments_error = { ...c.error };
-      out.push(call);
+      const text = c.parts.join("");
+      // Validated as it streamed: only a document the validator accepted reaches JSON.parse.
+      const verdict: ParseResult = c.error ? { ok: false, error: c.error } : { ok: true, value: JSON.parse(text) };
+      out.push(withVerdict({ id: c.id === "" ? generatedId() : c.id, name: c.name, arguments: text }, verdict));
     }
     return out;
   }

@@ -7,18 +7,26 @@
  *
  * @module
  */
-import type { JsonError } from "../core/errors.ts";
+import type { JsonError, ParseResult } from "../core/errors.ts";
 
-/** A tool call as the model produced it. `arguments` is the raw JSON text, unparsed. */
+/**
+ * A tool call as the model produced it. `arguments` is the raw JSON text as
+ * it arrived; `parsed` is the adapter's strict verdict on it, so the agent
+ * never parses the text a second time.
+ */
 export interface ModelToolCall {
   id: string;
   name: string;
   arguments: string;
   /**
-   * Set by adapters that validate streamed arguments as they arrive: the
-   * strict parser's verdict when `arguments` is not one valid JSON document
-   * (code, message, offset, line, column). Absent when valid or not checked.
+   * The strict parser's verdict on `arguments`: the parsed value, or the
+   * first error (code, message, byte offset, line, column). The built-in
+   * adapters always set it (the streaming one validates the pieces as they
+   * arrive); an adapter that leaves it out gets its arguments parsed by the
+   * agent (see `toolCallArguments`).
    */
+  parsed?: ParseResult;
+  /** The same error as `parsed.error`, when `arguments` is not one valid JSON document. */
   arguments_error?: JsonError;
 }
 

@@ -4,6 +4,7 @@ import {
   OpenAIModelAdapter,
   type ModelRequest,
   type ModelStreamEvent,
+  type ModelToolCall,
   type ModelToolSpec,
   type RetryOptions,
 } from "../../src/providers/index.ts";
@@ -63,6 +64,11 @@ const readFile: ModelToolSpec = {
   description: "Read a file",
   parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
 };
+
+/** A completed call as the adapter hands it over: the text and its verdict (the parsed value). */
+function streamed(id: string, name: string, args: string): ModelToolCall {
+  return { id, name, arguments: args, parsed: { ok: true, value: JSON.parse(args) } };
+}
 
 describe("OpenAIModelAdapter: streaming", () => {
   test("text deltas, completed message and usage from the final chunk", async () => {
@@ -181,7 +187,7 @@ describe("OpenAIModelAdapter: streaming", () => {
       },
     ]);
     const res = await adapter.complete(userRequest([readFile]));
-    expect(res.message).toEqual({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: args }] });
+    expect(res.message).toEqual({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }] });
     expect(JSON.parse(res.message.tool_calls[0].arguments)).toEqual({ path: "café 😀.txt", n: 1 });
   });
 
@@ -201,7 +207,7 @@ describe("OpenAIModelAdapter: streaming", () => {
     const { adapter } = await setup([{ kind: "stream", chunks: splitBytes(bytes, offsets), end: "end" }]);
     const events = await collect(adapter.stream(userRequest()));
     const done = events.at(-1) as Extract<ModelStreamEvent, { type: "completed" }>;
-    expect(done.message).toEqual({ content: "é", tool_calls: [{ id: "call_9", name: "weather", arguments: args }] });
+    expect(done.message).toEqual({ content: "é", tool_calls: [{ id: "call_9", name: "weather", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }] });
   });
 
   test("parallel tool calls with interleaved indexes are assembled per index, in index order", async () => {
@@ -222,8 +228,8 @@ describe("OpenAIModelAdapter: streaming", () => {
     ]);
     const res = await adapter.complete(userRequest([readFile]));
     expect(res.message.tool_calls).toEqual([
-      { id: "call_a", name: "read_file", arguments: '{"path":"a.txt"}' },
-      { id: "call_b", name: "echo", arguments: '{"text":"hi"}' },
+      streamed("call_a", "read_file", '{"path":"a.txt"}'),
+      streamed("call_b", "echo", '{"text":"hi"}'),
     ]);
     expect(res.usage).toEqual({ input_tokens: 5, output_tokens: 9, total_tokens: 14 });
   });
@@ -246,9 +252,9 @@ describe("OpenAIModelAdapter: streaming", () => {
     ]);
     const res = await adapter.complete(userRequest([readFile]));
     expect(res.message.tool_calls).toEqual([
-      { id: "call_h", name: "write_file", arguments: '{"path":"hello.py","content":"print(\\"hello\\")"}' },
-      { id: "call_w", name: "write_file", arguments: '{"path":"world.py","content":"print(\\"world\\")"}' },
-      { id: "call_r", name: "read_file", arguments: '{"path":"a.txt"}' },
+      streamed("call_h", "write_file", '{"path":"hello.py","content":"print(\\"hello\\")"}'),
+      streamed("call_w", "write_file", '{"path":"world.py","content":"print(\\"world\\")"}'),
+      streamed("call_r", "read_file", '{"path":"a.txt"}'),
     ]);
   });
 

@@ -47,8 +47,14 @@ describe("ScriptedModel: JSONL", () => {
       message: {
         content: null,
         tool_calls: [
-          { id: "c1", name: "echo", arguments: '{"text":"hi"}' },
-          { id: "c2", name: "echo", arguments: "{bad" },
+          { id: "c1", name: "echo", arguments: '{"text":"hi"}', parsed: { ok: true, value: { text: "hi" } } },
+          {
+            id: "c2",
+            name: "echo",
+            arguments: "{bad",
+            parsed: { ok: false, error: expect.objectContaining({ code: "JSON_PARSE", offset: 1 }) },
+            arguments_error: expect.objectContaining({ code: "JSON_PARSE", offset: 1 }),
+          },
         ],
       },
       usage: { input_tokens: 10, output_tokens: 4, total_tokens: 14 },
