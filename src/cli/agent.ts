@@ -18,26 +18,21 @@
  * @module
  */
 import * as path from "node:path";
-import { createAgent, type AgentEvent } from "../agent/index.ts";
-import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { ModelConfigError, modelConfigFromEnv, type ModelPresetName } from "../providers/config.ts";
-import { OpenAIModelAdapter } from "../providers/openai.ts";
+import type { Agent, AgentEvent } from "../agent/index.ts";
+import { ModelConfigError } from "../providers/config.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
-import { ScriptedModel } from "../providers/scripted.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
-import { restoreSession } from "../session/restore.ts";
-import { budgetForContextWindow, CompactionPolicy, ModelCompactor } from "../context/index.ts";
-import { summaryPrompt } from "./summary.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
-import { SessionRecorder } from "../session/recorder.ts";
 import { shellWord } from "../session/manage.ts";
 import { SessionBranchBusyError, SessionError, SessionStorageError, SessionUnfinishedRunError } from "../session/types.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
-import { checkPlan, createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
+import { checkPlan, PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
+import { buildAgent, RunSpecError, setupPlan as hostSetupPlan, type BuildAgentOptions, type BuiltAgent, type RunSpec } from "../host/agent.ts";
+import { makeModel as hostMakeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
 export interface AgentFlags {
@@ -62,22 +57,6 @@ export interface AgentFlags {
   skills?: string;
   /** The model's context window in tokens: turns on automatic compaction (--context-window). */
   contextWindow?: number;
-}
-
-/**
- * Automatic compaction for a model with `contextWindow` tokens (the rule of
- * `budgetForContextWindow`): a quarter stays free for the answer; when the
- * history outgrows the rest, the model summarises every turn but the latest
- * (and on a context overflow it compacts and retries once), as chat's
- * /compact does. `agent` and `chat --context-window` both use it; `source`
- * labels the summaries.
- */
-export function compactionFor(model: ModelAdapter, contextWindow: number, source = "agent") {
-  return {
-    policy: new CompactionPolicy(budgetForContextWindow(contextWindow)),
-    compactor: new ModelCompactor(model, summaryPrompt, source),
-    auto: { enabled: true },
-  };
 }
 
 /**
@@ -155,35 +134,55 @@ export function reportRepair(prefix: string): (r: JournalRepair) => void {
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
 const ENDING_SIGNALS = [["SIGTERM", 143], ["SIGHUP", 129]] as const;
 
-const PRESETS = ["openai", "lmstudio", "ollama"];
-
 /**
  * The model of the flags: a ScriptedModel for --script, else the
  * OpenAI-compatible adapter; `onRetry` hears of each retry it waits for (a
  * rate limit's Retry-After can hold a request for up to 30 s).
  */
 export async function makeModel(flags: AgentFlags, onRetry?: RetryOptions["onRetry"]): Promise<ModelAdapter> {
-  if (flags.script !== undefined) {
-    if (flags.preset !== undefined || flags.model !== undefined || flags.modelUrl !== undefined) {
-      throw new AgentUsageError("--script replaces the model: drop --preset, --model and --model-url");
-    }
-    try {
-      return await ScriptedModel.fromFile(flags.script);
-    } catch (e) {
-      throw new AgentSetupError((e as Error).message);
-    }
-  }
-  if (flags.preset !== undefined && !PRESETS.includes(flags.preset)) {
-    throw new AgentUsageError(`--preset must be one of ${PRESETS.join(", ")}, got '${flags.preset}'`);
-  }
   try {
-    const overrides: Parameters<typeof modelConfigFromEnv>[1] = {};
-    if (flags.preset !== undefined) overrides.preset = flags.preset as ModelPresetName;
-    if (flags.model !== undefined) overrides.model = flags.model;
-    if (flags.modelUrl !== undefined) overrides.baseURL = flags.modelUrl;
-    return new OpenAIModelAdapter(modelConfigFromEnv(undefined, overrides), onRetry === undefined ? {} : { retry: { onRetry } });
+    return await hostMakeModel(runSpecOf(flags).model!, onRetry === undefined ? {} : { onRetry });
   } catch (e) {
-    if (e instanceof ModelConfigError) throw new AgentSetupError(cliModelMessage(e, flags));
+    if (!(e instanceof ModelSpecError)) throw e;
+    if (e.part === "conflict") throw new AgentUsageError("--script replaces the model: drop --preset, --model and --model-url");
+    if (e.part === "preset") throw new AgentUsageError(`--preset must be one of ${PRESET_NAMES.join(", ")}, got '${flags.preset}'`);
+    if (e.config !== null) throw new AgentSetupError(cliModelMessage(e.config, flags));
+    throw new AgentSetupError(e.message);
+  }
+}
+
+/**
+ * The run spec of the flags agent and chat share: the CLI's words for what
+ * `POST /v1/runs` takes as a body, so the same settings build the same agent
+ * (`buildAgent` in `src/host/agent.ts`).
+ */
+export function runSpecOf(flags: Omit<AgentFlags, "task">): RunSpec {
+  const spec: RunSpec = {};
+  spec.model = flags.script !== undefined ? { script: { file: flags.script } } : {};
+  if (flags.preset !== undefined) spec.model.preset = flags.preset;
+  if (flags.model !== undefined) spec.model.model = flags.model;
+  if (flags.modelUrl !== undefined) spec.model.url = flags.modelUrl;
+  if (flags.system !== undefined) spec.system = flags.system;
+  if (flags.plan !== undefined) spec.plan = flags.plan;
+  if (flags.maxSteps !== undefined) spec.maxSteps = flags.maxSteps;
+  if (flags.maxRunTokens !== undefined) spec.maxRunTokens = flags.maxRunTokens;
+  // The rule of budgetForContextWindow: a quarter stays free for the answer,
+  // every turn but the latest is summarised, on its own under pressure.
+  if (flags.contextWindow !== undefined) spec.compaction = { contextWindow: flags.contextWindow };
+  if (flags.session !== undefined) spec.session = { id: flags.session, branch: flags.branch ?? "main" };
+  return spec;
+}
+
+/**
+ * buildAgent for agent and chat: a setup problem (a plan tool already
+ * there, a bad compaction budget, a failed restore) in the CLI's words.
+ */
+export async function buildCliAgent(spec: RunSpec, runtime: Runtime, options: BuildAgentOptions, storage: JournalStorage | null): Promise<BuiltAgent> {
+  try {
+    return await buildAgent(spec, runtime, options);
+  } catch (e) {
+    if (e instanceof SessionUnfinishedRunError && storage !== null) throw await unfinishedRunError(storage, e);
+    if (e instanceof RunSpecError && e.part === "plan") throw new AgentSetupError(`${e.message}; pass --no-plan`);
     throw new AgentSetupError((e as Error).message);
   }
 }
@@ -240,11 +239,12 @@ export function toolLine(name: string, args: string, r: { cancelled: boolean; er
  * return it with the system prompt to use (the plan note appended).
  */
 export function setupPlan(runtime: Runtime, system: string | undefined, enabled: boolean | undefined, onChange?: (plan: Plan) => void): { planner: PlanTracker | null; systemPrompt: string | undefined } {
-  if (enabled === false) return { planner: null, systemPrompt: system };
-  if (runtime.registry.has(PLAN_TOOL_NAME)) throw new AgentSetupError(`a tool named ${PLAN_TOOL_NAME} is already registered; pass --no-plan`);
-  const planner = createPlanTool(onChange === undefined ? {} : { onChange });
-  runtime.registry.register(planner.tool);
-  return { planner, systemPrompt: system === undefined ? PLAN_PROMPT : `${system}\n\n${PLAN_PROMPT}` };
+  try {
+    return hostSetupPlan(runtime, system, enabled, onChange);
+  } catch (e) {
+    if (e instanceof RunSpecError) throw new AgentSetupError(`${e.message}; pass --no-plan`);
+    throw e;
+  }
 }
 
 /**
@@ -332,10 +332,6 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
     process.stderr.write(`agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`);
   });
-  const policy: RuntimePolicyOptions = {};
-  if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
-  if (flags.maxRunTokens !== undefined) policy.maxRunTokens = flags.maxRunTokens;
-
   const stderr = process.stderr;
   const showTools = flags.events === undefined && isTTY(stderr);
   let textOpen = false;
@@ -388,27 +384,20 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     }
   };
 
-  let agent: ReturnType<typeof createAgent> | undefined;
-  const recorder = storage === null ? null : new SessionRecorder(flags.session!, storage, branch);
-  const { systemPrompt } = setupPlan(runtime, flags.system, flags.plan);
-  try {
-    agent = createAgent({
-      model,
-      runtime,
-      policy,
-      sinks: recorder === null ? [sink] : [sink, recorder],
-      systemPrompt,
-      ...(skills !== null ? { skills } : {}),
-      ...(flags.contextWindow !== undefined ? { compaction: compactionFor(model, flags.contextWindow) } : {}),
-      // A session belongs to one agent id: keep it across processes.
-      ...(flags.session !== undefined ? { agentId: checkout?.session.agent_id ?? "agentcore-cli" } : {}),
-    });
-    if (checkout !== null) restoreSession(agent, checkout);
-  } catch (e) {
-    await agent?.shutdown();
-    if (e instanceof SessionUnfinishedRunError && storage !== null) throw await unfinishedRunError(storage, e);
-    throw new AgentSetupError((e as Error).message);
-  }
+  let agent: Agent | undefined;
+  const built = await buildCliAgent(runSpecOf(flags), runtime, {
+    model,
+    skills,
+    ...(storage !== null ? { storage } : {}),
+    checkout,
+    sinks: [sink],
+    recordFirst: false,
+    // A session belongs to one agent id: keep it across processes.
+    ...(flags.session !== undefined ? { agentId: "agentcore-cli" } : {}),
+    source: "agent",
+  }, storage);
+  agent = built.agent;
+  const recorder = built.recorder;
   if (flags.continue === true && !agent.canContinue) {
     const reason = agent.continueRejectionReason;
     await agent.shutdown();

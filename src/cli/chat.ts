@@ -28,18 +28,14 @@
  */
 import * as path from "node:path";
 import * as readline from "node:readline";
-import { createAgent, type Agent, type AgentEvent, type AgentEventSource } from "../agent/index.ts";
-import { planFromMessages, PLAN_TOOL_NAME, renderPlan, type Plan } from "../agent/plan.ts";
-import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { CompactionPolicy, ModelCompactor } from "../context/index.ts";
-import { summaryPrompt } from "./summary.ts";
+import type { Agent, AgentEvent, AgentEventSource } from "../agent/index.ts";
+import { PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
 import type { ChatMessage, ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
-import { restoreSession } from "../session/restore.ts";
-import { SessionError, sessionMessages, type SessionCheckout, SessionUnfinishedRunError } from "../session/types.ts";
-import { AgentSetupError, AgentUsageError, claimSessionBranch, compactionFor, makeModel, missingBranchMessage, reportRepair, unfinishedRunError, setupPlan, setupSkills, type AgentFlags } from "./agent.ts";
+import { SessionError, sessionMessages, type SessionCheckout } from "../session/types.ts";
+import { AgentSetupError, AgentUsageError, buildCliAgent, claimSessionBranch, makeModel, missingBranchMessage, reportRepair, runSpecOf, setupSkills, type AgentFlags } from "./agent.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
@@ -195,9 +191,8 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
   });
   const exitRef: { exit?: () => Promise<void> } = {};
   (output as NodeJS.EventEmitter).on("error", (e: unknown) => screen.fail(e));
-  const { planner, systemPrompt } = setupPlan(runtime, flags.system, flags.plan, (plan) => {
-    pendingPlan = plan;
-  });
+  // Set by buildAgent below; rendering reads it only once the agent runs.
+  let planner: PlanTracker | null = null;
   /** The plan to draw after the update_plan line that produced it. */
   let pendingPlan: Plan | null = null;
 
@@ -290,38 +285,27 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
     },
   };
 
-  const policy: RuntimePolicyOptions = {};
-  if (flags.maxSteps !== undefined) policy.maxSteps = flags.maxSteps;
-  if (flags.maxRunTokens !== undefined) policy.maxRunTokens = flags.maxRunTokens;
-  try {
-    agent = createAgent({
-      model,
-      runtime,
-      policy,
-      systemPrompt,
-      sinks: [render, recordSink],
-      agentId: checkout?.session.agent_id ?? CHAT_AGENT_ID,
-      ...(skills !== null ? { skills } : {}),
-      // /compact summarises everything but the last turn. With --context-window the
-      // history is also compacted on its own, as agent's is (the same rule and code);
-      // without it nothing compacts unless asked.
-      compaction: flags.contextWindow !== undefined
-        ? compactionFor(model, flags.contextWindow, "chat")
-        : {
-          policy: new CompactionPolicy({ contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1 }),
-          compactor: new ModelCompactor(model, summaryPrompt, "chat"),
-          auto: { enabled: false },
-        },
-    });
-    if (checkout !== null) {
-      restoreSession(agent, checkout);
-      planner?.set(planFromMessages(sessionMessages(checkout.session)));
-    }
-  } catch (e) {
-    await agent?.shutdown();
-    if (e instanceof SessionUnfinishedRunError) throw await unfinishedRunError(storage, e);
-    throw new AgentSetupError((e as Error).message);
-  }
+  // The same run spec as agent's. /compact summarises everything but the last
+  // turn; with --context-window the history is also compacted on its own, as
+  // agent's is (the same rule and code); without it nothing compacts unless asked.
+  const spec = { ...runSpecOf(flags), session: { id: sessionId, branch } };
+  if (spec.compaction === undefined) spec.compaction = { contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1, auto: false };
+  const built = await buildCliAgent(spec, runtime, {
+    model,
+    skills,
+    storage,
+    checkout,
+    recordSink,
+    sinks: [render],
+    recordFirst: false,
+    agentId: CHAT_AGENT_ID,
+    source: "chat",
+    onPlanChange: (plan) => {
+      pendingPlan = plan;
+    },
+  }, storage);
+  agent = built.agent;
+  planner = built.planner;
 
   // ---- the REPL
   const rl = readline.createInterface({ input, output, terminal: interactive, prompt: PROMPT, historySize: 200 });

@@ -1,6 +1,8 @@
 /**
- * The summarisation prompt the CLI's compactions send to the model (chat's
- * `/compact`, and `agent --context-window`'s automatic compaction).
+ * The default prompts of agentcore's front ends. One summary prompt serves
+ * every compaction the CLI and the daemon run (chat's `/compact`, `agent
+ * --context-window`, and `POST /v1/runs/{id}/compact`), so the same session
+ * is summarised the same way whichever front end compacts it.
  *
  * @module
  */
