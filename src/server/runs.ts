@@ -21,18 +21,15 @@
  */
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
-import { createAgent, type Agent, type AgentEvent, type AgentRunResult } from "../agent/index.ts";
-import type { RuntimePolicyOptions } from "../agent/types.ts";
-import { budgetForContextWindow, CompactionPolicy, MAX_CONTEXT_WINDOW, ModelCompactor, type CompactionRequest } from "../context/index.ts";
-import type { ChatMessage } from "../providers/types.ts";
-import { ModelConfigError, modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
-import { OpenAIModelAdapter } from "../providers/openai.ts";
-import { ScriptedModel } from "../providers/scripted.ts";
+import type { Agent, AgentEvent, AgentRunResult } from "../agent/index.ts";
+import { budgetForContextWindow, MAX_CONTEXT_WINDOW } from "../context/index.ts";
+import { ModelConfigError, type ModelPresetName } from "../providers/config.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
-import { restoreSession } from "../session/restore.ts";
+import { buildAgent, type RunSpec } from "../host/agent.ts";
+import { isPresetName, makeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import { SessionBranchBusyError, SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionRunActiveError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
@@ -105,7 +102,6 @@ export interface RunManagerOptions {
 }
 
 const RUN_KEYS = ["task", "model", "script", "max_steps", "max_run_tokens", "system", "session", "branch", "detached", "compaction"] as const;
-const PRESETS: readonly string[] = ["openai", "lmstudio", "ollama"];
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
 export function parseRunRequest(body: unknown): RunRequest {
@@ -116,7 +112,7 @@ export function parseRunRequest(body: unknown): RunRequest {
   if (m !== undefined && script !== undefined) f.fail("script", "replaces the model: send either model or script");
   if (m !== undefined) {
     const preset = m.string("preset");
-    if (preset !== undefined && !PRESETS.includes(preset)) m.fail("preset", `must be one of ${PRESETS.join(", ")}`);
+    if (preset !== undefined && !isPresetName(preset)) m.fail("preset", `must be one of ${PRESET_NAMES.join(", ")}`);
     const url = m.string("url", { max: 2048 });
     if (url !== undefined && !/^https?:\/\//i.test(url)) m.fail("url", "must be an http(s) URL");
     req.model = { preset: preset as ModelPresetName | undefined, model: m.string("model", { max: 256 }), url };
@@ -158,6 +154,29 @@ export function parseRunRequest(body: unknown): RunRequest {
   return req;
 }
 
+/**
+ * The run spec of a request: the daemon's words for what `agent` and `chat`
+ * take as flags, so the same settings build the same agent
+ * (`buildAgent` in `src/host/agent.ts`). A daemon run registers no plan tool,
+ * and compacts only when asked (`POST /v1/runs/{id}/compact`).
+ */
+export function runSpecOfRequest(req: RunRequest): RunSpec {
+  const spec: RunSpec = { plan: false };
+  if (req.script !== undefined) spec.model = { script: { turns: req.script } };
+  else {
+    spec.model = {};
+    if (req.model?.preset !== undefined) spec.model.preset = req.model.preset;
+    if (req.model?.model !== undefined) spec.model.model = req.model.model;
+    if (req.model?.url !== undefined) spec.model.url = req.model.url;
+  }
+  if (req.system !== undefined) spec.system = req.system;
+  if (req.maxSteps !== undefined) spec.maxSteps = req.maxSteps;
+  if (req.maxRunTokens !== undefined) spec.maxRunTokens = req.maxRunTokens;
+  if (req.compaction !== undefined) spec.compaction = { ...req.compaction, auto: false };
+  if (req.session !== undefined) spec.session = { id: req.session, branch: req.branch ?? "main" };
+  return spec;
+}
+
 /** Map a session-layer error to an HTTP refusal. */
 export function sessionHttpError(e: unknown): HttpError | null {
   if (e instanceof SessionRunActiveError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", run_id: e.runId, pid: e.pid });
@@ -173,16 +192,6 @@ export function sessionHttpError(e: unknown): HttpError | null {
   return null;
 }
 
-/** The prompt of the compaction model: the earlier summary (if any) and the messages to fold in. */
-function compactionPrompt(request: CompactionRequest): ChatMessage[] {
-  const previous = request.previous_summary === null ? "" : `Earlier summary:\n${request.previous_summary.content}\n\n`;
-  const lines = request.preparation.messages_to_summarize.map((m) => `[${m.role}] ${typeof m.content === "string" ? m.content : ""}`);
-  return [
-    { role: "system", content: "Summarise this conversation for your own later use: facts, decisions and open tasks, briefly." },
-    { role: "user", content: `${previous}${lines.join("\n")}` },
-  ];
-}
-
 /** Items kept per run for replays to a client that reattaches. */
 export const BACKLOG = 2000;
 
@@ -190,7 +199,8 @@ export const BACKLOG = 2000;
  * A model-config error in the words of a daemon client: the library names its
  * own options (`apiKey`, `model`), which no request body has.
  */
-function daemonModelMessage(e: Error, ownUrl: boolean): string {
+function daemonModelMessage(e: Error | null, message: string, ownUrl: boolean): string {
+  if (e === null) return message;
   if (!(e instanceof ModelConfigError) || e.problem !== "missing") return e.message;
   if (e.setting === "model") return "no model configured: send model.model (or a script), or start the daemon with CHAT_MODEL set";
   if (e.setting === "apiKey") {
@@ -319,29 +329,15 @@ export class RunManager {
     return new HttpError(503, "OVERLOADED", message, { limit }, { "retry-after": "1" });
   }
 
-  #makeModel(req: RunRequest): ModelAdapter {
-    if (req.script !== undefined) {
-      try {
-        return new ScriptedModel(req.script);
-      } catch (e) {
-        throw new HttpError(400, "INVALID_REQUEST", `/script: ${(e as Error).message}`, { location: "/script" });
-      }
-    }
-    const env = this.#opts.env;
-    const overrides: ModelConfigOverrides = {};
-    if (req.model?.preset !== undefined) overrides.preset = req.model.preset;
-    if (req.model?.model !== undefined) overrides.model = req.model.model;
-    // The operator's key goes only to the operator's endpoint: a URL chosen by
-    // the request gets no MODEL_API_KEY (unless it is the configured MODEL_URL).
-    let source: Readonly<Record<string, string | undefined>> = env;
-    if (req.model?.url !== undefined) {
-      overrides.baseURL = req.model.url;
-      if (req.model.url.replace(/\/+$/, "") !== (env.MODEL_URL ?? "").replace(/\/+$/, "")) source = { ...env, MODEL_API_KEY: undefined };
-    }
+  async #makeModel(spec: RunSpec): Promise<ModelAdapter> {
     try {
-      return new OpenAIModelAdapter(modelConfigFromEnv(source, overrides));
+      // The operator's key goes only to the operator's endpoint: a URL chosen by
+      // the request gets no MODEL_API_KEY (unless it is the configured MODEL_URL).
+      return await makeModel(spec.model ?? {}, { env: this.#opts.env, keyOnlyToConfiguredUrl: true });
     } catch (e) {
-      throw new HttpError(400, "INVALID_REQUEST", `/model: ${daemonModelMessage(e as Error, req.model?.url !== undefined && source !== env)}`, { location: "/model" });
+      if (!(e instanceof ModelSpecError)) throw e;
+      if (e.part === "script") throw new HttpError(400, "INVALID_REQUEST", `/script: ${e.message}`, { location: "/script" });
+      throw new HttpError(400, "INVALID_REQUEST", `/model: ${daemonModelMessage(e.config, e.message, e.keyWithheld)}`, { location: "/model" });
     }
   }
 
@@ -361,7 +357,8 @@ export class RunManager {
     if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
     if (this.#runs.size >= this.#opts.maxRuns) this.#forgetOldest();
     if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
-    const model = this.#makeModel(req);
+    const spec = runSpecOfRequest(req);
+    const model = await this.#makeModel(spec);
     const id = `run_${randomBytes(12).toString("hex")}`;
     let session: ServerRun["session"] = null;
     let checkout = null;
@@ -381,9 +378,6 @@ export class RunManager {
       if (checkout === null && branch !== "main") throw new HttpError(404, "NOT_FOUND", `session '${req.session}' has no branch '${branch}'`, {});
       session = { session_id: req.session, branch, storage, recorder: new SessionRecorder(req.session, storage, branch) };
     }
-    const policy: RuntimePolicyOptions = {};
-    if (req.maxSteps !== undefined) policy.maxSteps = req.maxSteps;
-    if (req.maxRunTokens !== undefined) policy.maxRunTokens = req.maxRunTokens;
     let run!: ServerRun;
     const broadcast = (event: AgentEvent) => {
       run.lastActivity = Date.now();
@@ -393,32 +387,17 @@ export class RunManager {
     };
     let agent: Agent;
     try {
-      agent = createAgent({
+      ({ agent } = await buildAgent(spec, this.#opts.runtime, {
         model,
-        runtime: this.#opts.runtime,
-        policy,
-        systemPrompt: req.system,
-        ...(this.#opts.skills !== undefined ? { skills: this.#opts.skills } : {}),
-        sinks: session === null ? [broadcast] : [session.recorder, broadcast],
-        agentId: session === null ? `agent-${id.slice(4, 16)}` : (checkout?.session.agent_id ?? "agentcore-daemon"),
-        ...(req.compaction !== undefined
-          ? {
-            compaction: {
-              policy: new CompactionPolicy({ contextWindow: req.compaction.contextWindow, reserveTokens: req.compaction.reserveTokens, keepRecentTokens: req.compaction.keepRecentTokens }),
-              compactor: new ModelCompactor(model, compactionPrompt),
-              auto: { enabled: false },
-            },
-          }
-          : {}),
-      });
+        skills: this.#opts.skills ?? null,
+        ...(session !== null ? { storage: session.storage, recordSink: session.recorder } : {}),
+        checkout,
+        // The recorder first: an event reaches a stream only after its record is written.
+        sinks: [broadcast],
+        agentId: session === null ? `agent-${id.slice(4, 16)}` : "agentcore-daemon",
+      }));
     } catch (e) {
-      throw new HttpError(400, "INVALID_REQUEST", (e as Error).message, { location: req.compaction !== undefined ? "/compaction" : "" });
-    }
-    if (checkout !== null) {
-      try {
-        restoreSession(agent, checkout);
-      } catch (e) {
-        await agent.shutdown();
+      if (e instanceof SessionError) {
         // An unfinished run whose process lives (a CLI agent on the same journal) is in use, not crashed.
         if (e instanceof SessionUnfinishedRunError && session !== null) {
           for (const runId of e.runIds) {
@@ -428,6 +407,7 @@ export class RunManager {
         }
         throw sessionHttpError(e) ?? e;
       }
+      throw new HttpError(400, "INVALID_REQUEST", (e as Error).message, { location: req.compaction !== undefined ? "/compaction" : "" });
     }
     run = new ServerRun(id, agent, req.detached, session);
     run.compaction = req.compaction !== undefined;
