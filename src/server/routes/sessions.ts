@@ -1,0 +1,81 @@
+/**
+ * `/v1/sessions`: list sessions, show one (a branch's checkout) or its
+ * record tree, and fork, roll back, retry or recover one. Every route runs
+ * under the request deadline.
+ *
+ * @module
+ */
+import type { JsonlSessionStorage } from "../../session/jsonl.ts";
+import { sessionMessages } from "../../session/types.ts";
+import { Fields } from "../body.ts";
+import { HttpError, jsonResponse } from "../errors.ts";
+import { deadline } from "../middleware/deadline.ts";
+import { subApp, type AppDeps } from "./deps.ts";
+
+/** The sessions sub-app. */
+export function sessionRoutes(deps: AppDeps) {
+  const { storage, runs } = deps;
+  const app = subApp();
+  const timed = deadline(deps.deadlines);
+  app.get("/", timed, async () => {
+    const s = storage();
+    const rows = [];
+    for (const id of await s.listSessions()) {
+      const branches = await s.listBranches(id);
+      const records = await s.records(id);
+      const main = await s.load(id);
+      rows.push({ session_id: id, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0 });
+    }
+    return jsonResponse({ sessions: rows });
+  });
+  app.get("/:id", timed, async (c) => {
+    const id = c.req.param("id");
+    const branch = c.req.query("branch") ?? "main";
+    const checkout = await storage().checkout(id, branch);
+    if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
+    return jsonResponse({ session_id: id, branch: checkout.branch, head: checkout.head, session: checkout.session, messages: sessionMessages(checkout.session) });
+  });
+  app.get("/:id/tree", timed, async (c) => {
+    const id = c.req.param("id");
+    const s = storage();
+    const records = await s.records(id);
+    if (records.length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
+    return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
+  });
+  /** A session's storage, or 404 when it has no journal (as for the GET routes). */
+  const existing = async (id: string): Promise<JsonlSessionStorage> => {
+    const s = storage();
+    if ((await s.records(id)).length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
+    return s;
+  };
+  app.post("/:id/fork", timed, async (c) => {
+    const f = Fields.of(await c.var.body.json({ allowEmpty: true }), ["from", "name"]);
+    const checkout = await (await existing(c.req.param("id"))).fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
+    return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
+  });
+  app.post("/:id/rollback", timed, async (c) => {
+    const f = Fields.of(await c.var.body.json(), ["to", "name"]);
+    const to = f.string("to", { required: true, max: 200 })!;
+    const checkout = await (await existing(c.req.param("id"))).rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
+    return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
+  });
+  app.post("/:id/retry", timed, async (c) => {
+    const f = Fields.of(await c.var.body.json(), ["run", "name"]);
+    const runId = f.string("run", { required: true, max: 200 })!;
+    const r = await (await existing(c.req.param("id"))).prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
+    return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
+  });
+  app.post("/:id/recover", timed, async (c) => {
+    const f = Fields.of(await c.var.body.json({ allowEmpty: true }), ["branch", "force"]);
+    const id = c.req.param("id");
+    const branch = f.string("branch", { max: 200 }) ?? "main";
+    const force = f.bool("force") === true;
+    const s = await existing(id);
+    // A run of this daemon on the branch is alive, not interrupted: never close it from under it.
+    const live = runs.runningOn(id, branch);
+    if (live !== null) throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, { reason: "session_busy", run_id: live.id });
+    // A run of another process (its live-run mark names a live pid): SessionRunActiveError, 409, unless forced.
+    return jsonResponse(await s.recoverRuns(id, { branch, force, reason: "recovered through the daemon" }));
+  });
+  return app;
+}
