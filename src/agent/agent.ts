@@ -1,5 +1,8 @@
 /**
- * The agent: the run loop (harness-contracts §3) and run control.
+ * The agent: the state around the run loop (harness-contracts §3): the
+ * history, queues (steering, follow-ups), run control, serialisation of
+ * calls, compaction and skills. The loop itself is `runLoop` in `loop.ts`,
+ * which reaches all of this only through the hooks passed to it.
  *
  * @example
  * ```ts
@@ -13,19 +16,7 @@
  *
  * @module
  */
-import { raceSignal } from "../runtime/abort.ts";
-import {
-  type AssistantMessage,
-  type ChatMessage,
-  type ModelAdapter,
-  ModelProviderError,
-  type ModelToolCall,
-  type ModelToolSpec,
-  type ModelUsage,
-  streamModel,
-} from "../providers/types.ts";
-import { toolCallArguments } from "../providers/toolcalls.ts";
-import type { ParseResult } from "../core/errors.ts";
+import { type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolSpec } from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { summaryMessage, summaryOf, toModelMessage } from "../context/builder.ts";
 import type { Compactor } from "../context/compactor.ts";
@@ -37,6 +28,7 @@ import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
+import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop } from "./loop.ts";
 import {
   type AgentMessage,
   type AgentRunResult,
@@ -51,37 +43,16 @@ import {
   FollowUpDiscardedError,
   type FollowUpFailurePolicy,
   FollowUpRejectedError,
-  type RunStatus,
-  type RunUsage,
   resolvePolicy,
   type RuntimePolicy,
   type RuntimePolicyOptions,
-  type StopReason,
   UsageAccumulator,
 } from "./types.ts";
 
+export type { AgentHooks, BehaviorDecision, TurnSnapshot } from "./loop.ts";
+
 export const DEFAULT_ABORT_REASON = "agent run was aborted";
 export const DEFAULT_QUEUE_CAPACITY = 16;
-
-/** What `afterTurn` sees: a copy of the state after a non-terminal turn. */
-export interface TurnSnapshot {
-  agent_id: string;
-  run_id: string;
-  turn: number;
-  /** The run's task; null for a continued run. */
-  task: string | null;
-  response: AssistantMessage;
-  usage: RunUsage;
-  messages: AgentMessage[];
-}
-
-/** A behavior hook's answer: `continue`, or `stop` (optionally with the run's output). */
-export type BehaviorDecision = { action: "continue" } | { action: "stop"; output?: string | null };
-
-/** Behavior hooks, called in declaration order after each non-terminal turn. */
-export interface AgentHooks {
-  afterTurn?(snapshot: TurnSnapshot, signal: AbortSignal): BehaviorDecision | void | Promise<BehaviorDecision | void>;
-}
 
 /** Options of {@link createAgent}. */
 export interface AgentOptions {
@@ -176,30 +147,6 @@ export interface FollowUpHandle {
   wait(): Promise<AgentRunResult>;
 }
 
-/** A model turn's answer, the provider's verdict on each call's arguments, and its finish reason (null when it gave none). */
-interface ModelAnswer {
-  message: AssistantMessage;
-  args: ParseResult[];
-  finishReason: string | null;
-}
-
-/**
- * The finish reasons that mean the answer is not whole, with the run's stop
- * reason and the words of its error. Such a run ends `failed` at once.
- */
-const CUT_OFF: Readonly<Record<string, { stop: StopReason; error: string }>> = {
-  length: { stop: "max_tokens", error: "the model stopped at its output-token limit (finish_reason \"length\"), so its answer is cut off" },
-  content_filter: { stop: "content_filter", error: "the provider's content filter stopped the model's answer (finish_reason \"content_filter\")" },
-};
-
-/** Why the tool calls of a cut-off answer are not run (their arguments may be incomplete). */
-function notRunReason(finishReason: string): string {
-  return `not run: the model's answer was cut off (finish_reason ${JSON.stringify(finishReason)}), so this call may be incomplete`;
-}
-
-class TerminalResult {
-  constructor(readonly result: AgentRunResult) {}
-}
 
 interface ActiveOperation {
   readonly controller: AbortController;
@@ -227,15 +174,6 @@ function positiveCapacity(name: string, v: number | undefined): number {
   const n = v ?? DEFAULT_QUEUE_CAPACITY;
   if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`${name} must be a positive integer, got ${n}`);
   return n;
-}
-
-/** Wait for `p`, or throw AgentCancelledError as soon as `signal` aborts. */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => string): Promise<T> {
-  return raceSignal(p, signal, () => new AgentCancelledError(reason()));
-}
-
-function result(status: RunStatus, stop: StopReason, turns: number, usage: UsageAccumulator, output: string | null = null, error: string | null = null): AgentRunResult {
-  return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
 }
 
 const EXPLICIT_FINISH_NOTE =
@@ -590,7 +528,23 @@ export class Agent {
           await raceAbort(Promise.resolve(this.#model.startup?.()), op.controller.signal, () => op.abortReason);
           this.#started = true;
         }
-        res = await this.#loop(task, runId, op, usage, counters);
+        res = await runLoop({
+          agentId: this.agentId,
+          runId,
+          task,
+          model: this.#model,
+          policy: this.policy,
+          executor: this.#executor,
+          behaviors: this.#hooks,
+          hooks: this.#loopHooks(op),
+          usage,
+          counters,
+          signal: op.controller.signal,
+          abortReason: () => op.abortReason,
+          drainSteering: () => op.steering.splice(0),
+          hasSteering: () => op.steering.length > 0,
+          emit: (e) => emitter.emit(e),
+        });
       } catch (err) {
         const turns = counters.turns;
         // After abort(), whatever the model or a hook threw on the way out is the abort.
@@ -614,223 +568,22 @@ export class Agent {
     }
   }
 
-  async #loop(task: string | null, runId: string, op: ActiveOperation, usage: UsageAccumulator, counters: { turns: number }): Promise<AgentRunResult> {
-    const policy = this.policy;
-    const signal = op.controller.signal;
-    const reason = () => op.abortReason;
-    const emit = (p: Parameters<EventEmitter["emit"]>[0]) => this.#emitter.emit(p);
-    const state = { noToolResponses: 0 };
-
-    for (let step = 0; step < policy.maxSteps; step++) {
-      if (signal.aborted) throw new AgentCancelledError(reason());
-      const budget = this.#budgetFailure(usage, counters.turns);
-      if (budget !== null) return budget;
-      const turn = ++counters.turns;
-      await emit({ kind: "turn_started", turn });
-      let response: AssistantMessage;
-      try {
-        const answer = await this.#modelTurn(turn, op, usage, state);
-        response = answer.message;
-        if (signal.aborted) throw new AgentCancelledError(reason());
-        const cut = answer.finishReason === null ? undefined : CUT_OFF[answer.finishReason];
-        if (cut !== undefined) {
-          // A cut-off answer ends the run. Its tool calls are not run (a `length`
-          // cut can leave their arguments half-written); each gets a tool message
-          // saying so, which keeps the history well formed for a continue.
-          const calls = response.tool_calls;
-          if (calls.length > 0) await this.#executor.settleNotRun(calls, turn, notRunReason(answer.finishReason!));
-          const more = calls.length > 0 ? `; its ${calls.length} tool call(s) were not run` : "";
-          return result("failed", cut.stop, turn, usage, response.content, cut.error + more);
-        }
-        if (response.tool_calls.length === 0) {
-          if (op.steering.length > 0) {
-            state.noToolResponses = 0; // not terminal: the loop applies the steering
-          } else if (!policy.requireExplicitFinish) {
-            const content = response.content;
-            if (content) return result("completed", "text_response", turn, usage, content);
-            return result("failed", "empty_response", turn, usage, null, "the model returned an empty response");
-          } else {
-            state.noToolResponses++;
-            if (state.noToolResponses >= policy.maxNoToolResponses) {
-              return result(
-                "failed",
-                "max_no_tool_responses",
-                turn,
-                usage,
-                null,
-                `explicit-finish mode: the model answered ${state.noToolResponses} consecutive times without a completing tool call`,
-              );
-            }
-          }
-        } else {
-          state.noToolResponses = 0;
-          const tr = await this.#executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, { agentId: this.agentId, runId, turn });
-          if (tr.cancelled) throw new AgentCancelledError(reason());
-          if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
-          if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
-          if (tr.control === "cancel") return result("cancelled", "tool_cancelled", turn, usage, tr.output, "tool execution was cancelled");
-        }
-      } finally {
-        await emit({ kind: "turn_completed", turn });
-      }
-      for (const hook of this.#hooks) {
-        if (typeof hook.afterTurn !== "function") continue;
-        const snapshot: TurnSnapshot = {
-          agent_id: this.agentId,
-          run_id: runId,
-          turn,
-          task,
-          response: structuredClone(response),
-          usage: usage.snapshot(),
-          messages: structuredClone(this.#messages),
-        };
-        const decision = await raceAbort(Promise.resolve(hook.afterTurn(snapshot, signal)), signal, reason);
-        if (decision === undefined || decision === null) continue;
-        if (typeof decision !== "object" || (decision.action !== "continue" && decision.action !== "stop")) {
-          throw new TypeError("afterTurn must return a BehaviorDecision ({ action: \"continue\" | \"stop\" }) or nothing");
-        }
-        if (decision.action === "continue") {
-          if ((decision as { output?: unknown }).output != null) throw new TypeError("afterTurn: a \"continue\" decision cannot carry output");
-          continue;
-        }
-        const out = decision.output ?? response.content;
-        if (out !== null && typeof out !== "string") throw new TypeError("afterTurn: stop output must be a string or null");
-        return result("completed", "behavior_stop", turn, usage, out);
-      }
-    }
-    return result("failed", "max_steps", counters.turns, usage, null, `agent '${this.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`);
-  }
-
-  #budgetFailure(usage: UsageAccumulator, turns: number): AgentRunResult | null {
-    const limit = this.policy.maxRunTokens;
-    if (limit === null || usage.requestCount === 0) return null;
-    const u = usage.snapshot();
-    const missing = u.request_count - u.reported_request_count;
-    if (missing > 0) {
-      return result("failed", "usage_unavailable", turns, usage, null, `the run token budget cannot be enforced: ${missing} model request(s) did not report usage`);
-    }
-    if (u.total_tokens >= limit) {
-      return result("failed", "token_budget_exceeded", turns, usage, null, `the run used ${u.total_tokens} tokens, reaching its budget of ${limit}`);
-    }
-    return null;
-  }
-
-  /**
-   * Apply steering (the safe point), build and evaluate the context, compact
-   * on pressure, stream the model (compacting and retrying once after an
-   * overflow), record the message.
-   */
-  async #modelTurn(turn: number, op: ActiveOperation, usage: UsageAccumulator, state: { noToolResponses: number }): Promise<ModelAnswer> {
-    const signal = op.controller.signal;
-    const reason = () => op.abortReason;
-    const build = async (): Promise<{ messages: ChatMessage[]; preparation: CompactionPreparation | null }> => {
-      for (;;) {
-        const drained = op.steering.splice(0);
-        if (drained.length > 0) state.noToolResponses = 0;
-        for (const c of drained) {
-          this.#append({ role: "user", content: c.content });
-          await this.#emitter.emit({ kind: "steering_applied", control: c, target_turn: turn });
-        }
-        if (drained.length > 0) await this.#activateSkill("steering");
-        const messages = this.#context(state.noToolResponses);
-        const preparation = await this.#evaluatePressure(turn, messages);
-        if (op.steering.length === 0) return { messages, preparation };
-      }
+  /** What the loop calls back for: the history, the request context, skills and compaction. */
+  #loopHooks(op: ActiveOperation): LoopHooks {
+    const c = this.#compaction;
+    const hooks: LoopHooks = {
+      append: (m) => this.#append(m),
+      messages: () => structuredClone(this.#messages),
+      context: (noToolResponses) => this.#context(noToolResponses),
+      tools: () => this.#toolSpecs(),
     };
-    let { messages, preparation } = await build();
-    if (signal.aborted) throw new AgentCancelledError(reason());
-    const auto = this.#compaction?.auto;
-    if (preparation !== null && auto?.enabled && auto.compactOnPressure) {
-      if ((await this.#compactInRun("pressure", preparation, op)) === "completed") ({ messages } = await build());
+    if (this.#skills !== null) hooks.onSteering = () => this.#activateSkill("steering");
+    if (c !== null) {
+      hooks.evaluatePressure = (turn, messages) => this.#evaluatePressure(turn, messages);
+      hooks.autoCompaction = c.auto;
+      hooks.compact = (trigger, preparation) => this.#compactInRun(trigger, preparation, op);
     }
-    let retries = 0;
-    for (;;) {
-      if (signal.aborted) throw new AgentCancelledError(reason());
-      try {
-        return await this.#requestModel(turn, messages, op, usage);
-      } catch (err) {
-        if (!(err instanceof ModelProviderError) || err.kind !== "context_overflow" || err.responseStarted || signal.aborted) throw err;
-        if (!auto?.enabled || !auto.recoverOnOverflow || retries >= auto.maxOverflowRetries) throw err;
-        if ((await this.#compactInRun("overflow", null, op)) !== "completed") throw err;
-        retries++;
-        ({ messages } = await build());
-      }
-    }
-  }
-
-  /** One model request: stream it, emit deltas, record the assistant message. */
-  async #requestModel(turn: number, messages: ChatMessage[], op: ActiveOperation, usage: UsageAccumulator): Promise<ModelAnswer> {
-    const signal = op.controller.signal;
-    const reason = () => op.abortReason;
-    usage.beginRequest();
-    const tools = this.#toolSpecs();
-    const stream = streamModel(this.#model, { messages, tools, signal });
-    const it = stream[Symbol.asyncIterator]();
-    let completed: { message: AssistantMessage; usage?: ModelUsage; finish_reason?: string } | undefined;
-    let finished = false;
-    let shown = false;
-    try {
-      for (;;) {
-        const step = await raceAbort(it.next(), signal, reason);
-        if (step.done) {
-          finished = true;
-          break;
-        }
-        const ev = step.value;
-        if (ev.type === "text_delta") {
-          if (ev.delta.length > 0) {
-            shown = true;
-            await this.#emitter.emit({ kind: "assistant_text_delta", turn, delta: ev.delta });
-          }
-        } else if (ev.type === "thinking_delta") {
-          if (ev.delta.length > 0) {
-            shown = true;
-            await this.#emitter.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
-          }
-        } else if (ev.type === "completed") {
-          completed = { message: ev.message, usage: ev.usage, finish_reason: ev.finish_reason };
-          finished = true;
-          break;
-        } else {
-          throw new TypeError(`model stream returned an unsupported event: ${JSON.stringify((ev as { type?: unknown }).type)}`);
-        }
-      }
-    } catch (err) {
-      // An overflow after deltas were shown is never recovered.
-      if (shown && err instanceof ModelProviderError && err.kind === "context_overflow" && !err.responseStarted) {
-        throw new ModelProviderError("context_overflow", err.message, { responseStarted: true, status: err.status, cause: err });
-      }
-      throw err;
-    } finally {
-      if (!finished || completed !== undefined) {
-        // Close the provider's stream without letting a hung return() block the run.
-        try {
-          const r = it.return?.();
-          if (r !== undefined) void Promise.resolve(r).catch(() => {});
-        } catch {
-          // ignore
-        }
-      }
-    }
-    if (completed === undefined) throw new Error("model stream ended without a completed response");
-
-    // Frozen: the same object goes to sinks and drives tool execution. The
-    // verdicts travel beside it, so events keep the call's wire shape.
-    const calls = completed.message.tool_calls ?? [];
-    const args = calls.map(toolCallArguments);
-    const message: AssistantMessage = Object.freeze({
-      content: completed.message.content ?? null,
-      tool_calls: Object.freeze(calls.map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
-    });
-    usage.record(completed.usage);
-    const stored: AgentMessage = { role: "assistant", content: message.content };
-    if (message.tool_calls.length > 0) {
-      stored.tool_calls = message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
-    }
-    if (completed.usage !== undefined) stored.usage = { ...completed.usage };
-    this.#append(stored);
-    await this.#emitter.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
-    return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
+    return hooks;
   }
 
   /** Add a message to the conversation (and its frozen request-shaped twin). */

@@ -1,0 +1,354 @@
+/**
+ * The run loop (harness-contracts §3) as a plain function: turn, model
+ * request, tool batch, commit, until a stop reason. It holds no state of its
+ * own; everything it reads or changes comes through its {@link LoopContext}:
+ * the history through `append`/`context`, compaction and skills through the
+ * hooks the {@link Agent} passes in, events through `emit`, cancellation
+ * through `signal`. Queues, serialisation and run control stay in the agent.
+ *
+ * @module
+ */
+import { raceSignal } from "../runtime/abort.ts";
+import type { ParseResult } from "../core/errors.ts";
+import { type AssistantMessage, type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolCall, type ModelToolSpec, type ModelUsage, streamModel } from "../providers/types.ts";
+import { toolCallArguments } from "../providers/toolcalls.ts";
+import type { CompactionPreparation, CompactionStatus, CompactionTrigger } from "../context/types.ts";
+import type { EventEmitter } from "./events.ts";
+import { AgentCancelledError, type ToolExecutor } from "./tools.ts";
+import type { AgentMessage, AgentRunResult, ControlInput, RunStatus, RunUsage, RuntimePolicy, StopReason, UsageAccumulator } from "./types.ts";
+
+/** What `afterTurn` sees: a copy of the state after a non-terminal turn. */
+export interface TurnSnapshot {
+  agent_id: string;
+  run_id: string;
+  turn: number;
+  /** The run's task; null for a continued run. */
+  task: string | null;
+  response: AssistantMessage;
+  usage: RunUsage;
+  messages: AgentMessage[];
+}
+
+/** A behavior hook's answer: `continue`, or `stop` (optionally with the run's output). */
+export type BehaviorDecision = { action: "continue" } | { action: "stop"; output?: string | null };
+
+/** Behavior hooks, called in declaration order after each non-terminal turn. */
+export interface AgentHooks {
+  afterTurn?(snapshot: TurnSnapshot, signal: AbortSignal): BehaviorDecision | void | Promise<BehaviorDecision | void>;
+}
+
+/** The automatic-compaction switches the loop acts on. */
+export interface LoopAutoCompaction {
+  readonly enabled: boolean;
+  readonly compactOnPressure: boolean;
+  readonly recoverOnOverflow: boolean;
+  readonly maxOverflowRetries: number;
+}
+
+/**
+ * What the loop asks of its owner. The owner keeps the history and decides
+ * what a request carries (system prompt, skills); the loop only calls.
+ */
+export interface LoopHooks {
+  /** Add a message to the history. */
+  append(message: AgentMessage): void;
+  /** A copy of the history (for `afterTurn` snapshots). */
+  messages(): AgentMessage[];
+  /**
+   * The per-request context: system messages, the history in request shape,
+   * the retry note after `noToolResponses` plain replies, request-only
+   * additions (skills).
+   */
+  context(noToolResponses: number): ChatMessage[];
+  /** The tools offered to the model. */
+  tools(): ModelToolSpec[];
+  /** Steering was applied (the skill it mentions becomes active). */
+  onSteering?(): Promise<void>;
+  /** Context pressure for a request; a preparation when the policy wants a compaction. */
+  evaluatePressure?(turn: number, messages: readonly ChatMessage[]): Promise<CompactionPreparation | null>;
+  /**
+   * Compact inside the run. Throws to end the run (cancelled or failed);
+   * otherwise `completed` or `skipped`. Needed when `autoCompaction.enabled`.
+   */
+  compact?(trigger: CompactionTrigger, preparation: CompactionPreparation | null): Promise<CompactionStatus>;
+  /** Automatic compaction; off when absent. */
+  autoCompaction?: LoopAutoCompaction;
+}
+
+/** One run's inputs. */
+export interface LoopContext {
+  readonly agentId: string;
+  readonly runId: string;
+  /** The run's task; null for a continued run. */
+  readonly task: string | null;
+  readonly model: ModelAdapter;
+  readonly policy: RuntimePolicy;
+  readonly executor: ToolExecutor;
+  readonly behaviors: readonly AgentHooks[];
+  readonly hooks: LoopHooks;
+  readonly usage: UsageAccumulator;
+  /** Turns started so far (read by the owner when the loop throws). */
+  readonly counters: { turns: number };
+  readonly signal: AbortSignal;
+  abortReason(): string;
+  /** Take the steering messages queued since the last safe point. */
+  drainSteering(): ControlInput[];
+  hasSteering(): boolean;
+  emit: EventEmitter["emit"];
+}
+
+/** A model turn's answer, the provider's verdict on each call's arguments, and its finish reason (null when it gave none). */
+interface ModelAnswer {
+  message: AssistantMessage;
+  args: ParseResult[];
+  finishReason: string | null;
+}
+
+/**
+ * The finish reasons that mean the answer is not whole, with the run's stop
+ * reason and the words of its error. Such a run ends `failed` at once.
+ */
+const CUT_OFF: Readonly<Record<string, { stop: StopReason; error: string }>> = {
+  length: { stop: "max_tokens", error: "the model stopped at its output-token limit (finish_reason \"length\"), so its answer is cut off" },
+  content_filter: { stop: "content_filter", error: "the provider's content filter stopped the model's answer (finish_reason \"content_filter\")" },
+};
+
+/** Why the tool calls of a cut-off answer are not run (their arguments may be incomplete). */
+function notRunReason(finishReason: string): string {
+  return `not run: the model's answer was cut off (finish_reason ${JSON.stringify(finishReason)}), so this call may be incomplete`;
+}
+
+/** Wait for `p`, or throw AgentCancelledError as soon as `signal` aborts. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => string): Promise<T> {
+  return raceSignal(p, signal, () => new AgentCancelledError(reason()));
+}
+
+/** A run result from the usage so far. */
+export function result(status: RunStatus, stop: StopReason, turns: number, usage: UsageAccumulator, output: string | null = null, error: string | null = null): AgentRunResult {
+  return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
+}
+
+/**
+ * Run turns until a stop reason: each turn requests the model (after the
+ * steering safe point and compaction), then runs its tool calls, then the
+ * `afterTurn` behaviors. Returns the run's result; throws for the outcomes
+ * the owner maps (cancellation, repeated call, failed compaction, provider
+ * errors).
+ */
+export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
+  const { policy, signal, usage, counters, emit } = ctx;
+  const reason = ctx.abortReason;
+  const state = { noToolResponses: 0 };
+
+  for (let step = 0; step < policy.maxSteps; step++) {
+    if (signal.aborted) throw new AgentCancelledError(reason());
+    const budget = budgetFailure(policy, usage, counters.turns);
+    if (budget !== null) return budget;
+    const turn = ++counters.turns;
+    await emit({ kind: "turn_started", turn });
+    let response: AssistantMessage;
+    try {
+      const answer = await modelTurn(ctx, turn, state);
+      response = answer.message;
+      if (signal.aborted) throw new AgentCancelledError(reason());
+      const cut = answer.finishReason === null ? undefined : CUT_OFF[answer.finishReason];
+      if (cut !== undefined) {
+        // A cut-off answer ends the run. Its tool calls are not run (a `length`
+        // cut can leave their arguments half-written); each gets a tool message
+        // saying so, which keeps the history well formed for a continue.
+        const calls = response.tool_calls;
+        if (calls.length > 0) await ctx.executor.settleNotRun(calls, turn, notRunReason(answer.finishReason!));
+        const more = calls.length > 0 ? `; its ${calls.length} tool call(s) were not run` : "";
+        return result("failed", cut.stop, turn, usage, response.content, cut.error + more);
+      }
+      if (response.tool_calls.length === 0) {
+        if (ctx.hasSteering()) {
+          state.noToolResponses = 0; // not terminal: the loop applies the steering
+        } else if (!policy.requireExplicitFinish) {
+          const content = response.content;
+          if (content) return result("completed", "text_response", turn, usage, content);
+          return result("failed", "empty_response", turn, usage, null, "the model returned an empty response");
+        } else {
+          state.noToolResponses++;
+          if (state.noToolResponses >= policy.maxNoToolResponses) {
+            return result(
+              "failed",
+              "max_no_tool_responses",
+              turn,
+              usage,
+              null,
+              `explicit-finish mode: the model answered ${state.noToolResponses} consecutive times without a completing tool call`,
+            );
+          }
+        }
+      } else {
+        state.noToolResponses = 0;
+        const tr = await ctx.executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, { agentId: ctx.agentId, runId: ctx.runId, turn });
+        if (tr.cancelled) throw new AgentCancelledError(reason());
+        if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
+        if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
+        if (tr.control === "cancel") return result("cancelled", "tool_cancelled", turn, usage, tr.output, "tool execution was cancelled");
+      }
+    } finally {
+      await emit({ kind: "turn_completed", turn });
+    }
+    for (const hook of ctx.behaviors) {
+      if (typeof hook.afterTurn !== "function") continue;
+      const snapshot: TurnSnapshot = {
+        agent_id: ctx.agentId,
+        run_id: ctx.runId,
+        turn,
+        task: ctx.task,
+        response: structuredClone(response),
+        usage: usage.snapshot(),
+        messages: ctx.hooks.messages(),
+      };
+      const decision = await raceAbort(Promise.resolve(hook.afterTurn(snapshot, signal)), signal, reason);
+      if (decision === undefined || decision === null) continue;
+      if (typeof decision !== "object" || (decision.action !== "continue" && decision.action !== "stop")) {
+        throw new TypeError("afterTurn must return a BehaviorDecision ({ action: \"continue\" | \"stop\" }) or nothing");
+      }
+      if (decision.action === "continue") {
+        if ((decision as { output?: unknown }).output != null) throw new TypeError("afterTurn: a \"continue\" decision cannot carry output");
+        continue;
+      }
+      const out = decision.output ?? response.content;
+      if (out !== null && typeof out !== "string") throw new TypeError("afterTurn: stop output must be a string or null");
+      return result("completed", "behavior_stop", turn, usage, out);
+    }
+  }
+  return result("failed", "max_steps", counters.turns, usage, null, `agent '${ctx.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`);
+}
+
+function budgetFailure(policy: RuntimePolicy, usage: UsageAccumulator, turns: number): AgentRunResult | null {
+  const limit = policy.maxRunTokens;
+  if (limit === null || usage.requestCount === 0) return null;
+  const u = usage.snapshot();
+  const missing = u.request_count - u.reported_request_count;
+  if (missing > 0) {
+    return result("failed", "usage_unavailable", turns, usage, null, `the run token budget cannot be enforced: ${missing} model request(s) did not report usage`);
+  }
+  if (u.total_tokens >= limit) {
+    return result("failed", "token_budget_exceeded", turns, usage, null, `the run used ${u.total_tokens} tokens, reaching its budget of ${limit}`);
+  }
+  return null;
+}
+
+/**
+ * Apply steering (the safe point), build and evaluate the context, compact
+ * on pressure, stream the model (compacting and retrying once after an
+ * overflow), record the message.
+ */
+async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponses: number }): Promise<ModelAnswer> {
+  const { signal, hooks } = ctx;
+  const reason = ctx.abortReason;
+  const build = async (): Promise<{ messages: ChatMessage[]; preparation: CompactionPreparation | null }> => {
+    for (;;) {
+      const drained = ctx.drainSteering();
+      if (drained.length > 0) state.noToolResponses = 0;
+      for (const c of drained) {
+        hooks.append({ role: "user", content: c.content });
+        await ctx.emit({ kind: "steering_applied", control: c, target_turn: turn });
+      }
+      if (drained.length > 0) await hooks.onSteering?.();
+      const messages = hooks.context(state.noToolResponses);
+      const preparation = hooks.evaluatePressure === undefined ? null : await hooks.evaluatePressure(turn, messages);
+      if (!ctx.hasSteering()) return { messages, preparation };
+    }
+  };
+  let { messages, preparation } = await build();
+  if (signal.aborted) throw new AgentCancelledError(reason());
+  const auto = hooks.autoCompaction;
+  if (preparation !== null && auto?.enabled && auto.compactOnPressure) {
+    if ((await hooks.compact!("pressure", preparation)) === "completed") ({ messages } = await build());
+  }
+  let retries = 0;
+  for (;;) {
+    if (signal.aborted) throw new AgentCancelledError(reason());
+    try {
+      return await requestModel(ctx, turn, messages);
+    } catch (err) {
+      if (!(err instanceof ModelProviderError) || err.kind !== "context_overflow" || err.responseStarted || signal.aborted) throw err;
+      if (!auto?.enabled || !auto.recoverOnOverflow || retries >= auto.maxOverflowRetries) throw err;
+      if ((await hooks.compact!("overflow", null)) !== "completed") throw err;
+      retries++;
+      ({ messages } = await build());
+    }
+  }
+}
+
+/** One model request: stream it, emit deltas, record the assistant message. */
+async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessage[]): Promise<ModelAnswer> {
+  const { signal, usage } = ctx;
+  const reason = ctx.abortReason;
+  usage.beginRequest();
+  const tools = ctx.hooks.tools();
+  const stream = streamModel(ctx.model, { messages, tools, signal });
+  const it = stream[Symbol.asyncIterator]();
+  let completed: { message: AssistantMessage; usage?: ModelUsage; finish_reason?: string } | undefined;
+  let finished = false;
+  let shown = false;
+  try {
+    for (;;) {
+      const step = await raceAbort(it.next(), signal, reason);
+      if (step.done) {
+        finished = true;
+        break;
+      }
+      const ev = step.value;
+      if (ev.type === "text_delta") {
+        if (ev.delta.length > 0) {
+          shown = true;
+          await ctx.emit({ kind: "assistant_text_delta", turn, delta: ev.delta });
+        }
+      } else if (ev.type === "thinking_delta") {
+        if (ev.delta.length > 0) {
+          shown = true;
+          await ctx.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
+        }
+      } else if (ev.type === "completed") {
+        completed = { message: ev.message, usage: ev.usage, finish_reason: ev.finish_reason };
+        finished = true;
+        break;
+      } else {
+        throw new TypeError(`model stream returned an unsupported event: ${JSON.stringify((ev as { type?: unknown }).type)}`);
+      }
+    }
+  } catch (err) {
+    // An overflow after deltas were shown is never recovered.
+    if (shown && err instanceof ModelProviderError && err.kind === "context_overflow" && !err.responseStarted) {
+      throw new ModelProviderError("context_overflow", err.message, { responseStarted: true, status: err.status, cause: err });
+    }
+    throw err;
+  } finally {
+    if (!finished || completed !== undefined) {
+      // Close the provider's stream without letting a hung return() block the run.
+      try {
+        const r = it.return?.();
+        if (r !== undefined) void Promise.resolve(r).catch(() => {});
+      } catch {
+        // ignore
+      }
+    }
+  }
+  if (completed === undefined) throw new Error("model stream ended without a completed response");
+
+  // Frozen: the same object goes to sinks and drives tool execution. The
+  // verdicts travel beside it, so events keep the call's wire shape.
+  const calls = completed.message.tool_calls ?? [];
+  const args = calls.map(toolCallArguments);
+  const message: AssistantMessage = Object.freeze({
+    content: completed.message.content ?? null,
+    tool_calls: Object.freeze(calls.map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
+  });
+  usage.record(completed.usage);
+  const stored: AgentMessage = { role: "assistant", content: message.content };
+  if (message.tool_calls.length > 0) {
+    stored.tool_calls = message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+  }
+  if (completed.usage !== undefined) stored.usage = { ...completed.usage };
+  ctx.hooks.append(stored);
+  await ctx.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
+  return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
+}
+
