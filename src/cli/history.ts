@@ -16,7 +16,7 @@
  */
 import { HISTORY_OPTIONS, parseCommandLine, renderHelp, usageText } from "./args.ts";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
-import { ConfigError, loadConfig } from "./config.ts";
+import { ConfigError, loadConfig } from "../host/settings.ts";
 import { OutputError, outputFailure, type LineWriter, PIPE_HELP } from "./output.ts";
 
 /** `agentcore history --help`. */

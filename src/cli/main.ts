@@ -20,7 +20,7 @@ import { concatBytes } from "../core/bytes.ts";
 import { installProcessHost } from "../host/process.ts";
 import { setRemedyWording } from "../session/remedy.ts";
 import { CLI_REMEDY_WORDING } from "./remedy.ts";
-import { loadConfig, ConfigError, type FileConfig } from "./config.ts";
+import { loadConfig, ConfigError, type FileConfig } from "../host/settings.ts";
 import type { ToolApprover } from "../runtime/middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
 import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware/types.ts";

@@ -18,7 +18,7 @@ import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type RunningDaemon, type ShutdownMode } from "../server/serve.ts";
 import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, TokenError, type CommittedDaemonToken } from "../server/token.ts";
-import { ConfigError, loadConfig, type FileConfig } from "./config.ts";
+import { ConfigError, loadConfig, type FileConfig } from "../host/settings.ts";
 import type { LineWriter } from "./output.ts";
 import { expectArguments, intOption, parseCommandLine, renderHelp, SERVE_OPTIONS, usageText } from "./args.ts";
 import { loadCliSkills } from "./skills.ts";

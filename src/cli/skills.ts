@@ -13,7 +13,7 @@ import { statSync } from "node:fs";
 import * as path from "node:path";
 import { type SkillCatalog, SkillError } from "../skills/catalog.ts";
 import { NO_DESCRIPTION } from "../skills/context.ts";
-import { ConfigError, loadConfig } from "./config.ts";
+import { ConfigError, loadConfig } from "../host/settings.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
 import { nearest, parseCommandLine, renderHelp, shown, SKILLS_OPTIONS, usageText } from "./args.ts";
 

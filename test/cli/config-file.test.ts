@@ -3,10 +3,10 @@
 // and position; a leading byte order mark (as some editors write) is dropped.
 import { afterEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
-import { ConfigError, loadConfig } from "../../src/cli/config.ts";
+import { ConfigError, loadConfig } from "../../src/host/settings.ts";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 const MAIN = path.resolve(import.meta.dir, "../../src/cli/main.ts");
 const dirs: string[] = [];
@@ -14,7 +14,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 function file(content: string | Uint8Array): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-config-"));
+  const d = tmp("agentcore-config-");
   dirs.push(d);
   const f = path.join(d, "agentcore.jsonc");
   fs.writeFileSync(f, content);

@@ -1,14 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../support/paths.ts";
-import { loadConfig } from "../../../src/cli/config.ts";
+import { loadConfig } from "../../../src/host/settings.ts";
+import { tmp } from "../../support/tmp.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 
 function withConfig(policy: unknown): { path: string; dispose(): void } {
-  const dir = mkdtempSync(join(tmpdir(), "agentcore-policy-"));
+  const dir = tmp("agentcore-policy-");
   const path = join(dir, "config.jsonc");
   writeFileSync(path, `{\n  // policy under test\n  "policy": ${JSON.stringify(policy)},\n}\n`);
   return { path, dispose: () => rmSync(dir, { recursive: true, force: true }) };

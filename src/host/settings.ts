@@ -1,5 +1,7 @@
 /**
- * The operator's JSONC configuration file (`--config FILE` or `AGENTCORE_CONFIG`).
+ * Settings: the operator's JSONC configuration file (`--config FILE` or
+ * `AGENTCORE_CONFIG`), read the same way by every front end (the CLI's
+ * commands and `agentcore serve`).
  *
  * Comments and trailing commas are allowed. Unknown keys and wrong types are
  * errors that name the key, so a typo never silently falls back to a default.
