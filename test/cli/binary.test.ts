@@ -4,17 +4,17 @@
  * real child process from there.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
 import { binaryPath } from "../support/binary.ts";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { tmp } from "../support/tmp.ts";
 
 const repo = resolve(import.meta.dir, "../..");
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = mkdtempSync(join(tmpdir(), "agentcore-bin-"));
+  work = tmp("agentcore-bin-");
   bin = binaryPath();
   mkdirSync(join(work, "root", "docs"), { recursive: true });
   writeFileSync(join(work, "root", "docs", "note.txt"), "héllo\n");

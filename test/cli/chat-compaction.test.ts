@@ -7,26 +7,18 @@
  * model's output limit cut off (finish_reason length) is a failed run that
  * /continue can carry on.
  */
-import { afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
 let bin: string;
 beforeAll(() => {
   bin = binaryPath();
 }, 120_000);
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "agentcore-chat-cw-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = tmpPerTest("agentcore-chat-cw-");
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 function script(dir: string, turns: unknown[]): string {

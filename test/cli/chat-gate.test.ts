@@ -6,13 +6,13 @@
  * writes a file; CLI checks through src/cli/main.ts.
  */
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { APPROVE_ALL_REASON, APPROVE_ALL_WARNING, DEFAULT_GATE_POLICY, gateMiddleware } from "../../src/cli/gate.ts";
 import { isPolicyMiddleware, type ToolApprovalRequest, type ToolApprover } from "../../src/runtime/middleware/index.ts";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
+import { tmp } from "../support/tmp.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 // Child processes on a busy machine: a generous ceiling (a hang still fails).
@@ -20,7 +20,7 @@ setDefaultTimeout(60_000);
 let dir: string;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-gate-"));
+  dir = tmp("agentcore-gate-");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -10,11 +10,11 @@
  * Waits poll the screen up to a generous deadline (never a timing assertion).
  */
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 // Each test waits on the screen several times (up to WAIT_MS each).
@@ -81,7 +81,7 @@ const writeTurn = {
 };
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-chat-repl-"));
+  dir = tmp("agentcore-chat-repl-");
   socket = `agentcore-test-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
   writeFileSync(join(dir, "notes.txt"), "old\n");
 });

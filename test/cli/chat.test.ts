@@ -9,8 +9,7 @@
  * errors.
  */
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { cmdChat, newChatSessionId, ReplApprover } from "../../src/cli/chat.ts";
@@ -22,6 +21,7 @@ import { createRuntime } from "../../src/runtime/index.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
+import { tmp } from "../support/tmp.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 // Child processes on a busy machine: a generous ceiling (a hang still fails).
@@ -29,7 +29,7 @@ setDefaultTimeout(60_000);
 let dir: string;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-chat-"));
+  dir = tmp("agentcore-chat-");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

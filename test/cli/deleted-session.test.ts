@@ -6,16 +6,16 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createHash } from "node:crypto";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-deleted-session-"));
+  work = tmp("agentcore-deleted-session-");
   bin = binaryPath();
 }, 120_000);
 

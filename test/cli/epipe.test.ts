@@ -6,15 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-epipe-"));
+  work = tmp("agentcore-epipe-");
   bin = binaryPath();
 }, 120_000);
 

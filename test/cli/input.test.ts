@@ -6,16 +6,16 @@
  * MCP server's description. Each test failed before the fix it pins.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = mkdtempSync(join(tmpdir(), "agentcore-cli-input-"));
+  work = tmp("agentcore-cli-input-");
   mkdirSync(join(work, "adir"));
   bin = binaryPath();
 }, 120_000);

@@ -6,16 +6,16 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 const REPO = path.join(import.meta.dir, "../..");
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-sessions-docs-"));
+  work = tmp("agentcore-sessions-docs-");
   bin = binaryPath();
 }, 120_000);
 

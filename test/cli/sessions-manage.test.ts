@@ -7,16 +7,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 let work: string;
 let bin: string;
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", TZ: "UTC" };
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-sessions-manage-"));
+  work = tmp("agentcore-sessions-manage-");
   bin = binaryPath();
   fs.writeFileSync(path.join(work, "answer.jsonl"), JSON.stringify({ content: "done" }) + "\n");
   fs.writeFileSync(path.join(work, "two.jsonl"), [{ content: "first" }, { content: "second" }].map((t) => JSON.stringify(t)).join("\n") + "\n");

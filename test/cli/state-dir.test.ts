@@ -9,6 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath } from "../support/binary.ts";
 import { makeStateDir } from "../../src/session/index.ts";
+import { tmp } from "../support/tmp.ts";
 
 let work: string;
 let bin: string;
@@ -16,7 +17,7 @@ let script: string;
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.tmpdir(), GIT_CONFIG_NOSYSTEM: "1" };
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-statedir-"));
+  work = tmp("agentcore-statedir-");
   bin = binaryPath();
   // outside every repository below, so it never shows in their status
   script = path.join(work, "answer.jsonl");

@@ -6,15 +6,15 @@
  * user sets, never the library's field.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { COMMANDS, COMMAND_NAMES, SESSIONS_SUBCOMMANDS, editDistance, nearest } from "../../src/cli/args.ts";
 import { binaryPath } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
 
-const work = mkdtempSync(join(tmpdir(), "agentcore-usage-"));
+const work = tmp("agentcore-usage-");
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A clean environment: no model variables leak in from the machine running the tests. */

@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
+import { tmp } from "../support/tmp.ts";
 
 const BIN = resolve(REPO_ROOT, "node_modules/.bin");
 const smoke = (entry: string) => `
@@ -19,7 +20,7 @@ console.log(JSON.stringify([a.ok && a.value, !b.ok && b.error.code, s]));
 const EXPECTED = JSON.stringify([{ a: [1, "é"] }, "JSON_DUPLICATE_KEY", "complete"]);
 
 describe("the embedded module loads everywhere", () => {
-  const dir = mkdtempSync(join(tmpdir(), "agentcore-core-load-"));
+  const dir = tmp("agentcore-core-load-");
   const script = join(dir, "smoke.ts");
   writeFileSync(script, smoke(resolve(REPO_ROOT, "src/core/index.ts")));
 

@@ -7,16 +7,16 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 const readme = fs.readFileSync(path.join(REPO, "README.md"), "utf8");
 let work: string;
 let bin: string;
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-readme-"));
+  work = tmp("agentcore-readme-");
   bin = binaryPath();
 }, 120_000);
 

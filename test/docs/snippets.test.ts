@@ -5,11 +5,11 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { REPO } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
-const work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-snippets-"));
+const work = tmp("agentcore-snippets-");
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
 /** The first ```ts block after `marker` in a page, with its imports made absolute. */

@@ -1,16 +1,15 @@
 /** Shared helpers of the history tests: temp folders, fake call contexts, envelopes. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { ToolRegistry, type RegisteredTool } from "../../src/tools/registry.ts";
 import type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome } from "../../src/runtime/middleware/types.ts";
 import { failureEnvelope, successEnvelope } from "../../src/runtime/envelope_io.ts";
 import type { ErrorCode } from "../../src/core/envelope.ts";
 import type { HistoryRecord } from "../../src/runtime/history.ts";
+import { tmp } from "../support/tmp.ts";
 
 /** A fresh temp folder, removed by the returned cleanup. */
 export function tempDir(prefix = "agentcore-history-"): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = tmp(prefix);
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 

@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { binaryPath } from "../support/binary.ts";
 import { alive, FIXTURE, logLines, NODE, REPO, until } from "./helpers.ts";
+import { tmp } from "../support/tmp.ts";
 
 const MAIN = join(REPO, "src/cli/main.ts");
 // Tests start the CLI; on a loaded machine one start can take seconds (bun's default is 5 s).
@@ -19,7 +19,7 @@ const BUN = process.execPath;
 let dir: string;
 let n = 0;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-mcp-cli-"));
+  dir = tmp("agentcore-mcp-cli-");
   writeFileSync(join(dir, "note.txt"), "the word is ibis\n");
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

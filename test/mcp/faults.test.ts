@@ -4,8 +4,7 @@
  * schemas and print garbage. Every server process is checked to be gone.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import { createLogger } from "../../src/core/logger.ts";
@@ -13,11 +12,12 @@ import { attachMcpServers, McpStartupError } from "../../src/mcp/attach.ts";
 import { McpToolHandler } from "../../src/mcp/client.ts";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
 import { alive, FIXTURE, logLines, NODE, until } from "./helpers.ts";
+import { tmp } from "../support/tmp.ts";
 
 let dir: string;
 let n = 0;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-mcp-faults-"));
+  dir = tmp("agentcore-mcp-faults-");
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

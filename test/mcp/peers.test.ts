@@ -3,14 +3,14 @@
  * Streamable HTTP and SSE (fallback), and server-filesystem.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { attachMcpServers, McpStartupError, type McpToolset } from "../../src/mcp/attach.ts";
 import { McpToolHandler } from "../../src/mcp/client.ts";
 import { alive, EVERYTHING, FILESYSTEM, NODE, startEverythingHttp } from "./helpers.ts";
+import { tmp } from "../support/tmp.ts";
 
 const quiet = createLogger({ level: "error" });
 
@@ -168,7 +168,7 @@ describe("server-everything over HTTP", () => {
 describe("server-filesystem", () => {
   let dir: string;
   beforeAll(() => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), "agentcore-mcp-fs-")));
+    dir = tmp("agentcore-mcp-fs-");
     mkdirSync(join(dir, "sub"));
     writeFileSync(join(dir, "sub", "note.txt"), "the word is heron\n");
   });

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { serializeEnvelope } from "../../src/runtime/envelope_io.ts";
@@ -8,6 +7,7 @@ import { createLogger } from "../../src/core/logger.ts";
 import type { Envelope, ErrorCode } from "../../src/core/envelope.ts";
 import { ToolError, type ToolContext, type ToolDefinition } from "../../src/tools/definition.ts";
 import type { ToolCall } from "../../src/core/toolcall.ts";
+import { tmp } from "../support/tmp.ts";
 
 const quiet = () => createLogger({ level: "error", sink: () => {} });
 
@@ -337,7 +337,7 @@ describe("dispatch(string) through parseToolCall", () => {
   });
 
   test("read_file through the runtime uses the runtime's root and limit", () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-rt-"));
+    const dir = tmp("agentcore-rt-");
     try {
       fs.writeFileSync(path.join(dir, "hi.txt"), "hi there");
       const r = rt({ root: dir, maxFileBytes: 4 });

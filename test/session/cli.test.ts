@@ -1,19 +1,11 @@
 // The session CLI through `bun src/cli/main.ts` child processes with scripted models.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { tmpPerTest } from "../support/tmp.ts";
 
 const MAIN = path.resolve(import.meta.dir, "../../src/cli/main.ts");
-const dirs: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-session-cli-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tmpPerTest("agentcore-session-cli-");
 
 function cli(cwd: string, ...args: string[]) {
   const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, stdout: "pipe", stderr: "pipe" });

@@ -2,24 +2,16 @@
 // loopback): a torn first record, agents started at once on one branch, a
 // journal that cannot be written (Deno without --allow-write, a read-only
 // folder), record times.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/index.ts";
 import { startTestDaemon, type TestDaemon } from "../server/support.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
 const DENO = path.join(REPO, "node_modules/.bin/deno");
-const dirs: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-durable-cli-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tmpPerTest("agentcore-durable-cli-");
 
 let bin: string;
 beforeAll(() => {

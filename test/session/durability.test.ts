@@ -1,8 +1,7 @@
 // Journal durability in the library: record times (and journals written
 // before them), torn first records, branch claims taken before a run.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
@@ -20,17 +19,10 @@ import {
   sessionMessages,
   type SessionRecordDraft,
 } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
 const FIXTURES = path.join(import.meta.dir, "fixtures");
-const dirs: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-durable-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tmpPerTest("agentcore-durable-");
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

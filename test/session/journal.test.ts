@@ -1,6 +1,5 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
@@ -16,16 +15,9 @@ import {
   sessionMessages,
   type SessionRecordDraft,
 } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
-const dirs: string[] = [];
-export function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-session-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+export const tmp = tmpPerTest("agentcore-session-");
 
 const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
   session_id: "s1",

@@ -1,19 +1,11 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import type { AgentEvent } from "../../src/agent/index.ts";
 import { JsonlSessionStorage, recordDraft, SessionLockTimeoutError, type SessionRecordDraft } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
-const dirs: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-session-lock-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tmpPerTest("agentcore-session-lock-");
 
 const cp = (n: number): SessionRecordDraft => ({
   session_id: "l",

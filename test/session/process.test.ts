@@ -1,20 +1,12 @@
 // Real files and real child processes: crashes, contention, a killed lock holder.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { JsonlSessionStorage, SessionLockTimeoutError, type SessionRecordDraft } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
 const FIXTURE = path.join(import.meta.dir, "fixtures", "appender.ts");
-const dirs: string[] = [];
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-session-proc-"));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = tmpPerTest("agentcore-session-proc-");
 
 const checkpoint = (session: string, n = 0): SessionRecordDraft => ({
   session_id: session,

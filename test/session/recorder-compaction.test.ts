@@ -3,25 +3,17 @@
  * [new SessionRecorder(id, storage)] })`, nothing else — journals the
  * compactions too, so a restored agent holds the live agent's conversation.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
 import { CompactionPolicy, type Compactor, type TokenEstimator } from "../../src/context/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import { JsonlSessionStorage, restoreSession, SessionRecorder } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-recorder-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = tmpPerTest("agentcore-recorder-");
 
 const lengthEstimator: TokenEstimator = {
   estimateMessage: (m) => (m.role === "system" ? 1 : typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content.length : 1),

@@ -2,9 +2,8 @@
 // JSONL storages, the error restoreSession raises for an unfinished run, and
 // an agent that resumes the recovered session (its model sees every tool call
 // answered).
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
 import { setRemedyWording } from "../../src/session/remedy.ts";
@@ -23,21 +22,14 @@ import {
   type JournalStorage,
   type SessionRecordDraft,
 } from "../../src/session/index.ts";
+import { tmpPerTest } from "../support/tmp.ts";
 
-const dirs: string[] = [];
 // the library's wording (a CLI main() run in this process would have installed its own)
 beforeEach(() => {
   setRemedyWording(null);
 });
 
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function tmp(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-recover-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = tmpPerTest("agentcore-recover-");
 
 const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
   session_id: "s1",

@@ -1,13 +1,13 @@
 /** Temporary skills roots for the skills tests. */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { tmp } from "../support/tmp.ts";
 
 const roots: string[] = [];
 
 /** A fresh temporary folder; removed by {@link cleanupRoots}. */
 export function tempRoot(prefix = "agentcore-skills-"): string {
-  const r = mkdtempSync(join(tmpdir(), prefix));
+  const r = tmp(prefix);
   roots.push(r);
   return r;
 }

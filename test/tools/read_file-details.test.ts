@@ -4,15 +4,15 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime } from "../../src/mod.ts";
 import { createLogger } from "../../src/core/logger.ts";
+import { tmp } from "../support/tmp.ts";
 
 let root: string;
 
 beforeAll(() => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-rfd-"));
+  root = tmp("agentcore-rfd-");
   fs.mkdirSync(path.join(root, "dir"));
   fs.writeFileSync(path.join(root, "big.txt"), "x".repeat(100));
   fs.writeFileSync(path.join(root, "latin1.txt"), Buffer.from([0x63, 0x61, 0x66, 0xe9]));

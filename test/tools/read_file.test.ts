@@ -6,7 +6,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
 import { createReadFileTool } from "../../src/tools/builtin/read_file.ts";
@@ -16,6 +15,7 @@ import { runCall } from "../../src/runtime/dispatch.ts";
 import { serializeEnvelope } from "../../src/runtime/envelope_io.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import type { Envelope } from "../../src/core/envelope.ts";
+import { tmp } from "../support/tmp.ts";
 
 const OUTSIDE = "OUTSIDE-THE-ROOT-must-never-be-read";
 let base: string;
@@ -54,7 +54,7 @@ function fdsIntoBase(): string[] {
 }
 
 beforeEach(() => {
-  base = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-rf-"));
+  base = tmp("agentcore-rf-");
   root = path.join(base, "root");
   outside = path.join(base, "outside");
   fs.mkdirSync(root);

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../../support/binary.ts";
 import { forkingScript, livePidsWith, waitGone } from "./procs.ts";
+import { tmp } from "../../support/tmp.ts";
 
 let base: string;
 let root: string;
@@ -54,7 +54,7 @@ function freshRoot() {
 }
 
 beforeAll(() => {
-  base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-wscli-")));
+  base = tmp("agentcore-wscli-");
   root = path.join(base, "root");
 });
 afterAll(() => fs.rmSync(base, { recursive: true, force: true }));

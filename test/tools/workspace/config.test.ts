@@ -1,11 +1,11 @@
 /** The `tools` config section and the `--tools` list, checked in-process. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { parseToolsConfig, selectTools, ToolsConfigError } from "../../../src/tools/workspace/config.ts";
 import { sandbox } from "./helpers.ts";
 import { SEARCH_PATH } from "./procs.ts";
+import { tmp } from "../../support/tmp.ts";
 
 // a few tests start the CLI or a grep worker
 setDefaultTimeout(60_000);
@@ -80,7 +80,7 @@ describe("timeouts a timer can't hold", () => {
   });
 
   test("the CLI refuses such a config with exit 2 before running anything", () => {
-    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-config-cli-")));
+    const dir = tmp("agentcore-config-cli-");
     try {
       fs.writeFileSync(path.join(dir, "a.txt"), "hello\n");
       const cfg = path.join(dir, "c.jsonc");
@@ -96,7 +96,7 @@ describe("timeouts a timer can't hold", () => {
 
   test("the library refuses it at creation (RangeError), and 2^31-1 works", async () => {
     const { workspaceTools } = await import("../../../src/tools/workspace/index.ts");
-    const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-config-lib-")));
+    const root = tmp("agentcore-config-lib-");
     try {
       for (const o of [{ grep: { timeout_ms: 3_000_000_000 } }, { git_diff: { timeout_ms: 2 ** 31 } }, { exec: { allow: ["ls"], timeout_ms: 2 ** 32, isolation: "off" as const } }]) {
         expect(() => workspaceTools(o, root, { searchPath: SEARCH_PATH, warn: () => {} })).toThrow(RangeError);

@@ -9,17 +9,17 @@
  */
 import { afterAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { gitConfigOverrides, parseScopedConfig } from "../../../src/tools/workspace/rules.ts";
 import { ToolError, type ToolContext } from "../../../src/tools/definition.ts";
 import { binaryPath } from "../../support/binary.ts";
 import { SEARCH_PATH } from "./procs.ts";
+import { tmp } from "../../support/tmp.ts";
 
 setDefaultTimeout(60_000);
 
-const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gitcfg-")));
+const base = tmp("agentcore-gitcfg-");
 afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
 
 let n = 0;

@@ -4,12 +4,12 @@
  * and a real runtime with the chosen workspace tools registered.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { createRuntime, type Runtime } from "../../../src/runtime/index.ts";
 import type { Envelope } from "../../../src/core/envelope.ts";
 import { workspaceTools, type WorkspaceHostOptions, type WorkspaceToolsOptions } from "../../../src/tools/workspace/index.ts";
 import { createLogger } from "../../../src/core/logger.ts";
+import { tmp } from "../../support/tmp.ts";
 
 export const OUTSIDE = "OUTSIDE-THE-ROOT-must-stay-unchanged";
 
@@ -23,7 +23,7 @@ export interface Sandbox {
 }
 
 export function sandbox(options: WorkspaceToolsOptions, prefix = "agentcore-ws-", host: WorkspaceHostOptions = {}): Sandbox {
-  const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  const base = tmp(prefix);
   const root = path.join(base, "root");
   const outside = path.join(base, "outside");
   fs.mkdirSync(root);

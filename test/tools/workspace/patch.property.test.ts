@@ -9,12 +9,12 @@
 import { afterAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
 import { applyFilePatch, parseUnifiedDiff } from "../../../src/tools/workspace/patch.ts";
+import { tmp } from "../../support/tmp.ts";
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-patchprop-"));
+const dir = tmp("agentcore-patchprop-");
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const line = fc.constantFrom("a", "b", "c", "", "x y", "é");

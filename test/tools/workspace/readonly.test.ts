@@ -4,10 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { code, OUTSIDE, sandbox, type Sandbox } from "./helpers.ts";
 import { Glob, GlobSyntaxError } from "../../../src/tools/workspace/globmatch.ts";
+import { tmp } from "../../support/tmp.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);
@@ -268,7 +268,7 @@ describe("grep: alternatives in groups are not matched inline", () => {
   });
 
   test("under deno run, a runaway match answers TIMEOUT and the process exits: (a|a)x19 b (was matched inline for minutes) and (a+)+$ (the stuck Web Worker kept deno running)", () => {
-    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-grep-deno-")));
+    const dir = tmp("agentcore-grep-deno-");
     try {
       fs.mkdirSync(path.join(dir, "alt"));
       fs.mkdirSync(path.join(dir, "nest"));
