@@ -21,7 +21,7 @@ import {
 } from "../../src/session/index.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 
-const FIXTURES = path.join(import.meta.dir, "fixtures");
+const CORPUS = path.join(import.meta.dir, "corpus");
 const tmp = tmpPerTest("agentcore-durable-");
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -30,7 +30,7 @@ const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 function fromFixture(name: string, id: string): JsonlSessionStorage {
   const dir = tmp();
   const storage = new JsonlSessionStorage(dir);
-  fs.copyFileSync(path.join(FIXTURES, name), storage.fileFor(id));
+  fs.copyFileSync(path.join(CORPUS, name), storage.fileFor(id));
   return storage;
 }
 
@@ -74,7 +74,7 @@ describe("record times", () => {
   });
 
   test("a record whose time is not a string is an invalid record naming the line", async () => {
-    const storage = fromFixture("current-timed.jsonl", "timed");
+    const storage = fromFixture("v1-timed/cli-fork.jsonl", "timed");
     const file = storage.fileFor("timed");
     const lines = fs.readFileSync(file, "utf8").split("\n");
     lines[1] = lines[1]!.replace(/"time":"[^"]*"/, '"time":42');
@@ -85,11 +85,12 @@ describe("record times", () => {
     expect(err.message).toContain("time must be a string");
   });
 
-  // The corpus: test/session/fixtures/legacy-untimed.jsonl was written by
-  // `agentcore agent` before records carried times (commit 05d8439), and
-  // current-timed.jsonl by this version, from the same script: a run with a
-  // tool call, a --continue, a fork "exp" with a run on it.
-  for (const [name, id, timed] of [["legacy-untimed.jsonl", "legacy", false], ["current-timed.jsonl", "timed", true]] as const) {
+  // Two journals of the corpus (test/session/corpus/, see its README):
+  // v1-untimed/cli-fork.jsonl was written by `agentcore agent` before records
+  // carried times (commit 05d8439), and v1-timed/cli-fork.jsonl by the version
+  // that added them, from the same script: a run with a tool call, a
+  // --continue, a fork "exp" with a run on it.
+  for (const [name, id, timed] of [["v1-untimed/cli-fork.jsonl", "legacy", false], ["v1-timed/cli-fork.jsonl", "timed", true]] as const) {
     test(`${name}: loads, restores into an agent, takes a new run (stamped) on main and on the fork`, async () => {
       const storage = fromFixture(name, id);
       const records = await storage.records(id);
