@@ -4,7 +4,8 @@ import { createRuntime } from "../../../src/runtime/index.ts";
 import type { CallDecision, ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import { limitReason, REASONS, ruleBasedPolicy, type ToolApprover, type ToolPolicyRule } from "../../../src/runtime/middleware/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { call, calls, deferred, FakeModel, quietLogger, text } from "../../agent/support.ts";
+import { call, calls, deferred, quietLogger, text } from "../../agent/support.ts";
+import { ScriptedModel } from "../../../src/providers/scripted.ts";
 
 function counting(name: string, effect: "read_only" | "side_effecting" = "side_effecting") {
   const ran: unknown[] = [];
@@ -46,7 +47,7 @@ describe("rule-based policy (issue 4 §3)", () => {
 
   test("default deny ends an agent run rejected/tool_rejected; the payload names the tool, never the arguments", async () => {
     const t = counting("wire");
-    const model = new FakeModel([call("c1", "wire", { password: "hunter2" }), text("never")]);
+    const model = new ScriptedModel([call("c1", "wire", { password: "hunter2" }), text("never")]);
     const runtime = rt([], [t.def]);
     const agent = createAgent({ model, runtime });
     const res = await agent.run("go");
@@ -56,12 +57,12 @@ describe("rule-based policy (issue 4 §3)", () => {
     expect("arguments" in payload).toBe(false);
     expect(res.output).not.toContain("hunter2");
     expect(t.ran).toEqual([]);
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
   });
 
   test("a deny rule gives its reason and rule_id", async () => {
     const t = counting("rm");
-    const model = new FakeModel([call("c1", "rm", {}), text("never")]);
+    const model = new ScriptedModel([call("c1", "rm", {}), text("never")]);
     const agent = createAgent({ model, runtime: rt([{ id: "no-rm", action: "deny", tools: ["rm"], reason: "rm is off" }], [t.def]) });
     const res = await agent.run("go");
     expect(JSON.parse(res.output!)).toEqual({ status: "rejected", tool: "rm", reason: "rm is off", rule_id: "no-rm" });
@@ -115,7 +116,7 @@ describe("rule-based policy (issue 4 §3)", () => {
     const t = counting("ping");
     const runtime = rt([{ id: "two", action: "allow", tools: ["ping"], maxCallsPerRun: 2 }], [t.def]);
     const turn = (i: number) => call(`c${i}`, "ping", { i });
-    const model = new FakeModel([turn(1), turn(2), turn(3), turn(4), turn(5), text("second run done")]);
+    const model = new ScriptedModel([turn(1), turn(2), turn(3), turn(4), turn(5), text("second run done")]);
     const agent = createAgent({ model, runtime });
     const first = await agent.run("one");
     expect([first.status, first.stop_reason]).toEqual(["rejected", "tool_rejected"]);
@@ -129,7 +130,7 @@ describe("rule-based policy (issue 4 §3)", () => {
   test("the same agent: a second run starts a fresh count", async () => {
     const t = counting("ping");
     const runtime = rt([{ id: "one", action: "allow", tools: ["ping"], maxCallsPerRun: 1 }], [t.def]);
-    const model = new FakeModel([call("a", "ping", { n: 1 }), text("first"), call("b", "ping", { n: 2 }), text("second")]);
+    const model = new ScriptedModel([call("a", "ping", { n: 1 }), text("first"), call("b", "ping", { n: 2 }), text("second")]);
     const agent = createAgent({ model, runtime });
     expect((await agent.run("one")).output).toBe("first");
     expect((await agent.run("two")).output).toBe("second");
@@ -164,7 +165,7 @@ describe("rule-based policy (issue 4 §3)", () => {
     // An async predicate: every call yields before the reservation, so all 50 interleave.
     const runtime = rt([{ id: "ten", action: "allow", effects: ["read_only"], when: async () => true, maxCallsPerRun: 10 }], [look as never]);
     const batch = calls(Array.from({ length: 50 }, (_, i) => [`c${i}`, "look", { n: i }] as [string, string, unknown]));
-    const model = new FakeModel([batch, text("never")]);
+    const model = new ScriptedModel([batch, text("never")]);
     const agent = createAgent({ model, runtime, policy: { parallelToolCalls: true } });
     const p = agent.run("go");
     while (running < 10) await new Promise((r) => setTimeout(r, 1));
@@ -224,7 +225,7 @@ describe("approval (issue 4 §3-4)", () => {
 
   test("an agent run with a denied approval ends rejected with the payload", async () => {
     const t = counting("wire");
-    const model = new FakeModel([call("c1", "wire", { secret: "s3cr3t" }), text("never")]);
+    const model = new ScriptedModel([call("c1", "wire", { secret: "s3cr3t" }), text("never")]);
     const agent = createAgent({ model, runtime: rt(rules, [t.def], { approver: async () => ({ approved: false }) }) });
     const res = await agent.run("go");
     expect([res.status, res.stop_reason]).toEqual(["rejected", "tool_rejected"]);
@@ -254,7 +255,7 @@ describe("approval (issue 4 §3-4)", () => {
     const t = counting("wire");
     const asked = deferred();
     const approver: ToolApprover = () => (asked.resolve(), new Promise(() => {}));
-    const model = new FakeModel([call("c1", "wire", {}), text("never")]);
+    const model = new ScriptedModel([call("c1", "wire", {}), text("never")]);
     const agent = createAgent({ model, runtime: rt(rules, [t.def], { approver }) });
     const p = agent.run("go");
     await asked.promise;

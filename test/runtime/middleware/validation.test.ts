@@ -4,7 +4,8 @@ import { createRuntime } from "../../../src/runtime/index.ts";
 import type { ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import { invalidArgumentsPayload, ruleBasedPolicy } from "../../../src/runtime/middleware/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { call, FakeModel, text } from "../../agent/support.ts";
+import { call, text } from "../../agent/support.ts";
+import { ScriptedModel } from "../../../src/providers/scripted.ts";
 
 const SECRET = "sk-live-very-secret-value-123";
 
@@ -34,7 +35,7 @@ describe("schema validation middleware (issue 4 §2)", () => {
 
   test("the agent gets the non-terminal §6 payload, keeps going, and never sees the value", async () => {
     let ran = 0;
-    const model = new FakeModel([call("c1", "transfer", { amount: SECRET, currency: "EUR", to: "bob" }), text("ok")]);
+    const model = new ScriptedModel([call("c1", "transfer", { amount: SECRET, currency: "EUR", to: "bob" }), text("ok")]);
     const agent = createAgent({ model, tools: [transfer(() => ran++)] });
     const res = await agent.run("go");
     expect(res.status).toBe("completed");
