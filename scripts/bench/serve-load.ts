@@ -5,6 +5,14 @@
  *
  *   bun scripts/bench/serve-load.ts                 # 30 s x 64 connections each (the issue's figures)
  *   bun scripts/bench/serve-load.ts --duration 5 --connections 16
+ *   bun scripts/bench/serve-load.ts --load wrk --daemon base=/tmp/agentcore-base --daemon head=/tmp/agentcore-head
+ *
+ * `--load wrk` drives the load with wrk (`wrk` on PATH, 2 threads, bounded
+ * by `--duration`) instead of autocannon. `--daemon NAME=BINARY` (repeatable)
+ * measures compiled binaries (`BINARY serve`) side by side, e.g. two builds
+ * of the same code base; without it the daemon is this checkout's CLI under
+ * Bun. Every target is loaded in turn in each segment (the order rotates),
+ * and each is given as a ratio against the bare server.
  *
  * Both servers run as child processes on 127.0.0.1 (so the load generator,
  * autocannon, does not share their event loop); the daemon is the real CLI
@@ -12,8 +20,9 @@
  * then the measured load, which alternates between the two in segments of
  * at most 5 s (the same total time each), so that the noise of a shared
  * machine hits both alike. Printed: requests/s, errors (connection errors,
- * timeouts and non-2xx answers), the worst segment's p99 latency, the ratio
- * daemon/bare, and the daemon's RSS after warm-up and after each segment.
+ * timeouts and non-2xx answers), the worst segment's p99 latency, the ratios
+ * daemon/bare (req/s, worst and median p99), and the daemon's RSS after
+ * warm-up and at the end.
  *
  * @module
  */
@@ -25,7 +34,15 @@ import autocannon from "autocannon";
 import { RUNTIME } from "./lib.ts";
 
 const REPO = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
-const { values } = parseArgs({ options: { duration: { type: "string" }, connections: { type: "string" }, warmup: { type: "string" } } });
+const { values } = parseArgs({ options: { duration: { type: "string" }, connections: { type: "string" }, warmup: { type: "string" }, load: { type: "string" }, daemon: { type: "string", multiple: true } } });
+const tool = values.load ?? "autocannon";
+if (tool !== "autocannon" && tool !== "wrk") throw new Error(`--load takes autocannon or wrk, not ${JSON.stringify(tool)}`);
+const daemonSpecs = (values.daemon ?? []).map((spec) => {
+  const eq = spec.indexOf("=");
+  if (eq <= 0 || eq === spec.length - 1) throw new Error(`--daemon takes NAME=BINARY (a compiled agentcore), not ${JSON.stringify(spec)}`);
+  return { name: spec.slice(0, eq), cmd: [resolve(spec.slice(eq + 1))] };
+});
+if (daemonSpecs.length === 0) daemonSpecs.push({ name: "daemon", cmd: [process.execPath, "src/cli/main.ts"] });
 const duration = Number(values.duration ?? 30);
 const connections = Number(values.connections ?? 64);
 const warmup = Number(values.warmup ?? 3);
@@ -74,79 +91,118 @@ interface Load {
   total: number;
 }
 
+/** wrk's latency as ms ("812.00us", "1.23ms", "2.01s"). */
+function wrkMs(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text);
+  if (m === null) throw new Error(`unexpected wrk latency ${JSON.stringify(text)}`);
+  const n = Number(m[1]);
+  return m[2] === "us" ? n / 1000 : m[2] === "ms" ? n : m[2] === "s" ? n * 1000 : n * 60_000;
+}
+
+async function wrkLoad(url: string, headers: Record<string, string>, seconds: number): Promise<Load> {
+  if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url + "/")) throw new Error(`wrk loads loopback only, not ${url}`);
+  const script = join(dir, "post.lua");
+  // wrk sends the URL's Host itself (a second one would be refused).
+  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(BODY)}`, ...Object.entries(headers).filter(([k]) => k !== "host").map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)];
+  await Bun.write(script, lines.join("\n") + "\n");
+  const secs = Math.max(1, Math.round(seconds));
+  const proc = Bun.spawn(["wrk", "-t2", `-c${connections}`, `-d${secs}s`, "--timeout", "5s", "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), (secs + 15) * 1000);
+  const out = await new Response(proc.stdout).text();
+  clearTimeout(timer);
+  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${out}${await new Response(proc.stderr).text()}`);
+  const total = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const p99 = wrkMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? "?");
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  return { rps, errors: sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) : 0, non2xx, timeouts: sock ? Number(sock[4]) : 0, p99, total };
+}
+
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Load> {
+  if (tool === "wrk") return wrkLoad(url, headers, seconds);
   const r = await autocannon({ url, method: "POST", headers, body: BODY, connections, duration: seconds, pipelining: 1 });
   return { rps: r.requests.average, errors: r.errors, non2xx: r.non2xx, timeouts: r.timeouts, p99: r.latency.p99, total: r.requests.total };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-load-"));
-const daemon = await spawnUntil(
-  [process.execPath, "src/cli/main.ts", "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir],
-  { AGENTCORE_TOKEN: TOKEN, HOME: dir, AGENTCORE_LOG_LEVEL: "error" },
-  /serve: listening on (\S+)\n/,
-  "stderr",
-);
 const bareCode = `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) { const v = await req.json(); return Response.json(v); } }); console.log("bare " + s.url.href.replace(/\\/$/, ""));`;
-const bare = await spawnUntil([process.execPath, "-e", bareCode], {}, /bare (\S+)\n/, "stdout");
 
+interface Target {
+  name: string;
+  child: Child;
+  url: string;
+  headers: Record<string, string>;
+  daemon: boolean;
+  loads: Load[];
+  rss: number[];
+}
+
+const targets: Target[] = [];
 try {
-  const daemonHeaders = { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, host: new URL(daemon.url).host };
-  const bareHeaders = { "content-type": "application/json" };
-  // Check both answer what we expect before loading them.
-  const probe = await fetch(`${daemon.url}/v1/calls`, { method: "POST", headers: daemonHeaders, body: BODY });
-  const probeText = await probe.text();
-  if (probe.status !== 200 || !probeText.includes('"success":true')) throw new Error(`daemon probe failed: ${probe.status} ${probeText}`);
-  if (warmup > 0) {
-    await load(`${daemon.url}/v1/calls`, daemonHeaders, warmup);
-    await load(bare.url, bareHeaders, warmup);
+  const bare = await spawnUntil([process.execPath, "-e", bareCode], {}, /bare (\S+)\n/, "stdout");
+  targets.push({ name: "bare Bun.serve JSON echo", child: bare, url: bare.url, headers: { "content-type": "application/json" }, daemon: false, loads: [], rss: [] });
+  for (const [i, spec] of daemonSpecs.entries()) {
+    const home = join(dir, `d${i}`);
+    const child = await spawnUntil(
+      [...spec.cmd, "serve", "--port", "0", "--state-dir", join(home, "state"), "--root", dir],
+      { AGENTCORE_TOKEN: TOKEN, HOME: home, AGENTCORE_LOG_LEVEL: "error" },
+      /serve: listening on (\S+)\n/,
+      "stderr",
+    );
+    const headers = { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, host: new URL(child.url).host };
+    targets.push({ name: `${spec.name} POST /v1/calls (echo)`, child, url: `${child.url}/v1/calls`, headers, daemon: true, loads: [], rss: [] });
+    // Check it answers what we expect before loading it.
+    const probe = await fetch(`${child.url}/v1/calls`, { method: "POST", headers, body: BODY });
+    const probeText = await probe.text();
+    if (probe.status !== 200 || !probeText.includes('"success":true')) throw new Error(`${spec.name} probe failed: ${probe.status} ${probeText}`);
   }
-  // The load alternates between the two targets in segments of at most 5 s
-  // (same total duration each), so a noisy machine hits both alike.
+  if (warmup > 0) for (const t of targets) await load(t.url, t.headers, warmup);
+  // The load rotates between the targets in segments of at most 5 s (same
+  // total duration each), so a noisy machine hits them all alike.
   const segments = Math.max(1, Math.round(duration / 5));
   const seg = duration / segments;
-  const rssStart = rssMiB(daemon.proc.pid);
-  const samples: number[] = [rssStart];
-  const ds: Load[] = [];
-  const bs: Load[] = [];
+  for (const t of targets) if (t.daemon) t.rss.push(rssMiB(t.child.proc.pid));
   for (let i = 0; i < segments; i++) {
-    if (i % 2 === 0) {
-      ds.push(await load(`${daemon.url}/v1/calls`, daemonHeaders, seg));
-      samples.push(rssMiB(daemon.proc.pid));
-      bs.push(await load(bare.url, bareHeaders, seg));
-    } else {
-      bs.push(await load(bare.url, bareHeaders, seg));
-      ds.push(await load(`${daemon.url}/v1/calls`, daemonHeaders, seg));
-      samples.push(rssMiB(daemon.proc.pid));
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(i + k) % targets.length]!;
+      t.loads.push(await load(t.url, t.headers, seg));
+      if (t.daemon) t.rss.push(rssMiB(t.child.proc.pid));
     }
   }
-  const rssEnd = samples.at(-1)!;
   const sum = (xs: Load[]): Load => ({
-    rps: xs.reduce((a, x) => a + x.total, 0) / duration,
+    rps: xs.reduce((a, x) => a + x.total, 0) / xs.reduce((a) => a + seg, 0),
     errors: xs.reduce((a, x) => a + x.errors, 0),
     non2xx: xs.reduce((a, x) => a + x.non2xx, 0),
     timeouts: xs.reduce((a, x) => a + x.timeouts, 0),
     p99: Math.max(...xs.map((x) => x.p99)),
     total: xs.reduce((a, x) => a + x.total, 0),
   });
-  const d = sum(ds);
-  const b = sum(bs);
-
+  /** The median of the segments' p99s: steadier than the worst one on a shared machine. */
+  const medianP99 = (xs: Load[]): number => {
+    const v = xs.map((x) => x.p99).sort((a, b) => a - b);
+    return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+  };
   const row = (name: string, l: Load) =>
     `${name.padEnd(34)} ${l.rps.toFixed(0).padStart(8)} req/s  ${String(l.total).padStart(9)} requests  errors ${l.errors}  timeouts ${l.timeouts}  non-2xx ${l.non2xx}  p99 ${l.p99} ms`;
-  console.log(`serve load (${RUNTIME}, ${connections} connections, ${duration} s each in ${segments} alternating segments, loopback, autocannon)`);
-  console.log(row("daemon POST /v1/calls (echo)", d));
-  console.log(row("bare Bun.serve JSON echo", b));
-  console.log(`ratio daemon / bare: ${(d.rps / b.rps).toFixed(2)}x (target >= 0.6x)`);
-  console.log(`daemon RSS: start ${rssStart} MiB, end ${rssEnd} MiB (after each daemon segment: ${samples.slice(1).join(" ")} MiB)`);
-  console.log(`per segment req/s, daemon: ${ds.map((x) => x.rps.toFixed(0)).join(" ")}; bare: ${bs.map((x) => x.rps.toFixed(0)).join(" ")}`);
-  const failures = d.errors + d.timeouts + d.non2xx;
+  console.log(`serve load (${RUNTIME}, ${connections} connections, ${duration} s each in ${segments} rotating segments, loopback, ${tool})`);
+  const b = sum(targets[0]!.loads);
+  let failures = 0;
+  for (const t of targets) {
+    const l = sum(t.loads);
+    console.log(row(t.name, l));
+    if (!t.daemon) continue;
+    console.log(`  ratio ${t.name.split(" ")[0]} / bare: req/s ${(l.rps / b.rps).toFixed(2)}x (target >= 0.6x), p99 worst ${(l.p99 / b.p99).toFixed(2)}x, median ${(medianP99(t.loads) / medianP99(targets[0]!.loads)).toFixed(2)}x; RSS ${t.rss[0]} -> ${t.rss.at(-1)} MiB`);
+    failures += l.errors + l.timeouts + l.non2xx;
+  }
+  console.log(`per segment p99 ms: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.p99).join(" ")}`).join("; ")}`);
+  console.log(`per segment req/s: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.rps.toFixed(0)).join(" ")}`).join("; ")}`);
   if (failures > 0) {
-    console.log(`FAIL: the daemon had ${failures} failed requests`);
+    console.log(`FAIL: the daemons had ${failures} failed requests`);
     process.exitCode = 1;
   }
 } finally {
-  daemon.proc.kill("SIGTERM");
-  bare.proc.kill("SIGTERM");
-  await Promise.all([daemon.proc.exited, bare.proc.exited]);
+  for (const t of targets) t.child.proc.kill("SIGTERM");
+  await Promise.all(targets.map((t) => t.child.proc.exited));
   rmSync(dir, { recursive: true, force: true });
 }
