@@ -18,17 +18,16 @@
  */
 import { type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolSpec } from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { summaryMessage, summaryOf, toModelMessage } from "../context/builder.ts";
-import type { Compactor } from "../context/compactor.ts";
+import { toModelMessage } from "../context/builder.ts";
 import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from "../context/estimate.ts";
-import type { CompactionPolicy } from "../context/policy.ts";
-import type { CompactionPreparation, CompactionRequest, CompactionResult, CompactionStatus, CompactionTrigger, SummaryEntry } from "../context/types.ts";
+import type { CompactionPreparation, CompactionResult, CompactionStatus, CompactionTrigger } from "../context/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
 import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop } from "./loop.ts";
+import { CompactionFailedError, type CompactionOptions, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
 import {
   type AgentMessage,
   type AgentRunResult,
@@ -50,6 +49,7 @@ import {
 } from "./types.ts";
 
 export type { AgentHooks, BehaviorDecision, TurnSnapshot } from "./loop.ts";
+export type { AutoCompactionOptions, CompactionOptions } from "./compaction.ts";
 
 export const DEFAULT_ABORT_REASON = "agent run was aborted";
 export const DEFAULT_QUEUE_CAPACITY = 16;
@@ -78,63 +78,6 @@ export interface AgentOptions {
    * active (both only in the request, never in the history). See `src/skills`.
    */
   skills?: SkillCatalog;
-}
-
-/** Automatic compaction during runs (all default to on; `maxOverflowRetries` is 0 or 1, default 1). */
-export interface AutoCompactionOptions {
-  enabled?: boolean;
-  /** Compact before a model request when the policy reports pressure. */
-  compactOnPressure?: boolean;
-  /** Compact and retry once when the model reports a context overflow before any delta. */
-  recoverOnOverflow?: boolean;
-  maxOverflowRetries?: number;
-}
-
-/**
- * Context pressure and compaction. With a policy alone, pressure is only
- * observed (`context_pressure_evaluated` events). With a compactor too,
- * `compact()` works and automatic compaction is on unless `auto.enabled` is false.
- */
-export interface CompactionOptions {
-  policy: CompactionPolicy;
-  compactor?: Compactor;
-  auto?: AutoCompactionOptions;
-}
-
-interface ResolvedCompaction {
-  policy: CompactionPolicy;
-  compactor: Compactor | undefined;
-  auto: Readonly<Required<AutoCompactionOptions>>;
-}
-
-function resolveCompaction(c: CompactionOptions | undefined): ResolvedCompaction | null {
-  if (c === undefined) return null;
-  if (typeof c !== "object" || c === null) throw new TypeError("createAgent: compaction must be an object");
-  const policy = c.policy;
-  if (typeof policy?.evaluate !== "function" || typeof policy.prepare !== "function") throw new TypeError("createAgent: compaction.policy must be a CompactionPolicy");
-  if (c.compactor !== undefined && typeof c.compactor?.compact !== "function") throw new TypeError("createAgent: compaction.compactor must have a compact() method");
-  const a = c.auto ?? {};
-  for (const k of ["enabled", "compactOnPressure", "recoverOnOverflow"] as const) {
-    if (a[k] !== undefined && typeof a[k] !== "boolean") throw new TypeError(`createAgent: compaction.auto.${k} must be a boolean`);
-  }
-  if (a.enabled === true && c.compactor === undefined) throw new TypeError("createAgent: compaction.auto.enabled needs compaction.compactor");
-  const retries = a.maxOverflowRetries ?? 1;
-  if (retries !== 0 && retries !== 1) throw new RangeError(`createAgent: compaction.auto.maxOverflowRetries must be 0 or 1, got ${retries}`);
-  return {
-    policy,
-    compactor: c.compactor,
-    auto: Object.freeze({
-      enabled: (a.enabled ?? true) && c.compactor !== undefined,
-      compactOnPressure: a.compactOnPressure ?? true,
-      recoverOnOverflow: a.recoverOnOverflow ?? true,
-      maxOverflowRetries: retries,
-    }),
-  };
-}
-
-/** An automatic compaction failed: the run ends `failed` / `compaction_failed`. */
-class CompactionFailedError extends Error {
-  override name = "CompactionFailedError";
 }
 
 /** An accepted (or refused) follow-up. */
@@ -627,60 +570,14 @@ export class Agent {
     return r.status;
   }
 
-  /**
-   * One compaction: `compaction_started`, then skipped when nothing would be
-   * summarised, else the compactor's summary replaces the summarised turns
-   * (protected + summary + kept, atomically). Failures and aborts leave the
-   * history unchanged and emit `compaction_failed`.
-   */
-  async #runCompaction(trigger: CompactionTrigger, given: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionResult> {
-    const c = this.#compaction!;
-    const signal = op.controller.signal;
-    const version = this.#historyVersion;
-    const before = this.#messages.length;
-    const preparation = given ?? c.policy.prepare(this.#messages);
-    let previous: SummaryEntry | null = null;
-    for (const m of preparation.protected_messages) previous = summaryOf(m) ?? previous;
-    const request: CompactionRequest = { operation_id: randomHex(16), trigger, preparation, previous_summary: previous === null ? null : { ...previous } };
-    const base = { operation_id: request.operation_id, trigger, summary: null, messages_before: before, messages_after: before, error: null };
-    await this.#emitter.emit({ kind: "compaction_started", request });
-    if (!preparation.can_compact) {
-      const r: CompactionResult = { ...base, status: "skipped" };
-      await this.#emitter.emit({ kind: "compaction_completed", result: r });
-      return r;
-    }
-    let r: CompactionResult;
-    try {
-      if (c.compactor === undefined) throw new Error("no compactor is configured");
-      if (signal.aborted) throw new AgentCancelledError(op.abortReason);
-      const compactor = c.compactor;
-      const out = await raceAbort(Promise.resolve().then(() => compactor.compact(request, signal)), signal, () => op.abortReason);
-      const content = typeof out?.content === "string" ? out.content.trim() : "";
-      const source = typeof out?.source === "string" ? out.source.trim() : "";
-      if (content === "") throw new Error("the compactor returned empty content");
-      if (source === "") throw new Error("the compactor returned an empty source");
-      if (signal.aborted) throw new AgentCancelledError(op.abortReason);
-      if (this.#historyVersion !== version) throw new Error("agent history changed during compaction");
-      const entry: SummaryEntry = {
-        content,
-        source,
-        history_start_index: preparation.history_start_index,
-        first_kept_index: preparation.first_kept_index,
-        summarized_message_count: (previous?.summarized_message_count ?? 0) + preparation.messages_to_summarize.length,
-        tokens_before: preparation.estimated_history_tokens,
-      };
-      const kept = this.#messages.slice(preparation.first_kept_index);
-      const protectedNow = this.#messages.slice(0, preparation.history_start_index).filter((m) => summaryOf(m) === null);
-      this.#replaceHistory([...protectedNow, summaryMessage(entry), ...kept]);
-      r = { ...base, status: "completed", summary: { ...entry }, messages_after: this.#messages.length };
-    } catch (err) {
-      const cancelled = err instanceof AgentCancelledError || signal.aborted;
-      r = { ...base, status: cancelled ? "cancelled" : "failed", error: cancelled ? op.abortReason : err instanceof Error ? err.message : String(err) };
-      await this.#emitter.emit({ kind: "compaction_failed", result: r });
-      return r;
-    }
-    await this.#emitter.emit({ kind: "compaction_completed", result: r });
-    return r;
+  /** One compaction over this agent's history (see `runCompaction`). */
+  #runCompaction(trigger: CompactionTrigger, given: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionResult> {
+    return runCompaction(this.#compaction!, trigger, given, op.controller.signal, () => op.abortReason, {
+      messages: () => this.#messages,
+      version: () => this.#historyVersion,
+      replace: (messages) => this.#replaceHistory(messages),
+      emit: (e) => this.#emitter.emit(e),
+    });
   }
 
   /** Tool specs for the model, rebuilt only when the registry grew (tools are never removed). */
