@@ -379,13 +379,7 @@ function deleteLiveCgroup(dir: string): void {
  */
 export function removeLiveCgroups(): void {
   for (const dir of liveCgroups) {
-    for (const pid of cgroupPids(dir)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone already
-      }
-    }
+    killCgroupProcesses(dir);
     try {
       fs.rmdirSync(dir);
     } catch {
@@ -427,6 +421,17 @@ export function cgroupPids(dir: string): number[] {
   }
 }
 
+/** SIGKILL every process in cgroup `dir` (those already gone are skipped). */
+function killCgroupProcesses(dir: string): void {
+  for (const pid of cgroupPids(dir)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+}
+
 /** How many times a fork was refused in cgroup `dir` for its pids.max (`pids.events`' max counter). */
 export function cgroupForkRefusals(dir: string): number {
   try {
@@ -440,13 +445,7 @@ export function cgroupForkRefusals(dir: string): number {
 /** Kill whatever is still in cgroup `dir` and remove it (a few tries while the killed are reaped). */
 export async function removeCgroup(dir: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    for (const pid of cgroupPids(dir)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone already
-      }
-    }
+    killCgroupProcesses(dir);
     try {
       fs.rmdirSync(dir);
       deleteLiveCgroup(dir);
