@@ -22,10 +22,12 @@ import { ScriptedModel } from "../src/entries/testing.ts";
   const agent = createAgent({
     model,
     runtime: createRuntime(),
-    sinks: [(e: AgentEvent) => {
-      kinds.push(e.kind);
-      if (e.kind === "assistant_text_delta" && e.turn === 1) console.log("steer:", agent.steer("Also name its river.").status);
-    }],
+    sinks: [
+      (e: AgentEvent) => {
+        kinds.push(e.kind);
+        if (e.kind === "assistant_text_delta" && e.turn === 1) console.log("steer:", agent.steer("Also name its river.").status);
+      },
+    ],
   });
   const result = await agent.run("What is the capital of France?");
   console.log("steered run:", result.status, result.turns, "turns,", JSON.stringify(result.output));
@@ -40,9 +42,11 @@ import { ScriptedModel } from "../src/entries/testing.ts";
   const agent = createAgent({
     model,
     runtime: createRuntime(),
-    sinks: [(e: AgentEvent) => {
-      if (e.kind === "agent_started" && handle === undefined) handle = agent.followUp("second task");
-    }],
+    sinks: [
+      (e: AgentEvent) => {
+        if (e.kind === "agent_started" && handle === undefined) handle = agent.followUp("second task");
+      },
+    ],
   });
   const first = await agent.run("first task");
   console.log("follow-up:", handle!.receipt.status);
@@ -69,9 +73,11 @@ import { ScriptedModel } from "../src/entries/testing.ts";
   const agent = createAgent({
     model,
     runtime: createRuntime(),
-    sinks: [(e: AgentEvent) => {
-      if (e.kind === "turn_started") agent.abort("the user changed their mind");
-    }],
+    sinks: [
+      (e: AgentEvent) => {
+        if (e.kind === "turn_started") agent.abort("the user changed their mind");
+      },
+    ],
   });
   const result = await agent.run("a long task");
   console.log("aborted:", result.status, result.stop_reason, JSON.stringify(result.error));

@@ -17,11 +17,13 @@ console.log("streamed arguments:", stream.finish().state);
 stream.dispose();
 
 // The complete call, in the OpenAI chat shape, is normalised and dispatched.
-const call = parseToolCall(JSON.stringify({
-  id: "call_deno",
-  type: "function",
-  function: { name: "read_file", arguments: deltas.join("") },
-}));
+const call = parseToolCall(
+  JSON.stringify({
+    id: "call_deno",
+    type: "function",
+    function: { name: "read_file", arguments: deltas.join("") },
+  }),
+);
 if (!call.ok) throw new Error(call.error.message);
 
 const runtime = createRuntime(); // file tools are rooted at the current directory

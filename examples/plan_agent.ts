@@ -10,11 +10,13 @@ import { ScriptedModel } from "../src/entries/testing.ts";
 
 const step = (id: string, statuses: string[]) => ({
   content: null,
-  tool_calls: [{
-    id,
-    name: "update_plan",
-    arguments: JSON.stringify({ steps: ["Look around", "Answer"].map((title, i) => ({ title, status: statuses[i] })) }),
-  }],
+  tool_calls: [
+    {
+      id,
+      name: "update_plan",
+      arguments: JSON.stringify({ steps: ["Look around", "Answer"].map((title, i) => ({ title, status: statuses[i] })) }),
+    },
+  ],
 });
 
 const planner = createPlanTool({ onChange: (plan) => console.log(renderPlan(plan).join("\n")) });

@@ -53,7 +53,14 @@ export type { JsonSchema, ToolContext, ToolDefinition, ToolOutcome } from "./too
 export { createLogger, createRuntime, ERROR_CODES, serializeEnvelope } from "./runtime/index.ts";
 export type { Envelope, EnvelopeError, ErrorCode, Logger, LogLevel, Runtime, RuntimeOptions } from "./runtime/index.ts";
 export { ruleBasedPolicy } from "./runtime/middleware/index.ts";
-export type { RuleBasedPolicyOptions, ToolApprovalDecision, ToolApprovalRequest, ToolApprover, ToolMiddleware, ToolPolicyRule } from "./runtime/middleware/index.ts";
+export type {
+  RuleBasedPolicyOptions,
+  ToolApprovalDecision,
+  ToolApprovalRequest,
+  ToolApprover,
+  ToolMiddleware,
+  ToolPolicyRule,
+} from "./runtime/middleware/index.ts";
 
 // Models.
 export { ModelProviderError, modelConfigFromEnv, OpenAIModelAdapter } from "./providers/index.ts";

@@ -18,7 +18,11 @@ interface Violation {
 
 /** dependency-cruiser over `target` (run in `cwd`), under Bun (it refuses Node 20); its JSON summary. */
 function cruise(cwd: string, target = "src"): { violations: Violation[]; modules: number; raw: string } {
-  const r = Bun.spawnSync([process.execPath, CRUISER, "--config", CONFIG, "--output-type", "json", target], { cwd, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, CRUISER, "--config", CONFIG, "--output-type", "json", target], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const out = r.stdout.toString();
   let parsed: { summary?: { violations?: Violation[]; totalCruised?: number } };
   try {
@@ -51,8 +55,16 @@ describe("layers (.dependency-cruiser.cjs)", () => {
         fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
         fs.writeFileSync(path.join(dir, rel), text);
       };
-      fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { allowImportingTsExtensions: true, noEmit: true, module: "ESNext", moduleResolution: "bundler" } }));
-      write("src/mod.ts", 'export * from "./core/a.ts";\nexport * from "./agent/c.ts";\nexport * from "./runtime/d.ts";\nexport * from "./stray.ts";\n');
+      fs.writeFileSync(
+        path.join(dir, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: { allowImportingTsExtensions: true, noEmit: true, module: "ESNext", moduleResolution: "bundler" },
+        }),
+      );
+      write(
+        "src/mod.ts",
+        'export * from "./core/a.ts";\nexport * from "./agent/c.ts";\nexport * from "./runtime/d.ts";\nexport * from "./stray.ts";\n',
+      );
       write("src/core/a.ts", 'import { b } from "../cli/b.ts";\nexport const a = b;\n'); // core -> cli: upward
       write("src/cli/b.ts", "export const b = 1;\n");
       write("src/agent/c.ts", 'import { e } from "./e.ts";\nexport const c = 1;\nexport { e };\n');
@@ -60,7 +72,9 @@ describe("layers (.dependency-cruiser.cjs)", () => {
       write("src/runtime/d.ts", 'import { t } from "../../test/t.ts";\nexport const d = t;\n'); // src -> test
       write("test/t.ts", "export const t = 1;\n");
       write("src/stray.ts", "export const stray = 1;\n"); // in no layer
-      const rules = cruise(dir).violations.map((v) => v.rule.name).sort();
+      const rules = cruise(dir)
+        .violations.map((v) => v.rule.name)
+        .sort();
       expect(rules).toContain("layer-core");
       expect(rules).toContain("no-circular");
       expect(rules).toContain("no-src-to-test");
@@ -76,7 +90,16 @@ describe("no library layer owns the process", () => {
   // (src/host/process.ts) and the front ends; libraries hold clean-ups
   // (src/core/cleanup.ts). process.kill(pid, …) of a child is fine.
   const FRONT = /^src\/(cli|server|host)\//;
-  const CALLS = ["process.on(", "process.once(", "process.exit(", "process.off(", "process.listeners(", "process.removeListener(", "process.addListener(", "process.prependListener("];
+  const CALLS = [
+    "process.on(",
+    "process.once(",
+    "process.exit(",
+    "process.off(",
+    "process.listeners(",
+    "process.removeListener(",
+    "process.addListener(",
+    "process.prependListener(",
+  ];
 
   function sources(dir: string): string[] {
     const out: string[] = [];

@@ -31,7 +31,11 @@ const TURNS = Number(process.argv[2] ?? 1000);
 export async function runAgentcore(turns: number): Promise<number> {
   const script = [];
   for (let i = 0; i < turns; i++) {
-    script.push({ content: null, tool_calls: [{ id: `call_${i}`, name: "echo", arguments: `{"n":${i}}` }], usage: { input_tokens: 10, output_tokens: 5 } });
+    script.push({
+      content: null,
+      tool_calls: [{ id: `call_${i}`, name: "echo", arguments: `{"n":${i}}` }],
+      usage: { input_tokens: 10, output_tokens: 5 },
+    });
   }
   script.push({ content: "done", usage: { input_tokens: 10, output_tokens: 5 } });
   const model = new ScriptedModel(script, { recordRequests: false });
@@ -70,5 +74,8 @@ console.log(`## Agent harness overhead per turn, ${TURNS.toLocaleString("en-US")
 const med = new Map([...samples].map(([k, v]) => [k, median(v)]));
 const ours = med.get("agentcore")!;
 const fastestPeer = Math.min(med.get("pi-agent-core")!, med.get("openai agents-core")!);
-table(["harness", "µs per turn", "vs agentcore"], [...med].map(([k, v]) => [k, v.toFixed(1), `${(v / ours).toFixed(2)}x`]));
+table(
+  ["harness", "µs per turn", "vs agentcore"],
+  [...med].map(([k, v]) => [k, v.toFixed(1), `${(v / ours).toFixed(2)}x`]),
+);
 console.log(`\nagentcore / fastest peer: ${(ours / fastestPeer).toFixed(2)} (target: <= 0.50)`);

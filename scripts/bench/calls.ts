@@ -5,7 +5,22 @@
  *
  * @module
  */
-const WORDS = ["read", "the", "file", "and", "summarise", "naïve", "café", "λ-calculus", "🙂", "path", "src/main.ts", "line\n", "tab\t", "quote\""];
+const WORDS = [
+  "read",
+  "the",
+  "file",
+  "and",
+  "summarise",
+  "naïve",
+  "café",
+  "λ-calculus",
+  "🙂",
+  "path",
+  "src/main.ts",
+  "line\n",
+  "tab\t",
+  'quote"',
+];
 
 function prng(seed: number): () => number {
   let s = seed >>> 0;

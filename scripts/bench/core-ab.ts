@@ -80,7 +80,9 @@ function validatorFor(path: string): (bytes: Uint8Array) => number {
 
 const inputs: { name: string; bytes: Uint8Array }[] = [];
 const dir = join(SHARED, "bench-data");
-for (const f of readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
+for (const f of readdirSync(dir)
+  .filter((f) => f.endsWith(".json"))
+  .sort()) {
   inputs.push({ name: f.replace(/\.json$/, ""), bytes: new Uint8Array(readFileSync(join(dir, f))) });
 }
 const enc = new TextEncoder();
@@ -88,7 +90,11 @@ for (const size of [100, 1000, 10_000]) inputs.push({ name: `call ${size} B`, by
 
 const validators = builds.map(validatorFor);
 console.log(`## Core builds A/B, validation only (${RUNTIME}, ${rounds} rounds)\n`);
-const head = ["input", ...builds.map((b, k) => `${String.fromCharCode(65 + k)} MB/s`), ...builds.slice(1).map((_, k) => `${String.fromCharCode(66 + k)}/A best, median`)];
+const head = [
+  "input",
+  ...builds.map((b, k) => `${String.fromCharCode(65 + k)} MB/s`),
+  ...builds.slice(1).map((_, k) => `${String.fromCharCode(66 + k)}/A best, median`),
+];
 console.log(`| ${head.join(" | ")} |`);
 console.log(`|${head.map(() => "---").join("|")}|`);
 for (const { name, bytes } of inputs) {
@@ -109,7 +115,7 @@ for (const { name, bytes } of inputs) {
   }
   const med = samples.map(median);
   const best = samples.map((s) => Math.min(...s));
-  const mbs = med.map((ms) => ((bytes.length / 1e6) / (ms / 1e3)).toFixed(0));
+  const mbs = med.map((ms) => (bytes.length / 1e6 / (ms / 1e3)).toFixed(0));
   const ratios = builds.slice(1).map((_, k) => `${(best[k + 1]! / best[0]!).toFixed(3)}, ${(med[k + 1]! / med[0]!).toFixed(3)}`);
   console.log(`| ${[name, ...mbs, ...ratios].join(" | ")} |`);
 }

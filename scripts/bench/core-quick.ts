@@ -38,7 +38,7 @@ function timeAll(fns: (() => void)[], rounds = 12, roundMs = 25): number[] {
 }
 
 const rows: string[] = [];
-const fmt = (bytes: number, ms: number) => ((bytes / 1e6) / (ms / 1e3)).toFixed(0).padStart(6);
+const fmt = (bytes: number, ms: number) => (bytes / 1e6 / (ms / 1e3)).toFixed(0).padStart(6);
 function bench(name: string, text: string) {
   const bytes = enc.encode(text);
   const limits = { maxBytes: Math.max(bytes.length, 1024) };
@@ -56,7 +56,9 @@ function bench(name: string, text: string) {
   );
 }
 
-for (const f of readdirSync(dir).filter((f) => f.endsWith(".json") && f.includes(filter)).sort()) {
+for (const f of readdirSync(dir)
+  .filter((f) => f.endsWith(".json") && f.includes(filter))
+  .sort()) {
   bench(f, readFileSync(resolve(dir, f), "utf8"));
 }
 // typical tool calls

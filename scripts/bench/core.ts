@@ -70,10 +70,20 @@ function jsoncStrict(text: string): void {
 }
 
 const inputs: { name: string; text: string }[] = [];
-for (const f of ["twitter.json", "twitterescaped.json", "citm_catalog.json", "canada.json", "numbers.json", "github_events.json", "update-center.json", "twitter_api_compact_response.json"]) {
+for (const f of [
+  "twitter.json",
+  "twitterescaped.json",
+  "citm_catalog.json",
+  "canada.json",
+  "numbers.json",
+  "github_events.json",
+  "update-center.json",
+  "twitter_api_compact_response.json",
+]) {
   inputs.push({ name: f.replace(/\.json$/, ""), text: readFileSync(join(SHARED, "bench-data", f), "utf8") });
 }
-for (const size of [100, 1000, 10_000]) inputs.push({ name: `call ${size >= 1000 ? `${size / 1000} KB` : `${size} B`}`, text: typicalCall(size, size) });
+for (const size of [100, 1000, 10_000])
+  inputs.push({ name: `call ${size >= 1000 ? `${size / 1000} KB` : `${size} B`}`, text: typicalCall(size, size) });
 
 console.log(`## Strict core vs JSON.parse (${RUNTIME})\n`);
 const rows: string[][] = [];
@@ -81,14 +91,17 @@ for (const { name, text } of inputs) {
   const bytes = new TextEncoder().encode(text);
   const check = parseStrict(text, BIG);
   if (!check.ok) throw new Error(`${name}: ${check.error.message}`);
-  const t = compare([
-    { name: "json", fn: () => keep(JSON.parse(text)) },
-    { name: "strict", fn: () => keep(parseStrict(text, BIG)) },
-    { name: "validate", fn: () => keep(validateStrict(bytes, BIG)) },
-    { name: "validateText", fn: () => keep(validateStrict(text, BIG)) },
-    { name: "momoa", fn: () => keep(momoaStrict(text)) },
-    { name: "jsonc", fn: () => keep(jsoncStrict(text)) },
-  ], { rounds: bytes.length > 100_000 ? 5 : 7, minMs: 40 });
+  const t = compare(
+    [
+      { name: "json", fn: () => keep(JSON.parse(text)) },
+      { name: "strict", fn: () => keep(parseStrict(text, BIG)) },
+      { name: "validate", fn: () => keep(validateStrict(bytes, BIG)) },
+      { name: "validateText", fn: () => keep(validateStrict(text, BIG)) },
+      { name: "momoa", fn: () => keep(momoaStrict(text)) },
+      { name: "jsonc", fn: () => keep(jsoncStrict(text)) },
+    ],
+    { rounds: bytes.length > 100_000 ? 5 : 7, minMs: 40 },
+  );
   const n = bytes.length;
   rows.push([
     name,
@@ -102,5 +115,20 @@ for (const { name, text } of inputs) {
     ratio(t.get("jsonc")!, t.get("validateText")!),
   ]);
 }
-table(["input", "bytes", "JSON.parse MB/s", "parseStrict MB/s", "strict / JSON.parse", "validate only MB/s", "momoa / strict", "jsonc-parser / strict", "jsonc-parser / validate(text)"], rows);
-console.log("\nstrict / JSON.parse: time ratio, lower is better (1.00x = free). momoa and jsonc-parser columns: how many times slower the pure-JS strict parsers are (the last one: the jsonc-parser visitor against validateStrict on the same string, validation against validation).");
+table(
+  [
+    "input",
+    "bytes",
+    "JSON.parse MB/s",
+    "parseStrict MB/s",
+    "strict / JSON.parse",
+    "validate only MB/s",
+    "momoa / strict",
+    "jsonc-parser / strict",
+    "jsonc-parser / validate(text)",
+  ],
+  rows,
+);
+console.log(
+  "\nstrict / JSON.parse: time ratio, lower is better (1.00x = free). momoa and jsonc-parser columns: how many times slower the pure-JS strict parsers are (the last one: the jsonc-parser visitor against validateStrict on the same string, validation against validation).",
+);

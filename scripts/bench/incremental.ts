@@ -24,9 +24,9 @@ import { compare, keep, RUNTIME, table } from "./lib.ts";
 
 function codeText(bytes: number): string {
   const lines = [
-    'export function greet(name: string): string {',
+    "export function greet(name: string): string {",
     '  return `Hello, ${name}!`; // "quoted" and \\ backslash',
-    '}',
+    "}",
     'const naïve = "café — λ 🙂";',
     '\tif (x < 10 && y > 2) { console.log("tab\tseparated"); }',
   ];
@@ -87,25 +87,34 @@ function streamparser(): void {
 
 console.log(`## Incremental validation of streamed arguments (${RUNTIME})\n`);
 console.log(`arguments text: ${args.length.toLocaleString("en-US")} characters in ${deltas.length.toLocaleString("en-US")} deltas of 20\n`);
-const fast = compare([
-  { name: "oneshot", fn: () => keep(validateStrict(args, LIMITS)) },
-  { name: "oneshotParse", fn: () => keep(parseStrict(args, LIMITS)) },
-  { name: "incremental", fn: incremental },
-  { name: "streamparser", fn: streamparser },
-], { rounds: 7, minMs: 100 });
-const slow = compare([
-  { name: "native", fn: reparseNative },
-  { name: "partial", fn: reparsePartial },
-], { rounds: 3, minMs: 1 });
+const fast = compare(
+  [
+    { name: "oneshot", fn: () => keep(validateStrict(args, LIMITS)) },
+    { name: "oneshotParse", fn: () => keep(parseStrict(args, LIMITS)) },
+    { name: "incremental", fn: incremental },
+    { name: "streamparser", fn: streamparser },
+  ],
+  { rounds: 7, minMs: 100 },
+);
+const slow = compare(
+  [
+    { name: "native", fn: reparseNative },
+    { name: "partial", fn: reparsePartial },
+  ],
+  { rounds: 3, minMs: 1 },
+);
 const inc = fast.get("incremental")!;
 const row = (name: string, ms: number) => [name, ms.toFixed(3), `${(ms / inc).toFixed(2)}x`];
-table(["contender (whole stream)", "ms", "vs JsonStreamValidator"], [
-  row("validateStrict, one-shot on the complete text", fast.get("oneshot")!),
-  row("parseStrict, one-shot on the complete text", fast.get("oneshotParse")!),
-  row("JsonStreamValidator, push per delta", inc),
-  row("@streamparser/json, write per delta", fast.get("streamparser")!),
-  row("JSON.parse of the accumulated text per delta", slow.get("native")!),
-  row("partial-json of the accumulated text per delta", slow.get("partial")!),
-]);
+table(
+  ["contender (whole stream)", "ms", "vs JsonStreamValidator"],
+  [
+    row("validateStrict, one-shot on the complete text", fast.get("oneshot")!),
+    row("parseStrict, one-shot on the complete text", fast.get("oneshotParse")!),
+    row("JsonStreamValidator, push per delta", inc),
+    row("@streamparser/json, write per delta", fast.get("streamparser")!),
+    row("JSON.parse of the accumulated text per delta", slow.get("native")!),
+    row("partial-json of the accumulated text per delta", slow.get("partial")!),
+  ],
+);
 console.log(`\nincremental total / one-shot validateStrict: ${(inc / fast.get("oneshot")!).toFixed(2)}x (target: within 2x)`);
 console.log(`incremental total / one-shot parseStrict: ${(inc / fast.get("oneshotParse")!).toFixed(2)}x`);

@@ -65,7 +65,7 @@ export function median(xs: number[]): number {
 
 /** MB/s (10^6 bytes per second) for `bytes` processed in `ms`. */
 export function mbps(bytes: number, ms: number): string {
-  return ((bytes / 1e6) / (ms / 1000)).toFixed(0);
+  return (bytes / 1e6 / (ms / 1000)).toFixed(0);
 }
 
 export function ratio(a: number, b: number): string {

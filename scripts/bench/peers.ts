@@ -25,7 +25,8 @@ const ECHO_SCHEMA = {
 export async function runPi(turns: number): Promise<number> {
   const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
   const steps = [];
-  for (let i = 0; i < turns; i++) steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
+  for (let i = 0; i < turns; i++)
+    steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
   steps.push(fauxAssistantMessage(fauxText("done")));
   faux.setResponses(steps);
   const agent = new PiAgent({

@@ -22,7 +22,8 @@ const repo = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathna
 const dir = mkdtempSync(join(tmpdir(), "agentcore-bench-"));
 const file = join(dir, "calls.jsonl");
 let text = "";
-for (let i = 0; i < N; i++) text += `{"id":"call_${String(i).padStart(6, "0")}","tool":"echo","arguments":{"message":"hello","n":${i},"tags":["a","b"]}}\n`;
+for (let i = 0; i < N; i++)
+  text += `{"id":"call_${String(i).padStart(6, "0")}","tool":"echo","arguments":{"message":"hello","n":${i},"tags":["a","b"]}}\n`;
 writeFileSync(file, text);
 
 const bun = process.execPath.includes("bun") ? process.execPath : join(repo, "node_modules/.bin/bun");
@@ -63,9 +64,12 @@ console.log(`## agentcore run on ${N.toLocaleString("en-US")} echo calls (driver
 const med = new Map([...samples].map(([k, v]) => [k, median(v)]));
 const bareBun = med.get("bun: bare JSON.parse+stringify loop")!;
 const bareDeno = med.get("deno: bare JSON.parse+stringify loop");
-table(["contender", "wall ms", "calls/s", "throughput vs bare loop (same runtime)"], cmds.map((c) => {
-  const ms = med.get(c.name)!;
-  const bare = c.name.startsWith("deno") ? bareDeno! : bareBun;
-  return [c.name, ms.toFixed(0), Math.round(N / (ms / 1000)).toLocaleString("en-US"), `${((bare / ms) * 100).toFixed(0)}%`];
-}));
+table(
+  ["contender", "wall ms", "calls/s", "throughput vs bare loop (same runtime)"],
+  cmds.map((c) => {
+    const ms = med.get(c.name)!;
+    const bare = c.name.startsWith("deno") ? bareDeno! : bareBun;
+    return [c.name, ms.toFixed(0), Math.round(N / (ms / 1000)).toLocaleString("en-US"), `${((bare / ms) * 100).toFixed(0)}%`];
+  }),
+);
 console.log("\nthroughput vs bare loop: bare wall time / contender wall time (target: >= 50%).");

@@ -34,7 +34,15 @@ import autocannon from "autocannon";
 import { RUNTIME } from "./lib.ts";
 
 const REPO = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
-const { values } = parseArgs({ options: { duration: { type: "string" }, connections: { type: "string" }, warmup: { type: "string" }, load: { type: "string" }, daemon: { type: "string", multiple: true } } });
+const { values } = parseArgs({
+  options: {
+    duration: { type: "string" },
+    connections: { type: "string" },
+    warmup: { type: "string" },
+    load: { type: "string" },
+    daemon: { type: "string", multiple: true },
+  },
+});
 const tool = values.load ?? "autocannon";
 if (tool !== "autocannon" && tool !== "wrk") throw new Error(`--load takes autocannon or wrk, not ${JSON.stringify(tool)}`);
 const daemonSpecs = (values.daemon ?? []).map((spec) => {
@@ -103,10 +111,19 @@ async function wrkLoad(url: string, headers: Record<string, string>, seconds: nu
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url + "/")) throw new Error(`wrk loads loopback only, not ${url}`);
   const script = join(dir, "post.lua");
   // wrk sends the URL's Host itself (a second one would be refused).
-  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(BODY)}`, ...Object.entries(headers).filter(([k]) => k !== "host").map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)];
+  const lines = [
+    `wrk.method = "POST"`,
+    `wrk.body = ${JSON.stringify(BODY)}`,
+    ...Object.entries(headers)
+      .filter(([k]) => k !== "host")
+      .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`),
+  ];
   await Bun.write(script, lines.join("\n") + "\n");
   const secs = Math.max(1, Math.round(seconds));
-  const proc = Bun.spawn(["wrk", "-t2", `-c${connections}`, `-d${secs}s`, "--timeout", "5s", "--latency", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["wrk", "-t2", `-c${connections}`, `-d${secs}s`, "--timeout", "5s", "--latency", "-s", script, url], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => proc.kill("SIGKILL"), (secs + 15) * 1000);
   const out = await new Response(proc.stdout).text();
   clearTimeout(timer);
@@ -116,7 +133,14 @@ async function wrkLoad(url: string, headers: Record<string, string>, seconds: nu
   const p99 = wrkMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? "?");
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-  return { rps, errors: sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) : 0, non2xx, timeouts: sock ? Number(sock[4]) : 0, p99, total };
+  return {
+    rps,
+    errors: sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) : 0,
+    non2xx,
+    timeouts: sock ? Number(sock[4]) : 0,
+    p99,
+    total,
+  };
 }
 
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Load> {
@@ -141,7 +165,15 @@ interface Target {
 const targets: Target[] = [];
 try {
   const bare = await spawnUntil([process.execPath, "-e", bareCode], {}, /bare (\S+)\n/, "stdout");
-  targets.push({ name: "bare Bun.serve JSON echo", child: bare, url: bare.url, headers: { "content-type": "application/json" }, daemon: false, loads: [], rss: [] });
+  targets.push({
+    name: "bare Bun.serve JSON echo",
+    child: bare,
+    url: bare.url,
+    headers: { "content-type": "application/json" },
+    daemon: false,
+    loads: [],
+    rss: [],
+  });
   for (const [i, spec] of daemonSpecs.entries()) {
     const home = join(dir, `d${i}`);
     const child = await spawnUntil(
@@ -151,11 +183,20 @@ try {
       "stderr",
     );
     const headers = { "content-type": "application/json", authorization: `Bearer ${TOKEN}`, host: new URL(child.url).host };
-    targets.push({ name: `${spec.name} POST /v1/calls (echo)`, child, url: `${child.url}/v1/calls`, headers, daemon: true, loads: [], rss: [] });
+    targets.push({
+      name: `${spec.name} POST /v1/calls (echo)`,
+      child,
+      url: `${child.url}/v1/calls`,
+      headers,
+      daemon: true,
+      loads: [],
+      rss: [],
+    });
     // Check it answers what we expect before loading it.
     const probe = await fetch(`${child.url}/v1/calls`, { method: "POST", headers, body: BODY });
     const probeText = await probe.text();
-    if (probe.status !== 200 || !probeText.includes('"success":true')) throw new Error(`${spec.name} probe failed: ${probe.status} ${probeText}`);
+    if (probe.status !== 200 || !probeText.includes('"success":true'))
+      throw new Error(`${spec.name} probe failed: ${probe.status} ${probeText}`);
   }
   if (warmup > 0) for (const t of targets) await load(t.url, t.headers, warmup);
   // The load rotates between the targets in segments of at most 5 s (same
@@ -185,18 +226,24 @@ try {
   };
   const row = (name: string, l: Load) =>
     `${name.padEnd(34)} ${l.rps.toFixed(0).padStart(8)} req/s  ${String(l.total).padStart(9)} requests  errors ${l.errors}  timeouts ${l.timeouts}  non-2xx ${l.non2xx}  p99 ${l.p99} ms`;
-  console.log(`serve load (${RUNTIME}, ${connections} connections, ${duration} s each in ${segments} rotating segments, loopback, ${tool})`);
+  console.log(
+    `serve load (${RUNTIME}, ${connections} connections, ${duration} s each in ${segments} rotating segments, loopback, ${tool})`,
+  );
   const b = sum(targets[0]!.loads);
   let failures = 0;
   for (const t of targets) {
     const l = sum(t.loads);
     console.log(row(t.name, l));
     if (!t.daemon) continue;
-    console.log(`  ratio ${t.name.split(" ")[0]} / bare: req/s ${(l.rps / b.rps).toFixed(2)}x (target >= 0.6x), p99 worst ${(l.p99 / b.p99).toFixed(2)}x, median ${(medianP99(t.loads) / medianP99(targets[0]!.loads)).toFixed(2)}x; RSS ${t.rss[0]} -> ${t.rss.at(-1)} MiB`);
+    console.log(
+      `  ratio ${t.name.split(" ")[0]} / bare: req/s ${(l.rps / b.rps).toFixed(2)}x (target >= 0.6x), p99 worst ${(l.p99 / b.p99).toFixed(2)}x, median ${(medianP99(t.loads) / medianP99(targets[0]!.loads)).toFixed(2)}x; RSS ${t.rss[0]} -> ${t.rss.at(-1)} MiB`,
+    );
     failures += l.errors + l.timeouts + l.non2xx;
   }
   console.log(`per segment p99 ms: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.p99).join(" ")}`).join("; ")}`);
-  console.log(`per segment req/s: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.rps.toFixed(0)).join(" ")}`).join("; ")}`);
+  console.log(
+    `per segment req/s: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.rps.toFixed(0)).join(" ")}`).join("; ")}`,
+  );
   if (failures > 0) {
     console.log(`FAIL: the daemons had ${failures} failed requests`);
     process.exitCode = 1;

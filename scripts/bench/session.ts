@@ -28,18 +28,45 @@ const root = fs.mkdtempSync(path.join(values.dir ?? os.tmpdir(), "agentcore-benc
 
 const AGENT = "bench-agent";
 const usage = { input_tokens: 1200, output_tokens: 80 };
-const result = { status: "completed", stop_reason: "text_response", turns: 5, output: "done", error: null, usage: { input_tokens: 6000, output_tokens: 400, total_tokens: 6400, request_count: 5, reported_request_count: 5, complete: true } };
+const result = {
+  status: "completed",
+  stop_reason: "text_response",
+  turns: 5,
+  output: "done",
+  error: null,
+  usage: { input_tokens: 6000, output_tokens: 400, total_tokens: 6400, request_count: 5, reported_request_count: 5, complete: true },
+};
 
 /** The drafts of run number `k` (11 records). */
 function runDrafts(session: string, k: number): SessionRecordDraft[] {
   const runId = `run-${k}`;
-  const d = (sequence: number, type: SessionRecordDraft["type"], data: Record<string, unknown>): SessionRecordDraft => ({ session_id: session, agent_id: AGENT, branch_id: "main", sequence, type, data: { run_id: runId, ...data } });
+  const d = (sequence: number, type: SessionRecordDraft["type"], data: Record<string, unknown>): SessionRecordDraft => ({
+    session_id: session,
+    agent_id: AGENT,
+    branch_id: "main",
+    sequence,
+    type,
+    data: { run_id: runId, ...data },
+  });
   const out: SessionRecordDraft[] = [d(1, "run_started", { task: `task ${k}: read the file and summarise it` })];
   let seq = 2;
   for (let i = 0; i < 4; i++) {
     const id = `call-${k}-${i}`;
-    out.push(d(seq++, "message_appended", { message: { role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "read_file", arguments: `{"path":"src/file${i}.ts"}` } }], usage } }));
-    out.push(d(seq++, "messages_appended", { messages: [{ role: "tool", tool_call_id: id, content: `{"content":"${"line of file content ".repeat(10)}","truncated":false}` }] }));
+    out.push(
+      d(seq++, "message_appended", {
+        message: {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id, type: "function", function: { name: "read_file", arguments: `{"path":"src/file${i}.ts"}` } }],
+          usage,
+        },
+      }),
+    );
+    out.push(
+      d(seq++, "messages_appended", {
+        messages: [{ role: "tool", tool_call_id: id, content: `{"content":"${"line of file content ".repeat(10)}","truncated":false}` }],
+      }),
+    );
   }
   out.push(d(seq++, "message_appended", { message: { role: "assistant", content: "The file defines the session journal.", usage } }));
   out.push(d(seq++, "run_finished", { result }));
@@ -48,10 +75,11 @@ function runDrafts(session: string, k: number): SessionRecordDraft[] {
 
 function* drafts(session: string, count: number): Generator<SessionRecordDraft> {
   let n = 0;
-  for (let k = 0; ; k++) for (const dr of runDrafts(session, k)) {
-    if (n++ === count) return;
-    yield dr;
-  }
+  for (let k = 0; ; k++)
+    for (const dr of runDrafts(session, k)) {
+      if (n++ === count) return;
+      yield dr;
+    }
 }
 
 const fmt = (x: number, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -76,7 +104,9 @@ const fmt = (x: number, d = 0) => x.toLocaleString("en-US", { maximumFractionDig
   fs.closeSync(fd);
   const jr = N / (journalMs / 1000);
   const br = N / (bareMs / 1000);
-  console.log(`Append throughput (${fmt(N)} records, avg ${fmt(lines.reduce((a, l) => a + l.length, 0) / N)} bytes; ${os.platform()} ${root})`);
+  console.log(
+    `Append throughput (${fmt(N)} records, avg ${fmt(lines.reduce((a, l) => a + l.length, 0) / N)} bytes; ${os.platform()} ${root})`,
+  );
   console.log("| loop | records/s | µs/record |");
   console.log("|---|---:|---:|");
   console.log(`| JsonlSessionStorage.append (lock + write + fsync file + fsync dir) | ${fmt(jr)} | ${fmt((journalMs * 1000) / N)} |`);
@@ -112,6 +142,8 @@ for (const target of [1_000, 10_000, 100_000]) {
   if (agent.messages.length !== (size / 11) * 10) throw new Error("restore lost messages");
   await agent.shutdown();
   const total = t2 - t0;
-  console.log(`| ${fmt(size)} | ${fmt(mb, 1)} | ${fmt(t1 - t0, 1)} | ${fmt(t2 - t1, 1)} | ${fmt(total, 1)} | ${fmt((total * 1000) / size, 1)} |`);
+  console.log(
+    `| ${fmt(size)} | ${fmt(mb, 1)} | ${fmt(t1 - t0, 1)} | ${fmt(t2 - t1, 1)} | ${fmt(total, 1)} | ${fmt((total * 1000) / size, 1)} |`,
+  );
 }
 fs.rmSync(root, { recursive: true, force: true });

@@ -37,7 +37,17 @@ async function load(tree: string, root: string): Promise<Tree> {
   const runtime = await import(path.join(tree, "src/runtime/index.ts"));
   const ws = await import(path.join(tree, "src/tools/workspace/index.ts"));
   const quiet = { warn: () => {} };
-  const logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, level: "error", child() { return logger; } };
+  const logger = {
+    trace() {},
+    debug() {},
+    info() {},
+    warn() {},
+    error() {},
+    level: "error",
+    child() {
+      return logger;
+    },
+  };
   const tools = ws.workspaceTools({ git_diff: true, exec: { allow: ["git", "ls"] } }, root, quiet);
   const rt = runtime.createRuntime({ root, tools, logger: runtime.createLogger?.({ level: "error", sink: () => {} }) ?? logger });
   return {
@@ -85,11 +95,27 @@ try {
   const now = await load(here, root);
   const old = await load(base, root);
   const floor = () => spawnSync("git", ["status", "--short"], { cwd: root });
-  await compare("git_diff {}", { "this checkout": () => now.dispatch("git_diff", {}), "base checkout": () => old.dispatch("git_diff", {}), "bare git status": floor }, "base checkout");
+  await compare(
+    "git_diff {}",
+    { "this checkout": () => now.dispatch("git_diff", {}), "base checkout": () => old.dispatch("git_diff", {}), "bare git status": floor },
+    "base checkout",
+  );
   const status = { argv: ["git", "status", "--short"] };
-  await compare("exec git status --short", { "this checkout": () => now.dispatch("exec", status), "base checkout": () => old.dispatch("exec", status), "bare git status": floor }, "base checkout");
+  await compare(
+    "exec git status --short",
+    { "this checkout": () => now.dispatch("exec", status), "base checkout": () => old.dispatch("exec", status), "bare git status": floor },
+    "base checkout",
+  );
   const ls = { argv: ["ls"] };
-  await compare("exec ls", { "this checkout": () => now.dispatch("exec", ls), "base checkout": () => old.dispatch("exec", ls), "bare spawnSync ls": () => spawnSync("ls", { cwd: root }) }, "base checkout");
+  await compare(
+    "exec ls",
+    {
+      "this checkout": () => now.dispatch("exec", ls),
+      "base checkout": () => old.dispatch("exec", ls),
+      "bare spawnSync ls": () => spawnSync("ls", { cwd: root }),
+    },
+    "base checkout",
+  );
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }

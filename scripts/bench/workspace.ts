@@ -61,7 +61,11 @@ try {
   const root = path.join(base, "root");
   fs.mkdirSync(root);
   const bwrap = detectBwrap();
-  const direct = createRuntime({ root, logger, tools: workspaceTools({ exec: { allow: ["ls"], isolation: "off" }, write_file: true }, root, quiet) });
+  const direct = createRuntime({
+    root,
+    logger,
+    tools: workspaceTools({ exec: { allow: ["ls"], isolation: "off" }, write_file: true }, root, quiet),
+  });
   const execCases: Record<string, () => unknown> = {};
   if (bwrap !== null) {
     const iso = createRuntime({ root, logger, tools: workspaceTools({ exec: { allow: ["ls"], isolation: "required" } }, root, quiet) });
@@ -73,7 +77,7 @@ try {
 
   const data = "x".repeat(4096);
   await compare("write 4 KiB", {
-    "write_file": call(direct, "write_file", { path: "d/f.txt", content: data }),
+    write_file: call(direct, "write_file", { path: "d/f.txt", content: data }),
     "writeFileSync + fsync": () => {
       const fd = fs.openSync(path.join(root, "plain.txt"), "w");
       fs.writeSync(fd, data);

@@ -90,7 +90,6 @@ export interface FollowUpHandle {
   wait(): Promise<AgentRunResult>;
 }
 
-
 interface ActiveOperation {
   readonly controller: AbortController;
   abortReason: string;
@@ -119,8 +118,7 @@ function positiveCapacity(name: string, v: number | undefined): number {
   return n;
 }
 
-const EXPLICIT_FINISH_NOTE =
-  "This run ends only when you call a tool that finishes it. A reply in plain text does not end the run.";
+const EXPLICIT_FINISH_NOTE = "This run ends only when you call a tool that finishes it. A reply in plain text does not end the run.";
 
 function retryNote(attempt: number, max: number): string {
   const base = "Your previous reply was plain text, which does not finish this run. Call the tool that completes the task.";
@@ -169,7 +167,8 @@ export class Agent {
     if (typeof m !== "object" || m === null || typeof m.complete !== "function") {
       throw new TypeError("createAgent: model must be a ModelAdapter with a complete() method");
     }
-    if (options.systemPrompt !== undefined && typeof options.systemPrompt !== "string") throw new TypeError("createAgent: systemPrompt must be a string");
+    if (options.systemPrompt !== undefined && typeof options.systemPrompt !== "string")
+      throw new TypeError("createAgent: systemPrompt must be a string");
     this.#model = m;
     this.policy = resolvePolicy(options.policy);
     if (options.runtime !== undefined && options.tools !== undefined) {
@@ -177,7 +176,8 @@ export class Agent {
     }
     this.runtime = options.runtime ?? createRuntime({ builtins: false, tools: options.tools ?? [] });
     this.agentId = options.agentId ?? `agent-${randomHex(6)}`;
-    if (typeof this.agentId !== "string" || this.agentId.length === 0) throw new TypeError("createAgent: agentId must be a non-empty string");
+    if (typeof this.agentId !== "string" || this.agentId.length === 0)
+      throw new TypeError("createAgent: agentId must be a non-empty string");
     this.#systemPrompt = options.systemPrompt;
     const hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as AgentHooks];
     this.#hooks = [...hooks];
@@ -338,10 +338,17 @@ export class Agent {
    */
   compact(): Promise<CompactionResult> {
     const c = this.#compaction;
-    if (c === null || c.compactor === undefined) return Promise.reject(new Error("compact() needs the compaction.policy and compaction.compactor options"));
+    if (c === null || c.compactor === undefined)
+      return Promise.reject(new Error("compact() needs the compaction.policy and compaction.compactor options"));
     if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
     return this.#operation(async () => {
-      const op: ActiveOperation = { controller: new AbortController(), abortReason: DEFAULT_ABORT_REASON, steering: [], steeringClosed: true, compaction: true };
+      const op: ActiveOperation = {
+        controller: new AbortController(),
+        abortReason: DEFAULT_ABORT_REASON,
+        steering: [],
+        steeringClosed: true,
+        compaction: true,
+      };
       this.#active = op;
       try {
         this.#emitter.beginRun();
@@ -448,7 +455,12 @@ export class Agent {
   // The run
 
   async #execute(task: string | null): Promise<AgentRunResult> {
-    const op: ActiveOperation = { controller: new AbortController(), abortReason: DEFAULT_ABORT_REASON, steering: [], steeringClosed: false };
+    const op: ActiveOperation = {
+      controller: new AbortController(),
+      abortReason: DEFAULT_ABORT_REASON,
+      steering: [],
+      steeringClosed: false,
+    };
     this.#active = op;
     this.#status = "running";
     const emitter = this.#emitter;
@@ -495,7 +507,8 @@ export class Agent {
           res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
         } else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
         else if (err instanceof CompactionFailedError) res = result("failed", "compaction_failed", turns, usage, null, err.message);
-        else if (err instanceof ModelProviderError && err.kind === "context_overflow") res = result("failed", "context_overflow", turns, usage, null, err.message);
+        else if (err instanceof ModelProviderError && err.kind === "context_overflow")
+          res = result("failed", "context_overflow", turns, usage, null, err.message);
         else res = result("failed", "runtime_error", turns, usage, null, err instanceof Error ? err.message : String(err));
       }
       op.steeringClosed = true;
@@ -563,7 +576,11 @@ export class Agent {
   }
 
   /** An automatic compaction inside a run: cancelled aborts the run, failed ends it `compaction_failed`. */
-  async #compactInRun(trigger: CompactionTrigger, preparation: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionStatus> {
+  async #compactInRun(
+    trigger: CompactionTrigger,
+    preparation: CompactionPreparation | null,
+    op: ActiveOperation,
+  ): Promise<CompactionStatus> {
     const r = await this.#runCompaction(trigger, preparation, op);
     if (r.status === "cancelled") throw new AgentCancelledError(op.abortReason);
     if (r.status === "failed") throw new CompactionFailedError(r.error ?? "compaction failed");
@@ -597,7 +614,9 @@ export class Agent {
   /** The request context: system prompt (+ explicit-finish note), history without usage, transient retry note. */
   #context(noToolResponses: number): ChatMessage[] {
     if (this.#system === undefined) {
-      const parts = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter((s) => s !== undefined && s.length > 0);
+      const parts = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter(
+        (s) => s !== undefined && s.length > 0,
+      );
       this.#system = parts.length > 0 ? Object.freeze({ role: "system" as const, content: parts.join("\n\n") }) : null;
     }
     // One native copy of the history (the messages themselves are shared and frozen).

@@ -58,15 +58,19 @@ export function resolveCompaction(c: CompactionOptions | undefined): ResolvedCom
   if (c === undefined) return null;
   if (typeof c !== "object" || c === null) throw new TypeError("createAgent: compaction must be an object");
   const policy = c.policy;
-  if (typeof policy?.evaluate !== "function" || typeof policy.prepare !== "function") throw new TypeError("createAgent: compaction.policy must be a CompactionPolicy");
-  if (c.compactor !== undefined && typeof c.compactor?.compact !== "function") throw new TypeError("createAgent: compaction.compactor must have a compact() method");
+  if (typeof policy?.evaluate !== "function" || typeof policy.prepare !== "function")
+    throw new TypeError("createAgent: compaction.policy must be a CompactionPolicy");
+  if (c.compactor !== undefined && typeof c.compactor?.compact !== "function")
+    throw new TypeError("createAgent: compaction.compactor must have a compact() method");
   const a = c.auto ?? {};
   for (const k of ["enabled", "compactOnPressure", "recoverOnOverflow"] as const) {
     if (a[k] !== undefined && typeof a[k] !== "boolean") throw new TypeError(`createAgent: compaction.auto.${k} must be a boolean`);
   }
-  if (a.enabled === true && c.compactor === undefined) throw new TypeError("createAgent: compaction.auto.enabled needs compaction.compactor");
+  if (a.enabled === true && c.compactor === undefined)
+    throw new TypeError("createAgent: compaction.auto.enabled needs compaction.compactor");
   const retries = a.maxOverflowRetries ?? 1;
-  if (retries !== 0 && retries !== 1) throw new RangeError(`createAgent: compaction.auto.maxOverflowRetries must be 0 or 1, got ${retries}`);
+  if (retries !== 0 && retries !== 1)
+    throw new RangeError(`createAgent: compaction.auto.maxOverflowRetries must be 0 or 1, got ${retries}`);
   return {
     policy,
     compactor: c.compactor,
@@ -103,7 +107,12 @@ export async function runCompaction(
   const preparation = given ?? c.policy.prepare(history.messages());
   let previous: SummaryEntry | null = null;
   for (const m of preparation.protected_messages) previous = summaryOf(m) ?? previous;
-  const request: CompactionRequest = { operation_id: randomHex(16), trigger, preparation, previous_summary: previous === null ? null : { ...previous } };
+  const request: CompactionRequest = {
+    operation_id: randomHex(16),
+    trigger,
+    preparation,
+    previous_summary: previous === null ? null : { ...previous },
+  };
   const base = { operation_id: request.operation_id, trigger, summary: null, messages_before: before, messages_after: before, error: null };
   await history.emit({ kind: "compaction_started", request });
   if (!preparation.can_compact) {
@@ -116,7 +125,11 @@ export async function runCompaction(
     if (c.compactor === undefined) throw new Error("no compactor is configured");
     if (signal.aborted) throw new AgentCancelledError(abortReason());
     const compactor = c.compactor;
-    const out = await raceAbort(Promise.resolve().then(() => compactor.compact(request, signal)), signal, abortReason);
+    const out = await raceAbort(
+      Promise.resolve().then(() => compactor.compact(request, signal)),
+      signal,
+      abortReason,
+    );
     const content = typeof out?.content === "string" ? out.content.trim() : "";
     const source = typeof out?.source === "string" ? out.source.trim() : "";
     if (content === "") throw new Error("the compactor returned empty content");
@@ -132,16 +145,22 @@ export async function runCompaction(
       tokens_before: preparation.estimated_history_tokens,
     };
     const kept = history.messages().slice(preparation.first_kept_index);
-    const protectedNow = history.messages().slice(0, preparation.history_start_index).filter((m) => summaryOf(m) === null);
+    const protectedNow = history
+      .messages()
+      .slice(0, preparation.history_start_index)
+      .filter((m) => summaryOf(m) === null);
     history.replace([...protectedNow, summaryMessage(entry), ...kept]);
     r = { ...base, status: "completed", summary: { ...entry }, messages_after: history.messages().length };
   } catch (err) {
     const cancelled = err instanceof AgentCancelledError || signal.aborted;
-    r = { ...base, status: cancelled ? "cancelled" : "failed", error: cancelled ? abortReason() : err instanceof Error ? err.message : String(err) };
+    r = {
+      ...base,
+      status: cancelled ? "cancelled" : "failed",
+      error: cancelled ? abortReason() : err instanceof Error ? err.message : String(err),
+    };
     await history.emit({ kind: "compaction_failed", result: r });
     return r;
   }
   await history.emit({ kind: "compaction_completed", result: r });
   return r;
 }
-

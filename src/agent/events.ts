@@ -10,7 +10,14 @@ import type { AgentEvent, AgentEventPayload, AgentEventSink, AgentEventSource } 
 // The event protocol (payloads, envelope, sinks) is defined in src/context/events.ts,
 // below the session recorder that consumes it; the agent re-exports it.
 export { AGENT_EVENT_KINDS } from "../context/events.ts";
-export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, AgentEventSource, ToolProgressUpdate } from "../context/events.ts";
+export type {
+  AgentEvent,
+  AgentEventKind,
+  AgentEventPayload,
+  AgentEventSink,
+  AgentEventSource,
+  ToolProgressUpdate,
+} from "../context/events.ts";
 
 /** Options of `agent.events()`. */
 export interface EventStreamOptions {
@@ -45,7 +52,11 @@ class Subscription implements AsyncIterableIterator<AgentEvent> {
   #overflow: EventBufferOverflowError | undefined;
   readonly #onAbort: (() => void) | undefined;
 
-  constructor(private readonly size: number, private readonly detach: (s: Subscription) => void, private readonly signal?: AbortSignal) {
+  constructor(
+    private readonly size: number,
+    private readonly detach: (s: Subscription) => void,
+    private readonly signal?: AbortSignal,
+  ) {
     if (signal !== undefined) {
       this.#onAbort = () => this.close();
       if (signal.aborted) this.#done = true;
@@ -115,7 +126,12 @@ export class EventEmitter {
 
   readonly #source: AgentEventSource;
 
-  constructor(readonly agentId: string, sinks: readonly AgentEventSink[], private readonly logger: Logger, source: AgentEventSource = { messages: [] }) {
+  constructor(
+    readonly agentId: string,
+    sinks: readonly AgentEventSink[],
+    private readonly logger: Logger,
+    source: AgentEventSource = { messages: [] },
+  ) {
     this.#source = source;
     for (const s of sinks) {
       if (typeof s !== "function" && (typeof s !== "object" || s === null || typeof s.handle !== "function")) {

@@ -53,9 +53,25 @@
  * @module
  */
 export { Agent, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from "./agent.ts";
-export type { AgentHooks, AgentOptions, AutoCompactionOptions, BehaviorDecision, CompactionOptions, FollowUpHandle, TurnSnapshot } from "./agent.ts";
+export type {
+  AgentHooks,
+  AgentOptions,
+  AutoCompactionOptions,
+  BehaviorDecision,
+  CompactionOptions,
+  FollowUpHandle,
+  TurnSnapshot,
+} from "./agent.ts";
 export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } from "./events.ts";
-export type { AgentEvent, AgentEventKind, AgentEventPayload, AgentEventSink, AgentEventSource, EventStreamOptions, ToolProgressUpdate } from "./events.ts";
+export type {
+  AgentEvent,
+  AgentEventKind,
+  AgentEventPayload,
+  AgentEventSink,
+  AgentEventSource,
+  EventStreamOptions,
+  ToolProgressUpdate,
+} from "./events.ts";
 export { SKIPPED_AFTER_TERMINAL } from "./tools.ts";
 export { canonicalJson } from "../core/canonical.ts";
 export {

@@ -10,12 +10,30 @@
  */
 import { raceSignal } from "../runtime/abort.ts";
 import type { ParseResult } from "../core/errors.ts";
-import { type AssistantMessage, type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolCall, type ModelToolSpec, type ModelUsage, streamModel } from "../providers/types.ts";
+import {
+  type AssistantMessage,
+  type ChatMessage,
+  type ModelAdapter,
+  ModelProviderError,
+  type ModelToolCall,
+  type ModelToolSpec,
+  type ModelUsage,
+  streamModel,
+} from "../providers/types.ts";
 import { toolCallArguments } from "../providers/toolcalls.ts";
 import type { CompactionPreparation, CompactionStatus, CompactionTrigger } from "../context/types.ts";
 import type { EventEmitter } from "./events.ts";
 import { AgentCancelledError, type ToolExecutor } from "./tools.ts";
-import type { AgentMessage, AgentRunResult, ControlInput, RunStatus, RunUsage, RuntimePolicy, StopReason, UsageAccumulator } from "./types.ts";
+import type {
+  AgentMessage,
+  AgentRunResult,
+  ControlInput,
+  RunStatus,
+  RunUsage,
+  RuntimePolicy,
+  StopReason,
+  UsageAccumulator,
+} from "./types.ts";
 
 /** What `afterTurn` sees: a copy of the state after a non-terminal turn. */
 export interface TurnSnapshot {
@@ -109,8 +127,11 @@ interface ModelAnswer {
  * reason and the words of its error. Such a run ends `failed` at once.
  */
 const CUT_OFF: Readonly<Record<string, { stop: StopReason; error: string }>> = {
-  length: { stop: "max_tokens", error: "the model stopped at its output-token limit (finish_reason \"length\"), so its answer is cut off" },
-  content_filter: { stop: "content_filter", error: "the provider's content filter stopped the model's answer (finish_reason \"content_filter\")" },
+  length: { stop: "max_tokens", error: 'the model stopped at its output-token limit (finish_reason "length"), so its answer is cut off' },
+  content_filter: {
+    stop: "content_filter",
+    error: "the provider's content filter stopped the model's answer (finish_reason \"content_filter\")",
+  },
 };
 
 /** Why the tool calls of a cut-off answer are not run (their arguments may be incomplete). */
@@ -124,7 +145,14 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => s
 }
 
 /** A run result from the usage so far. */
-export function result(status: RunStatus, stop: StopReason, turns: number, usage: UsageAccumulator, output: string | null = null, error: string | null = null): AgentRunResult {
+export function result(
+  status: RunStatus,
+  stop: StopReason,
+  turns: number,
+  usage: UsageAccumulator,
+  output: string | null = null,
+  error: string | null = null,
+): AgentRunResult {
   return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
 }
 
@@ -183,7 +211,11 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
         }
       } else {
         state.noToolResponses = 0;
-        const tr = await ctx.executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, { agentId: ctx.agentId, runId: ctx.runId, turn });
+        const tr = await ctx.executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, {
+          agentId: ctx.agentId,
+          runId: ctx.runId,
+          turn,
+        });
         if (tr.cancelled) throw new AgentCancelledError(reason());
         if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
         if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
@@ -206,10 +238,10 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
       const decision = await raceAbort(Promise.resolve(hook.afterTurn(snapshot, signal)), signal, reason);
       if (decision === undefined || decision === null) continue;
       if (typeof decision !== "object" || (decision.action !== "continue" && decision.action !== "stop")) {
-        throw new TypeError("afterTurn must return a BehaviorDecision ({ action: \"continue\" | \"stop\" }) or nothing");
+        throw new TypeError('afterTurn must return a BehaviorDecision ({ action: "continue" | "stop" }) or nothing');
       }
       if (decision.action === "continue") {
-        if ((decision as { output?: unknown }).output != null) throw new TypeError("afterTurn: a \"continue\" decision cannot carry output");
+        if ((decision as { output?: unknown }).output != null) throw new TypeError('afterTurn: a "continue" decision cannot carry output');
         continue;
       }
       const out = decision.output ?? response.content;
@@ -217,7 +249,14 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
       return result("completed", "behavior_stop", turn, usage, out);
     }
   }
-  return result("failed", "max_steps", counters.turns, usage, null, `agent '${ctx.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`);
+  return result(
+    "failed",
+    "max_steps",
+    counters.turns,
+    usage,
+    null,
+    `agent '${ctx.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`,
+  );
 }
 
 function budgetFailure(policy: RuntimePolicy, usage: UsageAccumulator, turns: number): AgentRunResult | null {
@@ -226,10 +265,24 @@ function budgetFailure(policy: RuntimePolicy, usage: UsageAccumulator, turns: nu
   const u = usage.snapshot();
   const missing = u.request_count - u.reported_request_count;
   if (missing > 0) {
-    return result("failed", "usage_unavailable", turns, usage, null, `the run token budget cannot be enforced: ${missing} model request(s) did not report usage`);
+    return result(
+      "failed",
+      "usage_unavailable",
+      turns,
+      usage,
+      null,
+      `the run token budget cannot be enforced: ${missing} model request(s) did not report usage`,
+    );
   }
   if (u.total_tokens >= limit) {
-    return result("failed", "token_budget_exceeded", turns, usage, null, `the run used ${u.total_tokens} tokens, reaching its budget of ${limit}`);
+    return result(
+      "failed",
+      "token_budget_exceeded",
+      turns,
+      usage,
+      null,
+      `the run used ${u.total_tokens} tokens, reaching its budget of ${limit}`,
+    );
   }
   return null;
 }
@@ -351,4 +404,3 @@ async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessag
   await ctx.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
   return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
 }
-

@@ -210,7 +210,8 @@ export function createPlanTool(options: PlanToolOptions = {}): PlanTracker {
         return;
       }
       const checked = checkPlan(plan);
-      if (!checked.ok) throw new TypeError(`PlanTracker.set: invalid plan at ${checked.problem.pointer || "/"}: ${checked.problem.message}`);
+      if (!checked.ok)
+        throw new TypeError(`PlanTracker.set: invalid plan at ${checked.problem.pointer || "/"}: ${checked.problem.message}`);
       current = checked.plan;
     },
   };

@@ -252,7 +252,10 @@ export class ToolExecutor {
     const tool = this.runtime.registry.get(call.name);
     if (tool === undefined) {
       const names = this.runtime.registry.list().map((t) => t.name);
-      return fail("UNKNOWN_TOOL", `unknown tool ${JSON.stringify(call.name)}; available tools: ${names.length > 0 ? names.join(", ") : "(none)"}`);
+      return fail(
+        "UNKNOWN_TOOL",
+        `unknown tool ${JSON.stringify(call.name)}; available tools: ${names.length > 0 ? names.join(", ") : "(none)"}`,
+      );
     }
     if (!p.args.ok) {
       const e = p.args.error;
@@ -287,7 +290,7 @@ export class ToolExecutor {
       const data = env.result;
       let content: string;
       try {
-        content = typeof data === "string" ? data : JSON.stringify(data) ?? "null";
+        content = typeof data === "string" ? data : (JSON.stringify(data) ?? "null");
       } catch (err) {
         return fail("TOOL_ERROR", `tool result is not JSON-serialisable: ${err instanceof Error ? err.message : String(err)}`);
       }

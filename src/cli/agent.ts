@@ -31,7 +31,14 @@ import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
 import { checkPlan, PLAN_TOOL_NAME, renderPlan, type Plan, type PlanTracker } from "../agent/plan.ts";
-import { buildAgent, RunSpecError, setupPlan as hostSetupPlan, type BuildAgentOptions, type BuiltAgent, type RunSpec } from "../host/agent.ts";
+import {
+  buildAgent,
+  RunSpecError,
+  setupPlan as hostSetupPlan,
+  type BuildAgentOptions,
+  type BuiltAgent,
+  type RunSpec,
+} from "../host/agent.ts";
 import { makeModel as hostMakeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
@@ -90,7 +97,10 @@ export class AgentSessionStateError extends Error {
 export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfinishedRunError): Promise<AgentSessionStateError> {
   for (const runId of e.runIds) {
     const pid = await storage.runOwner(e.sessionId, runId).catch(() => null);
-    if (pid !== null) return new AgentSessionStateError(`session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`);
+    if (pid !== null)
+      return new AgentSessionStateError(
+        `session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`,
+      );
   }
   return new AgentSessionStateError(e.message);
 }
@@ -101,7 +111,8 @@ export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfi
  */
 export async function missingBranchMessage(storage: JournalStorage, sessionId: string, branch: string): Promise<string> {
   const branches = (await storage.listBranches(sessionId).catch(() => [])).map((b) => b.branch_id);
-  if (branches.length === 0) return `session '${sessionId}' has no branch '${branch}': it has no records yet, and a new session starts on main (leave --branch out)`;
+  if (branches.length === 0)
+    return `session '${sessionId}' has no branch '${branch}': it has no records yet, and a new session starts on main (leave --branch out)`;
   return `session '${sessionId}' has no branch '${branch}' (branches ${branches.join(", ")}); to make it: agentcore sessions fork ${shellWord(sessionId)} --name ${shellWord(branch)}`;
 }
 
@@ -132,7 +143,10 @@ export function reportRepair(prefix: string): (r: JournalRepair) => void {
 }
 
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
-const ENDING_SIGNALS = [["SIGTERM", 143], ["SIGHUP", 129]] as const;
+const ENDING_SIGNALS = [
+  ["SIGTERM", 143],
+  ["SIGHUP", 129],
+] as const;
 
 /**
  * The model of the flags: a ScriptedModel for --script, else the
@@ -177,7 +191,12 @@ export function runSpecOf(flags: Omit<AgentFlags, "task">): RunSpec {
  * buildAgent for agent and chat: a setup problem (a plan tool already
  * there, a bad compaction budget, a failed restore) in the CLI's words.
  */
-export async function buildCliAgent(spec: RunSpec, runtime: Runtime, options: BuildAgentOptions, storage: JournalStorage | null): Promise<BuiltAgent> {
+export async function buildCliAgent(
+  spec: RunSpec,
+  runtime: Runtime,
+  options: BuildAgentOptions,
+  storage: JournalStorage | null,
+): Promise<BuiltAgent> {
   try {
     return await buildAgent(spec, runtime, options);
   } catch (e) {
@@ -202,9 +221,11 @@ const MODEL_SETTING_NAMES: Readonly<Record<string, string>> = {
  * fields (`baseURL`, `apiKey`), the user sets a flag or a variable.
  */
 export function cliModelMessage(e: ModelConfigError, flags: Pick<AgentFlags, "preset">): string {
-  if (e.setting === "model" && e.problem === "missing") return "no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)";
+  if (e.setting === "model" && e.problem === "missing")
+    return "no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)";
   if (e.setting === "apiKey" && e.problem === "missing") {
-    const who = flags.preset !== undefined ? `the ${flags.preset} preset` : "the default OpenAI endpoint (no --model-url or MODEL_URL given)";
+    const who =
+      flags.preset !== undefined ? `the ${flags.preset} preset` : "the default OpenAI endpoint (no --model-url or MODEL_URL given)";
     return `${who} needs an API key: set MODEL_API_KEY (a local server needs none: --preset ollama, --preset lmstudio or --model-url URL)`;
   }
   if (e.setting !== undefined && e.problem !== undefined) return `${MODEL_SETTING_NAMES[e.setting] ?? e.setting} ${e.problem}`;
@@ -230,7 +251,13 @@ function clip(text: string, max: number): string {
 
 /** The one terminal line shown for a finished tool call. */
 export function toolLine(name: string, args: string, r: { cancelled: boolean; error: string | null; control: string }): string {
-  const status = r.cancelled ? "cancelled" : r.error !== null ? `failed: ${clip(r.error, 80)}` : r.control === "continue" ? "ok" : r.control;
+  const status = r.cancelled
+    ? "cancelled"
+    : r.error !== null
+      ? `failed: ${clip(r.error, 80)}`
+      : r.control === "continue"
+        ? "ok"
+        : r.control;
   return `tool ${clip(name, 60)} ${clip(args, 60)} → ${status}`;
 }
 
@@ -238,7 +265,12 @@ export function toolLine(name: string, args: string, r: { cancelled: boolean; er
  * Register the update_plan tool on `runtime` (unless `enabled` is false) and
  * return it with the system prompt to use (the plan note appended).
  */
-export function setupPlan(runtime: Runtime, system: string | undefined, enabled: boolean | undefined, onChange?: (plan: Plan) => void): { planner: PlanTracker | null; systemPrompt: string | undefined } {
+export function setupPlan(
+  runtime: Runtime,
+  system: string | undefined,
+  enabled: boolean | undefined,
+  onChange?: (plan: Plan) => void,
+): { planner: PlanTracker | null; systemPrompt: string | undefined } {
   try {
     return hostSetupPlan(runtime, system, enabled, onChange);
   } catch (e) {
@@ -283,7 +315,9 @@ export function rejectionNote(output: string | null): string {
   } catch {
     // not the policy's payload: keep the generic words
   }
-  const hint = gate ? ` Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.` : "";
+  const hint = gate
+    ? ` Side-effecting tools ask first: answer the prompt on a terminal, allow them in the config's "policy", or pass --approve-all.`
+    : "";
   return `agentcore: ${terminalLine(tool)} was refused: ${terminalLine(reason)}.${hint}`;
 }
 
@@ -314,7 +348,9 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   const branch = flags.branch ?? "main";
   if (flags.session !== undefined) {
     if (flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
-    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore") });
+    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), {
+      onRepair: reportRepair("agentcore"),
+    });
     // Before the first model request: a second agent on this branch stops here, having done nothing.
     claims.push(await claimSessionBranch(storage, flags.session, branch, "agentcore agent"));
     try {
@@ -330,7 +366,9 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   const skills = await setupSkills(runtime, flags);
   // Say why nothing happens while a failed request waits for its retry.
   const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
-    process.stderr.write(`agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`);
+    process.stderr.write(
+      `agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`,
+    );
   });
   const stderr = process.stderr;
   const showTools = flags.events === undefined && isTTY(stderr);
@@ -385,17 +423,22 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   };
 
   let agent: Agent | undefined;
-  const built = await buildCliAgent(runSpecOf(flags), runtime, {
-    model,
-    skills,
-    ...(storage !== null ? { storage } : {}),
-    checkout,
-    sinks: [sink],
-    recordFirst: false,
-    // A session belongs to one agent id: keep it across processes.
-    ...(flags.session !== undefined ? { agentId: "agentcore-cli" } : {}),
-    source: "agent",
-  }, storage);
+  const built = await buildCliAgent(
+    runSpecOf(flags),
+    runtime,
+    {
+      model,
+      skills,
+      ...(storage !== null ? { storage } : {}),
+      checkout,
+      sinks: [sink],
+      recordFirst: false,
+      // A session belongs to one agent id: keep it across processes.
+      ...(flags.session !== undefined ? { agentId: "agentcore-cli" } : {}),
+      source: "agent",
+    },
+    storage,
+  );
   agent = built.agent;
   const recorder = built.recorder;
   if (flags.continue === true && !agent.canContinue) {
@@ -432,9 +475,11 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     if (recorder !== null && recorder.errors.length > 0) {
       // `sessions delete --force` while the run went on: its later records have no journal to join.
       const deleted = storage !== null && !(await storage.exists(flags.session!).catch(() => true));
-      stderr.write(deleted
-        ? `agentcore: session '${flags.session}' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n`
-        : `agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`);
+      stderr.write(
+        deleted
+          ? `agentcore: session '${flags.session}' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n`
+          : `agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`,
+      );
       return 2;
     }
     if (flags.events === undefined && result.status !== "completed") {

@@ -34,9 +34,11 @@ export type OptionTable = Readonly<Record<string, OptionSpec>>;
 
 /** The parsed values of a table: strings, booleans, or string lists for `multiple`. */
 export type OptionValues<T extends OptionTable> = {
-  -readonly [K in keyof T]?: T[K] extends { readonly type: "boolean" } ? boolean
-    : T[K] extends { readonly multiple: true } ? string[]
-    : string;
+  -readonly [K in keyof T]?: T[K] extends { readonly type: "boolean" }
+    ? boolean
+    : T[K] extends { readonly multiple: true }
+      ? string[]
+      : string;
 };
 
 /** What `agentcore CMD --help` shows, besides the options. */
@@ -222,7 +224,9 @@ function unknownOption(command: string, table: OptionTable, arg: string): string
   if (name !== "") {
     // within sessions, its subcommands are told apart; elsewhere 'sessions' stands for them all
     const inSessions = command.startsWith("sessions ");
-    const places = COMMAND_NAMES.flatMap((c) => (c === "sessions" && inSessions ? Object.keys(SESSIONS_SUBCOMMANDS).map((s) => `sessions ${s}`) : [c]));
+    const places = COMMAND_NAMES.flatMap((c) =>
+      c === "sessions" && inSessions ? Object.keys(SESSIONS_SUBCOMMANDS).map((s) => `sessions ${s}`) : [c],
+    );
     const elsewhere = places.filter((c) => c !== command && Object.hasOwn(optionsOf(c), name));
     if (elsewhere.length > 0 && elsewhere.length <= 6) return `${arg} applies to ${quotedList(elsewhere)} only, not to ${label}`;
     if (elsewhere.length > 6) return `${arg} is not an option of ${label}`;
@@ -243,7 +247,12 @@ export function firstWord(argv: readonly string[], table: OptionTable): { word: 
       // an option of another command written before the word (`--max-depth 5 sessions list`):
       // its value is not the word either; the command's parser then refuses the option
       const name = a.slice(2);
-      if (a.startsWith("--") && !a.includes("=") && (Object.hasOwn(table, name) ? table[name]!.type === "string" : valueOptions().has(name))) i++;
+      if (
+        a.startsWith("--") &&
+        !a.includes("=") &&
+        (Object.hasOwn(table, name) ? table[name]!.type === "string" : valueOptions().has(name))
+      )
+        i++;
       continue;
     }
     return { word: a, rest: [...argv.slice(0, i), ...argv.slice(i + 1)] };
@@ -255,7 +264,12 @@ export function firstWord(argv: readonly string[], table: OptionTable): { word: 
 export function expectArguments(command: string, positionals: readonly string[], min: number, max: number, what: string): void {
   if (positionals.length > max) {
     const extra = positionals[max]!;
-    throw new UsageError(max === 0 ? `unexpected argument '${shown(extra)}': ${command} takes no arguments${what !== "" ? ` (${what})` : ""}` : `unexpected argument '${shown(extra)}': ${command} takes ${what}`, command);
+    throw new UsageError(
+      max === 0
+        ? `unexpected argument '${shown(extra)}': ${command} takes no arguments${what !== "" ? ` (${what})` : ""}`
+        : `unexpected argument '${shown(extra)}': ${command} takes ${what}`,
+      command,
+    );
   }
   if (positionals.length < min) throw new UsageError(`missing argument: ${command} needs ${what}`, command);
 }
@@ -300,7 +314,8 @@ export function renderHelp(spec: CommandSpec): string {
   if (spec.examples !== undefined && spec.examples.length > 0) {
     lines.push("Examples:", ...spec.examples.map((e) => `  ${e}`), "");
   }
-  if (spec.exit !== undefined && spec.exit.length > 0) lines.push("Exit status:", ...spec.exit.flatMap((e) => e.split("\n").map((l) => `  ${l}`)), "");
+  if (spec.exit !== undefined && spec.exit.length > 0)
+    lines.push("Exit status:", ...spec.exit.flatMap((e) => e.split("\n").map((l) => `  ${l}`)), "");
   if (spec.notes !== undefined) lines.push(spec.notes.trimEnd(), "");
   return lines.join("\n").trimEnd() + "\n";
 }
@@ -316,14 +331,26 @@ const HELP_OPTION = { help: { type: "boolean", short: "h", help: "show this help
 
 /** Where the tools work and how strict the input is: every command that makes a runtime. */
 const RUNTIME_OPTIONS = {
-  root: { type: "string", arg: "DIR", help: "folder the file tools are confined to (default: the config's root, else\nthe current directory)" },
+  root: {
+    type: "string",
+    arg: "DIR",
+    help: "folder the file tools are confined to (default: the config's root, else\nthe current directory)",
+  },
   config: {
     type: "string",
     arg: "FILE",
     help: "JSONC settings file (default: AGENTCORE_CONFIG); flags override it: root, limits,\nhistory, policy, tools, skills_dir, mcpServers (their tools join as SERVER__TOOL)",
   },
-  "max-input-bytes": { type: "string", arg: "N", help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})` },
-  "max-depth": { type: "string", arg: "N", help: `deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})` },
+  "max-input-bytes": {
+    type: "string",
+    arg: "N",
+    help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})`,
+  },
+  "max-depth": {
+    type: "string",
+    arg: "N",
+    help: `deepest accepted nesting of arrays and objects (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})`,
+  },
   tools: {
     type: "string",
     arg: "LIST",
@@ -338,9 +365,19 @@ const HISTORY_OPTION = {
 /** The model, the session, the plan and the run limits: agent and chat. */
 const MODEL_OPTIONS = {
   script: { type: "string", arg: "FILE", section: "Model", help: "play a scripted model (JSONL, one turn per line); no network" },
-  preset: { type: "string", arg: "NAME", section: "Model", help: "openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)" },
+  preset: {
+    type: "string",
+    arg: "NAME",
+    section: "Model",
+    help: "openai, lmstudio (http://localhost:1234/v1) or ollama (http://localhost:11434/v1)",
+  },
   model: { type: "string", arg: "NAME", section: "Model", help: "model name (default: CHAT_MODEL)" },
-  "model-url": { type: "string", arg: "URL", section: "Model", help: "OpenAI-compatible base URL (default: the --preset's, else MODEL_URL, else OpenAI)" },
+  "model-url": {
+    type: "string",
+    arg: "URL",
+    section: "Model",
+    help: "OpenAI-compatible base URL (default: the --preset's, else MODEL_URL, else OpenAI)",
+  },
   system: { type: "string", arg: "TEXT", section: "Model", help: "system prompt" },
   "max-steps": { type: "string", arg: "N", section: "Run", help: "model turns per run (default 20)" },
   "max-run-tokens": { type: "string", arg: "N", section: "Run", help: "token budget of the run (default: none)" },
@@ -356,9 +393,19 @@ const MODEL_OPTIONS = {
     section: "Run",
     help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root\nwhen it exists); $name or skill:name in the task activates one",
   },
-  session: { type: "string", arg: "ID", section: "Session", help: "record the run in session ID (a JSONL journal); its messages are restored first" },
+  session: {
+    type: "string",
+    arg: "ID",
+    section: "Session",
+    help: "record the run in session ID (a JSONL journal); its messages are restored first",
+  },
   branch: { type: "string", arg: "B", section: "Session", help: "the session branch to resume and record on (default main)" },
-  "sessions-dir": { type: "string", arg: "DIR", section: "Session", help: "journal directory (default: .agentcore/sessions under the root, created 0700)" },
+  "sessions-dir": {
+    type: "string",
+    arg: "DIR",
+    section: "Session",
+    help: "journal directory (default: .agentcore/sessions under the root, created 0700)",
+  },
 } as const satisfies OptionTable;
 
 export const TOOLS_OPTIONS = {
@@ -378,7 +425,12 @@ export const AGENT_OPTIONS = {
   ...RUNTIME_OPTIONS,
   ...HISTORY_OPTION,
   ...MODEL_OPTIONS,
-  events: { type: "string", arg: "jsonl", section: "Run", help: "print every event as one JSON line on stdout, ending with agent_finished" },
+  events: {
+    type: "string",
+    arg: "jsonl",
+    section: "Run",
+    help: "print every event as one JSON line on stdout, ending with agent_finished",
+  },
   "context-window": {
     type: "string",
     arg: "N",
@@ -398,11 +450,15 @@ export const CHAT_OPTIONS = {
 
 export const HISTORY_OPTIONS = {
   ...HELP_OPTION,
-  file: { type: "string", arg: "FILE", help: "the history log (default: --history FILE, else the config's \"history\")" },
+  file: { type: "string", arg: "FILE", help: 'the history log (default: --history FILE, else the config\'s "history")' },
   history: { type: "string", arg: "FILE", help: "the same as --file" },
-  config: { type: "string", arg: "FILE", help: "JSONC settings file whose \"history\" names the log (default: AGENTCORE_CONFIG)" },
+  config: { type: "string", arg: "FILE", help: 'JSONC settings file whose "history" names the log (default: AGENTCORE_CONFIG)' },
   tool: { type: "string", arg: "T", help: "only calls of tool T" },
-  since: { type: "string", arg: "WHEN", help: "only calls at or after WHEN: an ISO 8601 time (2026-11-30T08:00:00Z)\nor an age: 30s, 10m, 2h, 1d" },
+  since: {
+    type: "string",
+    arg: "WHEN",
+    help: "only calls at or after WHEN: an ISO 8601 time (2026-11-30T08:00:00Z)\nor an age: 30s, 10m, 2h, 1d",
+  },
   failed: { type: "boolean", help: "only failed calls" },
   json: { type: "boolean", help: "print the matching records as JSONL, as stored" },
 } as const satisfies OptionTable;
@@ -410,15 +466,23 @@ export const HISTORY_OPTIONS = {
 export const SKILLS_OPTIONS = {
   ...HELP_OPTION,
   dir: { type: "string", arg: "DIR", help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root)" },
-  root: { type: "string", arg: "DIR", help: "the root the default folder is under (default: the config's root, else the current directory)" },
+  root: {
+    type: "string",
+    arg: "DIR",
+    help: "the root the default folder is under (default: the config's root, else the current directory)",
+  },
   config: { type: "string", arg: "FILE", help: "JSONC settings file (its skills_dir and root; default: AGENTCORE_CONFIG)" },
-  json: { type: "boolean", help: "print {\"root\", \"skills\": [{\"name\", \"description\", \"path\", \"template\", \"sample\"}]}" },
+  json: { type: "boolean", help: 'print {"root", "skills": [{"name", "description", "path", "template", "sample"}]}' },
 } as const satisfies OptionTable;
 
 /** Options every `sessions` subcommand takes. */
 const SESSIONS_COMMON = {
   ...HELP_OPTION,
-  "sessions-dir": { type: "string", arg: "DIR", help: "journal directory (default: .agentcore/sessions under --root or the current directory)" },
+  "sessions-dir": {
+    type: "string",
+    arg: "DIR",
+    help: "journal directory (default: .agentcore/sessions under --root or the current directory)",
+  },
   root: { type: "string", arg: "DIR", help: "the root the default directory is under" },
   json: { type: "boolean", help: "print JSON instead of text" },
 } as const satisfies OptionTable;
@@ -462,14 +526,32 @@ export const SESSIONS_SUBCOMMANDS = {
 type SessionsTable = (typeof SESSIONS_SUBCOMMANDS)[keyof typeof SESSIONS_SUBCOMMANDS];
 type KeysOfUnion<T> = T extends unknown ? keyof T : never;
 type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U extends Readonly<Record<K, infer S>> ? S : never) : never;
-export type SessionsValues = { [K in KeysOfUnion<SessionsTable>]?: SessionsSpec<K> extends { readonly type: "boolean" } ? boolean : string };
+export type SessionsValues = {
+  [K in KeysOfUnion<SessionsTable>]?: SessionsSpec<K> extends { readonly type: "boolean" } ? boolean : string;
+};
 
 export const SERVE_OPTIONS = {
   ...HELP_OPTION,
-  host: { type: "string", arg: "HOST", section: "Listening", help: "bind address (default 127.0.0.1); anything but loopback prints a warning" },
-  port: { type: "string", arg: "N", section: "Listening", help: "TCP port (default 8787; 0 picks a free one, the printed URL tells which)" },
+  host: {
+    type: "string",
+    arg: "HOST",
+    section: "Listening",
+    help: "bind address (default 127.0.0.1); anything but loopback prints a warning",
+  },
+  port: {
+    type: "string",
+    arg: "N",
+    section: "Listening",
+    help: "TCP port (default 8787; 0 picks a free one, the printed URL tells which)",
+  },
   unix: { type: "string", arg: "PATH", section: "Listening", help: "listen on a Unix socket (mode 0600) instead of TCP" },
-  "allow-origin": { type: "string", arg: "ORIGIN", multiple: true, section: "Listening", help: "accept this browser Origin (repeatable; default: none)" },
+  "allow-origin": {
+    type: "string",
+    arg: "ORIGIN",
+    multiple: true,
+    section: "Listening",
+    help: "accept this browser Origin (repeatable; default: none)",
+  },
   "allow-host": {
     type: "string",
     arg: "NAME[:PORT]",
@@ -489,7 +571,7 @@ export const SERVE_OPTIONS = {
     type: "string",
     arg: "FILE",
     section: "Files",
-    help: "JSONC settings (root, limits, history, policy, tools, mcpServers; default: AGENTCORE_CONFIG);\n\"require_approval\" rules wait for POST /v1/approvals/{id}; \"mcpServers\" are connected at start",
+    help: 'JSONC settings (root, limits, history, policy, tools, mcpServers; default: AGENTCORE_CONFIG);\n"require_approval" rules wait for POST /v1/approvals/{id}; "mcpServers" are connected at start',
   },
   skills: {
     type: "string",
@@ -520,14 +602,29 @@ export const SERVE_OPTIONS = {
     help: "pending approvals are denied after this (default: the config's\npolicy.approval_timeout_ms, else 300000)",
   },
   "heartbeat-ms": { type: "string", arg: "N", section: "Limits", help: "SSE heartbeat period (default 15000, at most 240000)" },
-  "max-input-bytes": { type: "string", arg: "N", section: "Limits", help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})` },
-  "max-depth": { type: "string", arg: "N", section: "Limits", help: `deepest accepted nesting in a call (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})` },
+  "max-input-bytes": {
+    type: "string",
+    arg: "N",
+    section: "Limits",
+    help: `largest accepted call in bytes (default ${DEFAULT_MAX_BYTES}, at most ${HARD_MAX_BYTES})`,
+  },
+  "max-depth": {
+    type: "string",
+    arg: "N",
+    section: "Limits",
+    help: `deepest accepted nesting in a call (default ${DEFAULT_MAX_DEPTH}, at most ${HARD_MAX_DEPTH})`,
+  },
   "access-log": {
     type: "boolean",
     section: "Logs",
     help: "one line per request on stderr when its answer starts: method, path (without\nthe query string), status, duration in ms; never a header, the token or a body.\nAlso on with AGENTCORE_LOG_LEVEL=info, debug or trace",
   },
-  "on-shutdown": { type: "string", arg: "abort|finish", section: "Shutdown", help: "abort active runs at once (default), or let them finish" },
+  "on-shutdown": {
+    type: "string",
+    arg: "abort|finish",
+    section: "Shutdown",
+    help: "abort active runs at once (default), or let them finish",
+  },
   "shutdown-grace-ms": {
     type: "string",
     arg: "N",

@@ -35,7 +35,18 @@ import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { SessionError, sessionMessages, type SessionCheckout } from "../session/types.ts";
-import { AgentSetupError, AgentUsageError, buildCliAgent, claimSessionBranch, makeModel, missingBranchMessage, reportRepair, runSpecOf, setupSkills, type AgentFlags } from "./agent.ts";
+import {
+  AgentSetupError,
+  AgentUsageError,
+  buildCliAgent,
+  claimSessionBranch,
+  makeModel,
+  missingBranchMessage,
+  reportRepair,
+  runSpecOf,
+  setupSkills,
+  type AgentFlags,
+} from "./agent.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import { ReplApprover, type ApprovalView } from "./chat/approver.ts";
 import { chatHelp, parseChatInput } from "./chat/commands.ts";
@@ -96,7 +107,10 @@ class Screen {
   #atStart = true;
   /** Set once a write failed (a closed pipe): later writes are dropped. */
   broken = false;
-  constructor(private readonly out: { write(s: string): unknown }, private readonly onBroken: (e: unknown) => void) {}
+  constructor(
+    private readonly out: { write(s: string): unknown },
+    private readonly onBroken: (e: unknown) => void,
+  ) {}
 
   /**
    * Write `text`. Model and tool bytes are untrusted: terminal control
@@ -160,7 +174,13 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
   }
 }
 
-async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprover, options: ChatOptions, held: { claim: BranchClaim | null }): Promise<number> {
+async function chatCommand(
+  runtime: Runtime,
+  flags: ChatFlags,
+  gate: ReplApprover,
+  options: ChatOptions,
+  held: { claim: BranchClaim | null },
+): Promise<number> {
   const proc = process;
   const { input, output, error } = options.io ?? { input: proc.stdin, output: proc.stdout, error: proc.stderr };
   const interactive = input.isTTY === true;
@@ -169,7 +189,9 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
   if (flags.session !== undefined && flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
   const sessionId = flags.session ?? newChatSessionId();
   let branch = flags.branch ?? "main";
-  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), { onRepair: reportRepair("agentcore chat") });
+  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), {
+    onRepair: reportRepair("agentcore chat"),
+  });
   held.claim = await claimSessionBranch(storage, sessionId, branch, "agentcore chat");
   let checkout: SessionCheckout | null;
   try {
@@ -248,8 +270,17 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
       case "compaction_completed": {
         const r = event.result;
         // Automatic ones (--context-window) say why they happened.
-        const why = r.trigger === "overflow" ? " (the server said the context is full)" : r.trigger === "pressure" ? " (the history outgrew --context-window)" : "";
-        screen.line(r.status === "completed" ? `[compacted${why}: ${r.messages_before} messages → ${r.messages_after}]` : `[nothing to compact yet${why}: the last turn is always kept]`);
+        const why =
+          r.trigger === "overflow"
+            ? " (the server said the context is full)"
+            : r.trigger === "pressure"
+              ? " (the history outgrew --context-window)"
+              : "";
+        screen.line(
+          r.status === "completed"
+            ? `[compacted${why}: ${r.messages_before} messages → ${r.messages_after}]`
+            : `[nothing to compact yet${why}: the last turn is always kept]`,
+        );
         break;
       }
       case "compaction_failed":
@@ -290,20 +321,25 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
   // agent's is (the same rule and code); without it nothing compacts unless asked.
   const spec = { ...runSpecOf(flags), session: { id: sessionId, branch } };
   if (spec.compaction === undefined) spec.compaction = { contextWindow: 128_000, reserveTokens: 16_000, keepRecentTokens: 1, auto: false };
-  const built = await buildCliAgent(spec, runtime, {
-    model,
-    skills,
-    storage,
-    checkout,
-    recordSink,
-    sinks: [render],
-    recordFirst: false,
-    agentId: CHAT_AGENT_ID,
-    source: "chat",
-    onPlanChange: (plan) => {
-      pendingPlan = plan;
+  const built = await buildCliAgent(
+    spec,
+    runtime,
+    {
+      model,
+      skills,
+      storage,
+      checkout,
+      recordSink,
+      sinks: [render],
+      recordFirst: false,
+      agentId: CHAT_AGENT_ID,
+      source: "chat",
+      onPlanChange: (plan) => {
+        pendingPlan = plan;
+      },
     },
-  }, storage);
+    storage,
+  );
   agent = built.agent;
   planner = built.planner;
 
@@ -491,17 +527,23 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
     screen.moved(true); // the Enter that ended the line moved the cursor
     // Without a terminal nothing echoes the input: show it, so the transcript reads like a session.
     if (!interactive) chain = chain.then(() => screen.line(`${PROMPT}${line}`));
-    chain = chain.then(() => handle(line)).catch((e) => {
-      screen.line(`[error: ${(e as Error).message}]`);
-    }).then(() => {
-      if (busy === null && !gate.waiting) showPrompt();
-    });
+    chain = chain
+      .then(() => handle(line))
+      .catch((e) => {
+        screen.line(`[error: ${(e as Error).message}]`);
+      })
+      .then(() => {
+        if (busy === null && !gate.waiting) showPrompt();
+      });
   });
   // The terminal went away (EIO from reading it or restoring its mode, as when
   // its window closes): the input is over, end like Ctrl-D. Unhandled, the
   // error left the process spinning without a terminal.
   rl.on("error", (e: unknown) => {
-    if (!inputClosed && !exiting) error.write(`agentcore chat: the terminal is gone (${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? String(e)}); stopping\n`);
+    if (!inputClosed && !exiting)
+      error.write(
+        `agentcore chat: the terminal is gone (${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? String(e)}); stopping\n`,
+      );
     inputClosed = true;
     gate.close();
     void exit();
@@ -561,7 +603,9 @@ async function chatCommand(runtime: Runtime, flags: ChatFlags, gate: ReplApprove
     proc.off("SIGHUP", onHup);
     await agent.shutdown();
   }
-  screen.line(`[session ${sessionId}, branch ${branch}: resume with --session ${sessionId}${branch !== "main" ? ` --branch ${branch}` : ""}]`);
+  screen.line(
+    `[session ${sessionId}, branch ${branch}: resume with --session ${sessionId}${branch !== "main" ? ` --branch ${branch}` : ""}]`,
+  );
   if (screen.broken) return 2;
   if (recordingErrors.length > 0) return 1;
   return endedBy?.status ?? 0;

@@ -68,14 +68,16 @@ const MODEL_ENV = `Environment (the model, when no --script is given; flags win)
   LLM_TEMPERATURE      sampling temperature, 0 to 2 (default 0.7)
   LLM_INCLUDE_USAGE    ask for token usage in the stream: true (default) or false`;
 
-const SIGNALS = "143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second\n     signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)";
+const SIGNALS =
+  "143 / 129 after SIGTERM / SIGHUP (the run is aborted and journaled first); a second\n     signal while stopping exits at once with 128 + its number (130 for a second Ctrl-C)";
 const PIPE = PIPE_HELP;
 
 export const TOOLS_HELP: CommandSpec = {
   name: "tools",
   summary: COMMANDS.tools.summary,
   usage: ["tools [--json] [--tools LIST] [--config FILE]"],
-  description: "Lists the registered tools: the built-in ones, the workspace tools --tools (or the config)\nturns on, and the tools of the config's mcpServers (as SERVER__TOOL).",
+  description:
+    "Lists the registered tools: the built-in ones, the workspace tools --tools (or the config)\nturns on, and the tools of the config's mcpServers (as SERVER__TOOL).",
   options: TOOLS_OPTIONS,
   examples: ["agentcore tools", "agentcore tools --tools read --json"],
   exit: ["0  listed", "2  usage error, or a bad config file", PIPE],
@@ -85,13 +87,19 @@ export const EXECUTE_HELP: CommandSpec = {
   name: "execute",
   summary: COMMANDS.execute.summary,
   usage: ["execute [options] '<json>'", "execute [options] -            (the call from stdin)"],
-  description: "Dispatches one tool call (validated by the strict JSON core, then by the tool's schema and\nthe config's policy) and prints its envelope.",
+  description:
+    "Dispatches one tool call (validated by the strict JSON core, then by the tool's schema and\nthe config's policy) and prints its envelope.",
   options: EXECUTE_OPTIONS,
   examples: [
     `agentcore execute '{"id":"c1","tool":"echo","arguments":{"message":"hello"}}'`,
     `echo '{"id":"c2","tool":"read_file","arguments":{"path":"README.md"}}' | agentcore execute -`,
   ],
-  exit: ["0  the call succeeded", "1  the call returned \"success\":false", "2  usage error, unreadable input, output failure or runtime failure", PIPE],
+  exit: [
+    "0  the call succeeded",
+    '1  the call returned "success":false',
+    "2  usage error, unreadable input, output failure or runtime failure",
+    PIPE,
+  ],
   notes: CALL_SHAPES,
 };
 
@@ -99,18 +107,29 @@ export const RUN_HELP: CommandSpec = {
   name: "run",
   summary: COMMANDS.run.summary,
   usage: ["run [options] FILE.jsonl", "run [options] -              (the calls from stdin)"],
-  description: "Dispatches one call per non-blank line, in order, and prints one envelope per line. A\nmalformed or over-long line gets its own error envelope (details.input_line says which) and\nthe run goes on. When stderr is a terminal and stdout is not, progress goes to stderr.",
+  description:
+    "Dispatches one call per non-blank line, in order, and prints one envelope per line. A\nmalformed or over-long line gets its own error envelope (details.input_line says which) and\nthe run goes on. When stderr is a terminal and stdout is not, progress goes to stderr.",
   options: RUN_OPTIONS,
   examples: ["agentcore run examples/tool_calls.jsonl", "agentcore run --history audit.jsonl - < calls.jsonl"],
-  exit: ["0  every call succeeded", "1  at least one call returned \"success\":false", "2  usage error, unreadable input file, output failure or runtime failure", PIPE],
+  exit: [
+    "0  every call succeeded",
+    '1  at least one call returned "success":false',
+    "2  usage error, unreadable input file, output failure or runtime failure",
+    PIPE,
+  ],
   notes: CALL_SHAPES,
 };
 
 export const AGENT_HELP: CommandSpec = {
   name: "agent",
   summary: COMMANDS.agent.summary,
-  usage: [`agent [options] "TASK"`, "agent [options] -                    (the task from stdin)", "agent --session ID --continue [options]"],
-  description: "Runs an agent on TASK with the registered tools. The answer streams to stdout (with\n--events jsonl, every event instead); when stderr is a terminal each tool call shows there\nas one line. Side-effecting tools ask on the terminal first unless the config's \"policy\"\nsays otherwise or --approve-all is given.",
+  usage: [
+    `agent [options] "TASK"`,
+    "agent [options] -                    (the task from stdin)",
+    "agent --session ID --continue [options]",
+  ],
+  description:
+    'Runs an agent on TASK with the registered tools. The answer streams to stdout (with\n--events jsonl, every event instead); when stderr is a terminal each tool call shows there\nas one line. Side-effecting tools ask on the terminal first unless the config\'s "policy"\nsays otherwise or --approve-all is given.',
   options: AGENT_OPTIONS,
   examples: [
     `agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"`,
@@ -131,10 +150,19 @@ export const CHAT_HELP: CommandSpec = {
   name: "chat",
   summary: COMMANDS.chat.summary,
   usage: ["chat [options]"],
-  description: "The interactive agent: a REPL with streamed answers, one line per tool call, the plan as a\nchecklist and approvals at the prompt; /steer /abort /continue /compact /sessions /fork\n(/help inside). The conversation is kept in a session (--session, else a new one).",
+  description:
+    "The interactive agent: a REPL with streamed answers, one line per tool call, the plan as a\nchecklist and approvals at the prompt; /steer /abort /continue /compact /sessions /fork\n(/help inside). The conversation is kept in a session (--session, else a new one).",
   options: CHAT_OPTIONS,
-  examples: ["agentcore chat --preset ollama --model qwen3 --tools write_file", "agentcore chat --session notes --script examples/agent_script.jsonl"],
-  exit: ["0  the chat ended", "1  the session journal could not be written", "2  usage error or a setup error (config, script, skill, session, model setting)", SIGNALS],
+  examples: [
+    "agentcore chat --preset ollama --model qwen3 --tools write_file",
+    "agentcore chat --session notes --script examples/agent_script.jsonl",
+  ],
+  exit: [
+    "0  the chat ended",
+    "1  the session journal could not be written",
+    "2  usage error or a setup error (config, script, skill, session, model setting)",
+    SIGNALS,
+  ],
   notes: MODEL_ENV,
 };
 
@@ -142,10 +170,18 @@ export const MCP_HELP: CommandSpec = {
   name: "mcp",
   summary: COMMANDS.mcp.summary,
   usage: ["mcp [options]"],
-  description: "Serves the registered tools to an MCP client over stdio: stdout carries JSON-RPC only.\nValidation and the config's policy apply; require_approval is denied (there is no terminal to ask).",
+  description:
+    "Serves the registered tools to an MCP client over stdio: stdout carries JSON-RPC only.\nValidation and the config's policy apply; require_approval is denied (there is no terminal to ask).",
   options: MCP_OPTIONS,
   examples: ["agentcore mcp --tools read", "agentcore mcp --config agentcore.jsonc --history audit.jsonl"],
   exit: ["0  the client closed stdin", "2  usage error, or a bad config file"],
 };
 
-export const MAIN_HELP = { tools: TOOLS_HELP, execute: EXECUTE_HELP, run: RUN_HELP, agent: AGENT_HELP, chat: CHAT_HELP, mcp: MCP_HELP } as const;
+export const MAIN_HELP = {
+  tools: TOOLS_HELP,
+  execute: EXECUTE_HELP,
+  run: RUN_HELP,
+  agent: AGENT_HELP,
+  chat: CHAT_HELP,
+  mcp: MCP_HELP,
+} as const;

@@ -24,7 +24,8 @@ export const HISTORY_USAGE = renderHelp({
   name: "history",
   summary: "read an execution history log",
   usage: ["history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]"],
-  description: "Reads back the log that --history FILE (or the config's \"history\") appends to: one line per\ncall with its time, tool, call id, effect, decision, duration and result.",
+  description:
+    'Reads back the log that --history FILE (or the config\'s "history") appends to: one line per\ncall with its time, tool, call id, effect, decision, duration and result.',
   options: HISTORY_OPTIONS,
   examples: ["agentcore history --file audit.jsonl --since 1h --failed", "agentcore history --file audit.jsonl --tool write_file --json"],
   exit: ["0  the log was read (whatever the calls' results)", "2  usage error, a missing or unreadable file, or a corrupt line", PIPE_HELP],
@@ -85,7 +86,8 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
   } catch (e) {
     return usage((e as Error).message);
   }
-  if (positionals.length > 0 && values.help !== true) return usage(`unexpected argument '${positionals[0]}': history takes no arguments (the log is --file FILE)`);
+  if (positionals.length > 0 && values.help !== true)
+    return usage(`unexpected argument '${positionals[0]}': history takes no arguments (the log is --file FILE)`);
   if (typeof values.file === "string" && typeof values.history === "string" && values.file !== values.history) {
     return usage("--file and --history name different files; give one");
   }
@@ -125,7 +127,7 @@ function historyPath(values: Record<string, string | boolean | undefined>, env: 
     const cfg = loadConfig(configPath) as { history?: unknown };
     if (typeof cfg.history === "string" && cfg.history.length > 0) return cfg.history;
   }
-  throw new HistoryUsageError("history needs a log file: --file FILE (or a \"history\" key in the config file)");
+  throw new HistoryUsageError('history needs a log file: --file FILE (or a "history" key in the config file)');
 }
 
 /** A cell safe for a terminal: control characters escaped, long text cut. */
@@ -154,9 +156,7 @@ function printTable(records: HistoryRecord[], out: LineWriter): void {
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const fmt = (row: string[]) =>
-    row
-      .map((c, i) => (i === 4 ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join("  ");
+    row.map((c, i) => (i === 4 ? c.padStart(widths[i]!) : i === row.length - 1 ? c : c.padEnd(widths[i]!))).join("  ");
   out.line(fmt(head));
   for (const row of rows) out.line(fmt(row));
 }

@@ -131,7 +131,10 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Set
 }
 
 /** The options `agent` and `chat` share: the model, the session, the plan, skills and the run limits. */
-function modelFlags(values: Record<string, string | boolean | undefined>, settings: Settings): Omit<AgentFlags, "task" | "events" | "continue"> {
+function modelFlags(
+  values: Record<string, string | boolean | undefined>,
+  settings: Settings,
+): Omit<AgentFlags, "task" | "events" | "continue"> {
   const flags: Omit<AgentFlags, "task" | "events" | "continue"> = {
     script: values.script as string | undefined,
     preset: values.preset as string | undefined,
@@ -544,7 +547,9 @@ export async function main(argv: string[]): Promise<number> {
   const command = split.command;
   if (!(COMMAND_NAMES as string[]).includes(command)) {
     const guess = nearest(command, COMMAND_NAMES);
-    return usage(`unknown command '${shown(command)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (commands: ${COMMAND_NAMES.join(", ")})`}`);
+    return usage(
+      `unknown command '${shown(command)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (commands: ${COMMAND_NAMES.join(", ")})`}`,
+    );
   }
   const args = split.args;
   // `history` parses its own options (--file, --tool, --since, --failed, --json).
@@ -589,7 +594,8 @@ export async function main(argv: string[]): Promise<number> {
         break;
       case "agent":
         if (values.continue === true) {
-          if (rest.length > 0) throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
+          if (rest.length > 0)
+            throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
         } else expectArguments(name, rest, 1, 1, "exactly one argument: the task in quotes, or - for stdin");
         break;
     }

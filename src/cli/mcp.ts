@@ -42,7 +42,13 @@ export function strictJsonRpcLines(out: Writable, maxBytes: number): Transform {
     const body = bytes.subarray(0, n);
     const bad = validateStrict(body, { maxBytes, maxDepth: HARD_MAX_DEPTH });
     if (bad === null) t.push(Buffer.concat([body, Buffer.from("\n")]));
-    else refuse(`${bad.message} at line ${bad.line}, column ${bad.column}`, { code: bad.code, offset: bad.offset, line: bad.line, column: bad.column });
+    else
+      refuse(`${bad.message} at line ${bad.line}, column ${bad.column}`, {
+        code: bad.code,
+        offset: bad.offset,
+        line: bad.line,
+        column: bad.column,
+      });
   };
   return new Transform({
     transform(chunk: Buffer, _enc, done) {

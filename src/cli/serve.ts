@@ -85,7 +85,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
   let tokenInfo: CommittedDaemonToken | undefined;
   let signals: { done: Promise<number>; off(): void } | undefined;
   try {
-    if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined)) throw new ServeUsageError("--unix replaces --host and --port");
+    if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined))
+      throw new ServeUsageError("--unix replaces --host and --port");
     if (v.unix === "") throw new ServeUsageError("--unix needs a path");
     const mode = (v["on-shutdown"] ?? "abort") as ShutdownMode;
     if (!SHUTDOWN_MODES.includes(mode)) throw new ServeUsageError(`--on-shutdown must be abort or finish, got '${v["on-shutdown"]}'`);
@@ -96,7 +97,9 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       let ok = false;
       try {
         ok = statSync(root).isDirectory();
-      } catch { /* reported below */ }
+      } catch {
+        /* reported below */
+      }
       if (!ok) throw new ServeUsageError(`--root ${root}: not a folder`);
     }
     const maxBytes = int("--max-input-bytes", v["max-input-bytes"], 1, HARD_MAX_BYTES) ?? file.max_input_bytes ?? DEFAULT_MAX_BYTES;
@@ -145,7 +148,14 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         token: pendingToken.token,
         allowedHosts,
         allowedOrigins: v["allow-origin"] ?? [],
-        runtimeOptions: { root, tools, limits: { maxBytes, maxDepth }, maxFileBytes: file.max_file_bytes, defaultTimeoutMs: file.default_timeout_ms, middleware },
+        runtimeOptions: {
+          root,
+          tools,
+          limits: { maxBytes, maxDepth },
+          maxFileBytes: file.max_file_bytes,
+          defaultTimeoutMs: file.default_timeout_ms,
+          middleware,
+        },
         policy: file.policy,
         approvalTimeoutMs: int("--approval-timeout-ms", v["approval-timeout-ms"], 1, 86_400_000) ?? file.policy?.approval_timeout_ms,
         maxBodyBytes: int("--max-body-bytes", v["max-body-bytes"], 1, HARD_MAX_BYTES),
@@ -159,18 +169,24 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         ...(skills !== null ? { skills } : {}),
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
-      prepare: mcpServers === undefined ? undefined : async (daemon) => {
-        const [{ attachMcpServersInterruptibly }, { McpStartupError }] = await Promise.all([import("../host/mcp.ts"), import("../mcp/attach.ts")]);
-        // The daemon's own signal handling starts once it listens: until then a
-        // signal interrupts the MCP start-up (a server hanging there is
-        // stopped, not left behind) and ends the command with 128 + its number.
-        try {
-          return (await attachMcpServersInterruptibly(daemon.runtime, mcpServers)).close;
-        } catch (e) {
-          if (e instanceof McpStartupError) throw new ConfigError(e.message);
-          throw e;
-        }
-      },
+      prepare:
+        mcpServers === undefined
+          ? undefined
+          : async (daemon) => {
+              const [{ attachMcpServersInterruptibly }, { McpStartupError }] = await Promise.all([
+                import("../host/mcp.ts"),
+                import("../mcp/attach.ts"),
+              ]);
+              // The daemon's own signal handling starts once it listens: until then a
+              // signal interrupts the MCP start-up (a server hanging there is
+              // stopped, not left behind) and ends the command with 128 + its number.
+              try {
+                return (await attachMcpServersInterruptibly(daemon.runtime, mcpServers)).close;
+              } catch (e) {
+                if (e instanceof McpStartupError) throw new ConfigError(e.message);
+                throw e;
+              }
+            },
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
     });
@@ -179,7 +195,9 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     // must not meet the default action (exit 143, token files left behind).
     signals = stopOnSignals(started, () => tokenInfo);
     try {
-      tokenInfo = pendingToken.commit(v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: started.listening.port ?? 0 });
+      tokenInfo = pendingToken.commit(
+        v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port: started.listening.port ?? 0 },
+      );
     } catch (e) {
       signals.off();
       await started.stop();
@@ -188,15 +206,26 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     // A process that ends another way than the signal path still removes its files.
     process.on("exit", tokenInfo.release);
     if (v.unix === undefined && !isLoopbackBind(host)) {
-      process.stderr.write(`agentcore serve: WARNING: listening on ${host}, which is not loopback: other machines can reach this daemon (the token still guards it)\n`);
+      process.stderr.write(
+        `agentcore serve: WARNING: listening on ${host}, which is not loopback: other machines can reach this daemon (the token still guards it)\n`,
+      );
     }
     process.stderr.write(`agentcore serve: listening on ${started.url}\n`);
-    if (tokenInfo.sharedFile !== null) process.stderr.write(`agentcore serve: ${tokenInfo.sharedFile} holds this token too (the daemon started last on this state directory)\n`);
-    process.stderr.write(tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`);
+    if (tokenInfo.sharedFile !== null)
+      process.stderr.write(
+        `agentcore serve: ${tokenInfo.sharedFile} holds this token too (the daemon started last on this state directory)\n`,
+      );
+    process.stderr.write(
+      tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`,
+    );
   } catch (e) {
     // only a flag problem gets the pointer to --help; a config, token or listen problem says what to fix
     if (e instanceof ServeUsageError) return fail(e.message);
-    if (e instanceof ConfigError || e instanceof TokenError || (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))) {
+    if (
+      e instanceof ConfigError ||
+      e instanceof TokenError ||
+      (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))
+    ) {
       return failed((e as Error).message);
     }
     throw e;

@@ -16,7 +16,18 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { firstWord, nearest, optionsOf, parseCommandLine, renderHelp, SESSIONS_SUBCOMMANDS, type SessionsValues, shown, UsageError, usageText } from "./args.ts";
+import {
+  firstWord,
+  nearest,
+  optionsOf,
+  parseCommandLine,
+  renderHelp,
+  SESSIONS_SUBCOMMANDS,
+  type SessionsValues,
+  shown,
+  UsageError,
+  usageText,
+} from "./args.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { repairMessage } from "../session/journal.ts";
 import {
@@ -32,7 +43,16 @@ import {
   shellWord,
   sourceBranchFor,
 } from "../session/manage.ts";
-import { emptySession, type SessionBranch, type SessionCheckout, SessionConflictError, SessionError, type SessionRecord, SessionValidationError, sessionMessages } from "../session/types.ts";
+import {
+  emptySession,
+  type SessionBranch,
+  type SessionCheckout,
+  SessionConflictError,
+  SessionError,
+  type SessionRecord,
+  SessionValidationError,
+  sessionMessages,
+} from "../session/types.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
 
 export const SESSIONS_HELP = `Usage:
@@ -74,15 +94,59 @@ session refuses new runs until it is recovered:
 `;
 
 /** Each subcommand's usage, description and example, for `agentcore sessions SUB --help` (its options come from args.ts). */
-const SUBCOMMAND_HELP: Record<keyof typeof SESSIONS_SUBCOMMANDS, { usage: string[]; description: string; examples: string[]; exit: string[] }> = {
-  list: { usage: ["sessions list [--json]"], description: "The sessions in the journal directory, the most recently active first.", examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"], exit: ["0  listed", "1  listed, but a journal could not be read: it is named on stderr and left out", "2  usage error", PIPE_HELP] },
-  show: { usage: ["sessions show ID [--branch B] [--json]"], description: "The runs and messages of one branch of session ID (default main).", examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"], exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read", PIPE_HELP] },
-  tree: { usage: ["sessions tree ID [--json]"], description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.", examples: ["agentcore sessions tree demo"], exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read", PIPE_HELP] },
-  fork: { usage: ["sessions fork ID [--from RECORD] [--name B] [--branch B]"], description: "A new branch of session ID at RECORD (default: the head of main); main is never rewritten.", examples: ["agentcore sessions fork demo --from r5 --name idea"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
-  rollback: { usage: ["sessions rollback ID --to RECORD [--name B] [--branch B]"], description: "A new branch of session ID at RECORD, to go on from there (main is never rewritten).", examples: ["agentcore sessions rollback demo --to r5"], exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"] },
-  retry: { usage: ["sessions retry ID --run RUN [--name B] [--branch B]"], description: "A new branch just before run RUN; prints the branch, the task and the command that runs it again.", examples: ["agentcore sessions retry demo --run 3f2a"], exit: ["0  the branch was created", "2  usage error, no such session, run or branch"] },
-  recover: { usage: ["sessions recover ID [--branch B] [--force]"], description: "Close the runs a crash left unfinished on branch B (default main): each gets a run_finished\nrecord (cancelled / external_abort), so the session takes new runs again.", examples: ["agentcore sessions recover demo"], exit: ["0  recovered, or nothing to do", "2  usage error, no such session, or a run still going in a live process"] },
-  delete: { usage: ["sessions delete ID --yes [--force]"], description: "Delete session ID for good: its journal, lock and run marks. Without --yes nothing is deleted.", examples: ["agentcore sessions delete demo --yes"], exit: ["0  deleted", "2  usage error, no such session, no --yes, or a run still going"] },
+const SUBCOMMAND_HELP: Record<
+  keyof typeof SESSIONS_SUBCOMMANDS,
+  { usage: string[]; description: string; examples: string[]; exit: string[] }
+> = {
+  list: {
+    usage: ["sessions list [--json]"],
+    description: "The sessions in the journal directory, the most recently active first.",
+    examples: ["agentcore sessions list", "agentcore --root ~/work sessions list --json"],
+    exit: ["0  listed", "1  listed, but a journal could not be read: it is named on stderr and left out", "2  usage error", PIPE_HELP],
+  },
+  show: {
+    usage: ["sessions show ID [--branch B] [--json]"],
+    description: "The runs and messages of one branch of session ID (default main).",
+    examples: ["agentcore sessions show demo", "agentcore sessions show demo --branch retry-1 --json"],
+    exit: ["0  shown", "2  usage error, no such session or branch, or a journal that cannot be read", PIPE_HELP],
+  },
+  tree: {
+    usage: ["sessions tree ID [--json]"],
+    description: "The branches of session ID and every record: revision (r7), id, parent, branch, type.",
+    examples: ["agentcore sessions tree demo"],
+    exit: ["0  shown", "2  usage error, no such session, or a journal that cannot be read", PIPE_HELP],
+  },
+  fork: {
+    usage: ["sessions fork ID [--from RECORD] [--name B] [--branch B]"],
+    description: "A new branch of session ID at RECORD (default: the head of main); main is never rewritten.",
+    examples: ["agentcore sessions fork demo --from r5 --name idea"],
+    exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"],
+  },
+  rollback: {
+    usage: ["sessions rollback ID --to RECORD [--name B] [--branch B]"],
+    description: "A new branch of session ID at RECORD, to go on from there (main is never rewritten).",
+    examples: ["agentcore sessions rollback demo --to r5"],
+    exit: ["0  the branch was created", "2  usage error, no such session, record or branch, or a name already taken"],
+  },
+  retry: {
+    usage: ["sessions retry ID --run RUN [--name B] [--branch B]"],
+    description: "A new branch just before run RUN; prints the branch, the task and the command that runs it again.",
+    examples: ["agentcore sessions retry demo --run 3f2a"],
+    exit: ["0  the branch was created", "2  usage error, no such session, run or branch"],
+  },
+  recover: {
+    usage: ["sessions recover ID [--branch B] [--force]"],
+    description:
+      "Close the runs a crash left unfinished on branch B (default main): each gets a run_finished\nrecord (cancelled / external_abort), so the session takes new runs again.",
+    examples: ["agentcore sessions recover demo"],
+    exit: ["0  recovered, or nothing to do", "2  usage error, no such session, or a run still going in a live process"],
+  },
+  delete: {
+    usage: ["sessions delete ID --yes [--force]"],
+    description: "Delete session ID for good: its journal, lock and run marks. Without --yes nothing is deleted.",
+    examples: ["agentcore sessions delete demo --yes"],
+    exit: ["0  deleted", "2  usage error, no such session, no --yes, or a run still going"],
+  },
 };
 
 /** Default journal directory under a root. */
@@ -116,26 +180,43 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   }
   if (!Object.hasOwn(SESSIONS_SUBCOMMANDS, sub)) {
     const guess = nearest(sub, Object.keys(SESSIONS_SUBCOMMANDS));
-    return fail(`unknown subcommand '${shown(sub)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (known: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")})`}`);
+    return fail(
+      `unknown subcommand '${shown(sub)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (known: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")})`}`,
+    );
   }
   const subName = sub as keyof typeof SESSIONS_SUBCOMMANDS;
   let v: SessionsValues;
   let positionals: string[];
   try {
-    ({ values: v, positionals } = parseCommandLine(`sessions ${subName}`, SESSIONS_SUBCOMMANDS[subName], rest) as { values: SessionsValues; positionals: string[] });
+    ({ values: v, positionals } = parseCommandLine(`sessions ${subName}`, SESSIONS_SUBCOMMANDS[subName], rest) as {
+      values: SessionsValues;
+      positionals: string[];
+    });
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     process.stderr.write(usageText(e.message, e.command));
     return 2;
   }
   if (v.help) {
-    out.line(renderHelp({ name: `sessions ${subName}`, summary: "", options: SESSIONS_SUBCOMMANDS[subName], ...SUBCOMMAND_HELP[subName] }).trimEnd());
+    out.line(
+      renderHelp({
+        name: `sessions ${subName}`,
+        summary: "",
+        options: SESSIONS_SUBCOMMANDS[subName],
+        ...SUBCOMMAND_HELP[subName],
+      }).trimEnd(),
+    );
     out.flush();
     return 0;
   }
   const [id, ...extra] = positionals;
   if (extra.length > 0) {
-    process.stderr.write(usageText(`unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : "one: the session id"}`, `sessions ${subName}`));
+    process.stderr.write(
+      usageText(
+        `unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : "one: the session id"}`,
+        `sessions ${subName}`,
+      ),
+    );
     return 2;
   }
   // A usage error of this subcommand points at its own help.
@@ -143,7 +224,8 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     process.stderr.write(usageText(message, `sessions ${subName}`));
     return 2;
   };
-  if (sub === "list" ? id !== undefined : id === undefined) return subFail(sub === "list" ? `list takes no arguments, got '${shown(id!)}'` : `${sub} needs the session id`);
+  if (sub === "list" ? id !== undefined : id === undefined)
+    return subFail(sub === "list" ? `list takes no arguments, got '${shown(id!)}'` : `${sub} needs the session id`);
   // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
   const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);
   const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root), { onRepair: (r) => note(repairMessage(r)) });
@@ -157,7 +239,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   const dirArgs = [
     ...(v["sessions-dir"] !== undefined ? ["--sessions-dir", shellWord(v["sessions-dir"])] : []),
     ...(v.root !== undefined ? ["--root", shellWord(v.root)] : []),
-  ].map((a) => ` ${a}`).join("");
+  ]
+    .map((a) => ` ${a}`)
+    .join("");
   try {
     switch (sub) {
       case "list": {
@@ -172,17 +256,33 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
             const records = await storage.records(s);
             const main = await storage.load(s);
             const { last_activity } = sessionActivity(storage, s, records);
-            rows.push({ session_id: s, records: records.length, branches: branches.map((b) => b.branch_id), runs: main?.runs.length ?? 0, last_activity });
+            rows.push({
+              session_id: s,
+              records: records.length,
+              branches: branches.map((b) => b.branch_id),
+              runs: main?.runs.length ?? 0,
+              last_activity,
+            });
           } catch (err) {
             // One corrupt journal must not hide the others: list them, name this one, exit 1.
             if (!(err instanceof SessionError)) throw err;
             unreadable += 1;
-            note(`session '${visible(s)}' is left out: ${err.message} (agentcore sessions delete ${shellWord(s)} --yes${dirArgs} removes it)`);
+            note(
+              `session '${visible(s)}' is left out: ${err.message} (agentcore sessions delete ${shellWord(s)} --yes${dirArgs} removes it)`,
+            );
           }
         }
         // the most recently active first (a session with no known time last), then by id
         rows.sort((a, b) => (b.last_activity ?? "").localeCompare(a.last_activity ?? "") || a.session_id.localeCompare(b.session_id));
-        emit(rows, rows.length === 0 ? ["no sessions"] : rows.map((r) => `${localTime(r.last_activity)}  ${visible(r.session_id)}  records ${r.records}  runs ${r.runs}  branches ${r.branches.map(visible).join(", ")}`));
+        emit(
+          rows,
+          rows.length === 0
+            ? ["no sessions"]
+            : rows.map(
+                (r) =>
+                  `${localTime(r.last_activity)}  ${visible(r.session_id)}  records ${r.records}  runs ${r.runs}  branches ${r.branches.map(visible).join(", ")}`,
+              ),
+        );
         return unreadable > 0 ? 1 : 0;
       }
       case "show": {
@@ -192,7 +292,11 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         let c = await storage.checkout(id!, branch);
         // A journal with no whole record yet (its first write was torn): an empty session.
         if (c === null && branch === "main" && (await storage.exists(id!))) {
-          c = { session: emptySession(id!, null), branch: { branch_id: "main", head_id: null, created_revision: 0, base_record_id: null, source_branch_id: null, intent: null }, head: null };
+          c = {
+            session: emptySession(id!, null),
+            branch: { branch_id: "main", head_id: null, created_revision: 0, base_record_id: null, source_branch_id: null, intent: null },
+            head: null,
+          };
         }
         if (c === null) {
           const records = await requireRecords(storage, id!);
@@ -202,10 +306,16 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         const text = [
           `session ${visible(id!)}  branch ${visible(branch)}  agent ${c.session.agent_id ?? "-"}  head ${c.head?.record_id ?? "-"} (${c.head ? revisionRef(c.head.revision) : "no records"})`,
           `runs (${c.session.runs.length}):`,
-          ...c.session.runs.map((r) => `  ${r.run_id}  ${r.intent}  ${r.result === null ? "unfinished" : `${r.result.status} (${r.result.stop_reason})`}${r.task !== null ? `  ${JSON.stringify(clip(r.task, 80))}` : ""}`),
+          ...c.session.runs.map(
+            (r) =>
+              `  ${r.run_id}  ${r.intent}  ${r.result === null ? "unfinished" : `${r.result.status} (${r.result.stop_reason})`}${r.task !== null ? `  ${JSON.stringify(clip(r.task, 80))}` : ""}`,
+          ),
           `messages (${messages.length}):`,
           ...messages.map((m) => {
-            const calls = m.role === "assistant" && m.tool_calls ? `  calls ${m.tool_calls.map((t) => `${t.function.name}(${clip(t.function.arguments, 40)})`).join(", ")}` : "";
+            const calls =
+              m.role === "assistant" && m.tool_calls
+                ? `  calls ${m.tool_calls.map((t) => `${t.function.name}(${clip(t.function.arguments, 40)})`).join(", ")}`
+                : "";
             return `  [${m.role}] ${m.content === null ? "" : clip(m.content)}${calls}`;
           }),
         ];
@@ -217,7 +327,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         const branches = await storage.listBranches(id!);
         const text = [
           "branches:",
-          ...branches.map((b) => `  ${visible(b.branch_id)}${b.intent ? `  (${b.intent} of ${visible(b.source_branch_id ?? "-")} at ${b.base_record_id ?? "the start"})` : ""}  head ${b.head_id}`),
+          ...branches.map(
+            (b) =>
+              `  ${visible(b.branch_id)}${b.intent ? `  (${b.intent} of ${visible(b.source_branch_id ?? "-")} at ${b.base_record_id ?? "the start"})` : ""}  head ${b.head_id}`,
+          ),
           "records (revision, id, parent, branch, type; give a record as r7, or its id or first characters):",
           ...records.map((r) => {
             const run = typeof r.data.run_id === "string" ? `  run ${r.data.run_id}` : "";
@@ -230,18 +343,24 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "fork":
       case "rollback": {
-        if (sub === "rollback" && v.to === undefined) return subFail("rollback needs --to RECORD: a revision such as r7, or a record id or its first characters (agentcore sessions tree ID shows them)");
+        if (sub === "rollback" && v.to === undefined)
+          return subFail(
+            "rollback needs --to RECORD: a revision such as r7, or a record id or its first characters (agentcore sessions tree ID shows them)",
+          );
         const records = await requireRecords(storage, id!);
         const ref = sub === "fork" ? v.from : v.to;
         const heads = branchHeads(records);
-        if (v.branch !== undefined && !heads.has(v.branch)) return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
+        if (v.branch !== undefined && !heads.has(v.branch))
+          return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
         let source = v.branch ?? "main";
         let base: SessionRecord;
         if (ref !== undefined) {
           base = resolveRecordRef(records, ref, id!);
           const from = sourceBranchFor(records, base, v.branch);
           if (from === null) {
-            return journalError(`record ${revisionRef(base.revision)} is not on branch '${v.branch}' (it was written on '${base.branch_id}'): leave out --branch to start from '${base.branch_id}', or choose a record of '${v.branch}' (agentcore sessions tree ${shellWord(id!)}${dirArgs})`);
+            return journalError(
+              `record ${revisionRef(base.revision)} is not on branch '${v.branch}' (it was written on '${base.branch_id}'): leave out --branch to start from '${base.branch_id}', or choose a record of '${v.branch}' (agentcore sessions tree ${shellWord(id!)}${dirArgs})`,
+            );
           }
           source = from;
         } else {
@@ -254,9 +373,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         const live = new Map(liveRunMarks(storage, id!).map((m) => [m.runId, m.pid] as const));
         const problem = branchPointProblem(records, base, source, id!, live);
         if (problem !== null) return journalError(`cannot ${sub} session '${id}' at ${revisionRef(base.revision)}: ${problem}`);
-        const c: SessionCheckout = sub === "fork"
-          ? await storage.fork(id!, { fromRecordId: base.record_id, branchId: v.name, sourceBranch: source })
-          : await storage.rollback(id!, base.record_id, { branchId: v.name, sourceBranch: source });
+        const c: SessionCheckout =
+          sub === "fork"
+            ? await storage.fork(id!, { fromRecordId: base.record_id, branchId: v.name, sourceBranch: source })
+            : await storage.rollback(id!, base.record_id, { branchId: v.name, sourceBranch: source });
         const b = c.branch.branch_id;
         emit(branchJson(c.branch, c), [
           `branch ${visible(b)} created at ${c.branch.base_record_id} (${revisionRef(base.revision)}; ${c.branch.intent} of ${visible(c.branch.source_branch_id ?? source)})`,
@@ -268,17 +388,22 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         const branch = v.branch ?? "main";
         const r = await storage.recoverRuns(id!, { branch, force: v.force === true, reason: "recovered by 'agentcore sessions recover'" });
         const resume = `agentcore agent --session ${shellQuote(id!)}${branch !== "main" ? ` --branch ${shellQuote(branch)}` : ""} "TASK"`;
-        const text = r.recovered.length === 0
-          ? [`session ${id} branch ${branch}: no unfinished run, nothing to recover`]
-          : [
-            ...r.recovered.map((x) => `run ${x.run_id} closed as ${x.result.status} (${x.result.stop_reason}) after ${x.result.turns} turn(s)${x.cancelled_tool_calls.length > 0 ? `; ${x.cancelled_tool_calls.length} unanswered tool call(s) answered as cancelled` : ""}`),
-            `session ${id} branch ${branch} is usable again: ${resume}`,
-          ];
+        const text =
+          r.recovered.length === 0
+            ? [`session ${id} branch ${branch}: no unfinished run, nothing to recover`]
+            : [
+                ...r.recovered.map(
+                  (x) =>
+                    `run ${x.run_id} closed as ${x.result.status} (${x.result.stop_reason}) after ${x.result.turns} turn(s)${x.cancelled_tool_calls.length > 0 ? `; ${x.cancelled_tool_calls.length} unanswered tool call(s) answered as cancelled` : ""}`,
+                ),
+                `session ${id} branch ${branch} is usable again: ${resume}`,
+              ];
         emit(r, text);
         return 0;
       }
       case "retry": {
-        if (v.run === undefined) return subFail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
+        if (v.run === undefined)
+          return subFail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
         const records = await requireRecords(storage, id!);
         const runId = resolveRunRef(records, v.run, id!);
         const started = records.find((r) => r.type === "run_started" && r.data.run_id === runId);
@@ -286,20 +411,30 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
           // a --continue run has no task of its own: the task run it continued is the one to retry
           const cont = records.find((r) => r.data.run_id === runId)!;
           const task = [...recordsBefore(records, cont)].reverse().find((r) => r.type === "run_started");
-          const hint = task !== undefined ? `: retry the task run it continued: agentcore sessions retry ${shellWord(id!)} --run ${String(task.data.run_id)}${dirArgs}` : "";
+          const hint =
+            task !== undefined
+              ? `: retry the task run it continued: agentcore sessions retry ${shellWord(id!)} --run ${String(task.data.run_id)}${dirArgs}`
+              : "";
           return journalError(`run ${runId} continued an earlier run (agentcore agent --continue) and has no task of its own${hint}`);
         }
-        if (v.branch !== undefined && !branchHeads(records).has(v.branch)) return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
+        if (v.branch !== undefined && !branchHeads(records).has(v.branch))
+          return journalError(`session '${id}' has no branch '${v.branch}' (${branchList(records)})`);
         const source = sourceBranchFor(records, started, v.branch);
         if (source === null) {
-          return journalError(`run ${runId} was not run on branch '${v.branch}' (it was on '${started.branch_id}'): leave out --branch to retry it from '${started.branch_id}'`);
+          return journalError(
+            `run ${runId} was not run on branch '${v.branch}' (it was on '${started.branch_id}'): leave out --branch to retry it from '${started.branch_id}'`,
+          );
         }
         const taken = nameTaken(records, v.name, id!, dirArgs);
         if (taken !== null) return journalError(taken);
         const r = await storage.prepareRetry(id!, runId, { branchId: v.name, sourceBranch: source });
         const b = r.checkout.branch.branch_id;
         const command = `agentcore agent --session ${shellQuote(id!)} --branch ${shellQuote(b)}${dirArgs} ${shellQuote(r.task)}`;
-        emit({ ...branchJson(r.checkout.branch, r.checkout), task: r.task, retried_run_id: r.retried_run_id, command }, [`branch ${b}`, `task ${r.task}`, `run it: ${command}`]);
+        emit({ ...branchJson(r.checkout.branch, r.checkout), task: r.task, retried_run_id: r.retried_run_id, command }, [
+          `branch ${b}`,
+          `task ${r.task}`,
+          `run it: ${command}`,
+        ]);
         return 0;
       }
       case "delete": {
@@ -309,7 +444,8 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         let what: string;
         try {
           const records = await storage.records(id!);
-          const runs = new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id)).size;
+          const runs = new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id))
+            .size;
           what = `${records.length} record(s), ${runs} run(s), ${branchList(records)}`;
         } catch (e) {
           if (!(e instanceof SessionError)) throw e;
@@ -317,7 +453,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         }
         if (v.yes !== true) {
           // never a prompt: a script (stdin not a terminal) must say so itself, and so must a person
-          return journalError(`delete removes session '${id}' for good (${what}); nothing was deleted. To confirm: agentcore sessions delete ${shellWord(id!)}${dirArgs} --yes`);
+          return journalError(
+            `delete removes session '${id}' for good (${what}); nothing was deleted. To confirm: agentcore sessions delete ${shellWord(id!)}${dirArgs} --yes`,
+          );
         }
         const r = await deleteSession(storage, id!, { force: v.force === true });
         emit({ ...r, deleted: true }, [`session ${visible(id!)} deleted (${what})`]);
@@ -350,7 +488,8 @@ function branchList(records: readonly SessionRecord[]): string {
 /** Why `--name B` cannot be used, or null. */
 function nameTaken(records: readonly SessionRecord[], name: string | undefined, id: string, dirArgs: string): string | null {
   if (name === undefined) return null;
-  if (name.trim() === "") throw new SessionValidationError("--name must not be empty: give a branch name, or leave --name out for a generated one");
+  if (name.trim() === "")
+    throw new SessionValidationError("--name must not be empty: give a branch name, or leave --name out for a generated one");
   if (!branchHeads(records).has(name)) return null;
   return `session '${id}' already has a branch '${name}': choose another --name (or leave it out for a generated one), or work on that branch: agentcore agent --session ${shellWord(id)} --branch ${shellWord(name)}${dirArgs} "TASK"`;
 }
@@ -359,7 +498,12 @@ function nameTaken(records: readonly SessionRecord[], name: string | undefined, 
 function recordsBefore(records: readonly SessionRecord[], record: SessionRecord): SessionRecord[] {
   const ids = new Map(records.map((r) => [r.record_id, r]));
   const out: SessionRecord[] = [];
-  for (let r = record.parent_id === null ? undefined : ids.get(record.parent_id); r !== undefined; r = r.parent_id === null ? undefined : ids.get(r.parent_id)) out.push(r);
+  for (
+    let r = record.parent_id === null ? undefined : ids.get(record.parent_id);
+    r !== undefined;
+    r = r.parent_id === null ? undefined : ids.get(r.parent_id)
+  )
+    out.push(r);
   return out.reverse();
 }
 

@@ -101,7 +101,8 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
   }
   const [sub, ...extra] = positionals;
   if (sub === undefined) return fail("missing subcommand: list");
-  if (sub !== "list") return fail(`unknown subcommand '${shown(sub)}'${nearest(sub, ["list"]) !== undefined ? "; did you mean 'list'?" : " (known: list)"}`);
+  if (sub !== "list")
+    return fail(`unknown subcommand '${shown(sub)}'${nearest(sub, ["list"]) !== undefined ? "; did you mean 'list'?" : " (known: list)"}`);
   if (extra.length > 0) return fail(`unexpected argument '${shown(extra[0]!)}': skills list takes no arguments`);
   if (v.dir === "") return fail("--dir must not be empty");
 
@@ -135,7 +136,13 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
   const rootShown = catalog?.root ?? (dir !== undefined ? path.resolve(dir) : defaultSkillsDir(root));
   const skills = catalog?.skills ?? [];
   if (v.json) {
-    const list = skills.map((s) => ({ name: s.name, description: s.description, path: s.path, template: s.templatePath, sample: s.samplePath }));
+    const list = skills.map((s) => ({
+      name: s.name,
+      description: s.description,
+      path: s.path,
+      template: s.templatePath,
+      sample: s.samplePath,
+    }));
     out.line(JSON.stringify({ root: rootShown, skills: list }, null, 2));
     out.flush();
     return 0;
@@ -151,7 +158,9 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
     return 0;
   }
   const rows = skills.map((s) => {
-    const extras = [s.templatePath !== null ? "template" : null, s.samplePath !== null ? "sample" : null].filter((x) => x !== null).join(",");
+    const extras = [s.templatePath !== null ? "template" : null, s.samplePath !== null ? "sample" : null]
+      .filter((x) => x !== null)
+      .join(",");
     return [cell(s.name), extras || "-", cell(s.description) || NO_DESCRIPTION];
   });
   const w0 = Math.max(4, ...rows.map((r) => r[0]!.length));

@@ -23,7 +23,10 @@ export function toModelMessage(m: AgentMessage): ChatMessage {
 }
 
 /** The request messages for a history: `system` first (when given), then the history, then `transient`. */
-export function buildModelContext(history: readonly AgentMessage[], options: { system?: ChatMessage | null; transient?: readonly ChatMessage[] } = {}): ChatMessage[] {
+export function buildModelContext(
+  history: readonly AgentMessage[],
+  options: { system?: ChatMessage | null; transient?: readonly ChatMessage[] } = {},
+): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (options.system) out.push(options.system);
   for (const m of history) out.push(toModelMessage(m));

@@ -95,11 +95,25 @@ export function estimateContextUsage(
     }
   }
   if (last < 0) {
-    return { total_tokens: heuristic, reported_tokens: 0, trailing_tokens: heuristic, heuristic_tokens: heuristic, last_usage_index: null, source: "estimated" };
+    return {
+      total_tokens: heuristic,
+      reported_tokens: 0,
+      trailing_tokens: heuristic,
+      heuristic_tokens: heuristic,
+      last_usage_index: null,
+      source: "estimated",
+    };
   }
   let trailing = 0;
   for (let i = last + 1; i < per.length; i++) trailing += per[i];
   const total = Math.max(reported + trailing, heuristic);
   const source = trailing === 0 && total === reported ? "reported" : "mixed";
-  return { total_tokens: total, reported_tokens: reported, trailing_tokens: trailing, heuristic_tokens: heuristic, last_usage_index: last, source };
+  return {
+    total_tokens: total,
+    reported_tokens: reported,
+    trailing_tokens: trailing,
+    heuristic_tokens: heuristic,
+    last_usage_index: last,
+    source,
+  };
 }

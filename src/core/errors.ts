@@ -55,6 +55,4 @@ export const HARD_MAX_BYTES = 256 * 1024 * 1024;
 export const HARD_MAX_DEPTH = 4096;
 
 /** Result of `parseStrict`. */
-export type ParseResult<T = unknown> =
-  | { ok: true; value: T }
-  | { ok: false; error: JsonError };
+export type ParseResult<T = unknown> = { ok: true; value: T } | { ok: false; error: JsonError };

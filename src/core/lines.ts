@@ -11,9 +11,7 @@
 import { concatBytes } from "./bytes.ts";
 
 /** One framed line: its bytes, or the fact that it was too long. */
-export type Line =
-  | { number: number; overlong: false; bytes: Uint8Array }
-  | { number: number; overlong: true; bytes: number };
+export type Line = { number: number; overlong: false; bytes: Uint8Array } | { number: number; overlong: true; bytes: number };
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -89,7 +87,6 @@ export class LineFramer {
     return this.#skippedLast === CR ? this.#skipped - 1 : this.#skipped;
   }
 }
-
 
 /** True when the bytes are only JSON whitespace (space, tab, CR, LF). */
 export function isBlank(bytes: Uint8Array): boolean {

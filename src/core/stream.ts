@@ -487,4 +487,3 @@ function encodeShort(text: string, len: number, mem: Uint8Array, o: number, escO
   }
   return ((o - o0) << 5) | flags | (bad >>> 31);
 }
-

@@ -83,7 +83,10 @@ function jsonDetails(e: JsonError, location?: string): Obj {
 }
 
 class CallShapeError {
-  constructor(readonly message: string, readonly location: string) {}
+  constructor(
+    readonly message: string,
+    readonly location: string,
+  ) {}
 }
 
 function fail(message: string, location: string): never {
@@ -142,7 +145,11 @@ function readStringArgs(o: Obj, key: string, location: string, limits?: JsonLimi
     const e = inner.error;
     return {
       ok: false,
-      error: { code: e.code, message: `${e.message} in ${location.slice(1)} at line ${e.line}, column ${e.column}`, details: jsonDetails(e, location) },
+      error: {
+        code: e.code,
+        message: `${e.message} in ${location.slice(1)} at line ${e.line}, column ${e.column}`,
+        details: jsonDetails(e, location),
+      },
     };
   }
   if (!isObject(inner.value)) {
@@ -223,7 +230,11 @@ export function normalizeToolCall(value: unknown, limits?: JsonLimits): ToolCall
     const kind = e instanceof Error ? e.name : typeof e;
     return {
       ok: false,
-      error: { code: "INVALID_CALL", message: `the tool call could not be read (${kind} from one of its members)`, details: { location: "" } },
+      error: {
+        code: "INVALID_CALL",
+        message: `the tool call could not be read (${kind} from one of its members)`,
+        details: { location: "" },
+      },
       id,
       tool,
     };

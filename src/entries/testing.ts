@@ -36,5 +36,21 @@ export type {
   ScriptedTurn,
   ScriptedUsage,
 } from "../providers/scripted.ts";
-export { chunk, errorBody, splitBytes, sseBytes, startOpenAIServer, textReply, toolChunk, usageChunk } from "../providers/scripted-server.ts";
-export type { Chunk, RawPiece, RecordedHttpRequest, Reply as ServerReply, ScriptedOpenAIServer, ScriptedReply as ScriptedServerReply } from "../providers/scripted-server.ts";
+export {
+  chunk,
+  errorBody,
+  splitBytes,
+  sseBytes,
+  startOpenAIServer,
+  textReply,
+  toolChunk,
+  usageChunk,
+} from "../providers/scripted-server.ts";
+export type {
+  Chunk,
+  RawPiece,
+  RecordedHttpRequest,
+  Reply as ServerReply,
+  ScriptedOpenAIServer,
+  ScriptedReply as ScriptedServerReply,
+} from "../providers/scripted-server.ts";

@@ -53,7 +53,10 @@ export interface RunSpec {
 /** A setup problem of the spec the front end words for its users (a plan tool already registered). */
 export class RunSpecError extends Error {
   override name = "RunSpecError";
-  constructor(message: string, readonly part: "plan" | "compaction" | "agent") {
+  constructor(
+    message: string,
+    readonly part: "plan" | "compaction" | "agent",
+  ) {
     super(message);
   }
 }
@@ -99,7 +102,8 @@ export interface BuiltAgent {
 
 /** The compaction options of `spec` for `model`. */
 export function compactionOptions(model: ModelAdapter, spec: CompactionSpec, source?: string) {
-  const derived = spec.reserveTokens === undefined || spec.keepRecentTokens === undefined ? budgetForContextWindow(spec.contextWindow) : null;
+  const derived =
+    spec.reserveTokens === undefined || spec.keepRecentTokens === undefined ? budgetForContextWindow(spec.contextWindow) : null;
   return {
     policy: new CompactionPolicy({
       contextWindow: spec.contextWindow,
@@ -115,7 +119,12 @@ export function compactionOptions(model: ModelAdapter, spec: CompactionSpec, sou
  * Register the update_plan tool on `runtime` (unless `enabled` is false) and
  * return it with the system prompt to use (the plan note appended).
  */
-export function setupPlan(runtime: Runtime, system: string | undefined, enabled: boolean | undefined, onChange?: (plan: Plan) => void): { planner: PlanTracker | null; systemPrompt: string | undefined } {
+export function setupPlan(
+  runtime: Runtime,
+  system: string | undefined,
+  enabled: boolean | undefined,
+  onChange?: (plan: Plan) => void,
+): { planner: PlanTracker | null; systemPrompt: string | undefined } {
   if (enabled === false) return { planner: null, systemPrompt: system };
   if (runtime.registry.has(PLAN_TOOL_NAME)) throw new RunSpecError(`a tool named ${PLAN_TOOL_NAME} is already registered`, "plan");
   const planner = createPlanTool(onChange === undefined ? {} : { onChange });

@@ -11,7 +11,13 @@
  *
  * @module
  */
-import { MODEL_PRESETS, ModelConfigError, modelConfigFromEnv, type ModelConfigOverrides, type ModelPresetName } from "../providers/config.ts";
+import {
+  MODEL_PRESETS,
+  ModelConfigError,
+  modelConfigFromEnv,
+  type ModelConfigOverrides,
+  type ModelPresetName,
+} from "../providers/config.ts";
 import { OpenAIModelAdapter } from "../providers/openai.ts";
 import type { RetryOptions } from "../providers/retry.ts";
 import { ScriptedModel } from "../providers/scripted.ts";
@@ -83,10 +89,14 @@ export async function makeModel(spec: ModelSpec, options: ModelOptions = {}): Pr
   if (spec.url !== undefined) {
     overrides.baseURL = spec.url;
     const seen = env ?? process.env;
-    if (options.keyOnlyToConfiguredUrl === true && spec.url.replace(/\/+$/, "") !== (seen.MODEL_URL ?? "").replace(/\/+$/, "")) source = { ...seen, MODEL_API_KEY: undefined };
+    if (options.keyOnlyToConfiguredUrl === true && spec.url.replace(/\/+$/, "") !== (seen.MODEL_URL ?? "").replace(/\/+$/, ""))
+      source = { ...seen, MODEL_API_KEY: undefined };
   }
   try {
-    return new OpenAIModelAdapter(modelConfigFromEnv(source, overrides), options.onRetry === undefined ? {} : { retry: { onRetry: options.onRetry } });
+    return new OpenAIModelAdapter(
+      modelConfigFromEnv(source, overrides),
+      options.onRetry === undefined ? {} : { retry: { onRetry: options.onRetry } },
+    );
   } catch (e) {
     throw new ModelSpecError((e as Error).message, "config", e instanceof ModelConfigError ? e : null, source !== env);
   }

@@ -23,7 +23,8 @@ export function summaryPrompt(request: CompactionRequest): ChatMessage[] {
   return [
     {
       role: "system",
-      content: "Summarise this conversation for your own later use: the user's goals, decisions, files and facts found, and open steps. Be brief and concrete.",
+      content:
+        "Summarise this conversation for your own later use: the user's goals, decisions, files and facts found, and open steps. Be brief and concrete.",
     },
     { role: "user", content: lines.join("\n") },
   ];

@@ -120,7 +120,8 @@ export function excerpt(text: string, offset: number): string {
     chars = chars.slice(from, from + EXCERPT_WIDTH);
     caret -= from;
   }
-  const shownChar = (c: string) => c === "\t" ? "    " : /[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c;
+  const shownChar = (c: string) =>
+    c === "\t" ? "    " : /[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c;
   const shown = chars.map(shownChar);
   const pad = head.length + shown.slice(0, caret).reduce((n, s) => n + s.length, 0);
   const gutter = String(line).padStart(5);
@@ -139,7 +140,7 @@ const SYNTAX_WORDS: Record<string, string> = {
   EndOfFileExpected: "expected the end of the file after the top-level object",
   InvalidCommentToken: "invalid comment",
   UnexpectedEndOfComment: "unterminated comment: a /* without */",
-  UnexpectedEndOfString: "unterminated string: a \" is missing",
+  UnexpectedEndOfString: 'unterminated string: a " is missing',
   UnexpectedEndOfNumber: "unterminated number",
   InvalidUnicode: "invalid \\u escape (four hex digits expected)",
   InvalidEscapeCharacter: "invalid escape in a string (use \\\\ for a backslash)",
@@ -174,21 +175,26 @@ function syntaxMessage(text: string, e: ParseError): string {
   let words = SYNTAX_WORDS[code];
   if (code === "CommaExpected") {
     const stack: ("object" | "array")[] = [];
-    visit(text, {
-      onObjectBegin: (o) => void (o < e.offset && stack.push("object")),
-      onObjectEnd: (o) => void (o < e.offset && stack.pop()),
-      onArrayBegin: (o) => void (o < e.offset && stack.push("array")),
-      onArrayEnd: (o) => void (o < e.offset && stack.pop()),
-    }, { allowTrailingComma: true, disallowComments: false });
+    visit(
+      text,
+      {
+        onObjectBegin: (o) => void (o < e.offset && stack.push("object")),
+        onObjectEnd: (o) => void (o < e.offset && stack.pop()),
+        onArrayBegin: (o) => void (o < e.offset && stack.push("array")),
+        onArrayEnd: (o) => void (o < e.offset && stack.pop()),
+      },
+      { allowTrailingComma: true, disallowComments: false },
+    );
     words = stack[stack.length - 1] === "array" ? "expected a comma or a closing bracket ']'" : "expected a comma or a closing brace '}'";
   }
   if (code === "InvalidSymbol") {
     // a bare word is the usual case: an unquoted name or string, True for true
     const word = /^[A-Za-z_$][\w$-]*/.exec(text.slice(e.offset))?.[0];
     const c = [...text.slice(e.offset)][0] ?? "";
-    words = word !== undefined
-      ? `unexpected word '${word.slice(0, 40)}' (a string or a property name needs double quotes; true, false and null are lower case)`
-      : `unexpected character '${/[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c}'${c === "'" ? " (strings need double quotes)" : ""}`;
+    words =
+      word !== undefined
+        ? `unexpected word '${word.slice(0, 40)}' (a string or a property name needs double quotes; true, false and null are lower case)`
+        : `unexpected character '${/[\u0000-\u001f\u007f-\u009f]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : c}'${c === "'" ? " (strings need double quotes)" : ""}`;
   }
   words ??= `syntax error (${code})`;
   // at the very end of the file (only blanks and comments after the offset): say so first
@@ -302,7 +308,9 @@ export function loadConfig(path: string): FileConfig {
       }
       out[key as (typeof INTEGER_KEYS)[number]] = v;
     } else {
-      throw new ConfigError(`${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir, mcpServers)`);
+      throw new ConfigError(
+        `${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir, mcpServers)`,
+      );
     }
   }
   return out;
@@ -321,7 +329,8 @@ function stringList(path: string, where: string, v: unknown, allowed?: readonly 
   }
   if (allowed !== undefined) {
     const bad = v.find((x) => !allowed.includes(x as string));
-    if (bad !== undefined) throw new ConfigError(`${path}: "${where}": unknown value ${JSON.stringify(bad)} (known: ${allowed.join(", ")})`);
+    if (bad !== undefined)
+      throw new ConfigError(`${path}: "${where}": unknown value ${JSON.stringify(bad)} (known: ${allowed.join(", ")})`);
   }
   return v as string[];
 }
@@ -333,13 +342,15 @@ function parsePolicy(path: string, v: unknown): NonNullable<FileConfig["policy"]
   for (const key of Object.keys(v)) {
     const x = v[key];
     if (key === "default") {
-      if (!(POLICY_ACTIONS as readonly unknown[]).includes(x)) throw new ConfigError(`${path}: "policy.default" must be one of ${POLICY_ACTIONS.join(", ")}`);
+      if (!(POLICY_ACTIONS as readonly unknown[]).includes(x))
+        throw new ConfigError(`${path}: "policy.default" must be one of ${POLICY_ACTIONS.join(", ")}`);
       out.default = x as PolicyConfig["default"];
     } else if (key === "default_reason") {
       if (typeof x !== "string" || x.length === 0) throw new ConfigError(`${path}: "policy.default_reason" must be a non-empty string`);
       out.default_reason = x;
     } else if (key === "approval_timeout_ms") {
-      if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw new ConfigError(`${path}: "policy.approval_timeout_ms" must be a positive integer`);
+      if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1)
+        throw new ConfigError(`${path}: "policy.approval_timeout_ms" must be a positive integer`);
       out.approval_timeout_ms = x;
     } else if (key === "rules") {
       if (!Array.isArray(x)) throw new ConfigError(`${path}: "policy.rules" must be an array`);
@@ -352,18 +363,25 @@ function parsePolicy(path: string, v: unknown): NonNullable<FileConfig["policy"]
         if (typeof r.id !== "string" || r.id.length === 0) throw new ConfigError(`${path}: "${at}.id" must be a non-empty string`);
         if (ids.has(r.id)) throw new ConfigError(`${path}: "${at}.id": duplicate rule id "${r.id}"`);
         ids.add(r.id);
-        if (!(POLICY_ACTIONS as readonly unknown[]).includes(r.action)) throw new ConfigError(`${path}: "${at}.action" must be one of ${POLICY_ACTIONS.join(", ")}`);
+        if (!(POLICY_ACTIONS as readonly unknown[]).includes(r.action))
+          throw new ConfigError(`${path}: "${at}.action" must be one of ${POLICY_ACTIONS.join(", ")}`);
         const rule: NonNullable<PolicyConfig["rules"]>[number] = { id: r.id, action: r.action as (typeof POLICY_ACTIONS)[number] };
         if (r.tools !== undefined) rule.tools = stringList(path, `${at}.tools`, r.tools);
-        if (r.effects !== undefined) rule.effects = stringList(path, `${at}.effects`, r.effects, ["read_only", "side_effecting"]) as ("read_only" | "side_effecting")[];
+        if (r.effects !== undefined)
+          rule.effects = stringList(path, `${at}.effects`, r.effects, ["read_only", "side_effecting"]) as (
+            | "read_only"
+            | "side_effecting"
+          )[];
         if (r.max_calls_per_run !== undefined) {
           const m = r.max_calls_per_run;
-          if (typeof m !== "number" || !Number.isSafeInteger(m) || m < 1) throw new ConfigError(`${path}: "${at}.max_calls_per_run" must be a positive integer`);
+          if (typeof m !== "number" || !Number.isSafeInteger(m) || m < 1)
+            throw new ConfigError(`${path}: "${at}.max_calls_per_run" must be a positive integer`);
           if (r.action === "deny") throw new ConfigError(`${path}: "${at}.max_calls_per_run" is not allowed on a deny rule`);
           rule.max_calls_per_run = m;
         }
         if (r.reason !== undefined) {
-          if (typeof r.reason !== "string" || r.reason.length === 0) throw new ConfigError(`${path}: "${at}.reason" must be a non-empty string`);
+          if (typeof r.reason !== "string" || r.reason.length === 0)
+            throw new ConfigError(`${path}: "${at}.reason" must be a non-empty string`);
           rule.reason = r.reason;
         }
         return rule;

@@ -76,17 +76,20 @@ export async function attachMcpServers(
   });
   interrupted.catch(() => {});
   try {
-    const lists = await Promise.race([interrupted, Promise.all(
-      handlers.map(async (h) => {
-        try {
-          return await h.toolDefinitions();
-        } catch (e) {
-          const message = boundedText(e instanceof Error ? e.message : String(e));
-          const named = `mcp server "${h.server}"`;
-          throw new McpStartupError(message.startsWith(named) ? message : `${named}: listing its tools failed: ${message}`);
-        }
-      }),
-    )]);
+    const lists = await Promise.race([
+      interrupted,
+      Promise.all(
+        handlers.map(async (h) => {
+          try {
+            return await h.toolDefinitions();
+          } catch (e) {
+            const message = boundedText(e instanceof Error ? e.message : String(e));
+            const named = `mcp server "${h.server}"`;
+            throw new McpStartupError(message.startsWith(named) ? message : `${named}: listing its tools failed: ${message}`);
+          }
+        }),
+      ),
+    ]);
     // Pass 1, on a scratch registry: schemas that ajv rejects are skipped,
     // and names are checked against the runtime's tools and each other.
     // Nothing is registered into the runtime unless every check passes.

@@ -189,12 +189,19 @@ export class McpToolHandler {
   async listTools(): Promise<Tool[]> {
     const client = await this.#ensure();
     const transport = this.#transport;
-    const r = await withTimeout(client.listTools(undefined, { timeout: this.timeoutMs }), Math.min(this.timeoutMs + 100, MCP_MAX_TIMEOUT_MS), () =>
-      new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`)).catch(async (e) => {
+    const r = await withTimeout(
+      client.listTools(undefined, { timeout: this.timeoutMs }),
+      Math.min(this.timeoutMs + 100, MCP_MAX_TIMEOUT_MS),
+      () => new McpConnectError(this.server, `mcp server "${this.server}": tools/list timed out after ${this.timeoutMs} ms`),
+    ).catch(async (e) => {
       // A server that exits while listing its tools: say how it ended and what it said.
       if (transport instanceof StdioTransport && !(e instanceof McpConnectError)) {
         await transport.close().catch(() => {});
-        if (transport.exit?.unprompted === true) throw new McpConnectError(this.server, `mcp server "${this.server}" exited with ${describeExit(transport.exit)} while listing its tools; ${stderrReport(transport)}`);
+        if (transport.exit?.unprompted === true)
+          throw new McpConnectError(
+            this.server,
+            `mcp server "${this.server}" exited with ${describeExit(transport.exit)} while listing its tools; ${stderrReport(transport)}`,
+          );
       }
       throw e;
     });
@@ -275,12 +282,19 @@ export class McpToolHandler {
     }
     let r: CallToolResult;
     try {
-      const onprogress = onProgress === undefined ? undefined : (p: { progress: number; total?: number; message?: string }) => {
-        const data = p.total === undefined ? { progress: p.progress } : { progress: p.progress, total: p.total };
-        const message = typeof p.message === "string" && p.message !== "" ? p.message.slice(0, 500) : `${p.progress}${p.total === undefined ? "" : `/${p.total}`}`;
-        onProgress(message, data);
-      };
-      const call = (c: Client) => c.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs, onprogress }) as Promise<CallToolResult>;
+      const onprogress =
+        onProgress === undefined
+          ? undefined
+          : (p: { progress: number; total?: number; message?: string }) => {
+              const data = p.total === undefined ? { progress: p.progress } : { progress: p.progress, total: p.total };
+              const message =
+                typeof p.message === "string" && p.message !== ""
+                  ? p.message.slice(0, 500)
+                  : `${p.progress}${p.total === undefined ? "" : `/${p.total}`}`;
+              onProgress(message, data);
+            };
+      const call = (c: Client) =>
+        c.callTool({ name: tool, arguments: args }, { signal, timeout: this.timeoutMs, onprogress }) as Promise<CallToolResult>;
       try {
         r = await call(client);
       } catch (e) {
@@ -293,7 +307,11 @@ export class McpToolHandler {
           client = await this.#ensure(signal);
         } catch (e2) {
           if (e2 instanceof ToolError) throw e2;
-          throw new ToolError("UNAVAILABLE", e2 instanceof McpConnectError ? e2.message : `mcp server "${this.server}" is not available: ${errorText(e2)}`, { server: this.server, tool });
+          throw new ToolError(
+            "UNAVAILABLE",
+            e2 instanceof McpConnectError ? e2.message : `mcp server "${this.server}" is not available: ${errorText(e2)}`,
+            { server: this.server, tool },
+          );
         }
         r = await call(client);
       }
@@ -324,17 +342,35 @@ export class McpToolHandler {
     }
     if (this.#closed) {
       // close() ended the connection under this call (the command is shutting down)
-      return new ToolError("CANCELLED", `mcp server "${this.server}", tool "${tool}": cancelled because the connection was closed (shutting down)`, details);
+      return new ToolError(
+        "CANCELLED",
+        `mcp server "${this.server}", tool "${tool}": cancelled because the connection was closed (shutting down)`,
+        details,
+      );
     }
     if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) {
-      return new ToolError("TIMEOUT", `mcp server "${this.server}", tool "${tool}": no answer within ${this.timeoutMs} ms (cancellation sent)`, { ...details, timeout_ms: this.timeoutMs });
+      return new ToolError(
+        "TIMEOUT",
+        `mcp server "${this.server}", tool "${tool}": no answer within ${this.timeoutMs} ms (cancellation sent)`,
+        { ...details, timeout_ms: this.timeoutMs },
+      );
     }
-    if (e instanceof SdkError && (e.code === SdkErrorCode.ConnectionClosed || e.code === SdkErrorCode.NotConnected || e.code === SdkErrorCode.SendFailed)) {
+    if (
+      e instanceof SdkError &&
+      (e.code === SdkErrorCode.ConnectionClosed || e.code === SdkErrorCode.NotConnected || e.code === SdkErrorCode.SendFailed)
+    ) {
       const why = this.#lastLoss ?? "the connection closed";
-      return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
+      return new ToolError(
+        "UNAVAILABLE",
+        `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`,
+        details,
+      );
     }
     if (e instanceof ProtocolError) {
-      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, { ...details, mcp_error_code: e.code });
+      return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, {
+        ...details,
+        mcp_error_code: e.code,
+      });
     }
     if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) {
       return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
@@ -351,7 +387,11 @@ export class McpToolHandler {
     }
     if (this.#client === undefined) {
       const why = this.#lastLoss ?? errorText(e);
-      return new ToolError("UNAVAILABLE", `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`, details);
+      return new ToolError(
+        "UNAVAILABLE",
+        `mcp server "${this.server}" was lost during the call (${why}); the call was not retried`,
+        details,
+      );
     }
     return new ToolError("TOOL_ERROR", `mcp server "${this.server}", tool "${tool}": ${errorText(e)}`, details);
   }
@@ -421,12 +461,17 @@ export class McpToolHandler {
           this.#client = undefined;
           this.#transport = undefined;
           this.#lastLoss ??= transport instanceof StdioTransport ? this.#processLoss(transport) : "the connection closed";
-          if (!this.#closed) this.#logger.warn("mcp: connection lost; the next call reconnects", { server: this.server, reason: this.#lastLoss });
+          if (!this.#closed)
+            this.#logger.warn("mcp: connection lost; the next call reconnects", { server: this.server, reason: this.#lastLoss });
         }
       };
       try {
-        await withTimeout(client.connect(transport, { timeout: ms }), ms, () =>
-          new McpConnectError(this.server, `mcp server "${this.server}": no answer to initialize within ${ms} ms (connect_timeout_ms)`));
+        await withTimeout(
+          client.connect(transport, { timeout: ms }),
+          ms,
+          () =>
+            new McpConnectError(this.server, `mcp server "${this.server}": no answer to initialize within ${ms} ms (connect_timeout_ms)`),
+        );
       } catch (e) {
         await client.close().catch(() => {});
         await transport.close().catch(() => {});
@@ -455,7 +500,10 @@ export class McpToolHandler {
         return await attempt("streamable_http");
       } catch (e) {
         if (!isHttp4xx(e)) throw e;
-        this.#logger.info("mcp: Streamable HTTP refused with a 4xx; trying the SSE transport", { server: this.server, error: errorText(e) });
+        this.#logger.info("mcp: Streamable HTTP refused with a 4xx; trying the SSE transport", {
+          server: this.server,
+          error: errorText(e),
+        });
         try {
           return await attempt("sse");
         } catch (e2) {
@@ -466,7 +514,10 @@ export class McpToolHandler {
       const t = this.#lastStdio;
       // A server that exited on its own before answering (a missing API key, a bad argument…): how it ended and its last words.
       if (t?.exit?.unprompted === true && !this.#closed) {
-        throw new McpConnectError(this.server, `mcp server "${this.server}" exited with ${describeExit(t.exit)} before it answered initialize; ${stderrReport(t)}`);
+        throw new McpConnectError(
+          this.server,
+          `mcp server "${this.server}" exited with ${describeExit(t.exit)} before it answered initialize; ${stderrReport(t)}`,
+        );
       }
       const lines = t?.stderrLines(QUOTED_STDERR_LINES) ?? [];
       const stderr = lines.length > 0 ? ` (${stderrReport(t!)})` : "";
@@ -496,10 +547,13 @@ export class McpToolHandler {
     if (kind === "sse") {
       return new SSEClientTransport(url, {
         requestInit,
-        eventSourceInit: c.headers === undefined ? undefined : {
-          fetch: (input: string | URL | Request, init?: RequestInit) =>
-            fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string> | undefined), ...c.headers } }),
-        } as EventSourceInit,
+        eventSourceInit:
+          c.headers === undefined
+            ? undefined
+            : ({
+                fetch: (input: string | URL | Request, init?: RequestInit) =>
+                  fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string> | undefined), ...c.headers } }),
+              } as EventSourceInit),
       });
     }
     return new StreamableHTTPClientTransport(url, { requestInit });

@@ -81,8 +81,21 @@ export class McpConfigError extends Error {
 }
 
 const SERVER_KEYS = [
-  "command", "args", "env", "cwd", "url", "headers", "type", "prefix", "effect", "tools",
-  "include", "exclude", "timeout_ms", "connect_timeout_ms", "max_result_bytes",
+  "command",
+  "args",
+  "env",
+  "cwd",
+  "url",
+  "headers",
+  "type",
+  "prefix",
+  "effect",
+  "tools",
+  "include",
+  "exclude",
+  "timeout_ms",
+  "connect_timeout_ms",
+  "max_result_bytes",
 ] as const;
 const EFFECTS = ["read_only", "side_effecting"] as const;
 const TYPES = ["stdio", "http", "sse"] as const;
@@ -103,7 +116,8 @@ function expand(value: string, where: string, env: Record<string, string | undef
 }
 
 function str(v: unknown, where: string, allowEmpty = false): string {
-  if (typeof v !== "string" || (!allowEmpty && v.length === 0)) throw new McpConfigError(`"${where}" must be a ${allowEmpty ? "" : "non-empty "}string`);
+  if (typeof v !== "string" || (!allowEmpty && v.length === 0))
+    throw new McpConfigError(`"${where}" must be a ${allowEmpty ? "" : "non-empty "}string`);
   return v;
 }
 
@@ -167,7 +181,8 @@ export function parseMcpServers(
       } catch {
         throw new McpConfigError(`"${at}.url" is not a valid URL`);
       }
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new McpConfigError(`"${at}.url" must be an http: or https: URL`);
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+        throw new McpConfigError(`"${at}.url" must be an http: or https: URL`);
       c.url = u;
     }
     if ((c.command === undefined) === (c.url === undefined)) {
@@ -183,7 +198,8 @@ export function parseMcpServers(
     const stdioOnly = ["args", "env", "cwd"] as const;
     const httpOnly = ["headers"] as const;
     for (const k of c.command !== undefined ? httpOnly : stdioOnly) {
-      if (raw[k] !== undefined) throw new McpConfigError(`"${at}.${k}" applies to ${c.command !== undefined ? "HTTP (url)" : "stdio (command)"} servers only`);
+      if (raw[k] !== undefined)
+        throw new McpConfigError(`"${at}.${k}" applies to ${c.command !== undefined ? "HTTP (url)" : "stdio (command)"} servers only`);
     }
     if (raw.args !== undefined) c.args = strList(raw.args, `${at}.args`).map((a, i) => expand(a, `${at}.args[${i}]`, env));
     if (raw.env !== undefined) {
@@ -191,7 +207,9 @@ export function parseMcpServers(
     }
     if (raw.cwd !== undefined) c.cwd = resolve(dirname(configPath), str(raw.cwd, `${at}.cwd`));
     if (raw.headers !== undefined) {
-      c.headers = Object.fromEntries(Object.entries(strMap(raw.headers, `${at}.headers`)).map(([k, v]) => [k, expand(v, `${at}.headers.${k}`, env)]));
+      c.headers = Object.fromEntries(
+        Object.entries(strMap(raw.headers, `${at}.headers`)).map(([k, v]) => [k, expand(v, `${at}.headers.${k}`, env)]),
+      );
     }
     if (raw.prefix !== undefined) {
       const p = str(raw.prefix, `${at}.prefix`, true);

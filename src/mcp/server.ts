@@ -95,10 +95,7 @@ export function envelopeToCallToolResult(env: Envelope): CallToolResult {
  * returns a new server object; connect it to one transport.
  */
 export function createMcpServer(runtime: Runtime, opts: McpServerOptions = {}): Server {
-  const server = new Server(
-    { name: opts.name ?? "agentcore", version: opts.version ?? VERSION },
-    { capabilities: { tools: {} } },
-  );
+  const server = new Server({ name: opts.name ?? "agentcore", version: opts.version ?? VERSION }, { capabilities: { tools: {} } });
   server.setRequestHandler("tools/list", () => ({
     tools: runtime.registry.list().map(toolEntry),
   }));
@@ -112,7 +109,14 @@ export function createMcpServer(runtime: Runtime, opts: McpServerOptions = {}): 
     try {
       input = JSON.stringify({ id, tool: params.name, arguments: args });
     } catch (e) {
-      const env = failureEnvelope(id, params.name, "INVALID_CALL", `arguments cannot be serialised: ${e instanceof Error ? e.message : String(e)}`, {}, performance.now());
+      const env = failureEnvelope(
+        id,
+        params.name,
+        "INVALID_CALL",
+        `arguments cannot be serialised: ${e instanceof Error ? e.message : String(e)}`,
+        {},
+        performance.now(),
+      );
       return envelopeToCallToolResult(env);
     }
     const env = await runtime.dispatch(input, ctx.mcpReq.signal);

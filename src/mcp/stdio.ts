@@ -25,8 +25,25 @@ import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transpo
 
 /** Variables inherited from our environment when present (POSIX and Windows basics). */
 export const SAFE_ENV_VARS: readonly string[] = [
-  "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
-  "SYSTEMROOT", "WINDIR", "APPDATA", "LOCALAPPDATA", "USERPROFILE", "TEMP", "TMP", "PATHEXT", "COMSPEC",
+  "HOME",
+  "LOGNAME",
+  "PATH",
+  "SHELL",
+  "TERM",
+  "USER",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "TZ",
+  "SYSTEMROOT",
+  "WINDIR",
+  "APPDATA",
+  "LOCALAPPDATA",
+  "USERPROFILE",
+  "TEMP",
+  "TMP",
+  "PATHEXT",
+  "COMSPEC",
 ];
 
 /** The environment a stdio server starts with: {@link SAFE_ENV_VARS} from ours, then `extra`. */
@@ -85,7 +102,10 @@ export function describeExit(exit: ServerExit): string {
  * our messages.
  */
 export function escapeControl(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return text.replace(
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 /** Servers get their own process group where that exists (not on Windows). */
 const GROUPS = globalThis.process?.platform !== "win32";
@@ -169,11 +189,13 @@ export class StdioTransport implements Transport {
         return;
       }
       this.#child = child;
-      this.#exited = new Promise((r) => child.once("exit", (code, signal) => {
-        // Its stdin broken before we closed it: it had gone already (the exit event can come after our close()).
-        this.#exit = { code, signal, unprompted: !this.#closeCalled || this.#stdinBroken };
-        r();
-      }));
+      this.#exited = new Promise((r) =>
+        child.once("exit", (code, signal) => {
+          // Its stdin broken before we closed it: it had gone already (the exit event can come after our close()).
+          this.#exit = { code, signal, unprompted: !this.#closeCalled || this.#stdinBroken };
+          r();
+        }),
+      );
       this.#streamsClosed = new Promise((r) => child.once("close", () => r()));
       // The server is gone once its main process is: whatever it left behind
       // in its group (and holding our pipes open) goes too.

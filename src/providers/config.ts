@@ -54,14 +54,7 @@ export const MODEL_PRESETS: Readonly<Record<ModelPresetName, ModelPreset>> = Obj
 });
 
 /** The environment variables {@link modelConfigFromEnv} reads. */
-export const MODEL_ENV_VARS = [
-  "MODEL_API_KEY",
-  "MODEL_URL",
-  "CHAT_MODEL",
-  "LLM_TIMEOUT",
-  "LLM_TEMPERATURE",
-  "LLM_INCLUDE_USAGE",
-] as const;
+export const MODEL_ENV_VARS = ["MODEL_API_KEY", "MODEL_URL", "CHAT_MODEL", "LLM_TIMEOUT", "LLM_TEMPERATURE", "LLM_INCLUDE_USAGE"] as const;
 
 /** An environment: a record of variables, or a lookup function. */
 export type EnvSource = Readonly<Record<string, string | undefined>> | ((name: string) => string | undefined);
@@ -112,7 +105,10 @@ function parseTimeout(raw: string, what: string): number {
     throw settingError(what, `must be a positive number of seconds, got ${JSON.stringify(raw)}`);
   }
   if (n * 1000 > MAX_MODEL_TIMEOUT_MS) {
-    throw settingError(what, `must be at most ${Math.floor(MAX_MODEL_TIMEOUT_MS / 1000)} seconds (about 24 days), got ${JSON.stringify(raw)}`);
+    throw settingError(
+      what,
+      `must be at most ${Math.floor(MAX_MODEL_TIMEOUT_MS / 1000)} seconds (about 24 days), got ${JSON.stringify(raw)}`,
+    );
   }
   return Math.max(1, Math.round(n * 1000));
 }
@@ -153,7 +149,7 @@ export function resolveModelConfig(input: ModelConfigInput): ModelConfig {
   if (input === null || typeof input !== "object") throw new ModelConfigError("model config must be an object");
   const model = typeof input.model === "string" ? input.model.trim() : "";
   if (model === "") {
-    throw new ModelConfigError("no model configured: set CHAT_MODEL or pass `model` (for example \"gpt-4o-mini\")", "model", "missing");
+    throw new ModelConfigError('no model configured: set CHAT_MODEL or pass `model` (for example "gpt-4o-mini")', "model", "missing");
   }
   const timeoutMs = input.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
   if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_MODEL_TIMEOUT_MS) {

@@ -96,9 +96,7 @@ export function abortReason(signal: AbortSignal): unknown {
 /** True for `AbortError`s of fetch, DOM or the SDK. */
 export function isAbortLike(err: unknown): boolean {
   if (OpenAISDK !== null && err instanceof OpenAISDK.APIUserAbortError) return true;
-  return (
-    typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError"
-  );
+  return typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError";
 }
 
 function lowerStrings(...values: unknown[]): string[] {
@@ -253,8 +251,10 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
     if (status === undefined) {
       // An error event inside a 200 stream: its type says what a status would have.
       const codes = lowerStrings(err.code, err.type, ...bodyFields(err.error));
-      if (codes.includes("rate_limit_exceeded") || codes.includes("rate_limit_error")) return new ModelProviderError("rate_limit", prefix + detail(err), base);
-      if (codes.includes("server_error") || codes.includes("overloaded_error")) return retryableModelError("provider_error", prefix + detail(err), base);
+      if (codes.includes("rate_limit_exceeded") || codes.includes("rate_limit_error"))
+        return new ModelProviderError("rate_limit", prefix + detail(err), base);
+      if (codes.includes("server_error") || codes.includes("overloaded_error"))
+        return retryableModelError("provider_error", prefix + detail(err), base);
     }
     if (status !== undefined && status >= 500) {
       return retryableModelError("provider_error", prefix + detail(err), {

@@ -31,12 +31,12 @@ export interface ToolMessage {
 
 /** A conversation message as the agent stores it: assistant messages keep their `usage` when reported. */
 export type AgentMessage =
-  | { role: "system"; content: string; /** Set on compaction summary messages; never sent to a model. */ _agentcore_summary?: SummaryEntry }
+  | { role: "system"; content: string /** Set on compaction summary messages; never sent to a model. */; _agentcore_summary?: SummaryEntry }
   | { role: "user"; content: string }
   | {
-    role: "assistant";
-    content: string | null;
-    tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
-    usage?: ModelUsage;
-  }
+      role: "assistant";
+      content: string | null;
+      tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+      usage?: ModelUsage;
+    }
   | ToolMessage;

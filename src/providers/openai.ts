@@ -16,7 +16,15 @@
 import type OpenAI from "openai";
 import type { JsonLimits } from "../core/errors.ts";
 import { type ModelConfig, type ModelConfigInput, resolveModelConfig } from "./config.ts";
-import { abortReason, COMPLETION_FAILED_PREFIX, normalizeModelError, retryableModelError, shownEndpoint, STREAM_FAILED_PREFIX, useOpenAISDK } from "./errors.ts";
+import {
+  abortReason,
+  COMPLETION_FAILED_PREFIX,
+  normalizeModelError,
+  retryableModelError,
+  shownEndpoint,
+  STREAM_FAILED_PREFIX,
+  useOpenAISDK,
+} from "./errors.ts";
 import { resolveRetryOptions, retryingStream, type ResolvedRetryOptions, type RetryOptions } from "./retry.ts";
 import { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
 import {
@@ -50,7 +58,10 @@ export interface ChatCompletionBody {
   temperature: number;
   stream: true;
   stream_options?: { include_usage: true };
-  tools?: Array<{ type: "function"; function: { name: string; description: string; parameters: Record<string, unknown>; strict?: boolean } }>;
+  tools?: Array<{
+    type: "function";
+    function: { name: string; description: string; parameters: Record<string, unknown>; strict?: boolean };
+  }>;
 }
 
 /** Tools in the chat-completions wire shape; `strict` only when the tool sets it. */
@@ -163,7 +174,8 @@ export class OpenAIModelAdapter implements ModelAdapter {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     const events = retryingStream(() => this.#attempt(request, false), this.#retry, request.signal);
     for await (const ev of events) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
+      if (ev.type === "completed")
+        return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", COMPLETION_FAILED_PREFIX + "the stream ended without a result");
   }
@@ -231,7 +243,8 @@ export class OpenAIModelAdapter implements ModelAdapter {
           if (choice.index !== undefined && choice.index !== 0) continue;
           const d = choice.delta;
           if (d) {
-            const thinking = typeof d.reasoning_content === "string" ? d.reasoning_content : typeof d.reasoning === "string" ? d.reasoning : "";
+            const thinking =
+              typeof d.reasoning_content === "string" ? d.reasoning_content : typeof d.reasoning === "string" ? d.reasoning : "";
             if (thinking !== "") events.push({ type: "thinking_delta", delta: thinking });
             if (typeof d.content === "string" && d.content !== "") {
               text += d.content;
@@ -288,10 +301,14 @@ export class OpenAIModelAdapter implements ModelAdapter {
     } catch (err) {
       if (timedOut && !signal?.aborted) {
         const waited = started ? "no chunk from the model" : "no response from the model";
-        throw new ModelProviderError("timeout", `${streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX}${waited} within ${timeoutMs} ms`, {
-          responseStarted: started,
-          cause: err === STOPPED ? ctrl.signal.reason : err,
-        });
+        throw new ModelProviderError(
+          "timeout",
+          `${streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX}${waited} within ${timeoutMs} ms`,
+          {
+            responseStarted: started,
+            cause: err === STOPPED ? ctrl.signal.reason : err,
+          },
+        );
       }
       throw normalizeModelError(err === STOPPED ? ctrl.signal.reason : err, {
         signal,

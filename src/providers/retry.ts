@@ -7,7 +7,14 @@
  * @module
  */
 import { abortReason, isRetryableModelError, normalizeModelError } from "./errors.ts";
-import { ModelProviderError, type ModelAdapter, type ModelRequest, type ModelResponse, type ModelStreamEvent, streamModel } from "./types.ts";
+import {
+  ModelProviderError,
+  type ModelAdapter,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelStreamEvent,
+  streamModel,
+} from "./types.ts";
 
 /** How failures are retried. */
 export interface RetryOptions {
@@ -44,10 +51,13 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
       clearTimeout(timer);
       reject(abortReason(signal!));
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, ms)),
+    );
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
@@ -137,7 +147,8 @@ export class RetryingModelAdapter implements ModelAdapter {
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     for await (const ev of this.stream(request)) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
+      if (ev.type === "completed")
+        return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", "chat completion failed: the stream ended without a completed event");
   }

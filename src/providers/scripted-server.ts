@@ -182,7 +182,12 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
         res.on("close", () => {
           if (!res.writableEnded && !closed) disconnects++;
         });
-        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...reply.headers });
+        res.writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+          ...reply.headers,
+        });
         res.flushHeaders();
         for (const p of reply.chunks) {
           if (closed || res.destroyed) return;

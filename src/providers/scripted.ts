@@ -327,7 +327,8 @@ export class ScriptedModel implements ModelAdapter {
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     for await (const ev of this.stream(request)) {
-      if (ev.type === "completed") return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
+      if (ev.type === "completed")
+        return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
     }
     throw new ModelProviderError("provider_error", "scripted model: the stream ended without a result");
   }

@@ -57,7 +57,8 @@ interface PartialCall {
 
 let generated = 0;
 function generatedId(): string {
-  const rnd = typeof crypto !== "undefined" && "randomUUID" in crypto ? crypto.randomUUID().replaceAll("-", "").slice(0, 24) : String(++generated);
+  const rnd =
+    typeof crypto !== "undefined" && "randomUUID" in crypto ? crypto.randomUUID().replaceAll("-", "").slice(0, 24) : String(++generated);
   return `call_${rnd}`;
 }
 

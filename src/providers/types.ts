@@ -156,7 +156,12 @@ export class ModelProviderError extends Error {
 export async function* streamFromComplete(adapter: ModelAdapter, request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
   const r = await adapter.complete(request);
   if (r.message.content) yield { type: "text_delta", delta: r.message.content };
-  yield { type: "completed", message: r.message, usage: r.usage, ...(r.finish_reason !== undefined ? { finish_reason: r.finish_reason } : {}) };
+  yield {
+    type: "completed",
+    message: r.message,
+    usage: r.usage,
+    ...(r.finish_reason !== undefined ? { finish_reason: r.finish_reason } : {}),
+  };
 }
 
 /** Stream a request through `adapter.stream` when it exists, else through `complete()`. */

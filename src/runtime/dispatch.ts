@@ -56,12 +56,18 @@ const MAX_TIMER_MS = 2_147_483_647;
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return v !== null && (typeof v === "object" || typeof v === "function") &&
-    typeof (v as { then?: unknown }).then === "function";
+  return v !== null && (typeof v === "object" || typeof v === "function") && typeof (v as { then?: unknown }).then === "function";
 }
 
 /** A success envelope for a handler's value, unwrapping a `toolOutcome()` and reporting its control. */
-function valueEnvelope(id: string | null, tool: string, value: unknown, start: number, hooks: CallHooks | undefined, logger: Logger): Envelope {
+function valueEnvelope(
+  id: string | null,
+  tool: string,
+  value: unknown,
+  start: number,
+  hooks: CallHooks | undefined,
+  logger: Logger,
+): Envelope {
   let outcome: ToolOutcome | null;
   try {
     outcome = isToolOutcome(value) ? value : null;
@@ -182,7 +188,9 @@ class PendingCall {
   private timeout(ms: number): void {
     this.timer = undefined;
     if (this.settled) return;
-    this.finish(failureEnvelope(this.call.id, this.tool.name, "TIMEOUT", `tool did not finish within ${ms} ms`, { timeout_ms: ms }, this.start));
+    this.finish(
+      failureEnvelope(this.call.id, this.tool.name, "TIMEOUT", `tool did not finish within ${ms} ms`, { timeout_ms: ms }, this.start),
+    );
     this.ctx.abort(new DOMException(`tool call timed out after ${ms} ms`, "TimeoutError"));
   }
 
@@ -219,11 +227,25 @@ export function runCall(
   const id = call.id ?? null;
   const tool = env.registry.get(call.tool);
   if (tool === undefined) {
-    return failureEnvelope(id, typeof call.tool === "string" ? call.tool : null, "UNKNOWN_TOOL", `no tool named ${describeTool(call.tool)}`, {}, start);
+    return failureEnvelope(
+      id,
+      typeof call.tool === "string" ? call.tool : null,
+      "UNKNOWN_TOOL",
+      `no tool named ${describeTool(call.tool)}`,
+      {},
+      start,
+    );
   }
   const args = call.arguments;
   if (typeof args !== "object" || args === null || Array.isArray(args)) {
-    return failureEnvelope(id, tool.name, "INVALID_ARGUMENTS", "arguments must be a JSON object", { errors: [{ path: "", keyword: "type", message: "must be object" }], truncated: false }, start);
+    return failureEnvelope(
+      id,
+      tool.name,
+      "INVALID_ARGUMENTS",
+      "arguments must be a JSON object",
+      { errors: [{ path: "", keyword: "type", message: "must be object" }], truncated: false },
+      start,
+    );
   }
   if (env.middleware !== undefined) return runChain(env, env.middleware, tool, id, args, signal, start, hooks);
   const invalid = validateArguments(tool, id, args, start);
@@ -253,7 +275,10 @@ export function runCall(
     const pending = new PendingCall(call, tool, ctx, env.logger, start, resolve, timeoutMs, signal, hooks);
     if (signal !== undefined && signal.aborted) pending.cancel(); // aborted while the handler ran
     try {
-      Promise.resolve(thenable).then((v) => pending.value(v), (e) => pending.error(e));
+      Promise.resolve(thenable).then(
+        (v) => pending.value(v),
+        (e) => pending.error(e),
+      );
     } catch (err) {
       pending.error(err); // a hostile thenable whose `then` getter throws
     }
@@ -267,8 +292,12 @@ function fixDuration(e: Envelope, start: number): Envelope {
 function isOutcome(o: unknown): o is ToolCallOutcome {
   if (typeof o !== "object" || o === null) return false;
   const { envelope, control } = o as ToolCallOutcome;
-  return typeof envelope === "object" && envelope !== null && typeof envelope.success === "boolean" &&
-    (control === "continue" || control === "complete" || control === "reject" || control === "cancel");
+  return (
+    typeof envelope === "object" &&
+    envelope !== null &&
+    typeof envelope.success === "boolean" &&
+    (control === "continue" || control === "complete" || control === "reject" || control === "cancel")
+  );
 }
 
 /** Run one call through the middleware chain. Always resolves. */
@@ -309,7 +338,9 @@ function runChain(
     };
     const done = (e: Envelope): ToolCallOutcome => ({ envelope: e, control });
     if (callSignal.aborted) {
-      return Promise.resolve(done(failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start)));
+      return Promise.resolve(
+        done(failureEnvelope(id, tool.name, "CANCELLED", "call cancelled by the caller before it started", {}, start)),
+      );
     }
     let out: unknown;
     let promised: boolean;
@@ -323,10 +354,23 @@ function runChain(
     const thenable = out;
     const timeoutMs = tool.timeoutMs ?? env.defaultTimeoutMs;
     return new Promise<ToolCallOutcome>((resolve) => {
-      const pending = new PendingCall({ id, tool: tool.name, arguments: c.arguments, shape: "agentcore" } as ToolCall, tool, cctx, env.logger, start, (e) => resolve(done(e)), timeoutMs, callSignal, capture);
+      const pending = new PendingCall(
+        { id, tool: tool.name, arguments: c.arguments, shape: "agentcore" } as ToolCall,
+        tool,
+        cctx,
+        env.logger,
+        start,
+        (e) => resolve(done(e)),
+        timeoutMs,
+        callSignal,
+        capture,
+      );
       if (callSignal.aborted) pending.cancel();
       try {
-        Promise.resolve(thenable).then((v) => pending.value(v), (e) => pending.error(e));
+        Promise.resolve(thenable).then(
+          (v) => pending.value(v),
+          (e) => pending.error(e),
+        );
       } catch (err) {
         pending.error(err);
       }
@@ -366,7 +410,10 @@ function runChain(
         if (settled) return;
         if (!isOutcome(o)) {
           env.logger.error("middleware returned an invalid outcome", { tool: tool.name });
-          finish(failureEnvelope(id, tool.name, "INTERNAL_ERROR", "internal error: a middleware returned an invalid outcome", {}, start), "continue");
+          finish(
+            failureEnvelope(id, tool.name, "INTERNAL_ERROR", "internal error: a middleware returned an invalid outcome", {}, start),
+            "continue",
+          );
           return;
         }
         finish(o.envelope, o.control);

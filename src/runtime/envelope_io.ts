@@ -78,10 +78,19 @@ export function serializeEnvelope(env: Envelope): string {
     });
   }
   if (result === undefined) result = "null"; // functions and symbols
-  return '{"id":' + (env.id === null || env.id === undefined ? "null" : JSON.stringify(env.id)) +
-    ',"success":' + (env.success === true ? "true" : "false") +
-    ',"tool":' + (env.tool === null || env.tool === undefined ? "null" : JSON.stringify(env.tool)) +
-    ',"result":' + result +
-    ',"error":' + (env.error === null || env.error === undefined ? "null" : serializeError(env.error)) +
-    ',"duration_ms":' + finiteNumber(env.duration_ms) + "}";
+  return (
+    '{"id":' +
+    (env.id === null || env.id === undefined ? "null" : JSON.stringify(env.id)) +
+    ',"success":' +
+    (env.success === true ? "true" : "false") +
+    ',"tool":' +
+    (env.tool === null || env.tool === undefined ? "null" : JSON.stringify(env.tool)) +
+    ',"result":' +
+    result +
+    ',"error":' +
+    (env.error === null || env.error === undefined ? "null" : serializeError(env.error)) +
+    ',"duration_ms":' +
+    finiteNumber(env.duration_ms) +
+    "}"
+  );
 }

@@ -436,7 +436,6 @@ function* iterateLines(path: string): Generator<HistoryRecord> {
   }
 }
 
-
 function isBlank(line: Uint8Array): boolean {
   for (const b of line) if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
   return true;
@@ -445,10 +444,12 @@ function isBlank(line: Uint8Array): boolean {
 /** Whether `bytes` is a truncated JSON object: the strict parser runs out of data exactly at its end. */
 function isTornFragment(bytes: Uint8Array, error?: { code: string; offset: number; message: string }): boolean {
   if (bytes.length === 0 || bytes[0] !== 0x7b) return false;
-  const e = error ?? (() => {
-    const r = parseStrict(bytes, READ_LIMITS);
-    return r.ok ? undefined : r.error;
-  })();
+  const e =
+    error ??
+    (() => {
+      const r = parseStrict(bytes, READ_LIMITS);
+      return r.ok ? undefined : r.error;
+    })();
   return e !== undefined && e.code === "JSON_PARSE" && e.offset === bytes.length && e.message === "unexpected end of data";
 }
 
@@ -495,7 +496,8 @@ function recordProblem(v: unknown): string | null {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return "not an object";
   const r = v as Record<string, unknown>;
   if (r.v !== HISTORY_RECORD_VERSION) return `unsupported version ${JSON.stringify(r.v)}`;
-  if (typeof r.time !== "string" || !ISO_UTC_MS.test(r.time) || Number.isNaN(Date.parse(r.time))) return `"time" must be an ISO 8601 UTC time`;
+  if (typeof r.time !== "string" || !ISO_UTC_MS.test(r.time) || Number.isNaN(Date.parse(r.time)))
+    return `"time" must be an ISO 8601 UTC time`;
   if (typeof r.tool !== "string") return `"tool" must be a string`;
   if (r.call_id !== null && typeof r.call_id !== "string") return `"call_id" must be a string or null`;
   if (r.effect !== "read_only" && r.effect !== "side_effecting") return `"effect" must be read_only or side_effecting`;

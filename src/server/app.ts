@@ -188,7 +188,15 @@ export function createApp(options: AppOptions): Daemon {
     runtime = createRuntime({ ...base, middleware });
   }
   const sessionsDir = options.sessionsDir ?? defaultDaemonSessionsDir(runtime.root);
-  const runs = new RunManager({ runtime, approvals, sessionsDir, maxActiveRuns: options.maxActiveRuns, idleTtlMs: options.idleTtlMs, env: options.env, skills: options.skills });
+  const runs = new RunManager({
+    runtime,
+    approvals,
+    sessionsDir,
+    maxActiveRuns: options.maxActiveRuns,
+    idleTtlMs: options.idleTtlMs,
+    env: options.env,
+    skills: options.skills,
+  });
   const deadlines = new Deadlines(options.requestTimeoutMs ?? 30_000);
   let stopping = false;
   const calls = new Set<TrackedCall>();
@@ -211,11 +219,13 @@ export function createApp(options: AppOptions): Daemon {
   };
   const accessOption = options.accessLog ?? runtime.logger.enabled("info");
   // Its own logger at info: the access log is on or off whatever the runtime's level (stderr on Bun and Deno).
-  const accessLog: Logger | null = accessOption === false ? null : createLogger({ level: "info", sink: typeof accessOption === "function" ? accessOption : undefined });
+  const accessLog: Logger | null =
+    accessOption === false ? null : createLogger({ level: "info", sink: typeof accessOption === "function" ? accessOption : undefined });
 
   /** A client that left while its body was read is no daemon error: a debug line, not an error one. */
   const noteRefusal = (err: HttpError, path: string): void => {
-    if (err.details.reason === "body_unreadable") runtime.logger.debug("the client left before its request body was read", { path, error: err.message });
+    if (err.details.reason === "body_unreadable")
+      runtime.logger.debug("the client left before its request body was read", { path, error: err.message });
   };
   /** The answer to an error thrown by a handler. */
   const errorFor = (err: unknown, method: string, path: string): Response => {
@@ -233,7 +243,8 @@ export function createApp(options: AppOptions): Daemon {
   const main = new Pool(options.maxConcurrent ?? 256, "max_concurrent", "too many requests at once");
   const control = new Pool(CONTROL_CONCURRENCY, "control_concurrency", "too many control requests at once");
   // Health is never counted; the control routes count against their own reserve.
-  const poolOf = (method: string, path: string): Pool | null => (isHealth(method, path) ? null : isControlRoute(method, path) ? control : main);
+  const poolOf = (method: string, path: string): Pool | null =>
+    isHealth(method, path) ? null : isControlRoute(method, path) ? control : main;
 
   const app = new Hono<DaemonEnv>();
   app.onError((err, c) => errorFor(err, c.req.method, c.req.path));
@@ -266,7 +277,10 @@ export function createApp(options: AppOptions): Daemon {
     const slash = url.indexOf("/", url.indexOf("//") + 2);
     if (slash < 0 || url.length - slash !== 9 || !url.endsWith("/v1/calls")) return app.fetch(request);
     const origin = request.headers.get("origin");
-    const refused = checkHostOrigin(request, origin) ?? checkToken(request.headers.get("authorization")) ?? (stopping ? stoppingResponse() : main.refusal());
+    const refused =
+      checkHostOrigin(request, origin) ??
+      checkToken(request.headers.get("authorization")) ??
+      (stopping ? stoppingResponse() : main.refusal());
     if (refused !== null) return withCors(refused, origin);
     main.active++;
     const done = (res: Response): Response => {

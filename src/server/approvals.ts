@@ -74,7 +74,8 @@ export class ApprovalQueue {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     if (!(Number.isFinite(this.timeoutMs) && this.timeoutMs > 0)) throw new RangeError("approval timeoutMs must be a positive number");
     this.maxPending = options.maxPending ?? 1024;
-    if (!(Number.isSafeInteger(this.maxPending) && this.maxPending > 0)) throw new RangeError("approval maxPending must be a positive integer");
+    if (!(Number.isSafeInteger(this.maxPending) && this.maxPending > 0))
+      throw new RangeError("approval maxPending must be a positive integer");
   }
 
   /** Listen to requests and resolutions; returns the unsubscribe function. A throwing listener is ignored. */
@@ -120,7 +121,8 @@ export class ApprovalQueue {
   readonly approver: ToolApprover = (request: ToolApprovalRequest, signal: AbortSignal): Promise<ToolApprovalDecision> => {
     if (this.#closed) return Promise.resolve({ approved: false, reason: "the daemon is shutting down" });
     if (signal.aborted) return Promise.resolve({ approved: false, reason: "approval interrupted" });
-    if (this.#pending.size >= this.maxPending) return Promise.resolve({ approved: false, reason: `too many pending approvals (${this.maxPending})` });
+    if (this.#pending.size >= this.maxPending)
+      return Promise.resolve({ approved: false, reason: `too many pending approvals (${this.maxPending})` });
     const id = `apr_${randomBytes(12).toString("hex")}`;
     const now = Date.now();
     let preview: unknown;
@@ -154,7 +156,8 @@ export class ApprovalQueue {
         resolve(outcome.reason === null ? { approved: outcome.approved } : { approved: outcome.approved, reason: outcome.reason });
         this.#notify({ kind: "approval_resolved", approval: view, outcome });
       };
-      const onAbort = () => finish({ approval_id: id, approved: false, reason: "approval interrupted: the call was aborted", by: "aborted" });
+      const onAbort = () =>
+        finish({ approval_id: id, approved: false, reason: "approval interrupted: the call was aborted", by: "aborted" });
       const timer = setTimeout(
         () => finish({ approval_id: id, approved: false, reason: `no answer within ${this.timeoutMs} ms`, by: "timeout" }),
         this.timeoutMs,

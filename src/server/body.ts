@@ -43,7 +43,9 @@ function tooLarge(max: number, details: Record<string, unknown>): HttpError {
  */
 function unreadable(e: unknown): HttpError {
   const why = e instanceof Error ? e.message : String(e);
-  return new HttpError(400, "INVALID_REQUEST", `the request body could not be read to its end: ${why.slice(0, 200)}`, { reason: "body_unreadable" });
+  return new HttpError(400, "INVALID_REQUEST", `the request body could not be read to its end: ${why.slice(0, 200)}`, {
+    reason: "body_unreadable",
+  });
 }
 
 /**
@@ -55,12 +57,18 @@ export async function readBody(req: Request, max: number): Promise<Uint8Array> {
   // A compressed body would reach the parser as bytes like 0x1f: say what is really wrong.
   const encoding = req.headers.get("content-encoding");
   if (encoding !== null && encoding.trim() !== "" && encoding.trim().toLowerCase() !== "identity") {
-    throw new HttpError(415, "INVALID_REQUEST", `Content-Encoding ${JSON.stringify(encoding.slice(0, 100))} is not supported: send the body uncompressed`, { header: "content-encoding" });
+    throw new HttpError(
+      415,
+      "INVALID_REQUEST",
+      `Content-Encoding ${JSON.stringify(encoding.slice(0, 100))} is not supported: send the body uncompressed`,
+      { header: "content-encoding" },
+    );
   }
   const declared = req.headers.get("content-length");
   if (declared !== null) {
     const n = Number(declared);
-    if (!Number.isSafeInteger(n) || n < 0 || declared.trim() === "") throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
+    if (!Number.isSafeInteger(n) || n < 0 || declared.trim() === "")
+      throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
     if (n > max) throw tooLarge(max, { content_length: n });
     // With a declared length (checked against the cap) the server reads
     // exactly that many bytes: take the fast path (without touching
@@ -107,7 +115,12 @@ export async function readJson(req: Request, max: number, options: { limits?: Js
   const maybeEmpty = options.allowEmpty === true && (declared === "0" || (declared === null && req.body === null));
   if (maybeEmpty) return {};
   if (!isJsonType(type)) {
-    throw new HttpError(415, "INVALID_REQUEST", `the body must be JSON (Content-Type: application/json), got ${type === null ? "no Content-Type" : JSON.stringify(type.slice(0, 100))}`, { header: "content-type" });
+    throw new HttpError(
+      415,
+      "INVALID_REQUEST",
+      `the body must be JSON (Content-Type: application/json), got ${type === null ? "no Content-Type" : JSON.stringify(type.slice(0, 100))}`,
+      { header: "content-type" },
+    );
   }
   const bytes = await readBody(req, max);
   if (bytes.length === 0) {
@@ -117,14 +130,21 @@ export async function readJson(req: Request, max: number, options: { limits?: Js
   const parsed = parseStrict(bytes, { maxBytes: max, ...options.limits });
   if (!parsed.ok) {
     const e = parsed.error;
-    throw new HttpError(400, e.code, `the request body is not valid JSON: ${e.message} at line ${e.line}, column ${e.column}`, { offset: e.offset, line: e.line, column: e.column });
+    throw new HttpError(400, e.code, `the request body is not valid JSON: ${e.message} at line ${e.line}, column ${e.column}`, {
+      offset: e.offset,
+      line: e.line,
+      column: e.column,
+    });
   }
   return parsed.value;
 }
 
 /** Field readers that throw 400 INVALID_REQUEST naming the JSON Pointer of the bad field. */
 export class Fields {
-  constructor(readonly body: Record<string, unknown>, readonly base = "") {}
+  constructor(
+    readonly body: Record<string, unknown>,
+    readonly base = "",
+  ) {}
 
   /** The body as an object, or a 400. */
   static of(value: unknown, allowed: readonly string[]): Fields {

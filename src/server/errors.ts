@@ -13,7 +13,11 @@ import { serializeEnvelope } from "../runtime/envelope_io.ts";
 /** The JSON content type of every non-streaming response. */
 export const JSON_TYPE = "application/json; charset=utf-8";
 /** Headers of every JSON response: no caching, no content sniffing. */
-export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "content-type": JSON_TYPE, "cache-control": "no-store", "x-content-type-options": "nosniff" });
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": JSON_TYPE,
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+});
 
 /** The envelope of an HTTP-level refusal (no tool ran, so `tool` is null and `duration_ms` 0). */
 export function errorEnvelope(code: ErrorCode, message: string, details: Record<string, unknown> = {}): Envelope {
@@ -21,7 +25,13 @@ export function errorEnvelope(code: ErrorCode, message: string, details: Record<
 }
 
 /** A JSON response whose body is an error envelope. */
-export function errorResponse(status: number, code: ErrorCode, message: string, details: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
+export function errorResponse(
+  status: number,
+  code: ErrorCode,
+  message: string,
+  details: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Response {
   return new Response(serializeEnvelope(errorEnvelope(code, message, details)) + "\n", {
     status,
     headers: { ...JSON_HEADERS, ...headers },

@@ -91,7 +91,8 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
   const extraNames = new Set<string>();
   for (const h of options.allowedHosts ?? []) {
     const parts = splitHost(h.trim());
-    if (parts === null) throw new TypeError(`allowed host ${JSON.stringify(h)} is not a host name like example.lan:8787 (IPv6 in brackets)`);
+    if (parts === null)
+      throw new TypeError(`allowed host ${JSON.stringify(h)} is not a host name like example.lan:8787 (IPv6 in brackets)`);
     if (parts.port === null) extraNames.add(parts.name);
     else extraHosts.add(`${parts.name}:${parts.port}`);
   }
@@ -120,9 +121,16 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
     const hostPort = parts.port ?? (port === null ? null : 80);
     const known = hostPort !== null && extraHosts.has(`${parts.name}:${hostPort}`);
     if (!known) {
-      if (!isLoopbackName(parts.name) && !extraNames.has(parts.name)) return { header: "host", message: "the Host header must name a loopback address (localhost, 127.0.0.1 or [::1])" };
+      if (!isLoopbackName(parts.name) && !extraNames.has(parts.name))
+        return { header: "host", message: "the Host header must name a loopback address (localhost, 127.0.0.1 or [::1])" };
       if (port === null ? parts.port !== null : hostPort !== port) {
-        return { header: "host", message: port === null ? "the Host header must not carry a port on a Unix socket" : `the Host header must carry the daemon's port ${port}` };
+        return {
+          header: "host",
+          message:
+            port === null
+              ? "the Host header must not carry a port on a Unix socket"
+              : `the Host header must carry the daemon's port ${port}`,
+        };
       }
     }
     if (origin !== null) {

@@ -28,7 +28,19 @@ export type { Listening, ListenOptions } from "./listen.ts";
 export { ApprovalQueue } from "./approvals.ts";
 export type { ApprovalNotice, ApprovalOutcome, ApprovalQueueOptions, PendingApproval } from "./approvals.ts";
 export type { RunRequest, RunView } from "./runs.ts";
-export { bearerChecker, defaultStateDir, generateToken, loadOrCreateToken, prepareDaemonToken, prepareToken, removeTokenFileIfHolds, tokenFileName, TOKEN_ENV, TokenError, type PendingToken } from "./token.ts";
+export {
+  bearerChecker,
+  defaultStateDir,
+  generateToken,
+  loadOrCreateToken,
+  prepareDaemonToken,
+  prepareToken,
+  removeTokenFileIfHolds,
+  tokenFileName,
+  TOKEN_ENV,
+  TokenError,
+  type PendingToken,
+} from "./token.ts";
 export type { CommittedDaemonToken, DaemonToken, PendingDaemonToken, TokenListener } from "./token.ts";
 export { hostOriginGuard, isLoopbackName } from "./guard.ts";
 export type { GuardOptions } from "./guard.ts";

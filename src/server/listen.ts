@@ -91,9 +91,10 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
     if (bun !== undefined && deno === undefined) {
       let server: ReturnType<typeof Bun.serve>;
       try {
-        server = unix !== null
-          ? bun.serve({ unix, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 } as unknown as Parameters<typeof Bun.serve>[0])
-          : bun.serve({ hostname, port: options.port ?? 8787, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 });
+        server =
+          unix !== null
+            ? bun.serve({ unix, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 } as unknown as Parameters<typeof Bun.serve>[0])
+            : bun.serve({ hostname, port: options.port ?? 8787, fetch, idleTimeout: options.idleTimeoutSeconds ?? 60 });
       } catch (e) {
         throw new ListenError(`cannot listen on ${unix ?? `${hostname}:${options.port ?? 8787}`}: ${(e as Error).message}`);
       }
@@ -130,9 +131,7 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
       let server: DenoServer;
       try {
         server = deno.serve(
-          unix !== null
-            ? { path: unix, transport: "unix", onListen: ready }
-            : { hostname, port: options.port ?? 8787, onListen: ready },
+          unix !== null ? { path: unix, transport: "unix", onListen: ready } : { hostname, port: options.port ?? 8787, onListen: ready },
           fetch,
         );
       } catch (e) {
@@ -164,7 +163,9 @@ export async function listen(fetch: (req: Request) => Response | Promise<Respons
         },
       };
     }
-    throw new ListenError("the daemon needs Bun or Deno (Bun.serve or Deno.serve; Node has neither): use the agentcore binary, or run the command with Bun (bunx --bun agentcore serve)");
+    throw new ListenError(
+      "the daemon needs Bun or Deno (Bun.serve or Deno.serve; Node has neither): use the agentcore binary, or run the command with Bun (bunx --bun agentcore serve)",
+    );
   } finally {
     if (oldMask !== null) process.umask(oldMask);
   }

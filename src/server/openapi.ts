@@ -27,15 +27,27 @@ const ERROR_TEXT: Record<number, string> = {
 
 const STD = [401, 403, 503];
 const idParam = (name: string, description: string) => ({ name, in: "path", required: true, schema: { type: "string" }, description });
-const sse = { "text/event-stream": { schema: { type: "string", description: "SSE: `id: <n>` (per run, from 1), `event: <agent event kind | approval_requested | approval_resolved>`, `data: <JSON>`, `: heartbeat` comments, a final `event: done` (no id)" } } };
+const sse = {
+  "text/event-stream": {
+    schema: {
+      type: "string",
+      description:
+        "SSE: `id: <n>` (per run, from 1), `event: <agent event kind | approval_requested | approval_resolved>`, `data: <JSON>`, `: heartbeat` comments, a final `event: done` (no id)",
+    },
+  },
+};
 
 const runOp = (summary: string, body: unknown | null, created: boolean) => ({
   summary,
-  requestBody: body === null
-    ? { required: false, description: "empty, or {}", content: json({ type: "object", additionalProperties: false }) }
-    : { required: true, content: json(body) },
+  requestBody:
+    body === null
+      ? { required: false, description: "empty, or {}", content: json({ type: "object", additionalProperties: false }) }
+      : { required: true, content: json(body) },
   responses: {
-    [created ? "201" : "200"]: { description: "the run's events (default), or with `Accept: application/json` the run once idle", content: { ...sse, ...json(ref("Run")) } },
+    [created ? "201" : "200"]: {
+      description: "the run's events (default), or with `Accept: application/json` the run once idle",
+      content: { ...sse, ...json(ref("Run")) },
+    },
     ...errors(400, 404, 409, 413, 415, 504, ...STD),
   },
 });
@@ -47,55 +59,307 @@ export function openApiDocument(version: string): Record<string, unknown> {
     info: {
       title: "agentcore daemon",
       version,
-      description: "Local API of `agentcore serve`. Every route but GET /v1/health needs `Authorization: Bearer <token>`; Host must be a loopback name with the daemon's port; Origin must be absent or allowlisted. Refusals are result envelopes.",
+      description:
+        "Local API of `agentcore serve`. Every route but GET /v1/health needs `Authorization: Bearer <token>`; Host must be a loopback name with the daemon's port; Origin must be absent or allowlisted. Refusals are result envelopes.",
     },
     servers: [{ url: "http://127.0.0.1:8787" }],
     security: [{ bearer: [] }],
     paths: {
-      "/v1/health": { get: { summary: "liveness (no token needed)", security: [], responses: { "200": { description: "ok", content: json({ type: "object", properties: { status: { enum: ["ok", "stopping"] } } }) }, ...errors(403) } } },
-      "/v1/openapi.json": { get: { summary: "this document", responses: { "200": { description: "OpenAPI 3.1", content: json({ type: "object" }) }, ...errors(...STD) } } },
-      "/v1/tools": { get: { summary: "registered tools", responses: { "200": { description: "tools", content: json({ type: "object", properties: { tools: { type: "array", items: ref("Tool") } } }) }, ...errors(...STD) } } },
+      "/v1/health": {
+        get: {
+          summary: "liveness (no token needed)",
+          security: [],
+          responses: {
+            "200": { description: "ok", content: json({ type: "object", properties: { status: { enum: ["ok", "stopping"] } } }) },
+            ...errors(403),
+          },
+        },
+      },
+      "/v1/openapi.json": {
+        get: {
+          summary: "this document",
+          responses: { "200": { description: "OpenAPI 3.1", content: json({ type: "object" }) }, ...errors(...STD) },
+        },
+      },
+      "/v1/tools": {
+        get: {
+          summary: "registered tools",
+          responses: {
+            "200": {
+              description: "tools",
+              content: json({ type: "object", properties: { tools: { type: "array", items: ref("Tool") } } }),
+            },
+            ...errors(...STD),
+          },
+        },
+      },
       "/v1/calls": {
         post: {
           summary: "dispatch one tool call (agentcore, OpenAI chat, OpenAI Responses or Anthropic shape)",
           requestBody: { required: true, content: json({ type: "object" }) },
-          responses: { "200": { description: "the call's envelope (success or a tool failure)", content: json(ref("Envelope")) }, "400": { description: "the call is not valid JSON or not a call (JSON_*, INVALID_CALL)", content: json(ref("Envelope")) }, ...errors(413, 415, 504, ...STD) },
+          responses: {
+            "200": { description: "the call's envelope (success or a tool failure)", content: json(ref("Envelope")) },
+            "400": { description: "the call is not valid JSON or not a call (JSON_*, INVALID_CALL)", content: json(ref("Envelope")) },
+            ...errors(413, 415, 504, ...STD),
+          },
         },
       },
       "/v1/calls/batch": {
         post: {
           summary: "dispatch NDJSON calls in order; envelopes stream back as NDJSON, one per non-blank line",
           requestBody: { required: true, content: { "application/x-ndjson": { schema: { type: "string" } } } },
-          responses: { "200": { description: "one envelope per line, in input order; failures carry details.input_line", content: { "application/x-ndjson": { schema: { type: "string" } } } }, ...errors(413, 415, 504, ...STD) },
+          responses: {
+            "200": {
+              description: "one envelope per line, in input order; failures carry details.input_line",
+              content: { "application/x-ndjson": { schema: { type: "string" } } },
+            },
+            ...errors(413, 415, 504, ...STD),
+          },
         },
       },
       "/v1/runs": {
         post: runOp("create a run and start its task", ref("RunRequest"), true),
-        get: { summary: "every run the daemon holds", responses: { "200": { description: "runs", content: json({ type: "object", properties: { runs: { type: "array", items: ref("Run") } } }) }, ...errors(...STD) } },
+        get: {
+          summary: "every run the daemon holds",
+          responses: {
+            "200": { description: "runs", content: json({ type: "object", properties: { runs: { type: "array", items: ref("Run") } } }) },
+            ...errors(...STD),
+          },
+        },
       },
-      "/v1/runs/{run_id}": { get: { summary: "a run's status and results", parameters: [idParam("run_id", "run id")], responses: { "200": { description: "the run", content: json(ref("Run")) }, ...errors(404, ...STD) } } },
-      "/v1/runs/{run_id}/events": { get: { summary: "attach to a run's events (disconnecting never aborts); ends with `done` when idle", parameters: [idParam("run_id", "run id"), { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "replay the run's kept items after this id first" }, { name: "after", in: "query", required: false, schema: { type: "integer", minimum: 0 }, description: "same as Last-Event-ID" }], responses: { "200": { description: "SSE", content: sse }, ...errors(400, 404, ...STD) } } },
-      "/v1/runs/{run_id}/abort": { post: { summary: "abort the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: false, content: json({ type: "object", properties: { reason: { type: "string" } }, additionalProperties: false }) }, responses: { "200": { description: "whether something was aborted", content: json({ type: "object", properties: { run_id: { type: "string" }, aborted: { type: "boolean" } } }) }, ...errors(400, 404, 413, 415, 504, ...STD) } } },
-      "/v1/runs/{run_id}/steer": { post: { summary: "queue a message for the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: true, content: json({ type: "object", required: ["content"], properties: { content: { type: "string" } }, additionalProperties: false }) }, responses: { "202": { description: "accepted", content: json(ref("ControlReceipt")) }, "409": { description: "agent_idle, queue_full or run_closing", content: json(ref("ControlReceipt")) }, ...errors(400, 404, 413, 415, 504, ...STD) } } },
-      "/v1/runs/{run_id}/follow_up": { post: { summary: "queue a task to run after the active run", parameters: [idParam("run_id", "run id")], requestBody: { required: true, content: json({ type: "object", required: ["task"], properties: { task: { type: "string" } }, additionalProperties: false }) }, responses: { "202": { description: "accepted", content: json(ref("ControlReceipt")) }, "409": { description: "refused (agent_idle, queue_full, run_closing)", content: json(ref("ControlReceipt")) }, ...errors(400, 404, 413, 415, 504, ...STD) } } },
-      "/v1/runs/{run_id}/continue": { post: { ...runOp("continue the agent's last run without a new message", null, false), parameters: [idParam("run_id", "run id")] } },
-      "/v1/runs/{run_id}/compact": { post: { ...runOp("compact the conversation now (needs `compaction` at creation)", null, false), parameters: [idParam("run_id", "run id")] } },
-      "/v1/approvals": { get: { summary: "pending approvals", responses: { "200": { description: "pending, oldest first", content: json({ type: "object", properties: { approvals: { type: "array", items: ref("Approval") } } }) }, ...errors(...STD) } } },
-      "/v1/approvals/{approval_id}": { post: { summary: "answer a pending approval", parameters: [idParam("approval_id", "approval id")], requestBody: { required: true, content: json({ type: "object", required: ["approved"], properties: { approved: { type: "boolean" }, reason: { type: "string" } }, additionalProperties: false }) }, responses: { "200": { description: "recorded", content: json({ type: "object" }) }, ...errors(400, 404, 413, 415, 504, ...STD) } } },
-      "/v1/sessions": { get: { summary: "sessions in the journal directory", responses: { "200": { description: "sessions", content: json({ type: "object" }) }, ...errors(504, ...STD) } } },
-      "/v1/sessions/{session_id}": { get: { summary: "a branch's runs and messages", parameters: [idParam("session_id", "session id"), { name: "branch", in: "query", required: false, schema: { type: "string", default: "main" } }], responses: { "200": { description: "the checkout", content: json({ type: "object" }) }, ...errors(400, 404, 504, ...STD) } } },
-      "/v1/sessions/{session_id}/tree": { get: { summary: "branches and every record", parameters: [idParam("session_id", "session id")], responses: { "200": { description: "the tree", content: json({ type: "object" }) }, ...errors(400, 404, 504, ...STD) } } },
-      "/v1/sessions/{session_id}/fork": { post: { summary: "new branch at a record (default: head of main)", parameters: [idParam("session_id", "session id")], requestBody: { required: false, content: json({ type: "object", properties: { from: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, 413, 415, 504, ...STD) } } },
-      "/v1/sessions/{session_id}/rollback": { post: { summary: "new branch at an earlier record (main is never rewritten)", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["to"], properties: { to: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch", content: json({ type: "object" }) }, ...errors(400, 404, 409, 413, 415, 504, ...STD) } } },
-      "/v1/sessions/{session_id}/retry": { post: { summary: "new branch just before a run; returns its task (start it with POST /v1/runs {session, branch, task})", parameters: [idParam("session_id", "session id")], requestBody: { required: true, content: json({ type: "object", required: ["run"], properties: { run: { type: "string" }, name: { type: "string" } }, additionalProperties: false }) }, responses: { "201": { description: "the branch and task", content: json({ type: "object" }) }, ...errors(400, 404, 409, 413, 415, 504, ...STD) } } },
-      "/v1/sessions/{session_id}/recover": { post: { summary: "close the runs a crash left unfinished on a branch (each gets run_finished cancelled/external_abort, 'run interrupted'; unanswered tool calls a cancelled answer); a no-op on a healthy branch", parameters: [idParam("session_id", "session id")], requestBody: { required: false, content: json({ type: "object", properties: { branch: { type: "string", default: "main" }, force: { type: "boolean", default: false, description: "recover even when a run's live-run mark names a live process" } }, additionalProperties: false }) }, responses: { "200": { description: "the recovery: session_id, branch_id, recovered (run_id, cancelled_tool_calls, result, record_id per run), head_id", content: json({ type: "object" }) }, ...errors(400, 404, 409, 413, 415, 504, ...STD) } } },
+      "/v1/runs/{run_id}": {
+        get: {
+          summary: "a run's status and results",
+          parameters: [idParam("run_id", "run id")],
+          responses: { "200": { description: "the run", content: json(ref("Run")) }, ...errors(404, ...STD) },
+        },
+      },
+      "/v1/runs/{run_id}/events": {
+        get: {
+          summary: "attach to a run's events (disconnecting never aborts); ends with `done` when idle",
+          parameters: [
+            idParam("run_id", "run id"),
+            {
+              name: "Last-Event-ID",
+              in: "header",
+              required: false,
+              schema: { type: "string" },
+              description: "replay the run's kept items after this id first",
+            },
+            { name: "after", in: "query", required: false, schema: { type: "integer", minimum: 0 }, description: "same as Last-Event-ID" },
+          ],
+          responses: { "200": { description: "SSE", content: sse }, ...errors(400, 404, ...STD) },
+        },
+      },
+      "/v1/runs/{run_id}/abort": {
+        post: {
+          summary: "abort the active run",
+          parameters: [idParam("run_id", "run id")],
+          requestBody: {
+            required: false,
+            content: json({ type: "object", properties: { reason: { type: "string" } }, additionalProperties: false }),
+          },
+          responses: {
+            "200": {
+              description: "whether something was aborted",
+              content: json({ type: "object", properties: { run_id: { type: "string" }, aborted: { type: "boolean" } } }),
+            },
+            ...errors(400, 404, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/runs/{run_id}/steer": {
+        post: {
+          summary: "queue a message for the active run",
+          parameters: [idParam("run_id", "run id")],
+          requestBody: {
+            required: true,
+            content: json({
+              type: "object",
+              required: ["content"],
+              properties: { content: { type: "string" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "202": { description: "accepted", content: json(ref("ControlReceipt")) },
+            "409": { description: "agent_idle, queue_full or run_closing", content: json(ref("ControlReceipt")) },
+            ...errors(400, 404, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/runs/{run_id}/follow_up": {
+        post: {
+          summary: "queue a task to run after the active run",
+          parameters: [idParam("run_id", "run id")],
+          requestBody: {
+            required: true,
+            content: json({ type: "object", required: ["task"], properties: { task: { type: "string" } }, additionalProperties: false }),
+          },
+          responses: {
+            "202": { description: "accepted", content: json(ref("ControlReceipt")) },
+            "409": { description: "refused (agent_idle, queue_full, run_closing)", content: json(ref("ControlReceipt")) },
+            ...errors(400, 404, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/runs/{run_id}/continue": {
+        post: { ...runOp("continue the agent's last run without a new message", null, false), parameters: [idParam("run_id", "run id")] },
+      },
+      "/v1/runs/{run_id}/compact": {
+        post: {
+          ...runOp("compact the conversation now (needs `compaction` at creation)", null, false),
+          parameters: [idParam("run_id", "run id")],
+        },
+      },
+      "/v1/approvals": {
+        get: {
+          summary: "pending approvals",
+          responses: {
+            "200": {
+              description: "pending, oldest first",
+              content: json({ type: "object", properties: { approvals: { type: "array", items: ref("Approval") } } }),
+            },
+            ...errors(...STD),
+          },
+        },
+      },
+      "/v1/approvals/{approval_id}": {
+        post: {
+          summary: "answer a pending approval",
+          parameters: [idParam("approval_id", "approval id")],
+          requestBody: {
+            required: true,
+            content: json({
+              type: "object",
+              required: ["approved"],
+              properties: { approved: { type: "boolean" }, reason: { type: "string" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: { "200": { description: "recorded", content: json({ type: "object" }) }, ...errors(400, 404, 413, 415, 504, ...STD) },
+        },
+      },
+      "/v1/sessions": {
+        get: {
+          summary: "sessions in the journal directory",
+          responses: { "200": { description: "sessions", content: json({ type: "object" }) }, ...errors(504, ...STD) },
+        },
+      },
+      "/v1/sessions/{session_id}": {
+        get: {
+          summary: "a branch's runs and messages",
+          parameters: [
+            idParam("session_id", "session id"),
+            { name: "branch", in: "query", required: false, schema: { type: "string", default: "main" } },
+          ],
+          responses: { "200": { description: "the checkout", content: json({ type: "object" }) }, ...errors(400, 404, 504, ...STD) },
+        },
+      },
+      "/v1/sessions/{session_id}/tree": {
+        get: {
+          summary: "branches and every record",
+          parameters: [idParam("session_id", "session id")],
+          responses: { "200": { description: "the tree", content: json({ type: "object" }) }, ...errors(400, 404, 504, ...STD) },
+        },
+      },
+      "/v1/sessions/{session_id}/fork": {
+        post: {
+          summary: "new branch at a record (default: head of main)",
+          parameters: [idParam("session_id", "session id")],
+          requestBody: {
+            required: false,
+            content: json({
+              type: "object",
+              properties: { from: { type: "string" }, name: { type: "string" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "201": { description: "the branch", content: json({ type: "object" }) },
+            ...errors(400, 404, 409, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/rollback": {
+        post: {
+          summary: "new branch at an earlier record (main is never rewritten)",
+          parameters: [idParam("session_id", "session id")],
+          requestBody: {
+            required: true,
+            content: json({
+              type: "object",
+              required: ["to"],
+              properties: { to: { type: "string" }, name: { type: "string" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "201": { description: "the branch", content: json({ type: "object" }) },
+            ...errors(400, 404, 409, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/retry": {
+        post: {
+          summary: "new branch just before a run; returns its task (start it with POST /v1/runs {session, branch, task})",
+          parameters: [idParam("session_id", "session id")],
+          requestBody: {
+            required: true,
+            content: json({
+              type: "object",
+              required: ["run"],
+              properties: { run: { type: "string" }, name: { type: "string" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "201": { description: "the branch and task", content: json({ type: "object" }) },
+            ...errors(400, 404, 409, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/recover": {
+        post: {
+          summary:
+            "close the runs a crash left unfinished on a branch (each gets run_finished cancelled/external_abort, 'run interrupted'; unanswered tool calls a cancelled answer); a no-op on a healthy branch",
+          parameters: [idParam("session_id", "session id")],
+          requestBody: {
+            required: false,
+            content: json({
+              type: "object",
+              properties: {
+                branch: { type: "string", default: "main" },
+                force: { type: "boolean", default: false, description: "recover even when a run's live-run mark names a live process" },
+              },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "200": {
+              description:
+                "the recovery: session_id, branch_id, recovered (run_id, cancelled_tool_calls, result, record_id per run), head_id",
+              content: json({ type: "object" }),
+            },
+            ...errors(400, 404, 409, 413, 415, 504, ...STD),
+          },
+        },
+      },
       "/mcp": {
         post: {
-          summary: "MCP Streamable HTTP endpoint: the registered tools (tools/list, tools/call) for MCP clients; same token, Host and Origin checks",
+          summary:
+            "MCP Streamable HTTP endpoint: the registered tools (tools/list, tools/call) for MCP clients; same token, Host and Origin checks",
           requestBody: { required: true, content: json({ type: "object", description: "a JSON-RPC message" }) },
           responses: {
-            "200": { description: "JSON-RPC response (JSON, or SSE when the server streams)", content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } } },
-            "400": { description: "not strict JSON (duplicate key, not UTF-8, __proto__: -32700 with data {code, offset, line, column}) or not JSON-RPC", content: json(ref("JsonRpcError")) },
+            "200": {
+              description: "JSON-RPC response (JSON, or SSE when the server streams)",
+              content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } },
+            },
+            "400": {
+              description:
+                "not strict JSON (duplicate key, not UTF-8, __proto__: -32700 with data {code, offset, line, column}) or not JSON-RPC",
+              content: json(ref("JsonRpcError")),
+            },
             "413": { description: "body over the cap", content: json(ref("JsonRpcError")) },
             "415": { description: "Content-Type is not application/json", content: json(ref("JsonRpcError")) },
             ...errors(...STD),
@@ -104,7 +368,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
     },
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "the token from the daemon's token file, or AGENTCORE_TOKEN" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "the token from the daemon's token file, or AGENTCORE_TOKEN" },
+      },
       schemas: {
         Envelope: {
           type: "object",
@@ -114,7 +380,16 @@ export function openApiDocument(version: string): Record<string, unknown> {
             success: { type: "boolean" },
             tool: { type: ["string", "null"] },
             result: {},
-            error: { oneOf: [{ type: "null" }, { type: "object", required: ["code", "message", "details"], properties: { code: { type: "string" }, message: { type: "string" }, details: { type: "object" } } }] },
+            error: {
+              oneOf: [
+                { type: "null" },
+                {
+                  type: "object",
+                  required: ["code", "message", "details"],
+                  properties: { code: { type: "string" }, message: { type: "string" }, details: { type: "object" } },
+                },
+              ],
+            },
             duration_ms: { type: "number" },
           },
         },
@@ -123,18 +398,39 @@ export function openApiDocument(version: string): Record<string, unknown> {
           required: ["jsonrpc", "error", "id"],
           properties: {
             jsonrpc: { const: "2.0" },
-            error: { type: "object", required: ["code", "message"], properties: { code: { type: "integer" }, message: { type: "string" }, data: { type: "object" } } },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: { code: { type: "integer" }, message: { type: "string" }, data: { type: "object" } },
+            },
             id: { type: "null" },
           },
         },
-        Tool: { type: "object", properties: { name: { type: "string" }, description: { type: "string" }, effect: { enum: ["read_only", "side_effecting"] }, strict: { type: "boolean" }, parameters: {} } },
+        Tool: {
+          type: "object",
+          properties: {
+            name: { type: "string" },
+            description: { type: "string" },
+            effect: { enum: ["read_only", "side_effecting"] },
+            strict: { type: "boolean" },
+            parameters: {},
+          },
+        },
         RunRequest: {
           type: "object",
           required: ["task"],
           additionalProperties: false,
           properties: {
             task: { type: "string" },
-            model: { type: "object", additionalProperties: false, properties: { preset: { enum: ["openai", "lmstudio", "ollama"] }, model: { type: "string" }, url: { type: "string", description: "a URL other than MODEL_URL never receives MODEL_API_KEY" } } },
+            model: {
+              type: "object",
+              additionalProperties: false,
+              properties: {
+                preset: { enum: ["openai", "lmstudio", "ollama"] },
+                model: { type: "string" },
+                url: { type: "string", description: "a URL other than MODEL_URL never receives MODEL_API_KEY" },
+              },
+            },
             script: { type: "array", description: "scripted model turns (instead of model): no network", items: { type: "object" } },
             max_steps: { type: "integer", minimum: 1, maximum: 10000 },
             max_run_tokens: { type: "integer", minimum: 1 },
@@ -146,11 +442,20 @@ export function openApiDocument(version: string): Record<string, unknown> {
               type: "object",
               required: ["context_window"],
               additionalProperties: false,
-              description: "enables `compact`. `{context_window: N}` alone (N >= 1024) derives the rest as `agent --context-window N` does: reserve_tokens = floor(N / 4), keep_recent_tokens = 1 (every turn but the latest is summarised)",
+              description:
+                "enables `compact`. `{context_window: N}` alone (N >= 1024) derives the rest as `agent --context-window N` does: reserve_tokens = floor(N / 4), keep_recent_tokens = 1 (every turn but the latest is summarised)",
               properties: {
                 context_window: { type: "integer", minimum: 1, maximum: 100_000_000 },
-                reserve_tokens: { type: "integer", minimum: 0, description: "tokens kept free for the answer (< context_window); default floor(context_window / 4)" },
-                keep_recent_tokens: { type: "integer", minimum: 1, description: "recent history kept verbatim (<= context_window - reserve_tokens); default 1" },
+                reserve_tokens: {
+                  type: "integer",
+                  minimum: 0,
+                  description: "tokens kept free for the answer (< context_window); default floor(context_window / 4)",
+                },
+                keep_recent_tokens: {
+                  type: "integer",
+                  minimum: 1,
+                  description: "recent history kept verbatim (<= context_window - reserve_tokens); default 1",
+                },
               },
             },
           },
@@ -166,7 +471,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
             session: { type: ["object", "null"] },
             created_at: { type: "string" },
             result: { oneOf: [{ type: "null" }, ref("RunResult")], description: "the latest finished agent run's result" },
-            results: { type: "array", items: { type: "object", properties: { agent_run_id: { type: "string" }, result: ref("RunResult") } } },
+            results: {
+              type: "array",
+              items: { type: "object", properties: { agent_run_id: { type: "string" }, result: ref("RunResult") } },
+            },
             can_continue: { type: "boolean" },
             continue_rejection_reason: { type: ["string", "null"] },
             pending_approvals: { type: "integer" },
@@ -180,7 +488,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
             status: { enum: [...RUN_STATUSES] },
             stop_reason: {
               enum: [...STOP_REASONS],
-              description: "max_tokens: the answer was cut off at the model's output limit (finish_reason length); content_filter: the provider's filter stopped it. Both end the run failed, and tool calls in that answer are not run",
+              description:
+                "max_tokens: the answer was cut off at the model's output limit (finish_reason length); content_filter: the provider's filter stopped it. Both end the run failed, and tool calls in that answer are not run",
             },
             turns: { type: "integer" },
             output: { type: ["string", "null"] },
@@ -188,7 +497,15 @@ export function openApiDocument(version: string): Record<string, unknown> {
             usage: { type: "object" },
           },
         },
-        ControlReceipt: { type: "object", properties: { run_id: { type: "string" }, control: { type: "object" }, status: { enum: ["accepted", "agent_idle", "queue_full", "run_closing"] }, queue_size: { type: "integer" } } },
+        ControlReceipt: {
+          type: "object",
+          properties: {
+            run_id: { type: "string" },
+            control: { type: "object" },
+            status: { enum: ["accepted", "agent_idle", "queue_full", "run_closing"] },
+            queue_size: { type: "integer" },
+          },
+        },
         Approval: {
           type: "object",
           properties: {

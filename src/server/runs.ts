@@ -31,7 +31,16 @@ import { SessionRecorder } from "../session/recorder.ts";
 import { buildAgent, type RunSpec } from "../host/agent.ts";
 import { isPresetName, makeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 import type { BranchClaim } from "../session/journal.ts";
-import { SessionBranchBusyError, SessionConflictError, SessionError, SessionLockTimeoutError, SessionNotFoundError, SessionRunActiveError, SessionUnfinishedRunError, SessionValidationError } from "../session/types.ts";
+import {
+  SessionBranchBusyError,
+  SessionConflictError,
+  SessionError,
+  SessionLockTimeoutError,
+  SessionNotFoundError,
+  SessionRunActiveError,
+  SessionUnfinishedRunError,
+  SessionValidationError,
+} from "../session/types.ts";
 import type { ApprovalNotice, ApprovalQueue } from "./approvals.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import { HttpError } from "./errors.ts";
@@ -101,7 +110,18 @@ export interface RunManagerOptions {
   skills?: SkillCatalog;
 }
 
-const RUN_KEYS = ["task", "model", "script", "max_steps", "max_run_tokens", "system", "session", "branch", "detached", "compaction"] as const;
+const RUN_KEYS = [
+  "task",
+  "model",
+  "script",
+  "max_steps",
+  "max_run_tokens",
+  "system",
+  "session",
+  "branch",
+  "detached",
+  "compaction",
+] as const;
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
 export function parseRunRequest(body: unknown): RunRequest {
@@ -140,15 +160,22 @@ export function parseRunRequest(body: unknown): RunRequest {
         try {
           return budgetForContextWindow(w!);
         } catch (e) {
-          return c.fail("context_window", `${(e as Error).message} (reserve_tokens and keep_recent_tokens are derived from it when left out; send all three for a smaller window)`);
+          return c.fail(
+            "context_window",
+            `${(e as Error).message} (reserve_tokens and keep_recent_tokens are derived from it when left out; send all three for a smaller window)`,
+          );
         }
       })();
       req.compaction = { contextWindow: w!, reserveTokens: r ?? derived.reserveTokens, keepRecentTokens: k ?? derived.keepRecentTokens };
     }
     const { contextWindow, reserveTokens, keepRecentTokens } = req.compaction;
-    if (reserveTokens >= contextWindow) c.fail("reserve_tokens", `must be less than context_window (${contextWindow}), got ${reserveTokens}`);
+    if (reserveTokens >= contextWindow)
+      c.fail("reserve_tokens", `must be less than context_window (${contextWindow}), got ${reserveTokens}`);
     if (keepRecentTokens > contextWindow - reserveTokens) {
-      c.fail("keep_recent_tokens", `must be at most context_window - reserve_tokens (${contextWindow - reserveTokens}), got ${keepRecentTokens}`);
+      c.fail(
+        "keep_recent_tokens",
+        `must be at most context_window - reserve_tokens (${contextWindow - reserveTokens}), got ${keepRecentTokens}`,
+      );
     }
   }
   return req;
@@ -179,14 +206,21 @@ export function runSpecOfRequest(req: RunRequest): RunSpec {
 
 /** Map a session-layer error to an HTTP refusal. */
 export function sessionHttpError(e: unknown): HttpError | null {
-  if (e instanceof SessionRunActiveError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", run_id: e.runId, pid: e.pid });
+  if (e instanceof SessionRunActiveError)
+    return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", run_id: e.runId, pid: e.pid });
   // Another process (a CLI agent or chat, another daemon) holds the branch: refused before the run starts.
   if (e instanceof SessionBranchBusyError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_busy", pid: e.pid });
   if (e instanceof SessionConflictError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_conflict" });
-  if (e instanceof SessionLockTimeoutError) return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
+  if (e instanceof SessionLockTimeoutError)
+    return new HttpError(503, "OVERLOADED", e.message, { limit: "session_lock" }, { "retry-after": "1" });
   if (e instanceof SessionNotFoundError) return new HttpError(404, "NOT_FOUND", e.message, {});
   // A run a crash left unfinished: POST /v1/sessions/{id}/recover closes it.
-  if (e instanceof SessionUnfinishedRunError) return new HttpError(409, "CONFLICT", e.message, { reason: "session_unfinished_run", run_ids: [...e.runIds], recover: `POST /v1/sessions/${encodeURIComponent(e.sessionId)}/recover` });
+  if (e instanceof SessionUnfinishedRunError)
+    return new HttpError(409, "CONFLICT", e.message, {
+      reason: "session_unfinished_run",
+      run_ids: [...e.runIds],
+      recover: `POST /v1/sessions/${encodeURIComponent(e.sessionId)}/recover`,
+    });
   if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { reason: "session_invalid" });
   if (e instanceof SessionError) return new HttpError(409, "CONFLICT", e.message, { reason: "session" });
   return null;
@@ -267,7 +301,10 @@ export class RunManager {
   readonly #runs = new Map<string, ServerRun>();
   /** Session-branch key → the run holding it while active. */
   readonly #leases = new Map<string, ServerRun>();
-  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills">> & { env: Readonly<Record<string, string | undefined>>; skills: SkillCatalog | undefined };
+  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills">> & {
+    env: Readonly<Record<string, string | undefined>>;
+    skills: SkillCatalog | undefined;
+  };
   readonly #timer: ReturnType<typeof setInterval>;
   #shuttingDown = false;
 
@@ -337,7 +374,9 @@ export class RunManager {
     } catch (e) {
       if (!(e instanceof ModelSpecError)) throw e;
       if (e.part === "script") throw new HttpError(400, "INVALID_REQUEST", `/script: ${e.message}`, { location: "/script" });
-      throw new HttpError(400, "INVALID_REQUEST", `/model: ${daemonModelMessage(e.config, e.message, e.keyWithheld)}`, { location: "/model" });
+      throw new HttpError(400, "INVALID_REQUEST", `/model: ${daemonModelMessage(e.config, e.message, e.keyWithheld)}`, {
+        location: "/model",
+      });
     }
   }
 
@@ -354,7 +393,8 @@ export class RunManager {
   /** Create a run's agent (restoring its session). Does not start it. */
   async create(req: RunRequest): Promise<ServerRun> {
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
-    if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
+    if (this.activeCount() >= this.#opts.maxActiveRuns)
+      throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
     if (this.#runs.size >= this.#opts.maxRuns) this.#forgetOldest();
     if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
     const spec = runSpecOfRequest(req);
@@ -367,7 +407,10 @@ export class RunManager {
       const key = this.#leaseKey({ session_id: req.session, branch });
       const holder = this.#leases.get(key);
       if (holder !== undefined && holder.status === "running") {
-        throw new HttpError(409, "CONFLICT", `session '${req.session}' branch '${branch}' is in use by run ${holder.id}`, { reason: "session_busy", run_id: holder.id });
+        throw new HttpError(409, "CONFLICT", `session '${req.session}' branch '${branch}' is in use by run ${holder.id}`, {
+          reason: "session_busy",
+          run_id: holder.id,
+        });
       }
       const storage = new JsonlSessionStorage(this.#opts.sessionsDir);
       try {
@@ -375,7 +418,8 @@ export class RunManager {
       } catch (e) {
         throw sessionHttpError(e) ?? e;
       }
-      if (checkout === null && branch !== "main") throw new HttpError(404, "NOT_FOUND", `session '${req.session}' has no branch '${branch}'`, {});
+      if (checkout === null && branch !== "main")
+        throw new HttpError(404, "NOT_FOUND", `session '${req.session}' has no branch '${branch}'`, {});
       session = { session_id: req.session, branch, storage, recorder: new SessionRecorder(req.session, storage, branch) };
     }
     let run!: ServerRun;
@@ -402,7 +446,13 @@ export class RunManager {
         if (e instanceof SessionUnfinishedRunError && session !== null) {
           for (const runId of e.runIds) {
             const pid = await session.storage.runOwner(req.session!, runId).catch(() => null);
-            if (pid !== null) throw new HttpError(409, "CONFLICT", `session '${req.session}' branch '${session.branch}' is in use: run ${runId} is still going in process ${pid}`, { reason: "session_busy", run_id: runId, pid });
+            if (pid !== null)
+              throw new HttpError(
+                409,
+                "CONFLICT",
+                `session '${req.session}' branch '${session.branch}' is in use: run ${runId} is still going in process ${pid}`,
+                { reason: "session_busy", run_id: runId, pid },
+              );
           }
         }
         throw sessionHttpError(e) ?? e;
@@ -422,15 +472,21 @@ export class RunManager {
    * result; the session lease is held meanwhile. Subscribe listeners before
    * calling this: the first events may follow at once.
    */
-  async begin(run: ServerRun, op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" }): Promise<{ done: Promise<AgentRunResult | null> }> {
+  async begin(
+    run: ServerRun,
+    op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" },
+  ): Promise<{ done: Promise<AgentRunResult | null> }> {
     if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
     if (op.kind !== "task") {
       if (run.status === "running") throw new HttpError(409, "CONFLICT", `run ${run.id} is active`, { reason: "agent_active" });
-      if (this.activeCount() >= this.#opts.maxActiveRuns) throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
+      if (this.activeCount() >= this.#opts.maxActiveRuns)
+        throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
     }
     if (op.kind === "compact" && !run.compaction) {
-      throw new HttpError(409, "CONFLICT", `run ${run.id} was created without compaction settings`, { reason: "compaction_not_configured" });
+      throw new HttpError(409, "CONFLICT", `run ${run.id} was created without compaction settings`, {
+        reason: "compaction_not_configured",
+      });
     }
     if (op.kind === "continue") {
       const reason = run.agent.continueRejectionReason;
@@ -440,7 +496,12 @@ export class RunManager {
       const key = this.#leaseKey(run.session);
       const holder = this.#leases.get(key);
       if (holder !== undefined && holder !== run && holder.status === "running") {
-        throw new HttpError(409, "CONFLICT", `session '${run.session.session_id}' branch '${run.session.branch}' is in use by run ${holder.id}`, { reason: "session_busy", run_id: holder.id });
+        throw new HttpError(
+          409,
+          "CONFLICT",
+          `session '${run.session.session_id}' branch '${run.session.branch}' is in use by run ${holder.id}`,
+          { reason: "session_busy", run_id: holder.id },
+        );
       }
       if (op.kind !== "task") await this.#checkBranchUnmoved(run);
       // Across processes: a CLI agent or chat (or another daemon) on the branch refuses this one up front.
@@ -455,7 +516,12 @@ export class RunManager {
     }
     run.busy++;
     run.lastActivity = Date.now();
-    const work = op.kind === "task" ? run.agent.run(op.task) : op.kind === "continue" ? run.agent.continueRun() : run.agent.compact().then(() => run.agent.lastResult);
+    const work =
+      op.kind === "task"
+        ? run.agent.run(op.task)
+        : op.kind === "continue"
+          ? run.agent.continueRun()
+          : run.agent.compact().then(() => run.agent.lastResult);
     const done = work.finally(async () => {
       await run.agent.waitForIdle();
       run.busy--;
@@ -476,7 +542,12 @@ export class RunManager {
     const head = await s.storage.head(s.session_id, s.branch);
     const mine = s.recorder.lastRecord;
     if (mine !== null && head !== null && head.record_id !== mine.record_id) {
-      throw new HttpError(409, "CONFLICT", `session '${s.session_id}' branch '${s.branch}' has moved on since this run; create a new run to resume it`, { reason: "session_moved" });
+      throw new HttpError(
+        409,
+        "CONFLICT",
+        `session '${s.session_id}' branch '${s.branch}' has moved on since this run; create a new run to resume it`,
+        { reason: "session_moved" },
+      );
     }
   }
 

@@ -73,7 +73,10 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
   let cleanup: (() => Promise<void>) | void = undefined;
   try {
     cleanup = await options.prepare?.(daemon);
-    listening = await listen(daemon.fetch, { ...options.listen, idleTimeoutSeconds: idleTimeoutFor(options.app.heartbeatMs, options.listen.idleTimeoutSeconds) });
+    listening = await listen(daemon.fetch, {
+      ...options.listen,
+      idleTimeoutSeconds: idleTimeoutFor(options.app.heartbeatMs, options.listen.idleTimeoutSeconds),
+    });
   } catch (e) {
     await daemon.shutdown("abort", 0);
     await cleanup?.();

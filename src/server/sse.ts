@@ -95,7 +95,9 @@ export function runEventStream(run: ServerRun, options: RunStreamOptions): Reada
     if ((controller.desiredSize ?? 0) < -maxQueued) {
       try {
         controller.error(new Error("client too slow"));
-      } catch { /* already closed */ }
+      } catch {
+        /* already closed */
+      }
       leave();
       return;
     }

@@ -136,13 +136,18 @@ const sha256hex = (s: string, n: number): string => createHash("sha256").update(
  */
 export function tokenFileName(listener: TokenListener): string {
   if ("unix" in listener) {
-    if (typeof listener.unix !== "string" || listener.unix === "") throw new TypeError("tokenFileName: the socket path must be a non-empty string");
+    if (typeof listener.unix !== "string" || listener.unix === "")
+      throw new TypeError("tokenFileName: the socket path must be a non-empty string");
     const abs = path.resolve(listener.unix);
-    const base = path.basename(abs).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 32);
+    const base = path
+      .basename(abs)
+      .replace(/[^A-Za-z0-9._-]/g, "_")
+      .slice(0, 32);
     return `token-unix-${base}-${sha256hex(abs, 16)}`;
   }
   const { hostname, port } = listener;
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new TypeError(`tokenFileName: port must be an integer between 1 and 65535, got ${String(port)}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new TypeError(`tokenFileName: port must be an integer between 1 and 65535, got ${String(port)}`);
   if (typeof hostname !== "string" || hostname === "") throw new TypeError("tokenFileName: hostname must be a non-empty string");
   if (hostname === DEFAULT_TOKEN_HOST) return `token-${port}`;
   const host = /^[A-Za-z0-9.-]+$/.test(hostname) ? hostname : `h${sha256hex(hostname, 12)}`;
@@ -159,7 +164,9 @@ function writeAtomically(file: string, content: string): void {
   } catch (e) {
     try {
       fs.unlinkSync(tmp);
-    } catch { /* never created */ }
+    } catch {
+      /* never created */
+    }
     throw new TokenError(`cannot write token file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
   }
 }
@@ -194,7 +201,9 @@ export function removeTokenFileIfHolds(file: string, token: string, hooks: { aft
   if (readOrNull(aside) === expected) {
     try {
       fs.unlinkSync(aside);
-    } catch { /* nothing left to do */ }
+    } catch {
+      /* nothing left to do */
+    }
     return true;
   }
   // Another daemon's token came in between: put it back, unless a newer one is there already.
@@ -205,12 +214,16 @@ export function removeTokenFileIfHolds(file: string, token: string, hooks: { aft
       try {
         fs.renameSync(aside, file); // a file system without hard links
         return false;
-      } catch { /* left below */ }
+      } catch {
+        /* left below */
+      }
     }
   }
   try {
     fs.unlinkSync(aside);
-  } catch { /* moved back by rename */ }
+  } catch {
+    /* moved back by rename */
+  }
   return false;
 }
 
@@ -302,9 +315,10 @@ type BunHasher = { CryptoHasher?: { hash(algorithm: "sha256", data: string): Uin
 const bunHasher = (globalThis as { Bun?: BunHasher }).Bun?.CryptoHasher;
 
 /** SHA-256 of a string (Bun's native one-shot hasher when present, else node:crypto). */
-const digest = bunHasher !== undefined
-  ? (s: string): Uint8Array => bunHasher.hash("sha256", s)
-  : (s: string): Uint8Array => createHash("sha256").update(s, "utf8").digest();
+const digest =
+  bunHasher !== undefined
+    ? (s: string): Uint8Array => bunHasher.hash("sha256", s)
+    : (s: string): Uint8Array => createHash("sha256").update(s, "utf8").digest();
 
 /**
  * A checker for `Authorization` header values. Accepts exactly

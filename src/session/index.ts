@@ -4,11 +4,28 @@
  * @module
  */
 export * from "./types.ts";
-export { JournalStorage, MemorySessionStorage, type AppendOptions, type BranchClaim, type BranchOptions, type JournalRepair, repairMessage, serializeRecord } from "./journal.ts";
+export {
+  JournalStorage,
+  MemorySessionStorage,
+  type AppendOptions,
+  type BranchClaim,
+  type BranchOptions,
+  type JournalRepair,
+  repairMessage,
+  serializeRecord,
+} from "./journal.ts";
 export { JsonlSessionStorage, type JsonlSessionStorageOptions, type UnreadableJournal } from "./jsonl.ts";
 export { SessionRecorder, recordDraft } from "./recorder.ts";
 export { restoreSession } from "./restore.ts";
-export { INTERRUPTED_RUN_ERROR, interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery, unansweredToolCalls } from "./recover.ts";
+export {
+  INTERRUPTED_RUN_ERROR,
+  interruptedRunDrafts,
+  recoverCommand,
+  type RecoverOptions,
+  type RecoveredRun,
+  type SessionRecovery,
+  unansweredToolCalls,
+} from "./recover.ts";
 export { withFileLock } from "./lock.ts";
 export { makeStateDir, STATE_DIR_GITIGNORE, STATE_DIR_NAME, writeStateGitignore } from "./state-dir.ts";
 export {

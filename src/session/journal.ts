@@ -59,7 +59,8 @@ export function serializeRecord(record: SessionRecord): string {
 export function envelopeProblem(v: unknown): string | null {
   if (v === null || typeof v !== "object" || Array.isArray(v)) return "a record must be a JSON object";
   const r = v as Record<string, unknown>;
-  if (r.journal_schema_version !== JOURNAL_SCHEMA_VERSION) return `unsupported journal_schema_version ${JSON.stringify(r.journal_schema_version)}; expected ${JOURNAL_SCHEMA_VERSION}`;
+  if (r.journal_schema_version !== JOURNAL_SCHEMA_VERSION)
+    return `unsupported journal_schema_version ${JSON.stringify(r.journal_schema_version)}; expected ${JOURNAL_SCHEMA_VERSION}`;
   if (typeof r.record_id !== "string" || r.record_id === "") return "record_id must be a non-empty string";
   if (r.parent_id !== null && typeof r.parent_id !== "string") return "parent_id must be a string or null";
   if (typeof r.branch_id !== "string" || r.branch_id === "") return "branch_id must be a non-empty string";
@@ -100,7 +101,8 @@ export class JournalIndex {
     if (record.session_id !== this.sessionId) fail(`session_id '${record.session_id}' does not match '${this.sessionId}'`);
     if (record.parent_id !== null && !this.byId.has(record.parent_id)) fail("parent changed or is missing");
     const agent = this.agentId;
-    if (record.agent_id !== null && agent !== null && record.agent_id !== agent) fail(`agent_id changed from '${agent}' to '${record.agent_id}'`);
+    if (record.agent_id !== null && agent !== null && record.agent_id !== agent)
+      fail(`agent_id changed from '${agent}' to '${record.agent_id}'`);
     if (record.type === "branch_created") {
       this.#addBranch(record, fail);
     } else {
@@ -108,7 +110,15 @@ export class JournalIndex {
       if (b === undefined) {
         if (record.branch_id !== "main") fail(`branch '${record.branch_id}' must start with branch_created`);
         if (record.parent_id !== null) fail("the first record of main must have no parent");
-        b = { branch_id: "main", head_id: null, created_revision: record.revision, base_record_id: null, source_branch_id: null, intent: null, projection: new Projection(emptySession(this.sessionId, null)) };
+        b = {
+          branch_id: "main",
+          head_id: null,
+          created_revision: record.revision,
+          base_record_id: null,
+          source_branch_id: null,
+          intent: null,
+          projection: new Projection(emptySession(this.sessionId, null)),
+        };
         applyRecord(b.projection, record);
         this.branches.set("main", b);
       } else {
@@ -202,7 +212,17 @@ export class JournalIndex {
     if (recordId !== undefined) {
       const r = this.byId.get(recordId);
       if (r === undefined) return null;
-      const info: SessionBranch = b !== undefined ? this.branchInfo(b) : { branch_id: r.branch_id, head_id: r.record_id, created_revision: r.revision, base_record_id: null, source_branch_id: null, intent: null };
+      const info: SessionBranch =
+        b !== undefined
+          ? this.branchInfo(b)
+          : {
+              branch_id: r.branch_id,
+              head_id: r.record_id,
+              created_revision: r.revision,
+              base_record_id: null,
+              source_branch_id: null,
+              intent: null,
+            };
       return { session: this.projectionAt(recordId).session, branch: info, head: r };
     }
     if (b === undefined) return null;
@@ -257,7 +277,9 @@ export interface JournalRepair {
 export function repairMessage(r: JournalRepair): string {
   const what = `line ${r.line} of session '${r.session_id}' (${r.file}) was torn: ${r.bytes} bytes of a write cut short (a crash or a full disk), not a whole record`;
   const kept = r.line === 1 ? "the session holds no record yet" : `the ${r.line - 1} record(s) before it are kept`;
-  return r.repaired ? `${what}; it was cut off (${kept})` : `${what}; it is ignored (${kept}), and the next write to the session cuts it off`;
+  return r.repaired
+    ? `${what}; it was cut off (${kept})`
+    : `${what}; it is ignored (${kept}), and the next write to the session cuts it off`;
 }
 
 export interface BranchOptions {
@@ -291,7 +313,15 @@ export abstract class JournalStorage {
     const id = normalizeId(sessionId);
     const key = `${id}\u0000${branchId}`;
     const held = this.#claims.get(key);
-    if (held !== undefined) throw new SessionBranchBusyError(busyMessage(id, branchId, process.pid, held.holder), id, branchId, process.pid, held.holder, held.since);
+    if (held !== undefined)
+      throw new SessionBranchBusyError(
+        busyMessage(id, branchId, process.pid, held.holder),
+        id,
+        branchId,
+        process.pid,
+        held.holder,
+        held.since,
+      );
     const mine = { holder, since: new Date().toISOString() };
     this.#claims.set(key, mine);
     return {
@@ -347,26 +377,37 @@ export abstract class JournalStorage {
     return this.#liveRuns.has(`${normalizeId(sessionId)}\u0000${runId}`) ? process.pid : null;
   }
 
-  protected abstract transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T, readOnly: boolean): Promise<T>;
+  protected abstract transact<T>(
+    sessionId: string,
+    fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T,
+    readOnly: boolean,
+  ): Promise<T>;
   /** Session ids stored. */
   abstract listSessions(): Promise<string[]>;
 
   /** Append a record (not branch_created). With `checkHead`, fails with SessionConflictError when the branch head moved. */
   async append(draft: SessionRecordDraft, options: AppendOptions = {}): Promise<SessionRecord> {
-    if (draft.type === "branch_created") throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
+    if (draft.type === "branch_created")
+      throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
     assertJson(draft.data);
     const sessionId = normalizeId(draft.session_id);
-    return await this.transact(sessionId, (index, write) => {
-      const b = index.branches.get(draft.branch_id);
-      if (b === undefined && draft.branch_id !== "main") throw new SessionValidationError(`unknown branch '${draft.branch_id}'`);
-      const head = b?.head_id ?? null;
-      if (options.checkHead === true && head !== (options.expectedHeadId ?? null)) {
-        throw new SessionConflictError(`Session branch '${draft.branch_id}' head changed from ${options.expectedHeadId ?? "none"} to ${head ?? "none"}`);
-      }
-      const record = index.build({ ...draft, session_id: sessionId }, head);
-      write(record);
-      return record;
-    }, false);
+    return await this.transact(
+      sessionId,
+      (index, write) => {
+        const b = index.branches.get(draft.branch_id);
+        if (b === undefined && draft.branch_id !== "main") throw new SessionValidationError(`unknown branch '${draft.branch_id}'`);
+        const head = b?.head_id ?? null;
+        if (options.checkHead === true && head !== (options.expectedHeadId ?? null)) {
+          throw new SessionConflictError(
+            `Session branch '${draft.branch_id}' head changed from ${options.expectedHeadId ?? "none"} to ${head ?? "none"}`,
+          );
+        }
+        const record = index.build({ ...draft, session_id: sessionId }, head);
+        write(record);
+        return record;
+      },
+      false,
+    );
   }
 
   async records(sessionId: string): Promise<SessionRecord[]> {
@@ -378,7 +419,11 @@ export abstract class JournalStorage {
   }
 
   async listBranches(sessionId: string): Promise<SessionBranch[]> {
-    return await this.transact(normalizeId(sessionId), (index) => [...index.branches.values()].sort((a, b) => a.created_revision - b.created_revision).map((b) => index.branchInfo(b)), true);
+    return await this.transact(
+      normalizeId(sessionId),
+      (index) => [...index.branches.values()].sort((a, b) => a.created_revision - b.created_revision).map((b) => index.branchInfo(b)),
+      true,
+    );
   }
 
   async checkout(sessionId: string, branchId = "main", recordId?: string): Promise<SessionCheckout | null> {
@@ -428,9 +473,19 @@ export abstract class JournalStorage {
     // A journal that exists but holds no record yet (its first write was torn) is an empty main branch.
     const exists = await this.exists(id);
     const missing = (index: JournalIndex) =>
-      index.records.length === 0 ? (exists && branchId === "main" ? null : `no session '${id}'`) : index.branches.has(branchId) ? null : `session '${id}' has no branch '${branchId}'`;
+      index.records.length === 0
+        ? exists && branchId === "main"
+          ? null
+          : `no session '${id}'`
+        : index.branches.has(branchId)
+          ? null
+          : `session '${id}' has no branch '${branchId}'`;
     // A read first, so an unknown session creates nothing (not even the directory).
-    const { problem, open } = await this.transact(id, (index) => ({ problem: missing(index), open: [...(index.branches.get(branchId)?.projection.openRuns ?? [])] }), true);
+    const { problem, open } = await this.transact(
+      id,
+      (index) => ({ problem: missing(index), open: [...(index.branches.get(branchId)?.projection.openRuns ?? [])] }),
+      true,
+    );
     if (problem !== null) throw new SessionNotFoundError(problem);
     // --force also clears a claim whose pid was given to another program.
     if (options.force === true) await this.breakBranchClaim(id, branchId);
@@ -448,21 +503,26 @@ export abstract class JournalStorage {
       }
     }
     await this.repair(id);
-    const result = await this.transact(id, (index, write): SessionRecovery => {
-      const b = index.branches.get(branchId);
-      if (b === undefined && index.records.length === 0 && missing(index) === null) return { session_id: id, branch_id: branchId, recovered: [], head_id: null };
-      if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
-      const recovered: RecoveredRun[] = [];
-      for (const run of interruptedRunDrafts(b.projection, branchId, options.reason)) {
-        let last: SessionRecord | null = null;
-        for (const draft of run.drafts) {
-          last = index.build(draft, b.head_id);
-          write(last);
+    const result = await this.transact(
+      id,
+      (index, write): SessionRecovery => {
+        const b = index.branches.get(branchId);
+        if (b === undefined && index.records.length === 0 && missing(index) === null)
+          return { session_id: id, branch_id: branchId, recovered: [], head_id: null };
+        if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
+        const recovered: RecoveredRun[] = [];
+        for (const run of interruptedRunDrafts(b.projection, branchId, options.reason)) {
+          let last: SessionRecord | null = null;
+          for (const draft of run.drafts) {
+            last = index.build(draft, b.head_id);
+            write(last);
+          }
+          recovered.push({ run_id: run.run_id, cancelled_tool_calls: run.cancelled, result: run.result, record_id: last!.record_id });
         }
-        recovered.push({ run_id: run.run_id, cancelled_tool_calls: run.cancelled, result: run.result, record_id: last!.record_id });
-      }
-      return { session_id: id, branch_id: branchId, recovered, head_id: b.head_id };
-    }, false);
+        return { session_id: id, branch_id: branchId, recovered, head_id: b.head_id };
+      },
+      false,
+    );
     for (const r of result.recovered) await this.clearRunLive(id, r.run_id);
     return result;
   }
@@ -482,51 +542,74 @@ export abstract class JournalStorage {
     const source = options.sourceBranch ?? "main";
     let task = "";
     let base: string | null = null;
-    await this.transact(id, (index) => {
-      const head = index.head(source);
-      if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${id}'`);
-      const started = index.chain(head.record_id).find((r) => r.type === "run_started" && r.data.run_id === runId);
-      if (started === undefined) throw new SessionValidationError(`run ${runId} was not started on branch '${source}' (continue runs cannot be retried)`);
-      if (typeof started.data.task !== "string" || started.data.task.trim() === "") throw new SessionValidationError(`run ${runId} has no task`);
-      task = started.data.task;
-      base = started.parent_id;
-    }, true);
+    await this.transact(
+      id,
+      (index) => {
+        const head = index.head(source);
+        if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${id}'`);
+        const started = index.chain(head.record_id).find((r) => r.type === "run_started" && r.data.run_id === runId);
+        if (started === undefined)
+          throw new SessionValidationError(`run ${runId} was not started on branch '${source}' (continue runs cannot be retried)`);
+        if (typeof started.data.task !== "string" || started.data.task.trim() === "")
+          throw new SessionValidationError(`run ${runId} has no task`);
+        task = started.data.task;
+        base = started.parent_id;
+      },
+      true,
+    );
     const checkout = await this.#branch(id, "retry", base, options, runId);
     return { checkout, task, retried_run_id: runId };
   }
 
-  async #branch(sessionId: string, intent: "fork" | "rollback" | "retry", from: string | null | undefined, options: BranchOptions, retried?: string): Promise<SessionCheckout> {
+  async #branch(
+    sessionId: string,
+    intent: "fork" | "rollback" | "retry",
+    from: string | null | undefined,
+    options: BranchOptions,
+    retried?: string,
+  ): Promise<SessionCheckout> {
     const source = options.sourceBranch ?? "main";
     const branchId = options.branchId ?? `${intent}-${randomHex(12)}`;
     if (branchId.trim() === "") throw new SessionValidationError("the branch name must not be empty");
-    return await this.transact(sessionId, (index, write) => {
-      const head = index.head(source);
-      if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${sessionId}'`);
-      if (index.branches.has(branchId)) throw new SessionConflictError(`branch '${branchId}' already exists`);
-      const base = from === undefined ? head.record_id : from;
-      if (base !== null) {
-        if (!index.byId.has(base)) throw new SessionValidationError(`record ${base} does not exist`);
-        if (!index.isAncestor(base, head.record_id)) throw new SessionValidationError(`record ${base} is not an ancestor of the head of '${source}'`);
-      }
-      const data: Record<string, unknown> = { base_record_id: base, intent, source_branch_id: source, source_head_id: head.record_id };
-      if (retried !== undefined) data.retried_run_id = retried;
-      const record = index.build({ session_id: sessionId, agent_id: index.agentId, branch_id: branchId, sequence: 0, type: "branch_created", data }, base);
-      write(record);
-      return index.checkout(branchId)!;
-    }, false);
+    return await this.transact(
+      sessionId,
+      (index, write) => {
+        const head = index.head(source);
+        if (head === null) throw new SessionValidationError(`unknown branch '${source}' in session '${sessionId}'`);
+        if (index.branches.has(branchId)) throw new SessionConflictError(`branch '${branchId}' already exists`);
+        const base = from === undefined ? head.record_id : from;
+        if (base !== null) {
+          if (!index.byId.has(base)) throw new SessionValidationError(`record ${base} does not exist`);
+          if (!index.isAncestor(base, head.record_id))
+            throw new SessionValidationError(`record ${base} is not an ancestor of the head of '${source}'`);
+        }
+        const data: Record<string, unknown> = { base_record_id: base, intent, source_branch_id: source, source_head_id: head.record_id };
+        if (retried !== undefined) data.retried_run_id = retried;
+        const record = index.build(
+          { session_id: sessionId, agent_id: index.agentId, branch_id: branchId, sequence: 0, type: "branch_created", data },
+          base,
+        );
+        write(record);
+        return index.checkout(branchId)!;
+      },
+      false,
+    );
   }
 }
 
 /** The refusal of a branch held by process `pid`: who holds it and the ways out. */
 export function busyMessage(sessionId: string, branchId: string, pid: number, holder: string | null, since: string | null = null): string {
   const who = [holder, since !== null ? `since ${since}` : null].filter((x) => x !== null).join(", ");
-  return `session '${sessionId}' branch '${branchId}' is in use by process ${pid}${who !== "" ? ` (${who})` : ""}: wait for it to finish, or stop that process ` +
+  return (
+    `session '${sessionId}' branch '${branchId}' is in use by process ${pid}${who !== "" ? ` (${who})` : ""}: wait for it to finish, or stop that process ` +
     `(on SIGINT, SIGTERM or SIGHUP it journals its run as finished); if process ${pid} is not agentcore, clear the mark with: ` +
-    wordRemedy({ action: "recover", session_id: sessionId, branch_id: branchId, force: true });
+    wordRemedy({ action: "recover", session_id: sessionId, branch_id: branchId, force: true })
+  );
 }
 
 export function normalizeId(sessionId: string): string {
-  if (typeof sessionId !== "string" || sessionId.trim() === "") throw new SessionValidationError("the session id must be a non-empty string");
+  if (typeof sessionId !== "string" || sessionId.trim() === "")
+    throw new SessionValidationError("the session id must be a non-empty string");
   return sessionId.trim();
 }
 

@@ -16,10 +16,27 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { holdCleanup, type ProcessCleanup } from "../core/cleanup.ts";
 import { parseStrict } from "../core/index.ts";
-import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, type JournalRepair, JournalStorage, normalizeId, serializeRecord } from "./journal.ts";
+import {
+  type BranchClaim,
+  busyMessage,
+  envelopeProblem,
+  JournalIndex,
+  type JournalRepair,
+  JournalStorage,
+  normalizeId,
+  serializeRecord,
+} from "./journal.ts";
 import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
 import { makeStateDir } from "./state-dir.ts";
-import { JOURNAL_SCHEMA_VERSION, SessionBranchBusyError, SessionSchemaVersionError, SessionSerializationError, SessionStorageError, SessionValidationError, type SessionRecord } from "./types.ts";
+import {
+  JOURNAL_SCHEMA_VERSION,
+  SessionBranchBusyError,
+  SessionSchemaVersionError,
+  SessionSerializationError,
+  SessionStorageError,
+  SessionValidationError,
+  type SessionRecord,
+} from "./types.ts";
 
 export interface JsonlSessionStorageOptions {
   /** How long to wait for the journal lock; null waits forever. Default 10 000 ms. */
@@ -56,7 +73,11 @@ function parseClaim(text: string): ClaimContent | null {
   try {
     const v = JSON.parse(text) as Record<string, unknown>;
     if (!Number.isInteger(v.pid) || (v.pid as number) <= 0) return null;
-    return { pid: v.pid as number, holder: typeof v.holder === "string" ? v.holder : null, since: typeof v.since === "string" ? v.since : null };
+    return {
+      pid: v.pid as number,
+      holder: typeof v.holder === "string" ? v.holder : null,
+      since: typeof v.since === "string" ? v.since : null,
+    };
   } catch {
     return null;
   }
@@ -66,7 +87,10 @@ function parseClaim(text: string): ClaimContent | null {
 function ioError(what: string, e: unknown): SessionStorageError {
   const err = e as { name?: string; message?: string };
   const denied = err?.name === "NotCapable" || err?.name === "PermissionDenied" || /--allow-write/.test(err?.message ?? "");
-  const hint = denied && "Deno" in globalThis ? " (under Deno, a session needs --allow-write: pass it to deno run, e.g. --allow-write=.agentcore)" : "";
+  const hint =
+    denied && "Deno" in globalThis
+      ? " (under Deno, a session needs --allow-write: pass it to deno run, e.g. --allow-write=.agentcore)"
+      : "";
   return new SessionStorageError(`${what}: ${err?.message ?? String(e)}${hint}`);
 }
 
@@ -98,7 +122,8 @@ function idFromFragment(fragment: Buffer, fileName: string): string | null {
     } catch {
       continue;
     }
-    if (typeof id === "string" && id.trim() !== "" && createHash("sha256").update(id.trim()).digest("hex") + ".jsonl" === fileName) return id.trim();
+    if (typeof id === "string" && id.trim() !== "" && createHash("sha256").update(id.trim()).digest("hex") + ".jsonl" === fileName)
+      return id.trim();
   }
   return null;
 }
@@ -146,7 +171,9 @@ export class JsonlSessionStorage extends JournalStorage {
   override async clearRunLive(sessionId: string, runId: string): Promise<void> {
     try {
       fs.unlinkSync(this.runMarkFile(sessionId, runId));
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
 
   /** The pid in the run's mark while that process lives; null without a mark, or when its process is gone. */
@@ -201,8 +228,12 @@ export class JsonlSessionStorage extends JournalStorage {
       const held = readLock(claimFile);
       if (held === null) continue; // released meanwhile
       const c = parseClaim(held);
-      if (c !== null && pidAlive(c.pid)) throw new SessionBranchBusyError(busyMessage(id, branchId, c.pid, c.holder, c.since), id, branchId, c.pid, c.holder, c.since);
-      if (attempt >= 100) throw new SessionStorageError(`cannot take branch '${branchId}' of session '${id}': its stale claim ${claimFile} cannot be removed`);
+      if (c !== null && pidAlive(c.pid))
+        throw new SessionBranchBusyError(busyMessage(id, branchId, c.pid, c.holder, c.since), id, branchId, c.pid, c.holder, c.since);
+      if (attempt >= 100)
+        throw new SessionStorageError(
+          `cannot take branch '${branchId}' of session '${id}': its stale claim ${claimFile} cannot be removed`,
+        );
       breakStale(claimFile, held, token); // its process is gone
     }
     const release = () => {
@@ -210,7 +241,9 @@ export class JsonlSessionStorage extends JournalStorage {
       if (readLock(claimFile) === content) {
         try {
           fs.unlinkSync(claimFile);
-        } catch { /* gone */ }
+        } catch {
+          /* gone */
+        }
       }
     };
     releaseOnExit(release);
@@ -226,7 +259,9 @@ export class JsonlSessionStorage extends JournalStorage {
   protected override async breakBranchClaim(sessionId: string, branchId: string): Promise<void> {
     try {
       fs.unlinkSync(this.branchClaimFile(sessionId, branchId));
-    } catch { /* none */ }
+    } catch {
+      /* none */
+    }
   }
 
   override async exists(sessionId: string): Promise<boolean> {
@@ -308,12 +343,18 @@ export class JsonlSessionStorage extends JournalStorage {
       if (!first.whole) {
         const id = idFromFragment(first.bytes, n);
         if (id !== null) ids.push(id);
-        else unreadable.push({ file, problem: `its first record is torn (${first.bytes.length} bytes, a write cut short) before its session id: it holds no record; the next run of that session cuts it off` });
+        else
+          unreadable.push({
+            file,
+            problem: `its first record is torn (${first.bytes.length} bytes, a write cut short) before its session id: it holds no record; the next run of that session cuts it off`,
+          });
         continue;
       }
       const parsed = parseStrict<SessionRecord>(first.bytes);
-      if (parsed.ok && parsed.value !== null && typeof parsed.value === "object" && typeof parsed.value.session_id === "string") ids.push(parsed.value.session_id);
-      else unreadable.push({ file, problem: `line 1 is not a journal record${parsed.ok ? "" : ` (invalid JSON: ${parsed.error.message})`}` });
+      if (parsed.ok && parsed.value !== null && typeof parsed.value === "object" && typeof parsed.value.session_id === "string")
+        ids.push(parsed.value.session_id);
+      else
+        unreadable.push({ file, problem: `line 1 is not a journal record${parsed.ok ? "" : ` (invalid JSON: ${parsed.error.message})`}` });
     }
     return { ids: ids.sort(), unreadable };
   }
@@ -347,11 +388,16 @@ export class JsonlSessionStorage extends JournalStorage {
     }
   }
 
-  protected async transact<T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T, readOnly: boolean): Promise<T> {
+  protected async transact<T>(
+    sessionId: string,
+    fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T,
+    readOnly: boolean,
+  ): Promise<T> {
     const file = this.fileFor(sessionId);
-    if (readOnly && !fs.existsSync(file) && !fs.existsSync(file + ".lock")) return fn(new JournalIndex(sessionId), () => {
-      throw new Error("read-only");
-    });
+    if (readOnly && !fs.existsSync(file) && !fs.existsSync(file + ".lock"))
+      return fn(new JournalIndex(sessionId), () => {
+        throw new Error("read-only");
+      });
     if (!readOnly) this.#ensureDir();
     return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
       const cached = this.#read(sessionId, file);
@@ -441,14 +487,19 @@ export class JsonlSessionStorage extends JournalStorage {
         if (problem !== null) {
           const v = (parsed.value as { journal_schema_version?: unknown } | null)?.journal_schema_version;
           if (parsed.value !== null && typeof parsed.value === "object" && v !== JOURNAL_SCHEMA_VERSION) {
-            throw new SessionSchemaVersionError(`Session journal ${file}: line ${lineNo}: unsupported journal_schema_version ${JSON.stringify(v)}; expected ${JOURNAL_SCHEMA_VERSION}`, file, lineNo);
+            throw new SessionSchemaVersionError(
+              `Session journal ${file}: line ${lineNo}: unsupported journal_schema_version ${JSON.stringify(v)}; expected ${JOURNAL_SCHEMA_VERSION}`,
+              file,
+              lineNo,
+            );
           }
           throw new SessionSerializationError(`Session journal ${file}: invalid record at line ${lineNo}: ${problem}`, file, lineNo);
         }
         try {
           cached.index.add(parsed.value);
         } catch (e) {
-          if (e instanceof SessionValidationError) throw new SessionSerializationError(`Session journal ${file}: line ${lineNo}: ${e.message}`, file, lineNo);
+          if (e instanceof SessionValidationError)
+            throw new SessionSerializationError(`Session journal ${file}: line ${lineNo}: ${e.message}`, file, lineNo);
           throw e;
         }
         cached.validLength += end + 1 - start;
@@ -491,7 +542,9 @@ export class JsonlSessionStorage extends JournalStorage {
       } finally {
         fs.closeSync(dfd);
       }
-    } catch { /* best effort */ }
+    } catch {
+      /* best effort */
+    }
     return cut;
   }
 }

@@ -58,7 +58,9 @@ export function tryCreate(file: string, content: string, token: string): boolean
   } finally {
     try {
       fs.unlinkSync(tmp);
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
 }
 
@@ -72,16 +74,22 @@ export function breakStale(file: string, content: string, token: string): void {
     if (b !== null && !pidAlive(Number(b.split(" ")[0]))) {
       try {
         fs.unlinkSync(breaker);
-      } catch { /* raced */ }
+      } catch {
+        /* raced */
+      }
     }
     return;
   }
   try {
     if (readLock(file) === content) fs.unlinkSync(file);
-  } catch { /* raced */ } finally {
+  } catch {
+    /* raced */
+  } finally {
     try {
       fs.unlinkSync(breaker);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
 }
 
@@ -121,7 +129,8 @@ export async function withFileLock<T>(lockFile: string, timeoutMs: number | null
         breakStale(key, held, token);
         continue;
       }
-      if (Date.now() >= deadline) throw new SessionLockTimeoutError(`timed out acquiring Session journal lock ${lockFile} after ${timeoutMs} ms`);
+      if (Date.now() >= deadline)
+        throw new SessionLockTimeoutError(`timed out acquiring Session journal lock ${lockFile} after ${timeoutMs} ms`);
       await sleep(POLL_MS);
     }
     try {
@@ -130,7 +139,9 @@ export async function withFileLock<T>(lockFile: string, timeoutMs: number | null
       if (readLock(key) === content) {
         try {
           fs.unlinkSync(key);
-        } catch { /* gone */ }
+        } catch {
+          /* gone */
+        }
       }
     }
   } finally {

@@ -24,7 +24,11 @@ export const MIN_ID_PREFIX = 4;
  */
 export class SessionReferenceError extends SessionValidationError {
   override name = "SessionReferenceError";
-  constructor(message: string, readonly reference: string, readonly candidates: readonly string[] = []) {
+  constructor(
+    message: string,
+    readonly reference: string,
+    readonly candidates: readonly string[] = [],
+  ) {
     super(message);
   }
 }
@@ -51,7 +55,8 @@ function describe(r: SessionRecord): string {
 export function resolveRecordRef(records: readonly SessionRecord[], ref: string, sessionId: string): SessionRecord {
   const where = `see the revisions and ids with: ${wordRemedy({ action: "tree", session_id: sessionId })}`;
   const text = typeof ref === "string" ? ref.trim() : "";
-  if (text === "") throw new SessionReferenceError(`the record must not be empty: give a revision (r7) or a record id (${where})`, String(ref));
+  if (text === "")
+    throw new SessionReferenceError(`the record must not be empty: give a revision (r7) or a record id (${where})`, String(ref));
   const rev = REVISION.exec(text);
   if (rev !== null) {
     const n = Number(rev[1]);
@@ -96,15 +101,22 @@ export function resolveRecordRef(records: readonly SessionRecord[], ref: string,
 export function resolveRunRef(records: readonly SessionRecord[], ref: string, sessionId: string): string {
   const where = `see the runs with: ${wordRemedy({ action: "show", session_id: sessionId })}`;
   const text = typeof ref === "string" ? ref.trim() : "";
-  const runs = [...new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id as string))];
+  const runs = [
+    ...new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id as string)),
+  ];
   if (text === "") throw new SessionReferenceError(`the run must not be empty (${where})`, String(ref));
   if (runs.includes(text)) return text;
-  if (text.length < MIN_ID_PREFIX) throw new SessionReferenceError(`run '${text}' is too short: give at least ${MIN_ID_PREFIX} characters of a run id (${where})`, text);
+  if (text.length < MIN_ID_PREFIX)
+    throw new SessionReferenceError(`run '${text}' is too short: give at least ${MIN_ID_PREFIX} characters of a run id (${where})`, text);
   const lower = text.toLowerCase();
   const matches = runs.filter((id) => id.startsWith(text) || id.startsWith(lower));
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) throw new SessionReferenceError(`session '${sessionId}' has no run '${text}' (${where})`, text);
-  throw new SessionReferenceError(`run '${text}' is ambiguous in session '${sessionId}': it starts ${matches.length} run ids: ${matches.slice(0, 10).join(", ")}${matches.length > 10 ? ", …" : ""}; give more characters`, text, matches);
+  throw new SessionReferenceError(
+    `run '${text}' is ambiguous in session '${sessionId}': it starts ${matches.length} run ids: ${matches.slice(0, 10).join(", ")}${matches.length > 10 ? ", …" : ""}; give more characters`,
+    text,
+    matches,
+  );
 }
 
 /** `records` by id. */
@@ -151,7 +163,13 @@ export function sourceBranchFor(records: readonly SessionRecord[], record: Sessi
  * else the `sessions recover` command (or, for a run whose process `live`
  * names, to wait for it). Null when the record is fine.
  */
-export function branchPointProblem(records: readonly SessionRecord[], base: SessionRecord, source: string, sessionId: string, live: ReadonlyMap<string, number> = new Map()): string | null {
+export function branchPointProblem(
+  records: readonly SessionRecord[],
+  base: SessionRecord,
+  source: string,
+  sessionId: string,
+  live: ReadonlyMap<string, number> = new Map(),
+): string | null {
   const open = new Map<string, SessionRecord>();
   for (const r of recordChain(records, base.record_id)) {
     const run = typeof r.data.run_id === "string" ? r.data.run_id : null;
@@ -165,17 +183,20 @@ export function branchPointProblem(records: readonly SessionRecord[], base: Sess
   const parts: string[] = [];
   for (const [run, start] of open) {
     const finished = later.find((r) => r.type === "run_finished" && r.data.run_id === run);
-    const before = start.parent_id === null ? null : records.find((r) => r.record_id === start.parent_id) ?? null;
+    const before = start.parent_id === null ? null : (records.find((r) => r.record_id === start.parent_id) ?? null);
     const choices: string[] = [];
     if (before !== null) choices.push(`${revisionRef(before.revision)} (before the run started)`);
     if (finished !== undefined) choices.push(`${revisionRef(finished.revision)} (its run_finished) or later`);
     const pid = live.get(run);
-    const fix = finished !== undefined
-      ? `choose ${choices.join(" or ")}`
-      : pid !== undefined
-      ? `it is still going in process ${pid}: wait for it to finish and fork from its run_finished${before !== null ? `, or choose ${choices[0]}` : ""}`
-      : `its process ended before it finished: close it with '${wordRemedy({ action: "recover", session_id: sessionId, branch_id: source, force: false })}'${before !== null ? `, or choose ${choices[0]}` : ""}`;
-    parts.push(`record ${revisionRef(base.revision)} is inside run ${run} (started at ${revisionRef(start.revision)}), so a branch there would begin mid-run: ${fix}`);
+    const fix =
+      finished !== undefined
+        ? `choose ${choices.join(" or ")}`
+        : pid !== undefined
+          ? `it is still going in process ${pid}: wait for it to finish and fork from its run_finished${before !== null ? `, or choose ${choices[0]}` : ""}`
+          : `its process ended before it finished: close it with '${wordRemedy({ action: "recover", session_id: sessionId, branch_id: source, force: false })}'${before !== null ? `, or choose ${choices[0]}` : ""}`;
+    parts.push(
+      `record ${revisionRef(base.revision)} is inside run ${run} (started at ${revisionRef(start.revision)}), so a branch there would begin mid-run: ${fix}`,
+    );
   }
   return parts.join("; ");
 }
@@ -238,7 +259,10 @@ function sidecars(storage: JsonlSessionStorage, sessionId: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((n) => n.startsWith(`${base}.`) && n !== `${base}.lock`).sort().map((n) => path.join(storage.dir, n));
+  return names
+    .filter((n) => n.startsWith(`${base}.`) && n !== `${base}.lock`)
+    .sort()
+    .map((n) => path.join(storage.dir, n));
 }
 
 function readText(file: string): string | null {
@@ -262,7 +286,10 @@ export function liveRunMarks(storage: JsonlSessionStorage, sessionId: string): {
 }
 
 /** The branches of a session that a live process has taken (claim files `{pid, branch_id, holder}`). */
-export function liveBranchClaims(storage: JsonlSessionStorage, sessionId: string): { branchId: string; pid: number; holder: string | null }[] {
+export function liveBranchClaims(
+  storage: JsonlSessionStorage,
+  sessionId: string,
+): { branchId: string; pid: number; holder: string | null }[] {
   const out: { branchId: string; pid: number; holder: string | null }[] = [];
   for (const f of sidecars(storage, sessionId)) {
     if (!path.basename(f).includes(".branch-")) continue;
@@ -274,7 +301,11 @@ export function liveBranchClaims(storage: JsonlSessionStorage, sessionId: string
     }
     const pid = v?.pid;
     if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) continue;
-    out.push({ branchId: typeof v.branch_id === "string" ? v.branch_id : "?", pid, holder: typeof v.holder === "string" ? v.holder : null });
+    out.push({
+      branchId: typeof v.branch_id === "string" ? v.branch_id : "?",
+      pid,
+      holder: typeof v.holder === "string" ? v.holder : null,
+    });
   }
   return out;
 }
@@ -289,7 +320,11 @@ export function liveBranchClaims(storage: JsonlSessionStorage, sessionId: string
  * (`force` skips that check: a pid reused by another program), and
  * SessionLockTimeoutError when the lock stays busy.
  */
-export async function deleteSession(storage: JsonlSessionStorage, sessionId: string, options: { force?: boolean } = {}): Promise<SessionDeletion> {
+export async function deleteSession(
+  storage: JsonlSessionStorage,
+  sessionId: string,
+  options: { force?: boolean } = {},
+): Promise<SessionDeletion> {
   const id = typeof sessionId === "string" ? sessionId.trim() : "";
   if (id === "") throw new SessionValidationError("the session id must be a non-empty string");
   const file = storage.fileFor(id);
@@ -331,7 +366,9 @@ export async function deleteSession(storage: JsonlSessionStorage, sessionId: str
       } finally {
         fs.closeSync(dfd);
       }
-    } catch { /* best effort */ }
+    } catch {
+      /* best effort */
+    }
     return { session_id: id, file, removed };
   });
 }
@@ -340,7 +377,9 @@ export async function deleteSession(storage: JsonlSessionStorage, sessionId: str
 export async function requireRecords(storage: JournalStorage & { dir?: string }, sessionId: string): Promise<SessionRecord[]> {
   const records = await storage.records(sessionId);
   if (records.length === 0) {
-    throw new SessionNotFoundError(`no session '${sessionId.trim()}'${storage.dir !== undefined ? ` in ${storage.dir}` : ""}: see the sessions with: ${wordRemedy({ action: "list" })}`);
+    throw new SessionNotFoundError(
+      `no session '${sessionId.trim()}'${storage.dir !== undefined ? ` in ${storage.dir}` : ""}: see the sessions with: ${wordRemedy({ action: "list" })}`,
+    );
   }
   return records;
 }

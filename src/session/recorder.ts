@@ -29,7 +29,11 @@ export class SessionRecorder {
   /** The last record written. */
   lastRecord: SessionRecord | null = null;
 
-  constructor(readonly sessionId: string, readonly storage: JournalStorage, readonly branchId = "main") {}
+  constructor(
+    readonly sessionId: string,
+    readonly storage: JournalStorage,
+    readonly branchId = "main",
+  ) {}
 
   /** The sink entry point (the agent calls it with each event and itself as `source`); `sinks: [recorder]`. */
   async handle(event: AgentEvent, source?: AgentEventSource): Promise<void> {
@@ -37,7 +41,8 @@ export class SessionRecorder {
     if (draft === null) return;
     try {
       const head = await this.storage.head(this.sessionId, this.branchId);
-      if (head === null && this.branchId !== "main") throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
+      if (head === null && this.branchId !== "main")
+        throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
       this.lastRecord = await this.storage.append(draft, { expectedHeadId: head?.record_id ?? null, checkHead: true });
       // While the run goes on, recoverRuns (in any process) leaves it alone.
       if (draft.type === "run_started" || draft.type === "run_continued") await this.storage.markRunLive(this.sessionId, event.run_id);
@@ -55,7 +60,12 @@ export class SessionRecorder {
  * completed compaction needs `messages` (the conversation after it); without
  * it there is no record.
  */
-export function recordDraft(event: AgentEvent, sessionId: string, branchId: string, messages?: () => AgentMessage[]): SessionRecordDraft | null {
+export function recordDraft(
+  event: AgentEvent,
+  sessionId: string,
+  branchId: string,
+  messages?: () => AgentMessage[],
+): SessionRecordDraft | null {
   const base = { session_id: sessionId, agent_id: event.agent_id, branch_id: branchId, sequence: event.sequence };
   const runId = event.run_id;
   switch (event.kind) {
@@ -66,12 +76,17 @@ export function recordDraft(event: AgentEvent, sessionId: string, branchId: stri
     case "message_completed": {
       const m = event.message;
       const message: Record<string, unknown> = { role: "assistant", content: m.content };
-      if (m.tool_calls.length > 0) message.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      if (m.tool_calls.length > 0)
+        message.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
       if (event.usage !== null) message.usage = { ...event.usage };
       return { ...base, type: "message_appended", data: { run_id: runId, message } };
     }
     case "steering_applied":
-      return { ...base, type: "steering_applied", data: { run_id: runId, input_id: event.control.input_id, content: event.control.content, target_turn: event.target_turn } };
+      return {
+        ...base,
+        type: "steering_applied",
+        data: { run_id: runId, input_id: event.control.input_id, content: event.control.content, target_turn: event.target_turn },
+      };
     case "tool_completed":
       return { ...base, type: "messages_appended", data: { run_id: runId, messages: event.result.messages.map((m) => ({ ...m })) } };
     case "agent_finished":
@@ -79,7 +94,11 @@ export function recordDraft(event: AgentEvent, sessionId: string, branchId: stri
     case "compaction_completed": {
       const r = event.result;
       if (r.status !== "completed" || messages === undefined) return null;
-      return { ...base, type: "compaction_applied", data: { operation_id: r.operation_id, summary: structuredClone(r.summary ?? null), messages: structuredClone(messages()) } };
+      return {
+        ...base,
+        type: "compaction_applied",
+        data: { operation_id: r.operation_id, summary: structuredClone(r.summary ?? null), messages: structuredClone(messages()) },
+      };
     }
     default:
       return null;

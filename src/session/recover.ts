@@ -65,7 +65,11 @@ function storedUsage(u: unknown): ModelUsage | null {
   if (u === null || typeof u !== "object") return null;
   const x = u as Record<string, unknown>;
   if (!nonNegative(x.input_tokens) || !nonNegative(x.output_tokens)) return null;
-  const out: ModelUsage = { input_tokens: x.input_tokens, output_tokens: x.output_tokens, total_tokens: nonNegative(x.total_tokens) ? x.total_tokens : x.input_tokens + x.output_tokens };
+  const out: ModelUsage = {
+    input_tokens: x.input_tokens,
+    output_tokens: x.output_tokens,
+    total_tokens: nonNegative(x.total_tokens) ? x.total_tokens : x.input_tokens + x.output_tokens,
+  };
   for (const k of ["cache_read_tokens", "cache_write_tokens", "reasoning_tokens"] as const) if (nonNegative(x[k])) out[k] = x[k];
   return out;
 }
@@ -75,7 +79,8 @@ export function unansweredToolCalls(messages: readonly AgentMessage[]): { id: st
   const open = new Map<string, string>();
   for (const m of messages) {
     if (m.role === "assistant" && Array.isArray(m.tool_calls)) {
-      for (const c of m.tool_calls) if (typeof c?.id === "string") open.set(c.id, typeof c.function?.name === "string" ? c.function.name : "unknown");
+      for (const c of m.tool_calls)
+        if (typeof c?.id === "string") open.set(c.id, typeof c.function?.name === "string" ? c.function.name : "unknown");
     } else if (m.role === "tool") {
       open.delete(m.tool_call_id);
     }
@@ -89,7 +94,11 @@ export function unansweredToolCalls(messages: readonly AgentMessage[]): { id: st
  * run_finished). Sequences continue after each run's last one. Empty when
  * every run has finished.
  */
-export function interruptedRunDrafts(p: Projection, branchId: string, reason?: string): { run_id: string; drafts: SessionRecordDraft[]; cancelled: string[]; result: AgentRunResult }[] {
+export function interruptedRunDrafts(
+  p: Projection,
+  branchId: string,
+  reason?: string,
+): { run_id: string; drafts: SessionRecordDraft[]; cancelled: string[]; result: AgentRunResult }[] {
   const s = p.session;
   const out = [];
   const error = reason === undefined || reason.trim() === "" ? INTERRUPTED_RUN_ERROR : `${INTERRUPTED_RUN_ERROR} (${reason.trim()})`;
@@ -101,7 +110,11 @@ export function interruptedRunDrafts(p: Projection, branchId: string, reason?: s
     const drafts: SessionRecordDraft[] = [];
     const open = unansweredToolCalls(messages);
     if (open.length > 0) {
-      const answers = open.map((c) => ({ role: "tool", tool_call_id: c.id, content: JSON.stringify({ status: "cancelled", tool: c.name, error }) }));
+      const answers = open.map((c) => ({
+        role: "tool",
+        tool_call_id: c.id,
+        content: JSON.stringify({ status: "cancelled", tool: c.name, error }),
+      }));
       drafts.push({ ...base, sequence: ++seq, type: "messages_appended", data: { run_id: run.run_id, messages: answers } });
     }
     const usage = new UsageAccumulator();
@@ -112,7 +125,14 @@ export function interruptedRunDrafts(p: Projection, branchId: string, reason?: s
       usage.beginRequest();
       usage.record(storedUsage(m.usage));
     }
-    const result: AgentRunResult = { status: "cancelled", stop_reason: "external_abort", turns, output: null, error, usage: usage.snapshot() };
+    const result: AgentRunResult = {
+      status: "cancelled",
+      stop_reason: "external_abort",
+      turns,
+      output: null,
+      error,
+      usage: usage.snapshot(),
+    };
     drafts.push({ ...base, sequence: ++seq, type: "run_finished", data: { run_id: run.run_id, result } });
     out.push({ run_id: run.run_id, drafts, cancelled: open.map((c) => c.id), result });
   }

@@ -6,7 +6,14 @@
 import type { AgentMessage } from "../providers/messages.ts";
 import type { AgentRunResult } from "../providers/run.ts";
 import { recoverCommand } from "./recover.ts";
-import { type AgentSession, type SessionCheckout, sessionMessages, SessionUnfinishedRunError, SessionValidationError, unfinishedRuns } from "./types.ts";
+import {
+  type AgentSession,
+  type SessionCheckout,
+  sessionMessages,
+  SessionUnfinishedRunError,
+  SessionValidationError,
+  unfinishedRuns,
+} from "./types.ts";
 
 /**
  * What {@link restoreSession} needs of an agent (the agent layer's `Agent`

@@ -130,7 +130,11 @@ export class SessionError extends Error {
 /** A journal that cannot be read: names the file and the line. */
 export class SessionSerializationError extends SessionError {
   override name = "SessionSerializationError";
-  constructor(message: string, readonly file: string | null = null, readonly line: number | null = null) {
+  constructor(
+    message: string,
+    readonly file: string | null = null,
+    readonly line: number | null = null,
+  ) {
     super(message);
   }
 }
@@ -153,7 +157,12 @@ export class SessionConflictError extends SessionError {
  */
 export class SessionUnfinishedRunError extends SessionValidationError {
   override name = "SessionUnfinishedRunError";
-  constructor(message: string, readonly sessionId: string, readonly runIds: readonly string[], readonly branchId: string | null = null) {
+  constructor(
+    message: string,
+    readonly sessionId: string,
+    readonly runIds: readonly string[],
+    readonly branchId: string | null = null,
+  ) {
     super(message);
     this.remedy = { action: "recover", session_id: sessionId, branch_id: branchId ?? "main", force: false };
   }
@@ -165,7 +174,11 @@ export class SessionNotFoundError extends SessionValidationError {
 /** A recovery found the run still going (its process is alive): nothing was written. */
 export class SessionRunActiveError extends SessionConflictError {
   override name = "SessionRunActiveError";
-  constructor(message: string, readonly runId: string, readonly pid: number) {
+  constructor(
+    message: string,
+    readonly runId: string,
+    readonly pid: number,
+  ) {
     super(message);
   }
 }
@@ -177,7 +190,14 @@ export class SessionRunActiveError extends SessionConflictError {
  */
 export class SessionBranchBusyError extends SessionConflictError {
   override name = "SessionBranchBusyError";
-  constructor(message: string, readonly sessionId: string, readonly branchId: string, readonly pid: number, readonly holder: string | null = null, readonly since: string | null = null) {
+  constructor(
+    message: string,
+    readonly sessionId: string,
+    readonly branchId: string,
+    readonly pid: number,
+    readonly holder: string | null = null,
+    readonly since: string | null = null,
+  ) {
     super(message);
     this.remedy = { action: "recover", session_id: sessionId, branch_id: branchId, force: true };
   }
@@ -260,14 +280,28 @@ function isMessage(m: unknown): m is AgentMessage {
 /** Parse a stored session document (checkpoint data.document). */
 export function sessionFromDocument(doc: unknown): AgentSession {
   const d = doc as { schema_version?: unknown; session?: AgentSession } | null;
-  if (d === null || typeof d !== "object" || d.schema_version !== SESSION_DOCUMENT_SCHEMA_VERSION || typeof d.session !== "object" || d.session === null) {
-    throw new SessionValidationError(`unsupported session document (schema_version ${String(d?.schema_version)}; expected ${SESSION_DOCUMENT_SCHEMA_VERSION})`);
+  if (
+    d === null ||
+    typeof d !== "object" ||
+    d.schema_version !== SESSION_DOCUMENT_SCHEMA_VERSION ||
+    typeof d.session !== "object" ||
+    d.session === null
+  ) {
+    throw new SessionValidationError(
+      `unsupported session document (schema_version ${String(d?.schema_version)}; expected ${SESSION_DOCUMENT_SCHEMA_VERSION})`,
+    );
   }
   const s = d.session;
   if (typeof s.session_id !== "string" || !Array.isArray(s.entries) || !Array.isArray(s.runs) || !Array.isArray(s.compactions)) {
     throw new SessionValidationError("invalid session document: session_id, entries, runs and compactions are required");
   }
-  return structuredClone({ session_id: s.session_id, agent_id: s.agent_id ?? null, entries: s.entries, runs: s.runs, compactions: s.compactions });
+  return structuredClone({
+    session_id: s.session_id,
+    agent_id: s.agent_id ?? null,
+    entries: s.entries,
+    runs: s.runs,
+    compactions: s.compactions,
+  });
 }
 
 export function sessionToDocument(session: AgentSession): { schema_version: number; session: AgentSession } {
@@ -283,7 +317,8 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
   const s = p.session;
   if (record.session_id !== s.session_id) fail(record, `session_id '${record.session_id}' does not match '${s.session_id}'`);
   if (record.agent_id === null) {
-    if (record.type !== "checkpoint" && record.type !== "branch_created") fail(record, "agent_id may be null only for checkpoint and branch_created");
+    if (record.type !== "checkpoint" && record.type !== "branch_created")
+      fail(record, "agent_id may be null only for checkpoint and branch_created");
   } else if (s.agent_id !== null && s.agent_id !== record.agent_id) {
     fail(record, `agent_id changed from '${s.agent_id}' to '${record.agent_id}'`);
   }
@@ -310,7 +345,14 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       if (typeof task !== "string") fail(record, "data.task must be a string");
       beginRun(runId);
       bindAgent();
-      const run: SessionRun = { run_id: runId, intent: "task", task: task as string, start_sequence: record.sequence, finish_sequence: null, result: null };
+      const run: SessionRun = {
+        run_id: runId,
+        intent: "task",
+        task: task as string,
+        start_sequence: record.sequence,
+        finish_sequence: null,
+        result: null,
+      };
       s.runs.push(run);
       p.runIndex.set(runId, run);
       p.openRuns.add(runId);
@@ -322,7 +364,14 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const runId = str(record, "run_id");
       beginRun(runId);
       bindAgent();
-      const run: SessionRun = { run_id: runId, intent: "continue", task: null, start_sequence: record.sequence, finish_sequence: null, result: null };
+      const run: SessionRun = {
+        run_id: runId,
+        intent: "continue",
+        task: null,
+        start_sequence: record.sequence,
+        finish_sequence: null,
+        result: null,
+      };
       s.runs.push(run);
       p.runIndex.set(runId, run);
       p.openRuns.add(runId);
@@ -365,13 +414,20 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       if (!Array.isArray(ms) || !ms.every(isMessage)) fail(record, "data.messages must be a list of messages");
       if (s.compactions.some((c) => c.operation_id === op)) fail(record, `compaction ${op} already applied`);
       bindAgent();
-      s.compactions.push({ operation_id: op, sequence: record.sequence, covered_entry_count: s.entries.length, summary: structuredClone(record.data.summary ?? null), messages: structuredClone(ms as AgentMessage[]) });
+      s.compactions.push({
+        operation_id: op,
+        sequence: record.sequence,
+        covered_entry_count: s.entries.length,
+        summary: structuredClone(record.data.summary ?? null),
+        messages: structuredClone(ms as AgentMessage[]),
+      });
       return;
     }
     case "run_finished": {
       const runId = str(record, "run_id");
       const result = record.data.result;
-      if (result === null || typeof result !== "object" || typeof (result as AgentRunResult).status !== "string") fail(record, "data.result must be a run result");
+      if (result === null || typeof result !== "object" || typeof (result as AgentRunResult).status !== "string")
+        fail(record, "data.result must be a run result");
       const run = openRun(runId);
       const last = p.lastSeq.get(runId) ?? run.start_sequence;
       if (record.sequence <= last) fail(record, `sequence ${record.sequence} must follow the run's last sequence ${last}`);
@@ -385,7 +441,8 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const doc = sessionFromDocument(record.data.document);
       if (doc.session_id !== record.session_id) fail(record, `document session '${doc.session_id}' does not match '${record.session_id}'`);
       if (doc.agent_id !== record.agent_id) fail(record, `document agent '${doc.agent_id}' does not match '${record.agent_id}'`);
-      if (s.agent_id !== null && doc.agent_id !== null && doc.agent_id !== s.agent_id) fail(record, `agent_id changed from '${s.agent_id}' to '${doc.agent_id}'`);
+      if (s.agent_id !== null && doc.agent_id !== null && doc.agent_id !== s.agent_id)
+        fail(record, `agent_id changed from '${s.agent_id}' to '${doc.agent_id}'`);
       p.session = doc;
       p.reindex();
       p.lastSeq = new Map();

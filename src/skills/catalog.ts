@@ -65,7 +65,11 @@ export function readSkillFile(file: string): string {
     const st = statSync(file);
     if (!st.isFile()) throw new SkillError("unreadable", `${file}: not a regular file`, file);
     if (st.size > MAX_SKILL_FILE_BYTES) {
-      throw new SkillError("unreadable", `${file}: ${st.size} bytes, more than the ${MAX_SKILL_FILE_BYTES}-byte limit for skill files`, file);
+      throw new SkillError(
+        "unreadable",
+        `${file}: ${st.size} bytes, more than the ${MAX_SKILL_FILE_BYTES}-byte limit for skill files`,
+        file,
+      );
     }
     bytes = readFileSync(file);
   } catch (e) {
@@ -90,7 +94,10 @@ export class SkillCatalog {
   readonly #texts = new Map<string, string>();
 
   /** Usually built by `discoverSkills()` (discover.ts); `root` is absolute. Names must be unique. */
-  constructor(readonly root: string, skills: readonly Skill[]) {
+  constructor(
+    readonly root: string,
+    skills: readonly Skill[],
+  ) {
     this.skills = Object.freeze([...skills]);
     this.#byName = new Map();
     for (const s of this.skills) {

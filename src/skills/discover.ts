@@ -94,7 +94,13 @@ export function parseSkillFile(text: string, file: string): ParsedSkillFile & { 
     }
   }
   if (close < 0) {
-    throw new SkillError("invalid_front_matter", `${file}:1:1: the front matter opened by '---' on line 1 is never closed by a '---' line`, file, 1, 1);
+    throw new SkillError(
+      "invalid_front_matter",
+      `${file}:1:1: the front matter opened by '---' on line 1 is never closed by a '---' line`,
+      file,
+      1,
+      1,
+    );
   }
   const yamlText = lines.slice(1, close).join("\n");
   const doc = parseDocument(yamlText, { prettyErrors: false, uniqueKeys: true });
@@ -106,7 +112,13 @@ export function parseSkillFile(text: string, file: string): ParsedSkillFile & { 
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
     const p = at(e.pos[0]);
-    throw new SkillError("invalid_front_matter", `${file}:${p.line}:${p.column}: invalid YAML in the front matter: ${e.message} (${e.code})`, file, p.line, p.column);
+    throw new SkillError(
+      "invalid_front_matter",
+      `${file}:${p.line}:${p.column}: invalid YAML in the front matter: ${e.message} (${e.code})`,
+      file,
+      p.line,
+      p.column,
+    );
   }
   let value: unknown;
   try {
@@ -235,15 +247,10 @@ export function discoverSkills(root: string): SkillCatalog {
     const skill = loadSkill(dir);
     const prior = byName.get(skill.name);
     if (prior !== undefined) {
-      throw new SkillError(
-        "duplicate_name",
-        `duplicate skill name '${skill.name}': ${skill.path} and ${prior.path}`,
-        skill.path,
-      );
+      throw new SkillError("duplicate_name", `duplicate skill name '${skill.name}': ${skill.path} and ${prior.path}`, skill.path);
     }
     byName.set(skill.name, skill);
     skills.push(skill);
   }
   return new SkillCatalog(resolved, skills);
 }
-

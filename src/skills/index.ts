@@ -21,4 +21,12 @@ export { MAX_SKILL_FILE_BYTES, readSkillFile, SkillCatalog, SkillError } from ".
 export type { Skill, SkillErrorCode } from "./catalog.ts";
 export { discoverSkills, loadSkill, parseSkillFile } from "./discover.ts";
 export type { ParsedSkillFile } from "./discover.ts";
-export { activeSkillMessage, findSkillMention, latestUserText, mentionsSkill, NO_DESCRIPTION, skillIndexMessage, withSkillMessages } from "./context.ts";
+export {
+  activeSkillMessage,
+  findSkillMention,
+  latestUserText,
+  mentionsSkill,
+  NO_DESCRIPTION,
+  skillIndexMessage,
+  withSkillMessages,
+} from "./context.ts";

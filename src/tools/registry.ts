@@ -61,10 +61,7 @@ export class ToolRegistry {
     }
     const name: unknown = def.name;
     if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
-      throw new ToolRegistrationError(
-        name,
-        `invalid tool name ${label(name)}: must match ^[A-Za-z0-9_-]{1,64}$`,
-      );
+      throw new ToolRegistrationError(name, `invalid tool name ${label(name)}: must match ^[A-Za-z0-9_-]{1,64}$`);
     }
     if (this.#tools.has(name)) {
       throw new ToolRegistrationError(name, `duplicate tool name "${name}": a tool with this name is already registered`);

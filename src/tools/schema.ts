@@ -39,9 +39,7 @@ export interface ArgumentError {
 }
 
 /** Outcome of validating one arguments object. */
-export type ArgumentCheck =
-  | { ok: true }
-  | { ok: false; errors: ArgumentError[]; truncated: boolean };
+export type ArgumentCheck = { ok: true } | { ok: false; errors: ArgumentError[]; truncated: boolean };
 
 /** A compiled validator for one tool's arguments. */
 export type ArgumentValidator = (args: Record<string, unknown>) => ArgumentCheck;
@@ -70,14 +68,8 @@ const DRAFT_07 = new Set([
   "https://json-schema.org/draft-07/schema#",
   "https://json-schema.org/draft-07/schema",
 ]);
-const DRAFT_2019 = new Set([
-  "https://json-schema.org/draft/2019-09/schema",
-  "https://json-schema.org/draft/2019-09/schema#",
-]);
-const DRAFT_2020 = new Set([
-  "https://json-schema.org/draft/2020-12/schema",
-  "https://json-schema.org/draft/2020-12/schema#",
-]);
+const DRAFT_2019 = new Set(["https://json-schema.org/draft/2019-09/schema", "https://json-schema.org/draft/2019-09/schema#"]);
+const DRAFT_2020 = new Set(["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#"]);
 
 /** The one success value validators return (no allocation per call). */
 export const ARGUMENTS_OK: ArgumentCheck = Object.freeze({ ok: true as const });
@@ -167,11 +159,7 @@ export class SchemaCompiler {
     let ajv = this.#instances[key];
     if (ajv === undefined) {
       const options: Options = trusted ? { ...AJV_OPTIONS, validateSchema: false } : AJV_OPTIONS;
-      ajv = draft === "07"
-        ? new Ajv07(options)
-        : draft === "2019"
-        ? new Ajv2019(options)
-        : new Ajv2020(options);
+      ajv = draft === "07" ? new Ajv07(options) : draft === "2019" ? new Ajv2019(options) : new Ajv2020(options);
       this.#instances[key] = ajv;
     }
     return ajv;
@@ -193,9 +181,7 @@ export class SchemaCompiler {
     else if (typeof dialect === "string" && DRAFT_07.has(dialect)) draft = "07";
     else if (typeof dialect === "string" && DRAFT_2019.has(dialect)) draft = "2019";
     else {
-      throw new SchemaCompileError(
-        `unsupported $schema ${JSON.stringify(dialect)} (use draft-07, 2019-09 or 2020-12)`,
-      );
+      throw new SchemaCompileError(`unsupported $schema ${JSON.stringify(dialect)} (use draft-07, 2019-09 or 2020-12)`);
     }
 
     let validate: ValidateFunction;
@@ -231,7 +217,11 @@ export class SchemaCompiler {
           if (declared.has(key)) continue;
           total++;
           if (errors.length < max) {
-            errors.push({ path: "/" + escapePointerToken(key), keyword: "strict", message: "property not declared in the tool's parameters" });
+            errors.push({
+              path: "/" + escapePointerToken(key),
+              keyword: "strict",
+              message: "property not declared in the tool's parameters",
+            });
           }
         }
       }

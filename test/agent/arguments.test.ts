@@ -4,7 +4,13 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { createAgent } from "../../src/agent/index.ts";
-import { OpenAIModelAdapter, ScriptedModel, type ModelAdapter, type ModelStreamEvent, type ModelToolCall } from "../../src/providers/index.ts";
+import {
+  OpenAIModelAdapter,
+  ScriptedModel,
+  type ModelAdapter,
+  type ModelStreamEvent,
+  type ModelToolCall,
+} from "../../src/providers/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { chunk, type ScriptedOpenAIServer, startOpenAIServer, textReply, toolChunk } from "../support/openai-server.ts";
 
@@ -48,7 +54,10 @@ describe("the provider's verdict drives the call", () => {
       },
       textReply("recovered"),
     ]);
-    const model = new OpenAIModelAdapter({ model: "m", baseURL: server.baseURL, apiKey: "sk-test", timeoutMs: 10_000 }, { argumentLimits: { maxDepth: 2 } });
+    const model = new OpenAIModelAdapter(
+      { model: "m", baseURL: server.baseURL, apiKey: "sk-test", timeoutMs: 10_000 },
+      { argumentLimits: { maxDepth: 2 } },
+    );
     const seen: unknown[] = [];
     const agent = createAgent({ model, tools: [echoTool(seen)] });
     const result = await agent.run("go");
@@ -93,19 +102,33 @@ describe("the provider's verdict drives the call", () => {
         throw new Error("unused");
       },
       async *stream(): AsyncGenerator<ModelStreamEvent> {
-        const call: ModelToolCall = { id: "c1", name: "echo", arguments: '{"text":"raw"}', parsed: { ok: true, value: { text: "verdict" } } };
-        yield turn++ === 0 ? { type: "completed", message: { content: null, tool_calls: [call] } } : { type: "completed", message: { content: "ok", tool_calls: [] } };
+        const call: ModelToolCall = {
+          id: "c1",
+          name: "echo",
+          arguments: '{"text":"raw"}',
+          parsed: { ok: true, value: { text: "verdict" } },
+        };
+        yield turn++ === 0
+          ? { type: "completed", message: { content: null, tool_calls: [call] } }
+          : { type: "completed", message: { content: "ok", tool_calls: [] } };
       },
     };
     const agent = createAgent({ model, tools: [echoTool(seen)] });
     expect(await agent.run("go")).toMatchObject({ status: "completed", output: "ok" });
     expect(seen).toEqual([{ text: "verdict" }]);
     // Events and the history keep the call's wire shape (no verdict in them).
-    expect(agent.messages[1]).toEqual({ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"text":"raw"}' } }] });
+    expect(agent.messages[1]).toEqual({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"text":"raw"}' } }],
+    });
   });
 
   test("the scripted model hands over the same shape, and bad arguments get the same precise error", async () => {
-    const model = new ScriptedModel([{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"text":"a","text":"b"}' }] }, { content: "recovered" }]);
+    const model = new ScriptedModel([
+      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"text":"a","text":"b"}' }] },
+      { content: "recovered" },
+    ]);
     const seen: unknown[] = [];
     const agent = createAgent({ model, tools: [echoTool(seen)] });
     expect(await agent.run("go")).toMatchObject({ status: "completed", output: "recovered" });
@@ -116,7 +139,10 @@ describe("the provider's verdict drives the call", () => {
       code: "JSON_DUPLICATE_KEY",
       error: 'duplicate key "text" at offset 12 (line 1, column 13)',
     });
-    const direct = await new ScriptedModel([{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{bad" }] }]).complete({ messages: [], tools: [] });
+    const direct = await new ScriptedModel([{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{bad" }] }]).complete({
+      messages: [],
+      tools: [],
+    });
     expect(direct.message.tool_calls[0]!.parsed).toMatchObject({ ok: false, error: { code: "JSON_PARSE", offset: 1, line: 1, column: 2 } });
   });
 });

@@ -9,7 +9,8 @@ import { Recorder } from "./support.ts";
 
 /** Content length for conversation messages, 1 for system messages (prompt, summaries), no tools. */
 const lengthEstimator: TokenEstimator = {
-  estimateMessage: (m) => (m.role === "system" ? 1 : typeof (m as { content?: unknown }).content === "string" ? ((m as { content: string }).content).length : 1),
+  estimateMessage: (m) =>
+    m.role === "system" ? 1 : typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content.length : 1,
   estimateTools: () => 0,
 };
 
@@ -19,7 +20,12 @@ function policy(contextWindow: number, keepRecentTokens = 10) {
 
 class StubCompactor implements Compactor {
   readonly requests: CompactionRequest[] = [];
-  constructor(private readonly answer: (req: CompactionRequest, signal: AbortSignal) => Promise<{ content: string; source: string }> = async () => ({ content: "SUMMARY", source: "stub" })) {}
+  constructor(
+    private readonly answer: (req: CompactionRequest, signal: AbortSignal) => Promise<{ content: string; source: string }> = async () => ({
+      content: "SUMMARY",
+      source: "stub",
+    }),
+  ) {}
   compact(request: CompactionRequest, signal: AbortSignal) {
     this.requests.push(request);
     return this.answer(request, signal);
@@ -44,13 +50,24 @@ const overflow = { error: { kind: "context_overflow", message: "maximum context 
 
 describe("explicit compact()", () => {
   test("summarises the older turns in its own event run; the next request sees the summary first after the system prompt", async () => {
-    const { model, rec, agent, compactor } = setup([{ content: "first answer", usage: { input_tokens: 5, output_tokens: 2 } }, { content: "second answer" }, { content: "third" }]);
+    const { model, rec, agent, compactor } = setup([
+      { content: "first answer", usage: { input_tokens: 5, output_tokens: 2 } },
+      { content: "second answer" },
+      { content: "third" },
+    ]);
     await agent.run("task one");
     await agent.run("task two");
     const before = rec.events.length;
     const r = await agent.compact();
     expect(r).toMatchObject({ status: "completed", trigger: "explicit", messages_before: 4, messages_after: 3, error: null });
-    expect(r.summary).toEqual({ content: "SUMMARY", source: "stub", history_start_index: 0, first_kept_index: 2, summarized_message_count: 2, tokens_before: 4 * 0 + "task one".length + "first answer".length + "task two".length + "second answer".length });
+    expect(r.summary).toEqual({
+      content: "SUMMARY",
+      source: "stub",
+      history_start_index: 0,
+      first_kept_index: 2,
+      summarized_message_count: 2,
+      tokens_before: 4 * 0 + "task one".length + "first answer".length + "task two".length + "second answer".length,
+    });
     const evs = rec.events.slice(before);
     expect(evs.map((e) => e.kind)).toEqual(["compaction_started", "compaction_completed"]);
     expect(evs.map((e) => e.sequence)).toEqual([1, 2]);
@@ -114,12 +131,16 @@ describe("explicit compact()", () => {
   test("options are validated", () => {
     const model = new ScriptedModel([]);
     expect(() => createAgent({ model, compaction: { policy: policy(1000), auto: { enabled: true } } })).toThrow(/compactor/);
-    expect(() => createAgent({ model, compaction: { policy: policy(1000), compactor: new StubCompactor(), auto: { maxOverflowRetries: 2 } } })).toThrow(RangeError);
+    expect(() =>
+      createAgent({ model, compaction: { policy: policy(1000), compactor: new StubCompactor(), auto: { maxOverflowRetries: 2 } } }),
+    ).toThrow(RangeError);
     expect(() => createAgent({ model, compaction: { policy: {} as never } })).toThrow(TypeError);
   });
 
   test("abort() cancels an explicit compaction; the history is unchanged", async () => {
-    const compactor = new StubCompactor((_r, signal) => new Promise((_res, rej) => signal.addEventListener("abort", () => rej(signal.reason))));
+    const compactor = new StubCompactor(
+      (_r, signal) => new Promise((_res, rej) => signal.addEventListener("abort", () => rej(signal.reason))),
+    );
     const { rec, agent } = setup([{ content: "a1" }, { content: "a2" }], { compactor, keep: 1 });
     await agent.run("t1");
     await agent.run("t2");
@@ -147,15 +168,28 @@ describe("pressure", () => {
     const ev = rec.of("context_pressure_evaluated");
     expect(ev.length).toBe(1);
     expect(ev[0].turn).toBe(1);
-    expect(ev[0].decision).toMatchObject({ should_compact: true, reason: "threshold_reached", total_tokens: 30, threshold_tokens: 20, pressure_ratio: 1.5, source: "estimated" });
+    expect(ev[0].decision).toMatchObject({
+      should_compact: true,
+      reason: "threshold_reached",
+      total_tokens: 30,
+      threshold_tokens: 20,
+      pressure_ratio: 1.5,
+      source: "estimated",
+    });
     expect(ev[0].preparation).toMatchObject({ can_compact: false, first_kept_index: 0 });
     expect(rec.of("compaction_started").length).toBe(0);
   });
 
   test("automatic compaction when pressure crosses the threshold; the model sees the summary, never the metadata", async () => {
-    const { model, rec, agent } = setup([{ content: y30, usage: { input_tokens: 10, output_tokens: 20 } }, { content: "done" }], { window: 100 });
+    const { model, rec, agent } = setup([{ content: y30, usage: { input_tokens: 10, output_tokens: 20 } }, { content: "done" }], {
+      window: 100,
+    });
     await agent.run("x".repeat(30));
-    expect(rec.of("context_pressure_evaluated")[0].decision).toMatchObject({ should_compact: false, reason: "below_threshold", total_tokens: 31 });
+    expect(rec.of("context_pressure_evaluated")[0].decision).toMatchObject({
+      should_compact: false,
+      reason: "below_threshold",
+      total_tokens: 31,
+    });
     const from = rec.events.length;
     const r = await agent.run("z".repeat(50));
     expect(r).toMatchObject({ status: "completed", output: "done" });
@@ -173,7 +207,13 @@ describe("pressure", () => {
     ]);
     const [first, second] = rec.of("context_pressure_evaluated").slice(1);
     // the last reported usage (30) + the trailing user message (50) vs the heuristic 111
-    expect(first.decision).toMatchObject({ should_compact: true, reason: "threshold_reached", total_tokens: 111, source: "mixed", last_usage_index: 2 });
+    expect(first.decision).toMatchObject({
+      should_compact: true,
+      reason: "threshold_reached",
+      total_tokens: 111,
+      source: "mixed",
+      last_usage_index: 2,
+    });
     expect(first.preparation).toMatchObject({ history_start_index: 0, first_kept_index: 2, can_compact: true });
     expect(second.decision.should_compact).toBe(false);
     expect(second.preparation).toBeNull();
@@ -227,7 +267,9 @@ describe("pressure", () => {
   });
 
   test("abort during automatic compaction cancels it and the run", async () => {
-    const compactor = new StubCompactor((_r, signal) => new Promise((_res, rej) => signal.addEventListener("abort", () => rej(signal.reason))));
+    const compactor = new StubCompactor(
+      (_r, signal) => new Promise((_res, rej) => signal.addEventListener("abort", () => rej(signal.reason))),
+    );
     const { rec, agent } = setup([{ content: y30 }, { content: "never" }], { window: 100, compactor });
     await agent.run("x".repeat(30));
     const p = agent.run("z".repeat(50));
@@ -261,14 +303,25 @@ describe("context overflow", () => {
       {
         kind: "error",
         status: 400,
-        body: { error: "Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input" },
+        body: {
+          error:
+            "Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input",
+        },
       },
       textReply("recovered"),
     ]);
     try {
-      const model = new OpenAIModelAdapter({ model: "local", baseURL: server.baseURL, timeoutMs: 10_000 }, { retry: { sleep: async () => {} } });
+      const model = new OpenAIModelAdapter(
+        { model: "local", baseURL: server.baseURL, timeoutMs: 10_000 },
+        { retry: { sleep: async () => {} } },
+      );
       const rec = new Recorder();
-      const agent = createAgent({ model, systemPrompt: "sys", sinks: [rec.sink], compaction: { policy: policy(100_000), compactor: new StubCompactor() } });
+      const agent = createAgent({
+        model,
+        systemPrompt: "sys",
+        sinks: [rec.sink],
+        compaction: { policy: policy(100_000), compactor: new StubCompactor() },
+      });
       await agent.run("x".repeat(30));
       const r = await agent.run("z".repeat(50));
       expect(r).toMatchObject({ status: "completed", stop_reason: "text_response", output: "recovered" });
@@ -348,7 +401,18 @@ describe("projection", () => {
     const model = new ScriptedModel([{ content: "ok" }]);
     const agent = createAgent({ model });
     agent.reset([
-      { role: "system", content: "Summary: earlier", _agentcore_summary: { content: "earlier", source: "s", history_start_index: 0, first_kept_index: 2, summarized_message_count: 2, tokens_before: 9 } },
+      {
+        role: "system",
+        content: "Summary: earlier",
+        _agentcore_summary: {
+          content: "earlier",
+          source: "s",
+          history_start_index: 0,
+          first_kept_index: 2,
+          summarized_message_count: 2,
+          tokens_before: 9,
+        },
+      },
       { role: "user", content: "q" },
       { role: "assistant", content: "a", usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
     ]);
@@ -371,7 +435,10 @@ describe("default heuristic estimator", () => {
       model,
       systemPrompt: "You are terse.",
       sinks: [rec.sink],
-      compaction: { policy: new CompactionPolicy({ contextWindow: 120, reserveTokens: 20, keepRecentTokens: 10 }), compactor: new StubCompactor() },
+      compaction: {
+        policy: new CompactionPolicy({ contextWindow: 120, reserveTokens: 20, keepRecentTokens: 10 }),
+        compactor: new StubCompactor(),
+      },
     });
     await agent.run("first task");
     const r = await agent.run("second task " + "b".repeat(200));

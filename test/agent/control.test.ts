@@ -75,7 +75,12 @@ describe("steering (harness tests 8-10)", () => {
     expect(journal.errors).toEqual([]);
     const records = await storage.records("s9");
     expect(records.map((r) => r.type)).toEqual([
-      "run_started", "message_appended", "messages_appended", "steering_applied", "message_appended", "run_finished",
+      "run_started",
+      "message_appended",
+      "messages_appended",
+      "steering_applied",
+      "message_appended",
+      "run_finished",
     ]);
     expect((records[3]!.data as { target_turn: number }).target_turn).toBe(2);
     const k = rec.lifecycle();
@@ -124,7 +129,11 @@ describe("steering (harness tests 8-10)", () => {
     expect(rec.of("steering_applied")).toHaveLength(0);
     expect(agent.messages.some((m) => m.role === "user" && m.content === "queued")).toBe(false);
     // the cancelled tool still got its tool message
-    expect(agent.messages.at(-1)).toEqual({ role: "tool", tool_call_id: "c1", content: '{"status":"cancelled","tool":"slow","error":"user pressed stop"}' });
+    expect(agent.messages.at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "c1",
+      content: '{"status":"cancelled","tool":"slow","error":"user pressed stop"}',
+    });
     expect(rec.of("tool_completed")[0].result.cancelled).toBe(true);
     expect(model.calls).toBe(1);
     expect(agent.steer("idle now")).toMatchObject({ status: "agent_idle", queue_size: 0 });
@@ -201,9 +210,22 @@ describe("abort", () => {
       name: "slow",
       description: "",
       parameters: { type: "object" },
-      handler: (_a, ctx) => new Promise((_res, rej) => { running.resolve(); ctx.signal.addEventListener("abort", () => rej(new Error("stopped"))); }),
+      handler: (_a, ctx) =>
+        new Promise((_res, rej) => {
+          running.resolve();
+          ctx.signal.addEventListener("abort", () => rej(new Error("stopped")));
+        }),
     };
-    const model = new FakeModel([{ content: null, tool_calls: [{ id: "a", name: "slow", arguments: "{}" }, { id: "b", name: "echo", arguments: "{}" }, { id: "c", name: "echo", arguments: "{}" }] }]);
+    const model = new FakeModel([
+      {
+        content: null,
+        tool_calls: [
+          { id: "a", name: "slow", arguments: "{}" },
+          { id: "b", name: "echo", arguments: "{}" },
+          { id: "c", name: "echo", arguments: "{}" },
+        ],
+      },
+    ]);
     const rec = new Recorder();
     const agent = createAgent({ model, tools: [slow, echo], sinks: [rec.sink] });
     const p = agent.run("t");
@@ -212,8 +234,16 @@ describe("abort", () => {
     const r = await p;
     expect(r.stop_reason).toBe("external_abort");
     expect(rec.of("tool_started").map((e) => e.tool_call.id)).toEqual(["a", "b", "c"]);
-    expect(rec.of("tool_completed").map((e) => [e.tool_call.id, e.result.cancelled])).toEqual([["a", true], ["b", true], ["c", true]]);
-    expect(agent.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id)).toEqual(["a", "b", "c"]);
+    expect(rec.of("tool_completed").map((e) => [e.tool_call.id, e.result.cancelled])).toEqual([
+      ["a", true],
+      ["b", true],
+      ["c", true],
+    ]);
+    expect(agent.messages.filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id)).toEqual([
+      "a",
+      "b",
+      "c",
+    ]);
   });
 });
 
@@ -245,14 +275,35 @@ describe("continueRun", () => {
   });
 
   test("unsupported stop reason and incomplete tool state", async () => {
-    const cancelTool: ToolDefinition = { name: "c", description: "", parameters: { type: "object" }, handler: () => toolOutcome("x", { control: "cancel" }) };
+    const cancelTool: ToolDefinition = {
+      name: "c",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => toolOutcome("x", { control: "cancel" }),
+    };
     const a1 = createAgent({ model: new FakeModel([call("1", "c", {})]), tools: [cancelTool] });
     await a1.run("t");
     expect(a1.continueRejectionReason).toBe("unsupported_stop_reason");
 
     // tool_completion with a later call left without a result → incomplete tool state
-    const done: ToolDefinition = { name: "done", description: "", parameters: { type: "object" }, handler: () => toolOutcome("ok", { control: "complete" }) };
-    const a2 = createAgent({ model: new FakeModel([{ content: null, tool_calls: [{ id: "1", name: "done", arguments: "{}" }, { id: "2", name: "done", arguments: "{}" }] }]), tools: [done] });
+    const done: ToolDefinition = {
+      name: "done",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => toolOutcome("ok", { control: "complete" }),
+    };
+    const a2 = createAgent({
+      model: new FakeModel([
+        {
+          content: null,
+          tool_calls: [
+            { id: "1", name: "done", arguments: "{}" },
+            { id: "2", name: "done", arguments: "{}" },
+          ],
+        },
+      ]),
+      tools: [done],
+    });
     expect(await a2.run("t")).toMatchObject({ stop_reason: "tool_completion" });
     expect(a2.continueRejectionReason).toBe("incomplete_tool_state");
     a2.reset();
@@ -290,13 +341,21 @@ describe("follow-ups and serialisation", () => {
     await agent.waitForIdle();
     expect(rec.of("agent_started").map((e) => e.task)).toEqual(["first", "second", "third"]);
     expect(new Set(rec.of("agent_started").map((e) => e.run_id)).size).toBe(3);
-    expect(await agent.followUp("x").wait().catch((e) => e)).toBeInstanceOf(FollowUpRejectedError);
+    expect(
+      await agent
+        .followUp("x")
+        .wait()
+        .catch((e) => e),
+    ).toBeInstanceOf(FollowUpRejectedError);
   });
 
   test("a failed run discards pending follow-ups (default policy)", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([async () => (streaming.resolve(), await gate.promise, { error: { kind: "rate_limit", message: "slow down" } }), text("never")]);
+    const model = new FakeModel([
+      async () => (streaming.resolve(), await gate.promise, { error: { kind: "rate_limit", message: "slow down" } }),
+      text("never"),
+    ]);
     const agent = createAgent({ model });
     const p = agent.run("first");
     await streaming.promise;
@@ -312,7 +371,10 @@ describe("follow-ups and serialisation", () => {
   test("followUpFailurePolicy continue runs follow-ups after a failure", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([async () => (streaming.resolve(), await gate.promise, { error: { kind: "timeout", message: "t" } }), text("second ok")]);
+    const model = new FakeModel([
+      async () => (streaming.resolve(), await gate.promise, { error: { kind: "timeout", message: "t" } }),
+      text("second ok"),
+    ]);
     const agent = createAgent({ model, followUpFailurePolicy: "continue" });
     const p = agent.run("first");
     await streaming.promise;
@@ -350,7 +412,12 @@ describe("follow-ups and serialisation", () => {
     g.open();
     const [r1, r2] = await Promise.all([p1, p2]);
     expect([r1.output, r2.output]).toEqual(["first", "second"]);
-    expect(rec.lifecycle().filter((k) => k === "agent_started" || k === "agent_finished")).toEqual(["agent_started", "agent_finished", "agent_started", "agent_finished"]);
+    expect(rec.lifecycle().filter((k) => k === "agent_started" || k === "agent_finished")).toEqual([
+      "agent_started",
+      "agent_finished",
+      "agent_started",
+      "agent_finished",
+    ]);
     expect(agent.messages.map((m) => m.content)).toEqual(["a", "first", "b", "second"]);
   });
 

@@ -22,7 +22,14 @@ function blocks(lang: string): string[] {
 
 /** A line of the page matches a line of output; "…" stands for any text. */
 function matches(shown: string, actual: string): boolean {
-  const re = new RegExp("^" + shown.split("…").map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*") + "$");
+  const re = new RegExp(
+    "^" +
+      shown
+        .split("…")
+        .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+        .join(".*") +
+      "$",
+  );
   return re.test(actual);
 }
 
@@ -52,7 +59,9 @@ describe("docs/agent.md", () => {
       const r = Bun.spawnSync([bin, ...argv], { cwd: REPO, env: ENV });
       const printed = (r.stdout.toString() + r.stderr.toString()).trimEnd().split("\n");
       expect(printed.length).toBe(shown.length);
-      shown.forEach((s, k) => expect({ argv, line: printed[k], ok: matches(s, printed[k]!) }).toEqual({ argv, line: printed[k], ok: true }));
+      shown.forEach((s, k) =>
+        expect({ argv, line: printed[k], ok: matches(s, printed[k]!) }).toEqual({ argv, line: printed[k], ok: true }),
+      );
     }
   });
 
@@ -62,7 +71,11 @@ describe("docs/agent.md", () => {
     const argv = [...cmd.slice("./dist/agentcore ".length).matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
     const r = Bun.spawnSync([bin, ...argv], { cwd: REPO, env: ENV });
     expect(r.exitCode).toBe(0);
-    const kinds = r.stdout.toString().trimEnd().split("\n").map((l) => (JSON.parse(l) as { kind: string }).kind);
+    const kinds = r.stdout
+      .toString()
+      .trimEnd()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { kind: string }).kind);
     // `uniq -c` of the kinds, as the page prints it
     const counted: string[] = [];
     for (let i = 0; i < kinds.length; ) {
@@ -71,9 +84,15 @@ describe("docs/agent.md", () => {
       counted.push(`${String(j - i).padStart(7)} "kind":"${kinds[i]}"`);
       i = j;
     }
-    const shown = block.split("\n").filter((l) => l.startsWith("#    ")).map((l) => l.slice(2));
+    const shown = block
+      .split("\n")
+      .filter((l) => l.startsWith("#    "))
+      .map((l) => l.slice(2));
     expect(counted).toEqual(shown);
-    const last = block.split("\n").find((l) => l.startsWith('# {"agent_id"'))!.slice(2);
+    const last = block
+      .split("\n")
+      .find((l) => l.startsWith('# {"agent_id"'))!
+      .slice(2);
     expect(matches(last, r.stdout.toString().trimEnd().split("\n").at(-1)!)).toBe(true);
   });
 
@@ -82,7 +101,10 @@ describe("docs/agent.md", () => {
     const bun = Bun.spawnSync([process.execPath, "examples/agent_control.ts"], { cwd: REPO, env: ENV });
     expect(bun.stderr.toString()).toBe("");
     expect(bun.stdout.toString()).toBe(transcript);
-    const deno = Bun.spawnSync([join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", "examples/agent_control.ts"], { cwd: REPO, env: { ...ENV, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" } });
+    const deno = Bun.spawnSync([join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", "examples/agent_control.ts"], {
+      cwd: REPO,
+      env: { ...ENV, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
+    });
     expect(deno.stdout.toString()).toBe(transcript);
     expect(deno.exitCode).toBe(0);
   }, 60_000);

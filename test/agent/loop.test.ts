@@ -23,7 +23,14 @@ describe("events (harness tests 1-4)", () => {
     const { rec, agent } = setup([text("hello")]);
     const result = await agent.run("say hi");
     // the streamed text arrives as one delta event inside the turn, before message_completed
-    expect(rec.kinds()).toEqual(["agent_started", "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished"]);
+    expect(rec.kinds()).toEqual([
+      "agent_started",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "turn_completed",
+      "agent_finished",
+    ]);
     expect(rec.lifecycle()).toEqual(["agent_started", "turn_started", "message_completed", "turn_completed", "agent_finished"]);
     expect(rec.events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(new Set(rec.events.map((e) => e.run_id)).size).toBe(1);
@@ -64,7 +71,11 @@ describe("events (harness tests 1-4)", () => {
     expect(completed.result.messages).toEqual([{ role: "tool", tool_call_id: "c1", content: '{"status":"success","text":"hi"}' }]);
     // the second request carries the assistant tool call and its result, without usage
     expect(model.requests[1].messages.slice(-2)).toEqual([
-      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"text":"hi"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"text":"hi"}' } }],
+      },
       { role: "tool", tool_call_id: "c1", content: '{"status":"success","text":"hi"}' },
     ]);
     expect(model.requests[0].tools.map((t) => t.name)).toEqual(["echo"]);
@@ -114,7 +125,12 @@ describe("repeat guard (harness test 5)", () => {
   test("the third identical call fails before execution", async () => {
     let n = 0;
     const t: ToolDefinition = { name: "look", description: "", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([call("1", "look", '{"a":1,"b":2}'), call("2", "look", '{"b":2, "a":1}'), call("3", "look", '{"a":1,"b":2}'), text("no")]);
+    const model = new FakeModel([
+      call("1", "look", '{"a":1,"b":2}'),
+      call("2", "look", '{"b":2, "a":1}'),
+      call("3", "look", '{"a":1,"b":2}'),
+      text("no"),
+    ]);
     const rec = new Recorder();
     const agent = createAgent({ model, tools: [t], sinks: [rec.sink] });
     const result = await agent.run("go");
@@ -132,7 +148,15 @@ describe("repeat guard (harness test 5)", () => {
   test("a different call in between resets the count; a new run resets it too", async () => {
     let n = 0;
     const t: ToolDefinition = { name: "look", description: "", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([call("1", "look", "{}"), call("2", "look", '{"x":1}'), call("3", "look", "{}"), call("4", "look", "{}"), text("ok"), call("5", "look", "{}"), text("ok")]);
+    const model = new FakeModel([
+      call("1", "look", "{}"),
+      call("2", "look", '{"x":1}'),
+      call("3", "look", "{}"),
+      call("4", "look", "{}"),
+      text("ok"),
+      call("5", "look", "{}"),
+      text("ok"),
+    ]);
     const agent = createAgent({ model, tools: [t] });
     expect((await agent.run("go")).stop_reason).toBe("text_response");
     expect((await agent.run("again")).stop_reason).toBe("text_response");
@@ -168,7 +192,12 @@ describe("explicit finish (harness test 6)", () => {
   });
 
   test("a completing tool ends an explicit-finish run", async () => {
-    const done: ToolDefinition = { name: "done", description: "", parameters: { type: "object" }, handler: () => toolOutcome("all good", { control: "complete" }) };
+    const done: ToolDefinition = {
+      name: "done",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => toolOutcome("all good", { control: "complete" }),
+    };
     const model = new FakeModel([text("thinking aloud"), call("c", "done", {})]);
     const agent = createAgent({ model, tools: [done], policy: { requireExplicitFinish: true }, systemPrompt: "Be useful." });
     expect(await agent.run("t")).toMatchObject({ status: "completed", stop_reason: "tool_completion", output: "all good", turns: 2 });
@@ -182,7 +211,12 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
     ["invalid JSON", "{bad", "JSON_PARSE", "unexpected character 'b' at offset 1 (line 1, column 2)"],
     ["duplicate keys", '{"text":"a","text":"b"}', "JSON_DUPLICATE_KEY", 'duplicate key "text" at offset 12 (line 1, column 13)'],
     ["non-object", "[1,2]", "INVALID_ARGUMENTS", "tool arguments must be a JSON object, got an array"],
-    ["empty string", "", "JSON_PARSE", "arguments are empty, expected a JSON object: unexpected end of data at offset 0 (line 1, column 1)"],
+    [
+      "empty string",
+      "",
+      "JSON_PARSE",
+      "arguments are empty, expected a JSON object: unexpected end of data at offset 0 (line 1, column 1)",
+    ],
   ];
   for (const [label, args, code, error] of bad) {
     test(`${label} becomes a tool message and the run goes on`, async () => {
@@ -200,7 +234,9 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
     const model = new FakeModel([call("c1", "x", '{"a":1, "a":2}'), text("ok")]);
     const agent = createAgent({ model, tools: [t] });
     await agent.run("go");
-    expect(model.requests[1].messages.at(-1)!.content).toBe('{"status":"error","tool":"x","code":"JSON_DUPLICATE_KEY","error":"duplicate key \\"a\\" at offset 8 (line 1, column 9)"}');
+    expect(model.requests[1].messages.at(-1)!.content).toBe(
+      '{"status":"error","tool":"x","code":"JSON_DUPLICATE_KEY","error":"duplicate key \\"a\\" at offset 8 (line 1, column 9)"}',
+    );
   });
 
   test("non-object JSON mentions a JSON object (harness test 7)", async () => {
@@ -237,11 +273,23 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
   });
 
   test("a throwing handler is an ordinary tool result", async () => {
-    const t: ToolDefinition = { name: "boom", description: "", parameters: { type: "object" }, handler: () => { throw new Error("kaput"); } };
+    const t: ToolDefinition = {
+      name: "boom",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => {
+        throw new Error("kaput");
+      },
+    };
     const model = new FakeModel([call("c1", "boom", {}), text("ok")]);
     const agent = createAgent({ model, tools: [t] });
     expect((await agent.run("go")).status).toBe("completed");
-    expect(JSON.parse(model.requests[1].messages.at(-1)!.content as string)).toEqual({ status: "error", tool: "boom", code: "TOOL_ERROR", error: "kaput" });
+    expect(JSON.parse(model.requests[1].messages.at(-1)!.content as string)).toEqual({
+      status: "error",
+      tool: "boom",
+      code: "TOOL_ERROR",
+      error: "kaput",
+    });
   });
 
   test("string results are sent as-is", async () => {
@@ -319,7 +367,17 @@ describe("loop limits and hooks", () => {
     const agent = createAgent({
       model: new FakeModel([text("fine")]),
       runtime,
-      sinks: [() => { throw new Error("sink down"); }, { handle: async () => { throw new Error("async sink down"); } }, rec.sink],
+      sinks: [
+        () => {
+          throw new Error("sink down");
+        },
+        {
+          handle: async () => {
+            throw new Error("async sink down");
+          },
+        },
+        rec.sink,
+      ],
     });
     const r = await agent.run("x");
     expect(r).toMatchObject({ status: "completed", output: "fine" });
@@ -339,7 +397,14 @@ describe("loop limits and hooks", () => {
     })();
     await agent.run("x");
     await reading;
-    expect(got.map((e) => e.kind)).toEqual(["agent_started", "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished"]);
+    expect(got.map((e) => e.kind)).toEqual([
+      "agent_started",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "turn_completed",
+      "agent_finished",
+    ]);
   });
 
   test("events(): a consumer that falls behind gets the buffered events, then an overflow error", async () => {
@@ -363,7 +428,9 @@ describe("loop limits and hooks", () => {
   });
 
   test("runtime and tools together are refused", () => {
-    expect(() => createAgent({ model: new FakeModel([]), runtime: createRuntime({ builtins: false }), tools: [] })).toThrow("either runtime or tools");
+    expect(() => createAgent({ model: new FakeModel([]), runtime: createRuntime({ builtins: false }), tools: [] })).toThrow(
+      "either runtime or tools",
+    );
   });
 
   test("events() ends at shutdown", async () => {

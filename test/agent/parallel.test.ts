@@ -51,7 +51,13 @@ function gatedTools() {
 describe("parallel read-only batches (harness tests 11-13)", () => {
   test("11: read-only calls overlap but start, complete and commit in source order", async () => {
     const t = gatedTools();
-    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }]]), text("done")]);
+    const model = new FakeModel([
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["r2", "read", { key: "r2" }],
+      ]),
+      text("done"),
+    ]);
     const rec = new Recorder();
     const storage = new MemorySessionStorage();
     const journal = new SessionRecorder("s11", storage);
@@ -83,7 +89,13 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 
   test("without the policy, read-only calls run one by one", async () => {
     const t = gatedTools();
-    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }]]), text("done")]);
+    const model = new FakeModel([
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["r2", "read", { key: "r2" }],
+      ]),
+      text("done"),
+    ]);
     const agent = createAgent({ model, tools: [t.read as never] });
     const p = agent.run("go");
     await t.entered("r1");
@@ -97,11 +109,22 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
   test("12: a side-effecting call is a barrier between read batches", async () => {
     const t = gatedTools();
     const model = new FakeModel([
-      calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }], ["w", "write", { key: "w" }], ["r3", "read", { key: "r3" }], ["r4", "read", { key: "r4" }]]),
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["r2", "read", { key: "r2" }],
+        ["w", "write", { key: "w" }],
+        ["r3", "read", { key: "r3" }],
+        ["r4", "read", { key: "r4" }],
+      ]),
       text("done"),
     ]);
     const rec = new Recorder();
-    const agent = createAgent({ model, tools: [t.read as never, t.write as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
+    const agent = createAgent({
+      model,
+      tools: [t.read as never, t.write as never],
+      sinks: [rec.sink],
+      policy: { parallelToolCalls: true },
+    });
     const p = agent.run("go");
     await Promise.all([t.entered("r1"), t.entered("r2")]);
     expect(t.log).toEqual(["start r1", "start r2"]);
@@ -122,7 +145,12 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
   test("13: the first terminal result in source order wins after peers settle; later group calls are skipped", async () => {
     const t = gatedTools();
     const model = new FakeModel([
-      calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }], ["late", "read", { key: "late" }], ["w", "write", { key: "w" }]]),
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["r2", "read", { key: "r2" }],
+        ["late", "read", { key: "late" }],
+        ["w", "write", { key: "w" }],
+      ]),
       text("never"),
     ]);
     const rec = new Recorder();
@@ -152,7 +180,14 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 
   test("chunks respect maxParallelToolCalls", async () => {
     const t = gatedTools();
-    const model = new FakeModel([calls([["a", "read", { key: "a" }], ["b", "read", { key: "b" }], ["c", "read", { key: "c" }]]), text("ok")]);
+    const model = new FakeModel([
+      calls([
+        ["a", "read", { key: "a" }],
+        ["b", "read", { key: "b" }],
+        ["c", "read", { key: "c" }],
+      ]),
+      text("ok"),
+    ]);
     const agent = createAgent({ model, tools: [t.read as never], policy: { parallelToolCalls: true, maxParallelToolCalls: 2 } });
     const p = agent.run("go");
     await Promise.all([t.entered("a"), t.entered("b")]);
@@ -168,7 +203,13 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
   test("a group that would trip the repeat guard runs sequentially and fails at the repeated call", async () => {
     let n = 0;
     const look: ToolDefinition = { name: "look", description: "", effect: "read_only", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([calls([["a", "look", {}], ["b", "look", {}], ["c", "look", {}]])]);
+    const model = new FakeModel([
+      calls([
+        ["a", "look", {}],
+        ["b", "look", {}],
+        ["c", "look", {}],
+      ]),
+    ]);
     const agent = createAgent({ model, tools: [look], policy: { parallelToolCalls: true } });
     const r = await agent.run("go");
     expect(r.stop_reason).toBe("repeated_tool_call");
@@ -179,7 +220,14 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 describe("parallel batches: barriers and abort", () => {
   test("an unknown tool is a barrier (treated as side-effecting)", async () => {
     const t = gatedTools();
-    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["x", "ghost", {}], ["r2", "read", { key: "r2" }]]), text("ok")]);
+    const model = new FakeModel([
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["x", "ghost", {}],
+        ["r2", "read", { key: "r2" }],
+      ]),
+      text("ok"),
+    ]);
     const rec = new Recorder();
     const agent = createAgent({ model, tools: [t.read as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
     const p = agent.run("go");
@@ -194,15 +242,30 @@ describe("parallel batches: barriers and abort", () => {
 
   test("abort during a parallel group settles the group and every later call as cancelled", async () => {
     const t = gatedTools();
-    const model = new FakeModel([calls([["r1", "read", { key: "r1" }], ["r2", "read", { key: "r2" }], ["w", "write", { key: "w" }]])]);
+    const model = new FakeModel([
+      calls([
+        ["r1", "read", { key: "r1" }],
+        ["r2", "read", { key: "r2" }],
+        ["w", "write", { key: "w" }],
+      ]),
+    ]);
     const rec = new Recorder();
-    const agent = createAgent({ model, tools: [t.read as never, t.write as never], sinks: [rec.sink], policy: { parallelToolCalls: true } });
+    const agent = createAgent({
+      model,
+      tools: [t.read as never, t.write as never],
+      sinks: [rec.sink],
+      policy: { parallelToolCalls: true },
+    });
     const p = agent.run("go");
     await Promise.all([t.entered("r1"), t.entered("r2")]);
     agent.abort("enough");
     const r = await p;
     expect(r).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "enough" });
-    expect(rec.of("tool_completed").map((e) => [e.tool_call.id, e.result.cancelled])).toEqual([["r1", true], ["r2", true], ["w", true]]);
+    expect(rec.of("tool_completed").map((e) => [e.tool_call.id, e.result.cancelled])).toEqual([
+      ["r1", true],
+      ["r2", true],
+      ["w", true],
+    ]);
     expect(t.log).toEqual(["start r1", "start r2"]);
     expect(agent.messages.filter((m) => m.role === "tool")).toHaveLength(3);
   });
@@ -223,7 +286,11 @@ describe("progress", () => {
       },
     };
     const rec = new Recorder();
-    const agent = createAgent({ model: new FakeModel([{ content: null, tool_calls: [{ id: "1", name: "p", arguments: "{}" }] }, text("done")]), tools: [t], sinks: [rec.sink] });
+    const agent = createAgent({
+      model: new FakeModel([{ content: null, tool_calls: [{ id: "1", name: "p", arguments: "{}" }] }, text("done")]),
+      tools: [t],
+      sinks: [rec.sink],
+    });
     await agent.run("go");
     later!("too late");
     const progressed = rec.of("tool_progressed");

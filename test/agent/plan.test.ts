@@ -59,15 +59,12 @@ describe("update_plan in an agent run", () => {
     expect(model.requests[0]!.tools.map((t) => t.name)).toContain(PLAN_TOOL_NAME);
 
     // Each accepted plan is a tool_progressed event carrying the whole plan, in order.
-    const progressed = events.filter((e) => e.kind === "tool_progressed").map((e) => (e as { update: { message: string; data: { plan: Plan } } }).update);
+    const progressed = events
+      .filter((e) => e.kind === "tool_progressed")
+      .map((e) => (e as { update: { message: string; data: { plan: Plan } } }).update);
     expect(progressed.map((u) => u.message)).toEqual(["plan updated", "plan updated", "plan updated", "plan updated"]);
     const statuses = progressed.map((u) => u.data.plan.steps.map((s) => s.status).join(","));
-    expect(statuses).toEqual([
-      "in_progress,pending,pending",
-      "done,in_progress,pending",
-      "done,done,in_progress",
-      "done,done,done",
-    ]);
+    expect(statuses).toEqual(["in_progress,pending,pending", "done,in_progress,pending", "done,done,in_progress", "done,done,done"]);
     expect(changes.map((p) => p.steps.map((s) => s.status).join(","))).toEqual(statuses);
     expect(planner.plan).toEqual({ steps: TITLES.map((title) => ({ title, status: "done" as const })) });
     expect(renderPlan(planner.plan!)).toEqual(["Plan (3/3 done)", "  [x] Read the notes", "  [x] Summarise them", "  [x] Report"]);
@@ -124,10 +121,9 @@ describe("update_plan in an agent run", () => {
 
   test("the plan tool is read_only: a policy that asks about side-effecting tools lets it through without an approver", async () => {
     const gate = ruleBasedPolicy({ rules: [{ id: "reads", action: "allow", effects: ["read_only"] }], defaultAction: "require_approval" });
-    const { planner, agent } = setup(
-      [{ content: null, tool_calls: [planCall("p1", ["done", "done", "done"])] }, { content: "done" }],
-      { middleware: [gate] },
-    );
+    const { planner, agent } = setup([{ content: null, tool_calls: [planCall("p1", ["done", "done", "done"])] }, { content: "done" }], {
+      middleware: [gate],
+    });
     expect((await agent.run("go")).status).toBe("completed");
     expect(planner.plan!.steps.every((s) => s.status === "done")).toBe(true);
     await agent.shutdown();
@@ -137,9 +133,27 @@ describe("update_plan in an agent run", () => {
 describe("update_plan's schema on the wire", () => {
   // The keywords OpenAI's strict mode (structured outputs) accepts in a function's schema.
   const STRICT_KEYWORDS = new Set([
-    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "description", "title",
-    "anyOf", "$defs", "$ref", "minItems", "maxItems", "pattern", "format", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "description",
+    "title",
+    "anyOf",
+    "$defs",
+    "$ref",
+    "minItems",
+    "maxItems",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
   ]);
   function keywords(schema: unknown, out: Set<string>, inProperties = false): Set<string> {
     if (typeof schema !== "object" || schema === null) return out;
@@ -164,12 +178,22 @@ describe("update_plan's schema on the wire", () => {
     const used = [...keywords(tool.parameters, new Set())];
     expect(used.filter((k) => !STRICT_KEYWORDS.has(k))).toEqual([]);
     const { agent, events } = setup([
-      { content: null, tool_calls: [{ id: "b1", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "  ", status: "pending" }] }) }] },
-      { content: null, tool_calls: [{ id: "b2", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "x".repeat(201), status: "pending" }] }) }] },
+      {
+        content: null,
+        tool_calls: [{ id: "b1", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "  ", status: "pending" }] }) }],
+      },
+      {
+        content: null,
+        tool_calls: [
+          { id: "b2", name: PLAN_TOOL_NAME, arguments: JSON.stringify({ steps: [{ title: "x".repeat(201), status: "pending" }] }) },
+        ],
+      },
       { content: "gave up" },
     ]);
     expect((await agent.run("plan")).status).toBe("completed");
-    const answers = events.filter((e) => e.kind === "tool_completed").map((e) => JSON.parse((e as { result: { messages: { content: string }[] } }).result.messages[0]!.content));
+    const answers = events
+      .filter((e) => e.kind === "tool_completed")
+      .map((e) => JSON.parse((e as { result: { messages: { content: string }[] } }).result.messages[0]!.content));
     expect(answers).toEqual([
       expect.objectContaining({ status: "error", code: "INVALID_ARGUMENTS", error: expect.stringContaining("/steps/0/title") }),
       expect.objectContaining({ status: "error", code: "INVALID_ARGUMENTS", error: expect.stringContaining("/steps/0/title") }),
@@ -179,18 +203,45 @@ describe("update_plan's schema on the wire", () => {
 
 describe("plan state helpers", () => {
   test("planFromMessages returns the last plan the tool accepted, skipping refused and malformed calls", () => {
-    const good = JSON.stringify({ steps: [{ title: "one", status: "done" }, { title: "two", status: "in_progress" }] });
-    const refused = JSON.stringify({ steps: [{ title: "x", status: "in_progress" }, { title: "y", status: "in_progress" }] });
+    const good = JSON.stringify({
+      steps: [
+        { title: "one", status: "done" },
+        { title: "two", status: "in_progress" },
+      ],
+    });
+    const refused = JSON.stringify({
+      steps: [
+        { title: "x", status: "in_progress" },
+        { title: "y", status: "in_progress" },
+      ],
+    });
     const plan = planFromMessages([
       { role: "user", content: "go" },
-      { role: "assistant", content: null, tool_calls: [{ id: "a", type: "function", function: { name: PLAN_TOOL_NAME, arguments: good } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "a", type: "function", function: { name: PLAN_TOOL_NAME, arguments: good } }],
+      },
       { role: "tool", tool_call_id: "a", content: '{"updated":true,"total":2,"done":1,"in_progress":1,"pending":0}' },
-      { role: "assistant", content: null, tool_calls: [{ id: "b", type: "function", function: { name: PLAN_TOOL_NAME, arguments: refused } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "b", type: "function", function: { name: PLAN_TOOL_NAME, arguments: refused } }],
+      },
       { role: "tool", tool_call_id: "b", content: '{"status":"error","tool":"update_plan","code":"INVALID_ARGUMENTS","error":"…"}' },
-      { role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: PLAN_TOOL_NAME, arguments: "{not json" } }] },
-      { role: "tool", tool_call_id: "c", content: "{\"updated\":true}" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c", type: "function", function: { name: PLAN_TOOL_NAME, arguments: "{not json" } }],
+      },
+      { role: "tool", tool_call_id: "c", content: '{"updated":true}' },
     ]);
-    expect(plan).toEqual({ steps: [{ title: "one", status: "done" }, { title: "two", status: "in_progress" }] });
+    expect(plan).toEqual({
+      steps: [
+        { title: "one", status: "done" },
+        { title: "two", status: "in_progress" },
+      ],
+    });
     expect(planFromMessages([{ role: "user", content: "hi" }])).toBeNull();
   });
 
@@ -227,11 +278,14 @@ describe("plan state helpers", () => {
   });
 
   test("renderPlan marks each status and keeps titles on one line", () => {
-    expect(renderPlan({ steps: [{ title: "a\nb", status: "pending" }, { title: "c", status: "in_progress" }, { title: "d", status: "done" }] })).toEqual([
-      "Plan (1/3 done)",
-      "  [ ] a b",
-      "  [~] c",
-      "  [x] d",
-    ]);
+    expect(
+      renderPlan({
+        steps: [
+          { title: "a\nb", status: "pending" },
+          { title: "c", status: "in_progress" },
+          { title: "d", status: "done" },
+        ],
+      }),
+    ).toEqual(["Plan (1/3 done)", "  [ ] a b", "  [~] c", "  [x] d"]);
   });
 });

@@ -30,7 +30,10 @@ function harness(script: ConstructorParameters<typeof ScriptedModel>[0], extra: 
     messages: () => structuredClone(history),
     context: (n) => {
       calls.push(`context:${n}`);
-      return [{ role: "system", content: "request-only" } as ChatMessage, ...history.map((m) => ({ ...m, usage: undefined }) as unknown as ChatMessage)];
+      return [
+        { role: "system", content: "request-only" } as ChatMessage,
+        ...history.map((m) => ({ ...m, usage: undefined }) as unknown as ChatMessage),
+      ];
     },
     tools: () => runtime.registry.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
     ...extra,

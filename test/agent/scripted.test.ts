@@ -13,8 +13,16 @@ describe("agent + ScriptedModel", () => {
   test("built-in echo, a malformed call the model corrects, then a streamed answer", async () => {
     const model = ScriptedModel.fromJsonl(
       jsonl(
-        { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi","message":"again"}' }], usage: { input_tokens: 10, output_tokens: 5 } },
-        { content: null, tool_calls: [{ id: "c2", name: "echo", arguments: '{"message":"hi"}' }], usage: { input_tokens: 20, output_tokens: 5 } },
+        {
+          content: null,
+          tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi","message":"again"}' }],
+          usage: { input_tokens: 10, output_tokens: 5 },
+        },
+        {
+          content: null,
+          tool_calls: [{ id: "c2", name: "echo", arguments: '{"message":"hi"}' }],
+          usage: { input_tokens: 20, output_tokens: 5 },
+        },
         { content: "All done.", thinking: "wrap up", chunk_size: 4, usage: { input_tokens: 30, output_tokens: 3 } },
       ),
     );
@@ -23,13 +31,30 @@ describe("agent + ScriptedModel", () => {
     const agent = createAgent({ model, runtime, sinks: [rec.sink], systemPrompt: "You are terse." });
     const r = await agent.run("echo hi");
     expect(r).toMatchObject({ status: "completed", stop_reason: "text_response", output: "All done.", turns: 3 });
-    expect(r.usage).toMatchObject({ input_tokens: 60, output_tokens: 13, total_tokens: 73, request_count: 3, reported_request_count: 3, complete: true });
+    expect(r.usage).toMatchObject({
+      input_tokens: 60,
+      output_tokens: 13,
+      total_tokens: 73,
+      request_count: 3,
+      reported_request_count: 3,
+      complete: true,
+    });
     const toolMsgs = agent.messages.filter((m) => m.role === "tool").map((m) => JSON.parse(m.content as string));
     expect(toolMsgs[0]).toMatchObject({ status: "error", tool: "echo", code: "JSON_DUPLICATE_KEY" });
     expect(toolMsgs[0].error).toMatch(/^duplicate key "message" at offset \d+ \(line 1, column \d+\)$/);
     expect(toolMsgs[1]).toEqual({ message: "hi" });
-    expect(rec.of("assistant_text_delta").map((e) => e.delta).join("")).toBe("All done.");
-    expect(rec.of("assistant_thinking_delta").map((e) => e.delta).join("")).toBe("wrap up");
+    expect(
+      rec
+        .of("assistant_text_delta")
+        .map((e) => e.delta)
+        .join(""),
+    ).toBe("All done.");
+    expect(
+      rec
+        .of("assistant_thinking_delta")
+        .map((e) => e.delta)
+        .join(""),
+    ).toBe("wrap up");
     expect(model.requests[0].messages[0]).toEqual({ role: "system", content: "You are terse." });
     expect(model.requests[0].tools.map((t) => t.name)).toEqual(["echo", "read_file"]);
   });

@@ -3,7 +3,16 @@
  * scripted turns (the ScriptedModel turn format), records every request, and
  * lets a test hold a turn behind a gate.
  */
-import type { AssistantMessage, ChatMessage, ModelAdapter, ModelErrorKind, ModelRequest, ModelResponse, ModelStreamEvent, ModelUsage } from "../../src/providers/types.ts";
+import type {
+  AssistantMessage,
+  ChatMessage,
+  ModelAdapter,
+  ModelErrorKind,
+  ModelRequest,
+  ModelResponse,
+  ModelStreamEvent,
+  ModelUsage,
+} from "../../src/providers/types.ts";
 import { ModelProviderError } from "../../src/providers/types.ts";
 import type { AgentEvent } from "../../src/agent/index.ts";
 
@@ -110,7 +119,10 @@ export function call(id: string, name: string, args: unknown, usage?: ScriptTurn
 }
 
 export function calls(list: [id: string, name: string, args: unknown][]): ScriptTurn {
-  return { content: null, tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) })) };
+  return {
+    content: null,
+    tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) })),
+  };
 }
 
 export function lastMessages(req: ModelRequest, n: number): ChatMessage[] {

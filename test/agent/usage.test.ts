@@ -1,5 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { AgentRunError, assertRunSucceeded, createAgent, DEFAULT_POLICY, resolvePolicy, runSucceeded, UsageAccumulator } from "../../src/agent/index.ts";
+import {
+  AgentRunError,
+  assertRunSucceeded,
+  createAgent,
+  DEFAULT_POLICY,
+  resolvePolicy,
+  runSucceeded,
+  UsageAccumulator,
+} from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { call, FakeModel, Recorder, text } from "./support.ts";
 
@@ -16,7 +24,14 @@ describe("token budget (harness test 14)", () => {
     expect(r).toMatchObject({ status: "failed", stop_reason: "token_budget_exceeded", turns: 1 });
     expect(ran).toBe(1);
     expect(model.calls).toBe(1);
-    expect(r.usage).toMatchObject({ input_tokens: 100, output_tokens: 100, total_tokens: 200, request_count: 1, reported_request_count: 1, complete: true });
+    expect(r.usage).toMatchObject({
+      input_tokens: 100,
+      output_tokens: 100,
+      total_tokens: 200,
+      request_count: 1,
+      reported_request_count: 1,
+      complete: true,
+    });
     expect(rec.lifecycle().filter((k) => k === "turn_started")).toHaveLength(1);
     expect(agent.canContinue).toBe(true);
   });
@@ -33,13 +48,26 @@ describe("token budget (harness test 14)", () => {
     const r = await agent.run("go");
     expect(r).toMatchObject({ status: "failed", stop_reason: "usage_unavailable", turns: 1 });
     expect(r.error).toContain("1 model request(s) did not report usage");
-    expect(r.usage).toMatchObject({ request_count: 1, reported_request_count: 0, complete: false, total_tokens: 0, cache_read_tokens: null });
+    expect(r.usage).toMatchObject({
+      request_count: 1,
+      reported_request_count: 0,
+      complete: false,
+      total_tokens: 0,
+      cache_read_tokens: null,
+    });
   });
 
   test("without a budget, missing usage is only recorded", async () => {
     const model = new FakeModel([call("1", "echo", {}, { input_tokens: 3, output_tokens: 4 }), text("ok")]);
     const r = await createAgent({ model, tools: [echo] }).run("go");
-    expect(r.usage).toMatchObject({ input_tokens: 3, output_tokens: 4, total_tokens: 7, request_count: 2, reported_request_count: 1, complete: false });
+    expect(r.usage).toMatchObject({
+      input_tokens: 3,
+      output_tokens: 4,
+      total_tokens: 7,
+      request_count: 2,
+      reported_request_count: 1,
+      complete: false,
+    });
   });
 
   test("assistant messages keep their usage in state but not in requests", async () => {
@@ -69,15 +97,34 @@ describe("usage aggregation", () => {
   test("unknown stays distinct from zero", () => {
     const u = new UsageAccumulator();
     expect(u.snapshot()).toEqual({
-      input_tokens: 0, output_tokens: 0, total_tokens: 0, cache_read_tokens: null, cache_write_tokens: null, reasoning_tokens: null,
-      request_count: 0, reported_request_count: 0, complete: true,
+      input_tokens: 0,
+      output_tokens: 0,
+      total_tokens: 0,
+      cache_read_tokens: null,
+      cache_write_tokens: null,
+      reasoning_tokens: null,
+      request_count: 0,
+      reported_request_count: 0,
+      complete: true,
     });
     u.beginRequest();
     u.record({ input_tokens: 1, output_tokens: 2, total_tokens: 3, cache_read_tokens: 5, reasoning_tokens: 0 });
-    expect(u.snapshot()).toMatchObject({ total_tokens: 3, cache_read_tokens: 5, cache_write_tokens: null, reasoning_tokens: 0, complete: true });
+    expect(u.snapshot()).toMatchObject({
+      total_tokens: 3,
+      cache_read_tokens: 5,
+      cache_write_tokens: null,
+      reasoning_tokens: 0,
+      complete: true,
+    });
     u.beginRequest();
     u.record({ input_tokens: 1, output_tokens: 1, total_tokens: 2, cache_read_tokens: 1 });
-    expect(u.snapshot()).toMatchObject({ total_tokens: 5, cache_read_tokens: 6, reasoning_tokens: null, request_count: 2, reported_request_count: 2 });
+    expect(u.snapshot()).toMatchObject({
+      total_tokens: 5,
+      cache_read_tokens: 6,
+      reasoning_tokens: null,
+      request_count: 2,
+      reported_request_count: 2,
+    });
     u.beginRequest();
     u.record(undefined);
     expect(u.snapshot()).toMatchObject({ cache_read_tokens: 6, request_count: 3, reported_request_count: 2, complete: false });
@@ -88,8 +135,13 @@ describe("policy", () => {
   test("defaults", () => {
     expect(resolvePolicy()).toEqual(DEFAULT_POLICY);
     expect(DEFAULT_POLICY).toEqual({
-      maxSteps: 20, maxNoToolResponses: 3, maxRepeatedToolCalls: 3, maxRunTokens: null,
-      requireExplicitFinish: false, parallelToolCalls: false, maxParallelToolCalls: null,
+      maxSteps: 20,
+      maxNoToolResponses: 3,
+      maxRepeatedToolCalls: 3,
+      maxRunTokens: null,
+      requireExplicitFinish: false,
+      parallelToolCalls: false,
+      maxParallelToolCalls: null,
     });
     expect(Object.isFrozen(resolvePolicy({ maxSteps: 5 }))).toBe(true);
   });

@@ -25,13 +25,25 @@ function cli(cwd: string, ...args: string[]) {
   const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: ENV });
   return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
 }
-type Ev = { kind: string; result?: { status: string; output?: string; messages_before?: number; messages_after?: number; summary?: { content: string } | null } };
-const events = (stdout: string): Ev[] => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Ev);
+type Ev = {
+  kind: string;
+  result?: { status: string; output?: string; messages_before?: number; messages_after?: number; summary?: { content: string } | null };
+};
+const events = (stdout: string): Ev[] =>
+  stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Ev);
 
 /** A session whose first run left about 2,500 tokens of history (a long echo). */
 function bigSession(dir: string): void {
   const long = "lorem ipsum ".repeat(400);
-  const first = script(dir, "first.jsonl", { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: JSON.stringify({ text: long }) }] }, { content: "first done" });
+  const first = script(
+    dir,
+    "first.jsonl",
+    { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: JSON.stringify({ text: long }) }] },
+    { content: "first done" },
+  );
   expect(cli(dir, "agent", "--no-plan", "--session", "demo", "--script", first, "first task").code).toBe(0);
 }
 
@@ -40,12 +52,30 @@ describe("agent --context-window", () => {
     const dir = tmp();
     bigSession(dir);
     const second = script(dir, "second.jsonl", { content: "SUMMARY: echoed a long text" }, { content: "second done" });
-    const r = cli(dir, "agent", "--no-plan", "--session", "demo", "--context-window", "2048", "--events", "jsonl", "--script", second, "second task");
+    const r = cli(
+      dir,
+      "agent",
+      "--no-plan",
+      "--session",
+      "demo",
+      "--context-window",
+      "2048",
+      "--events",
+      "jsonl",
+      "--script",
+      second,
+      "second task",
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const ev = events(r.stdout);
     const done = ev.find((e) => e.kind === "compaction_completed")!;
-    expect(done.result).toMatchObject({ status: "completed", messages_before: 5, messages_after: 2, summary: { content: "SUMMARY: echoed a long text" } });
+    expect(done.result).toMatchObject({
+      status: "completed",
+      messages_before: 5,
+      messages_after: 2,
+      summary: { content: "SUMMARY: echoed a long text" },
+    });
     expect(ev.at(-1)!.result).toMatchObject({ status: "completed", output: "second done" });
     const tree = JSON.parse(cli(dir, "sessions", "tree", "demo", "--json").stdout) as { records: { type: string }[] };
     expect(tree.records.map((x) => x.type)).toContain("compaction_applied");

@@ -34,7 +34,11 @@ async function run(args: string[], env: Record<string, string> = {}) {
 }
 
 /** Read the child's stdout until it contains `mark`, send `signal`, then read to the end. */
-async function readUntilThenSignal(p: { stdout: ReadableStream<Uint8Array>; kill(signal: NodeJS.Signals): void }, mark: string, signal: NodeJS.Signals): Promise<string> {
+async function readUntilThenSignal(
+  p: { stdout: ReadableStream<Uint8Array>; kill(signal: NodeJS.Signals): void },
+  mark: string,
+  signal: NodeJS.Signals,
+): Promise<string> {
   const reader = p.stdout.getReader();
   const dec = new TextDecoder();
   let seen = "";
@@ -53,11 +57,19 @@ async function readUntilThenSignal(p: { stdout: ReadableStream<Uint8Array>; kill
 }
 
 type Ev = { kind: string; sequence: number; run_id: string; [k: string]: unknown };
-const events = (stdout: string): Ev[] => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Ev);
+const events = (stdout: string): Ev[] =>
+  stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Ev);
 
 describe("agentcore agent --script", () => {
   const lines = [
-    { content: null, tool_calls: [{ id: "c1", name: "read_file", arguments: '{"path":"note.txt"}' }], usage: { input_tokens: 50, output_tokens: 10 } },
+    {
+      content: null,
+      tool_calls: [{ id: "c1", name: "read_file", arguments: '{"path":"note.txt"}' }],
+      usage: { input_tokens: 50, output_tokens: 10 },
+    },
     { content: "The word is pelican.", usage: { input_tokens: 80, output_tokens: 6 } },
   ];
 
@@ -73,8 +85,17 @@ describe("agentcore agent --script", () => {
     expect(r.status).toBe(0);
     const ev = events(r.stdout);
     expect(ev.map((e) => e.kind)).toEqual([
-      "agent_started", "turn_started", "message_completed", "tool_started", "tool_completed", "turn_completed",
-      "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished",
+      "agent_started",
+      "turn_started",
+      "message_completed",
+      "tool_started",
+      "tool_completed",
+      "turn_completed",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "turn_completed",
+      "agent_finished",
     ]);
     expect(ev.map((e) => e.sequence)).toEqual(ev.map((_, i) => i + 1));
     expect(new Set(ev.map((e) => e.run_id)).size).toBe(1);
@@ -114,8 +135,14 @@ describe("agentcore agent --script", () => {
 
     const ev = await run(["agent", "--no-plan", "--events", "jsonl", "--session", "cut-session", "--script", cut, "explain"]);
     expect(ev.status).toBe(1);
-    expect((events(ev.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({ status: "failed", stop_reason: "max_tokens", output: "The first half of the ans" });
-    const tree = JSON.parse((await run(["sessions", "tree", "cut-session", "--json"])).stdout) as { records: { type: string; data: { result?: { stop_reason: string } } }[] };
+    expect((events(ev.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({
+      status: "failed",
+      stop_reason: "max_tokens",
+      output: "The first half of the ans",
+    });
+    const tree = JSON.parse((await run(["sessions", "tree", "cut-session", "--json"])).stdout) as {
+      records: { type: string; data: { result?: { stop_reason: string } } }[];
+    };
     expect(tree.records.find((x) => x.type === "run_finished")!.data.result!.stop_reason).toBe("max_tokens");
     // A cut-off answer can be continued: the model goes on from the journal.
     const rest = script("rest.jsonl", [{ content: "wer." }]);
@@ -126,40 +153,82 @@ describe("agentcore agent --script", () => {
 
   test("a tool call in a cut-off answer is not run; content_filter exits 1 with its own note", async () => {
     writeFileSync(join(work, "keep.txt"), "unchanged");
-    const cutCall = script("cut-call.jsonl", [{ content: null, tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"keep.txt","content":"over' }], finish_reason: "length" }]);
-    const r = await run(["agent", "--no-plan", "--approve-all", "--tools", "write_file", "--events", "jsonl", "--script", cutCall, "write"]);
+    const cutCall = script("cut-call.jsonl", [
+      {
+        content: null,
+        tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"keep.txt","content":"over' }],
+        finish_reason: "length",
+      },
+    ]);
+    const r = await run([
+      "agent",
+      "--no-plan",
+      "--approve-all",
+      "--tools",
+      "write_file",
+      "--events",
+      "jsonl",
+      "--script",
+      cutCall,
+      "write",
+    ]);
     expect(r.status).toBe(1);
     const done = events(r.stdout).find((e) => e.kind === "tool_completed") as Ev & { result: { messages: { content: string }[] } };
     expect(JSON.parse(done.result.messages[0]!.content)).toMatchObject({ status: "not_run", tool: "write_file" });
     expect(readFileSync(join(work, "keep.txt"), "utf8")).toBe("unchanged");
 
-    const filtered = await run(["agent", "--no-plan", "--script", script("filtered.jsonl", [{ content: null, finish_reason: "content_filter" }]), "something"]);
+    const filtered = await run([
+      "agent",
+      "--no-plan",
+      "--script",
+      script("filtered.jsonl", [{ content: null, finish_reason: "content_filter" }]),
+      "something",
+    ]);
     expect(filtered.status).toBe(1);
     expect(filtered.stderr).toContain("agentcore: run failed (content_filter): the provider's content filter stopped the model's answer");
     expect(filtered.stderr).toContain("rephrase the task");
   });
 
   test("--max-steps is the policy's step limit", async () => {
-    const loop = Array.from({ length: 5 }, (_, i) => ({ content: null, tool_calls: [{ id: `c${i}`, name: "echo", arguments: `{"i":${i}}` }] }));
+    const loop = Array.from({ length: 5 }, (_, i) => ({
+      content: null,
+      tool_calls: [{ id: `c${i}`, name: "echo", arguments: `{"i":${i}}` }],
+    }));
     const r = await run(["agent", "--events", "jsonl", "--max-steps", "2", "--script", script("loop.jsonl", loop), "go"]);
     expect(r.status).toBe(1);
-    expect((events(r.stdout).at(-1) as Ev & { result: { stop_reason: string; turns: number } }).result).toMatchObject({ stop_reason: "max_steps", turns: 2 });
+    expect((events(r.stdout).at(-1) as Ev & { result: { stop_reason: string; turns: number } }).result).toMatchObject({
+      stop_reason: "max_steps",
+      turns: 2,
+    });
   });
 
   test("agent -: a task on stdin that is not UTF-8 is refused (exit 2), not sent with U+FFFD", async () => {
     const path = script("one.jsonl", [{ content: "never" }]);
-    const bad = Bun.spawnSync([bin, "agent", "--script", path, "-"], { cwd: work, stdin: new Uint8Array([0x68, 0x69, 0xff, 0x0a]), env: CLEAN_ENV });
+    const bad = Bun.spawnSync([bin, "agent", "--script", path, "-"], {
+      cwd: work,
+      stdin: new Uint8Array([0x68, 0x69, 0xff, 0x0a]),
+      env: CLEAN_ENV,
+    });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr.toString()).toBe("agentcore: the task read from stdin is not valid UTF-8\n");
     expect(bad.stdout.toString()).toBe("");
-    const good = Bun.spawnSync([bin, "agent", "--script", path, "-"], { cwd: work, stdin: new TextEncoder().encode("héllo\n"), env: CLEAN_ENV });
+    const good = Bun.spawnSync([bin, "agent", "--script", path, "-"], {
+      cwd: work,
+      stdin: new TextEncoder().encode("héllo\n"),
+      env: CLEAN_ENV,
+    });
     expect(good.exitCode).toBe(0);
     expect(good.stdout.toString()).toContain("never");
   });
 
   test("Ctrl-C aborts the run cleanly: cancelled / external_abort", async () => {
     const slow = script("slow.jsonl", [{ content: "never", delay_ms: 60_000 }]);
-    const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--script", slow, "go"], { cwd: work, stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
+    const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--script", slow, "go"], {
+      cwd: work,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: CLEAN_ENV,
+    });
     const seen = await readUntilThenSignal(p, '"turn_started"', "SIGINT");
     expect(await p.exited).toBe(1);
     const fin = events(seen).at(-1) as Ev & { result: Record<string, unknown> };
@@ -169,14 +238,24 @@ describe("agentcore agent --script", () => {
 
   test("on a terminal, each tool call is one line on stderr; on a pipe, none", async () => {
     const two = script("two.jsonl", [
-      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1,"a":2}' }, { id: "c2", name: "read_file", arguments: '{"path":"note.txt"}' }] },
+      {
+        content: null,
+        tool_calls: [
+          { id: "c1", name: "echo", arguments: '{"a":1,"a":2}' },
+          { id: "c2", name: "read_file", arguments: '{"path":"note.txt"}' },
+        ],
+      },
       { content: "ok" },
     ]);
     const piped = await run(["agent", "--script", two, "go"]);
     expect(piped).toEqual({ status: 0, stdout: "ok\n", stderr: "" });
     if (process.platform !== "linux") return; // util-linux `script` provides the pseudo-terminal
     const out = join(work, "two.out");
-    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --script '${two}' go > '${out}'`, "/dev/null"], { cwd: work, stdin: "ignore", env: CLEAN_ENV });
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --script '${two}' go > '${out}'`, "/dev/null"], {
+      cwd: work,
+      stdin: "ignore",
+      env: CLEAN_ENV,
+    });
     expect(r.exitCode).toBe(0);
     const screen = r.stdout.toString().replace(/\r/g, "").trimEnd().split("\n");
     expect(screen).toEqual([
@@ -188,16 +267,27 @@ describe("agentcore agent --script", () => {
   test("escape sequences in a model's tool names and arguments never reach the terminal raw (tool lines, the closing note)", async () => {
     const name = "\u001b]0;pwned\u0007\u001b[31mred";
     const call = { id: "c1", name, arguments: '{"a":"\u001b[2J"}' };
-    const path = script("esc.jsonl", [0, 1, 2].map((i) => ({ content: null, tool_calls: [{ ...call, id: `c${i}` }] })));
+    const path = script(
+      "esc.jsonl",
+      [0, 1, 2].map((i) => ({ content: null, tool_calls: [{ ...call, id: `c${i}` }] })),
+    );
     const piped = await run(["agent", "--no-plan", "--script", path, "go"]);
     expect(piped.status).toBe(1);
     expect(piped.stderr).not.toContain("\u001b");
-    expect(piped.stderr).toBe("agentcore: run failed (repeated_tool_call): tool '\\x1b]0;pwned\\x07\\x1b[31mred' was called with the same arguments 3 consecutive times\n");
+    expect(piped.stderr).toBe(
+      "agentcore: run failed (repeated_tool_call): tool '\\x1b]0;pwned\\x07\\x1b[31mred' was called with the same arguments 3 consecutive times\n",
+    );
     if (process.platform !== "linux") return; // util-linux `script` provides the pseudo-terminal
-    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --no-plan --script '${path}' go > /dev/null`, "/dev/null"], { cwd: work, stdin: "ignore", env: CLEAN_ENV });
+    const r = Bun.spawnSync(["script", "-qec", `'${bin}' agent --no-plan --script '${path}' go > /dev/null`, "/dev/null"], {
+      cwd: work,
+      stdin: "ignore",
+      env: CLEAN_ENV,
+    });
     const screen = r.stdout.toString();
     expect(screen).not.toContain("\u001b");
-    expect(screen.replace(/\r/g, "").split("\n")[0]).toStartWith('tool \\x1b]0;pwned\\x07\\x1b[31mred {"a":"\\x1b[2J"} → failed: unknown tool');
+    expect(screen.replace(/\r/g, "").split("\n")[0]).toStartWith(
+      'tool \\x1b]0;pwned\\x07\\x1b[31mred {"a":"\\x1b[2J"} → failed: unknown tool',
+    );
   });
 
   test("stdout that cannot be written (/dev/full): exit 2 naming the failure, the run aborted and journaled; no crash", async () => {
@@ -209,7 +299,13 @@ describe("agentcore agent --script", () => {
     for (const [i, mode] of [[], ["--events", "jsonl"]].entries()) {
       const full = openSync("/dev/full", "w");
       const session = `full-${i}`;
-      const p = Bun.spawn([bin, "agent", ...mode, "--session", session, "--no-plan", "--script", path, "go"], { cwd: work, stdin: "ignore", stdout: full, stderr: "pipe", env: CLEAN_ENV });
+      const p = Bun.spawn([bin, "agent", ...mode, "--session", session, "--no-plan", "--script", path, "go"], {
+        cwd: work,
+        stdin: "ignore",
+        stdout: full,
+        stderr: "pipe",
+        env: CLEAN_ENV,
+      });
       const [stderr, status] = await Promise.all([new Response(p.stderr).text(), p.exited]);
       closeSync(full);
       expect(stderr).toBe("agentcore: cannot write results: ENOSPC\n");
@@ -218,7 +314,11 @@ describe("agentcore agent --script", () => {
       expect(show.status).toBe(0);
       const runs = (JSON.parse(show.stdout) as { session: { runs: { result: Record<string, unknown> }[] } }).session.runs;
       expect(runs).toHaveLength(1);
-      expect(runs[0]!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "agentcore stopped the run: cannot write results: ENOSPC" });
+      expect(runs[0]!.result).toMatchObject({
+        status: "cancelled",
+        stop_reason: "external_abort",
+        error: "agentcore stopped the run: cannot write results: ENOSPC",
+      });
     }
   });
 
@@ -233,8 +333,18 @@ describe("agentcore agent --script", () => {
     expect(bl.stderr).toContain("line 2");
     const noModel = await run(["agent", "--model-url", "http://127.0.0.1:9/v1", "go"]);
     // not a usage error (the flags are well formed): no pointer to --help
-    expect(noModel).toEqual({ status: 2, stdout: "", stderr: "agentcore: no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)\n" });
-    for (const args of [["agent", "--events", "xml", "--script", badLine, "go"], ["agent", "--preset", "bogus", "go"], ["run", "--script", badLine, "-"], ["agent"], ["agent", "--max-steps", "0", "go"]]) {
+    expect(noModel).toEqual({
+      status: 2,
+      stdout: "",
+      stderr: "agentcore: no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)\n",
+    });
+    for (const args of [
+      ["agent", "--events", "xml", "--script", badLine, "go"],
+      ["agent", "--preset", "bogus", "go"],
+      ["run", "--script", badLine, "-"],
+      ["agent"],
+      ["agent", "--max-steps", "0", "go"],
+    ]) {
       const r = await run(args);
       expect(r.status).toBe(2);
       expect(r.stdout).toBe("");
@@ -263,7 +373,9 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
       },
       textReply("echoed", [40, 2]),
     );
-    const r = await run(["agent", "--events", "jsonl", "--model-url", server.baseURL, "--model", "test-model", "say hello"], { MODEL_API_KEY: "sk-test" });
+    const r = await run(["agent", "--events", "jsonl", "--model-url", server.baseURL, "--model", "test-model", "say hello"], {
+      MODEL_API_KEY: "sk-test",
+    });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     const ev = events(r.stdout);
@@ -298,12 +410,20 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
 
   test("finish_reason length and content_filter from the server end the run max_tokens / content_filter, exit 1", async () => {
     server.push(
-      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon a" }), chunk({}, "length"), usageChunk(20, 3)] },
+      {
+        kind: "stream",
+        chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "Once upon a" }), chunk({}, "length"), usageChunk(20, 3)],
+      },
       { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "content_filter")] },
     );
     const r = await run(["agent", "--no-plan", "--events", "jsonl", "--model-url", server.baseURL, "--model", "m", "tell a story"]);
     expect(r.status).toBe(1);
-    expect((events(r.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({ status: "failed", stop_reason: "max_tokens", output: "Once upon a", turns: 1 });
+    expect((events(r.stdout).at(-1) as Ev & { result: Record<string, unknown> }).result).toMatchObject({
+      status: "failed",
+      stop_reason: "max_tokens",
+      output: "Once upon a",
+      turns: 1,
+    });
     const f = await run(["agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "something"]);
     expect(f.status).toBe(1);
     expect(f.stderr).toContain("agentcore: run failed (content_filter)");
@@ -311,7 +431,13 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
 
   test("Ctrl-C while the model stalls mid-answer: the text shown so far ends its line, then the reason on stderr", async () => {
     server.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "partial answ" })], end: "stall" });
-    const p = Bun.spawn([bin, "agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: CLEAN_ENV });
+    const p = Bun.spawn([bin, "agent", "--no-plan", "--model-url", server.baseURL, "--model", "m", "go"], {
+      cwd: work,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: CLEAN_ENV,
+    });
     const seen = await readUntilThenSignal(p, "partial answ", "SIGINT");
     expect(await p.exited).toBe(1);
     expect(seen).toBe("partial answ\n");
@@ -320,7 +446,10 @@ describe("agentcore agent over real HTTP (OpenAI adapter → scripted server)", 
 });
 
 test("the example agent script in the README runs", async () => {
-  const r = Bun.spawnSync([bin, "agent", "--script", "examples/agent_script.jsonl", "Read examples/hello.txt"], { cwd: REPO, env: CLEAN_ENV });
+  const r = Bun.spawnSync([bin, "agent", "--script", "examples/agent_script.jsonl", "Read examples/hello.txt"], {
+    cwd: REPO,
+    env: CLEAN_ENV,
+  });
   expect(r.exitCode).toBe(0);
   expect(r.stdout.toString()).toBe("The file says: Hello from agentcore.\n");
 });

@@ -71,7 +71,17 @@ describe("compiled binary", () => {
   });
 
   test("usage errors exit 2 with a hint on stderr and nothing on stdout", () => {
-    for (const args of [[], ["frobnicate"], ["execute"], ["execute", "a", "b"], ["run"], ["tools", "x"], ["--bogus", "tools"], ["execute", "--max-depth", "0", "{}"], ["execute", "--max-input-bytes", "12x", "{}"]]) {
+    for (const args of [
+      [],
+      ["frobnicate"],
+      ["execute"],
+      ["execute", "a", "b"],
+      ["run"],
+      ["tools", "x"],
+      ["--bogus", "tools"],
+      ["execute", "--max-depth", "0", "{}"],
+      ["execute", "--max-input-bytes", "12x", "{}"],
+    ]) {
       const r = run(args);
       expect(r.status).toBe(2);
       expect(r.stdout).toBe("");
@@ -134,7 +144,9 @@ describe("compiled binary", () => {
   });
 
   test("execute: read_file confined to --root, from any working directory", () => {
-    const ok = run(["execute", "--root", join(work, "root"), '{"id":"r1","tool":"read_file","arguments":{"path":"docs/note.txt"}}'], { cwd: "/" });
+    const ok = run(["execute", "--root", join(work, "root"), '{"id":"r1","tool":"read_file","arguments":{"path":"docs/note.txt"}}'], {
+      cwd: "/",
+    });
     expect(ok.status).toBe(0);
     expect(envelopes(ok.stdout)[0]!.result).toEqual({ path: "docs/note.txt", bytes: 7, content: "héllo\n" });
     const bad = run(["execute", "--root", join(work, "root"), '{"id":"r2","tool":"read_file","arguments":{"path":"../bin/agentcore"}}']);
@@ -165,7 +177,15 @@ describe("compiled binary", () => {
     ]);
     // input_line counts the blank line that was skipped
     expect(out.map((e) => (e.error as { details: { input_line?: number } } | null)?.details.input_line ?? null)).toEqual([
-      null, null, null, null, null, 7, 8, 9, 10,
+      null,
+      null,
+      null,
+      null,
+      null,
+      7,
+      8,
+      9,
+      10,
     ]);
   });
 
@@ -183,7 +203,11 @@ describe("compiled binary", () => {
     expect(r.status).toBe(1);
     const out = envelopes(r.stdout);
     expect(out.map((e) => e.id)).toEqual(["a", null, "b"]);
-    expect(out[1]!.error).toEqual({ code: "JSON_SIZE", message: "input exceeds 1000 bytes", details: { bytes: long.length, input_line: 2 } });
+    expect(out[1]!.error).toEqual({
+      code: "JSON_SIZE",
+      message: "input exceeds 1000 bytes",
+      details: { bytes: long.length, input_line: 2 },
+    });
   });
 
   test("run: an unreadable input file exits 2 with nothing on stdout", () => {

@@ -27,7 +27,11 @@ function script(dir: string, turns: unknown[]): string {
   return f;
 }
 function chat(dir: string, args: string[], stdin: string) {
-  const r = Bun.spawnSync([bin, "chat", "--no-plan", "--root", dir, "--session", "talk", ...args], { cwd: dir, stdin: new TextEncoder().encode(stdin), env: ENV });
+  const r = Bun.spawnSync([bin, "chat", "--no-plan", "--root", dir, "--session", "talk", ...args], {
+    cwd: dir,
+    stdin: new TextEncoder().encode(stdin),
+    env: ENV,
+  });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 function cli(dir: string, ...args: string[]) {
@@ -102,7 +106,9 @@ describe("chat --context-window", () => {
     const turns = [{ content: "The first half", finish_reason: "length" }, { content: " and the rest." }];
     const r = chat(dir, ["--script", script(dir, turns)], "explain\n/continue\n");
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('[run failed: max_tokens — the model stopped at its output-token limit (finish_reason "length"), so its answer is cut off; /continue lets the model go on]');
+    expect(r.stdout).toContain(
+      '[run failed: max_tokens — the model stopped at its output-token limit (finish_reason "length"), so its answer is cut off; /continue lets the model go on]',
+    );
     expect(r.stdout).toContain("> /continue\n and the rest.");
   });
 

@@ -98,7 +98,10 @@ describe("the default gate", () => {
     expect(env.success).toBe(true);
     expect(readFileSync(join(dir, "out.txt"), "utf8")).toBe("all");
 
-    const withDeny = runtimeWith({ approveAll: true, policy: { default: "allow", rules: [{ id: "no-touch", action: "deny", tools: ["touch"] }] } });
+    const withDeny = runtimeWith({
+      approveAll: true,
+      policy: { default: "allow", rules: [{ id: "no-touch", action: "deny", tools: ["touch"] }] },
+    });
     const denied = await withDeny.dispatch(touch("again"));
     expect(denied.error!.code).toBe("DENIED");
     expect(denied.error!.details.rule_id).toBe("no-touch");
@@ -132,7 +135,11 @@ describe("the default gate", () => {
 
 describe("the CLI flags", () => {
   function cli(args: string[]) {
-    const r = Bun.spawnSync([process.execPath, "src/cli/main.ts", ...args], { cwd: REPO, stdin: "ignore", env: { PATH: process.env.PATH ?? "" } });
+    const r = Bun.spawnSync([process.execPath, "src/cli/main.ts", ...args], {
+      cwd: REPO,
+      stdin: "ignore",
+      env: { PATH: process.env.PATH ?? "" },
+    });
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }
 
@@ -148,7 +155,10 @@ describe("the CLI flags", () => {
   const writeScript = () => {
     const script = join(dir, "w.jsonl");
     const call = { id: "w1", name: "write_file", arguments: JSON.stringify({ path: "notes.txt", content: "changed" }) };
-    writeFileSync(script, [JSON.stringify({ content: null, tool_calls: [call] }), JSON.stringify({ content: "written" })].join("\n") + "\n");
+    writeFileSync(
+      script,
+      [JSON.stringify({ content: null, tool_calls: [call] }), JSON.stringify({ content: "written" })].join("\n") + "\n",
+    );
     writeFileSync(join(dir, "notes.txt"), "original");
     return script;
   };
@@ -164,10 +174,25 @@ describe("the CLI flags", () => {
 
   test("agent --approve-all writes, and the history log records the approved decision", () => {
     const log = join(dir, "history.jsonl");
-    const r = cli(["agent", "--approve-all", "--history", log, "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
+    const r = cli([
+      "agent",
+      "--approve-all",
+      "--history",
+      log,
+      "--script",
+      writeScript(),
+      "--root",
+      dir,
+      "--tools",
+      "write_file",
+      "change the notes",
+    ]);
     expect(r.code).toBe(0);
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("changed");
-    const recs = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const recs = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(recs.map((x) => [x.tool, x.decision, x.success])).toEqual([
       ["write_file", { action: "require_approval", by: "approve_all", approved: true }, true],
     ]);
@@ -184,7 +209,12 @@ describe("the CLI flags", () => {
 
   test("agent: a deny rule of a config policy is reported without the approval hint", () => {
     const cfg = join(dir, "c.jsonc");
-    writeFileSync(cfg, JSON.stringify({ policy: { default: "allow", rules: [{ id: "no-writes", action: "deny", tools: ["write_file"], reason: "writes are off today" }] } }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        policy: { default: "allow", rules: [{ id: "no-writes", action: "deny", tools: ["write_file"], reason: "writes are off today" }] },
+      }),
+    );
     const r = cli(["agent", "--config", cfg, "--script", writeScript(), "--root", dir, "--tools", "write_file", "change the notes"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("agentcore: write_file was refused: writes are off today.\n");
@@ -212,16 +242,28 @@ describe("the CLI flags", () => {
   test("agent --no-plan does not offer update_plan; by default plan events show in --events jsonl", () => {
     const script = join(dir, "s.jsonl");
     const plan = JSON.stringify({ steps: [{ title: "Say hi", status: "done" }] });
-    writeFileSync(script, [JSON.stringify({ content: null, tool_calls: [{ id: "p1", name: "update_plan", arguments: plan }] }), JSON.stringify({ content: "hi" })].join("\n") + "\n");
+    writeFileSync(
+      script,
+      [
+        JSON.stringify({ content: null, tool_calls: [{ id: "p1", name: "update_plan", arguments: plan }] }),
+        JSON.stringify({ content: "hi" }),
+      ].join("\n") + "\n",
+    );
     const r = cli(["agent", "--events", "jsonl", "--script", script, "say hi"]);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const progressed = events.find((e) => e.kind === "tool_progressed");
     expect(progressed.tool_call.name).toBe("update_plan");
     expect(progressed.update).toEqual({ message: "plan updated", data: { plan: { steps: [{ title: "Say hi", status: "done" }] } } });
 
     const off = cli(["agent", "--no-plan", "--events", "jsonl", "--script", script, "say hi"]);
-    const offEvents = off.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const offEvents = off.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const completed = offEvents.find((e) => e.kind === "tool_completed");
     expect(JSON.parse(completed.result.messages[0].content).code).toBe("UNKNOWN_TOOL");
   });

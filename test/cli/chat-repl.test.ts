@@ -36,7 +36,12 @@ const DENO = join(REPO, "node_modules/.bin/deno");
 /** Start `agentcore chat ARGS` (or another command; under Bun, or `deno run`) in a 200x50 tmux window; the shell reports the exit status and stays. */
 function startChat(args: string[], runtime: "bun" | "deno" | "binary" = "bun", command = "chat") {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const launcher = runtime === "bun" ? [process.execPath, join(REPO, "src/cli/main.ts")] : runtime === "deno" ? [DENO, "run", "-A", join(REPO, "src/cli/main.ts")] : [binaryPath()];
+  const launcher =
+    runtime === "bun"
+      ? [process.execPath, join(REPO, "src/cli/main.ts")]
+      : runtime === "deno"
+        ? [DENO, "run", "-A", join(REPO, "src/cli/main.ts")]
+        : [binaryPath()];
   const cmd = [...launcher, command, ...args].map(quote).join(" ");
   const r = tmux("new-session", "-d", "-s", NAME, "-x", "200", "-y", "50", "-c", dir, `${cmd}; echo "[exited with $?]"; sleep 600`);
   expect(r.err).toBe("");
@@ -134,12 +139,19 @@ describe.skipIf(TMUX === null)(`agentcore chat in a terminal (tmux${TMUX === nul
     startChat(["--script", script, "--root", dir]);
     await waitFor(has("/help lists the commands"), "the banner");
     const shell = Number(tmux("display-message", "-p", "-t", NAME, "#{pane_pid}").out.trim());
-    const chat = Number(Bun.spawnSync(["pgrep", "-P", String(shell)]).stdout.toString().trim().split("\n")[0]);
+    const chat = Number(
+      Bun.spawnSync(["pgrep", "-P", String(shell)])
+        .stdout.toString()
+        .trim()
+        .split("\n")[0],
+    );
     expect(chat).toBeGreaterThan(0);
     const running = () => {
       try {
         // a zombie (exited, not yet reaped) counts as gone
-        return !readFileSync(`/proc/${chat}/stat`, "utf8").replace(/^.*\) /s, "").startsWith("Z");
+        return !readFileSync(`/proc/${chat}/stat`, "utf8")
+          .replace(/^.*\) /s, "")
+          .startsWith("Z");
       } catch {
         return false;
       }

@@ -70,7 +70,10 @@ interface Harness {
   sessionsDir: string;
 }
 
-function start(steps: Step[], options: { session?: string; interactive?: boolean; output?: NodeJS.WritableStream; approvalTimeoutMs?: number } = {}): Harness {
+function start(
+  steps: Step[],
+  options: { session?: string; interactive?: boolean; output?: NodeJS.WritableStream; approvalTimeoutMs?: number } = {},
+): Harness {
   const input = new PassThrough() as PassThrough & { isTTY?: boolean };
   input.isTTY = options.interactive ?? true;
   const output = new PassThrough() as PassThrough & { isTTY?: boolean };
@@ -92,7 +95,12 @@ function start(steps: Step[], options: { session?: string; interactive?: boolean
   } as ToolDefinition<{ n: number }>);
   const model = new FakeModel(steps);
   const sessionsDir = join(dir, "sessions");
-  const flags = { task: "", sessionsDir, ...(options.session ? { session: options.session } : {}), ...(options.approvalTimeoutMs ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}) };
+  const flags = {
+    task: "",
+    sessionsDir,
+    ...(options.session ? { session: options.session } : {}),
+    ...(options.approvalTimeoutMs ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
+  };
   const done = cmdChat(runtime, flags, gate, {
     io: { input, output: options.output ?? output, error: { write: (s: string) => errors.push(s) } },
     model,
@@ -154,7 +162,7 @@ describe("chat in a terminal (in process)", () => {
     await h.waitFor("[steering queued (1)");
     first.release();
     await h.waitFor("done, in capitals");
-    expect(h.screen()).toContain("[steering applied before turn 2: \"use capitals\"]");
+    expect(h.screen()).toContain('[steering applied before turn 2: "use capitals"]');
     expect(h.model.requests.length).toBe(2);
     expect(lastUser(h.model.requests[1]!)).toBe("use capitals");
     h.type("/exit");
@@ -257,7 +265,10 @@ describe("chat in a terminal (in process)", () => {
     expect(await h.done).toBe(0);
   });
 
-  for (const [how, keys] of [["Ctrl-C", "\u0003"], ["/abort", "/abort\n"]] as const) {
+  for (const [how, keys] of [
+    ["Ctrl-C", "\u0003"],
+    ["/abort", "/abort\n"],
+  ] as const) {
     test(`${how} while an approval waits denies it and cancels the run`, async () => {
       const h = start([call("c1", "append", { text: "x" })]);
       await h.waitFor("> ");
@@ -346,7 +357,9 @@ describe("chat in a terminal (in process)", () => {
     await h.waitFor("a3");
     await h.idle();
     const req = h.model.requests.at(-1)!;
-    expect(req.messages.some((m) => m.role === "system" && typeof m.content === "string" && m.content.includes("SUMMARY of turn one"))).toBe(true);
+    expect(
+      req.messages.some((m) => m.role === "system" && typeof m.content === "string" && m.content.includes("SUMMARY of turn one")),
+    ).toBe(true);
     expect(req.messages.some((m) => m.content === "q1")).toBe(false);
     const summarised = h.model.requests[2]!;
     expect(summarised.tools).toEqual([]);
@@ -389,7 +402,12 @@ describe("chat in a terminal (in process)", () => {
 
   test("--session resumes the conversation and the plan", async () => {
     const id = newChatSessionId();
-    const plan = { steps: [{ title: "Collect", status: "done" }, { title: "Write", status: "in_progress" }] };
+    const plan = {
+      steps: [
+        { title: "Collect", status: "done" },
+        { title: "Write", status: "in_progress" },
+      ],
+    };
     const h1 = start([call("p1", "update_plan", plan), text("planned")], { session: id });
     await h1.waitFor("> ");
     h1.type("make a plan");
@@ -407,7 +425,13 @@ describe("chat in a terminal (in process)", () => {
     await h2.waitFor(/\/plan\nPlan \(1\/2 done\)/);
     h2.type("what did we do?");
     await h2.waitFor("I remember");
-    expect(h2.model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
+    expect(h2.model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
     h2.type("/exit");
     expect(await h2.done).toBe(0);
   });
@@ -471,11 +495,15 @@ describe("chat helpers", () => {
   });
 
   test("argsSummary redacts, clips and survives non-objects", () => {
-    expect(argsSummary('{"path":"a.txt","password":"hunter2","n":3,"list":[1,2],"o":{"k":1}}')).toBe('path="a.txt" password="[redacted]" n=3 list=[1,2] o={…}');
+    expect(argsSummary('{"path":"a.txt","password":"hunter2","n":3,"list":[1,2],"o":{"k":1}}')).toBe(
+      'path="a.txt" password="[redacted]" n=3 list=[1,2] o={…}',
+    );
     // exec's argv shows what runs; lists of objects are counted; long lists are clipped
     expect(argsSummary('{"argv":["git","log","--oneline"],"cwd":"sub"}')).toBe('argv=["git","log","--oneline"] cwd="sub"');
     expect(argsSummary('{"steps":[{"title":"a"},{"title":"b"}]}')).toBe("steps=[2 items]");
-    expect(argsSummary(JSON.stringify({ argv: ["echo", "x".repeat(60)] }))).toBe(`argv=${JSON.stringify(["echo", "x".repeat(60)]).slice(0, 39)}…`);
+    expect(argsSummary(JSON.stringify({ argv: ["echo", "x".repeat(60)] }))).toBe(
+      `argv=${JSON.stringify(["echo", "x".repeat(60)]).slice(0, 39)}…`,
+    );
     expect(argsSummary('{"argv":["printf","\\u001b[2J"]}')).not.toContain("\u001b[2J"[0]);
     expect(argsSummary("{not json")).toBe("{not json");
     expect(argsSummary('"just a string"')).toBe('"just a string"');
@@ -485,18 +513,40 @@ describe("chat helpers", () => {
   test("outcomeText and runStatusLine", () => {
     const msg = (content: string) => [{ role: "tool" as const, tool_call_id: "c", content }];
     expect(outcomeText({ messages: msg("{}"), control: "continue", output: null, error: null, cancelled: false }, 3.4)).toBe("✓ 3 ms");
-    expect(outcomeText({ messages: msg('{"status":"rejected","tool":"w","reason":"no"}'), control: "reject", output: null, error: "no", cancelled: false }, null)).toBe("✗ refused: no");
-    expect(outcomeText({ messages: msg('{"status":"error","code":"PATH_ESCAPE","error":"bad"}'), control: "continue", output: null, error: "bad", cancelled: false }, 1)).toBe("✗ PATH_ESCAPE: bad 1 ms");
+    expect(
+      outcomeText(
+        { messages: msg('{"status":"rejected","tool":"w","reason":"no"}'), control: "reject", output: null, error: "no", cancelled: false },
+        null,
+      ),
+    ).toBe("✗ refused: no");
+    expect(
+      outcomeText(
+        {
+          messages: msg('{"status":"error","code":"PATH_ESCAPE","error":"bad"}'),
+          control: "continue",
+          output: null,
+          error: "bad",
+          cancelled: false,
+        },
+        1,
+      ),
+    ).toBe("✗ PATH_ESCAPE: bad 1 ms");
     expect(outcomeText({ messages: [], control: "continue", output: null, error: "x", cancelled: true }, null)).toBe("✗ cancelled");
     expect(runStatusLine({ status: "completed", stop_reason: "text_response", error: null })).toBeNull();
     expect(runStatusLine({ status: "failed", stop_reason: "max_steps", error: "too many" })).toBe("[run failed: max_steps — too many]");
-    expect(runStatusLine({ status: "failed", stop_reason: "max_tokens", error: "cut off" })).toBe("[run failed: max_tokens — cut off; /continue lets the model go on]");
+    expect(runStatusLine({ status: "failed", stop_reason: "max_tokens", error: "cut off" })).toBe(
+      "[run failed: max_tokens — cut off; /continue lets the model go on]",
+    );
   });
 });
 
 describe("agentcore chat through the CLI, stdin piped", () => {
   function cli(args: string[], stdin: string) {
-    const r = Bun.spawnSync([process.execPath, "src/cli/main.ts", ...args], { cwd: REPO, stdin: new TextEncoder().encode(stdin), env: { PATH: process.env.PATH ?? "" } });
+    const r = Bun.spawnSync([process.execPath, "src/cli/main.ts", ...args], {
+      cwd: REPO,
+      stdin: new TextEncoder().encode(stdin),
+      env: { PATH: process.env.PATH ?? "" },
+    });
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }
   const script = (turns: unknown[]) => {
@@ -504,7 +554,10 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     writeFileSync(f, turns.map((t) => JSON.stringify(t)).join("\n") + "\n");
     return f;
   };
-  const writeTurn = { content: null, tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"notes.txt","content":"changed"}' }] };
+  const writeTurn = {
+    content: null,
+    tool_calls: [{ id: "w1", name: "write_file", arguments: '{"path":"notes.txt","content":"changed"}' }],
+  };
 
   test("lines run one at a time; a side-effecting call is refused without a terminal and the file stays", () => {
     writeFileSync(join(dir, "notes.txt"), "original");
@@ -532,7 +585,10 @@ describe("agentcore chat through the CLI, stdin piped", () => {
   });
 
   test("the docs' piped example: the plan is written first and the checklist advances to all done", () => {
-    const r = cli(["chat", "--approve-all", "--script", "examples/chat_script.jsonl", "--root", dir, "--tools", "write_file"], "write the notes\n/plan\n");
+    const r = cli(
+      ["chat", "--approve-all", "--script", "examples/chat_script.jsonl", "--root", dir, "--tools", "write_file"],
+      "write the notes\n/plan\n",
+    );
     expect(r.code).toBe(0);
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("hello from agentcore chat\n");
     const out = r.stdout;
@@ -549,7 +605,10 @@ describe("agentcore chat through the CLI, stdin piped", () => {
 
   test("--skills: a $name in a typed line activates that skill for its run; a missing folder is a setup error", () => {
     const s = script([{ content: "notes drafted" }, { content: "plain answer" }]);
-    const r = cli(["chat", "--script", s, "--root", dir, "--skills", join(REPO, "examples/skills"), "--no-plan"], "draft $release-notes for 1.4\nand now something else\n");
+    const r = cli(
+      ["chat", "--script", s, "--root", dir, "--skills", join(REPO, "examples/skills"), "--no-plan"],
+      "draft $release-notes for 1.4\nand now something else\n",
+    );
     expect(r.code).toBe(0);
     const active = r.stdout.indexOf("[skill release-notes is active]");
     expect(active).toBeGreaterThan(r.stdout.indexOf("> draft $release-notes"));
@@ -561,16 +620,22 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     expect(bad.stderr).toContain("no-such-folder");
   });
 
-  for (const [signal, status] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+  for (const [signal, status] of [
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+  ] as const) {
     test(`${signal} during a run aborts it, journals it as finished, exits ${status}; the session resumes`, async () => {
       const s = script([{ content: "never shown", delay_ms: 120_000 }, { content: "back again" }]);
-      const child = Bun.spawn([process.execPath, "src/cli/main.ts", "chat", "--script", s, "--root", dir, "--session", "sig", "--no-plan"], {
-        cwd: REPO,
-        stdin: "pipe",
-        stdout: "pipe",
-        stderr: "pipe",
-        env: { PATH: process.env.PATH ?? "" },
-      });
+      const child = Bun.spawn(
+        [process.execPath, "src/cli/main.ts", "chat", "--script", s, "--root", dir, "--session", "sig", "--no-plan"],
+        {
+          cwd: REPO,
+          stdin: "pipe",
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { PATH: process.env.PATH ?? "" },
+        },
+      );
       child.stdin.write("start something slow\n");
       child.stdin.flush();
       // stdin stays open: the chat waits on the run, not on the end of input
@@ -598,7 +663,10 @@ describe("agentcore chat through the CLI, stdin piped", () => {
       const session = await journal.load("sig");
       expect(session!.runs.map((r) => [r.task, r.result?.status])).toEqual([["start something slow", "cancelled"]]);
       // resumable as it is: no fork or rollback needed
-      const again = cli(["chat", "--script", script([{ content: "back again" }]), "--root", dir, "--session", "sig", "--no-plan"], "are you there?\n");
+      const again = cli(
+        ["chat", "--script", script([{ content: "back again" }]), "--root", dir, "--session", "sig", "--no-plan"],
+        "are you there?\n",
+      );
       expect(again.stderr).toBe("");
       expect(again.code).toBe(0);
       expect(again.stdout).toContain("back again");

@@ -46,7 +46,9 @@ describe("config file strictness", () => {
     f = file('{"policy": {"default": "deny", "rules": [{"id": "a", "action": "allow", "tools": ["echo"], "action": "deny"}]}}');
     expect(error(f)).toMatch(/:1:\d+: duplicate key "action"$/);
     // the same name in sibling objects is fine
-    f = file('{"policy": {"default": "deny", "rules": [{"id": "a", "action": "allow", "tools": ["echo"]}, {"id": "b", "action": "deny", "tools": ["x"]}]}}');
+    f = file(
+      '{"policy": {"default": "deny", "rules": [{"id": "a", "action": "allow", "tools": ["echo"]}, {"id": "b", "action": "deny", "tools": ["x"]}]}}',
+    );
     expect(loadConfig(f).policy?.rules?.length).toBe(2);
   });
 
@@ -61,7 +63,7 @@ describe("config file strictness", () => {
     expect(error(f)).toBe(`${f}: not valid UTF-8 (at byte 11)`);
     const cut = file(new Uint8Array([...new TextEncoder().encode('{"root": "'), 0xe2, 0x82]));
     expect(error(cut)).toBe(`${cut}: not valid UTF-8 (at byte 10)`);
-    const bom = file("\uFEFF{\"max_depth\": 12}\n");
+    const bom = file('\uFEFF{"max_depth": 12}\n');
     expect(loadConfig(bom).max_depth).toBe(12);
   });
 
@@ -69,7 +71,9 @@ describe("config file strictness", () => {
     const f = file('{"max_depth": 10, "max_depth": 20}');
     const p = Bun.spawnSync([process.execPath, MAIN, "--config", f, "tools"], { stdout: "pipe", stderr: "pipe" });
     expect(p.exitCode).toBe(2);
-    expect(p.stderr.toString()).toBe(`agentcore: ${f}:1:19: duplicate key "max_depth"\n    1 | {"max_depth": 10, "max_depth": 20}\n      |                   ^\n`);
+    expect(p.stderr.toString()).toBe(
+      `agentcore: ${f}:1:19: duplicate key "max_depth"\n    1 | {"max_depth": 10, "max_depth": 20}\n      |                   ^\n`,
+    );
   });
 });
 
@@ -80,9 +84,7 @@ describe("config syntax errors in words, with the line and a caret (through the 
     expect(r.status).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      `agentcore: ${f}:3:3: expected a comma or a closing brace '}'\n` +
-        `    3 |   "max_depth": 3\n` +
-        `      |   ^\n`,
+      `agentcore: ${f}:3:3: expected a comma or a closing brace '}'\n` + `    3 |   "max_depth": 3\n` + `      |   ^\n`,
     );
     expect(r.stderr).not.toContain("CommaExpected");
     expect(r.stderr).not.toContain("--help");
@@ -90,7 +92,9 @@ describe("config syntax errors in words, with the line and a caret (through the 
 
   test("in an array the comma goes before a bracket", () => {
     const f = file('{"policy": {"rules": [1 2]}}');
-    expect(fullError(f)).toBe(`${f}:1:25: expected a comma or a closing bracket ']'\n    1 | {"policy": {"rules": [1 2]}}\n      |                         ^`);
+    expect(fullError(f)).toBe(
+      `${f}:1:25: expected a comma or a closing bracket ']'\n    1 | {"policy": {"rules": [1 2]}}\n      |                         ^`,
+    );
   });
 
   test("a file cut short: unexpected end of file", () => {
@@ -136,13 +140,17 @@ describe("config syntax errors in words, with the line and a caret (through the 
   });
 
   test("other errors in words: a bare word, an unterminated comment, a bad escape, text after the object", () => {
-    expect(error(file('{"root": yes}'))).toEndWith(":1:10: unexpected word 'yes' (a string or a property name needs double quotes; true, false and null are lower case)");
+    expect(error(file('{"root": yes}'))).toEndWith(
+      ":1:10: unexpected word 'yes' (a string or a property name needs double quotes; true, false and null are lower case)",
+    );
     expect(error(file(`{"root": 'a'}`))).toEndWith(":1:10: unexpected character ''' (strings need double quotes)");
     expect(error(file('{"root": "."} /* note'))).toEndWith(":1:15: unterminated comment: a /* without */");
     expect(error(file('{"root": "a\\qb"}'))).toEndWith(":1:12: invalid escape in a string (use \\\\ for a backslash)");
     expect(error(file('{"root": "a\\u12G4"}'))).toEndWith(":1:12: invalid \\u escape (four hex digits expected)");
     expect(error(file('{"root": "."} {}'))).toEndWith(":1:15: expected the end of the file after the top-level object");
-    expect(error(file('{root: "."}'))).toEndWith(":1:2: unexpected word 'root' (a string or a property name needs double quotes; true, false and null are lower case)");
+    expect(error(file('{root: "."}'))).toEndWith(
+      ":1:2: unexpected word 'root' (a string or a property name needs double quotes; true, false and null are lower case)",
+    );
     expect(error(file('{"root" "."}'))).toEndWith(":1:9: expected a colon after the property name");
   });
 });

@@ -26,16 +26,25 @@ afterAll(() => {
 test("a session deleted (--force) during a live agent run: the agent says so, exit 2, nothing recreated", async () => {
   fs.writeFileSync(path.join(work, "slow.jsonl"), '{"content": "late answer", "delay_ms": 5000}\n');
   const env = { ...process.env, AGENTCORE_CONFIG: "" };
-  const agent = Bun.spawn([bin, "agent", "--session", "gone", "--script", "slow.jsonl", "a task"], { cwd: work, stdin: "ignore", stdout: "pipe", stderr: "pipe", env });
+  const agent = Bun.spawn([bin, "agent", "--session", "gone", "--script", "slow.jsonl", "a task"], {
+    cwd: work,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env,
+  });
   const journal = path.join(work, ".agentcore", "sessions", createHash("sha256").update("gone").digest("hex") + ".jsonl");
   // bounded wait for the run_started record
-  for (let i = 0; i < 200 && !(fs.existsSync(journal) && fs.readFileSync(journal, "utf8").includes("run_started")); i++) await Bun.sleep(50);
+  for (let i = 0; i < 200 && !(fs.existsSync(journal) && fs.readFileSync(journal, "utf8").includes("run_started")); i++)
+    await Bun.sleep(50);
   expect(fs.readFileSync(journal, "utf8")).toContain("run_started");
   const del = Bun.spawnSync([bin, "sessions", "delete", "gone", "--yes", "--force"], { cwd: work, env });
   expect(del.exitCode).toBe(0);
   const [status, stderr] = await Promise.all([agent.exited, new Response(agent.stderr).text()]);
   expect(status).toBe(2);
-  expect(stderr).toContain("agentcore: session 'gone' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n");
+  expect(stderr).toContain(
+    "agentcore: session 'gone' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n",
+  );
   // the last line is the sentence, not the journal's validation error
   expect(stderr.trimEnd().split("\n").at(-1)).toStartWith("agentcore: session 'gone' was deleted");
   expect(fs.existsSync(journal)).toBe(false);
@@ -60,5 +69,7 @@ test("agent and chat --branch B on a session without B: the branches it has and 
   // a session with no records: a new session starts on main
   const fresh = cli(["agent", "--session", "b2", "--branch", "exp", "--script", "s.jsonl", "hi"]);
   expect(fresh.status).toBe(2);
-  expect(fresh.stderr).toBe("agentcore: session 'b2' has no branch 'exp': it has no records yet, and a new session starts on main (leave --branch out)\n");
+  expect(fresh.stderr).toBe(
+    "agentcore: session 'b2' has no branch 'exp': it has no records yet, and a new session starts on main (leave --branch out)\n",
+  );
 }, 60_000);

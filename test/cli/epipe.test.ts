@@ -71,7 +71,10 @@ describe("stdout closed early: quiet exit 141", () => {
     const d = dir("run-stdin");
     const line = JSON.stringify({ tool: "echo", arguments: { message: "x".repeat(200) } });
     fs.writeFileSync(path.join(d, "calls.jsonl"), `${line}\n`.repeat(5000));
-    const s = Bun.spawnSync(["sh", "-c", '{ "$0" run - <calls.jsonl 2>err.txt; echo $? >st.txt; } | head -c 5', bin], { cwd: d, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    const s = Bun.spawnSync(["sh", "-c", '{ "$0" run - <calls.jsonl 2>err.txt; echo $? >st.txt; } | head -c 5', bin], {
+      cwd: d,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
     expect(s.stdout.toString()).toBe('{"id"');
     expect(fs.readFileSync(path.join(d, "err.txt"), "utf8")).toBe("");
     expect(fs.readFileSync(path.join(d, "st.txt"), "utf8").trim()).toBe("141");
@@ -95,7 +98,9 @@ describe("stdout closed early: quiet exit 141", () => {
       [
         { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: JSON.stringify({ message: "y".repeat(300_000) }) }] },
         { content: "z".repeat(300_000) },
-      ].map((t) => JSON.stringify(t)).join("\n") + "\n",
+      ]
+        .map((t) => JSON.stringify(t))
+        .join("\n") + "\n",
     );
     const first = cli(d, "agent", "--session", "S", "--script", "first.jsonl", "one");
     expect(first.stderr).toBe("");
@@ -114,7 +119,10 @@ describe("stdout closed early: quiet exit 141", () => {
       ["two", "cancelled"],
     ]);
     expect(s.session.runs[1].result.error).toContain("EPIPE");
-    expect(s.messages.slice(0, 2)).toEqual([{ role: "user", content: "one" }, { role: "assistant", content: answer }]);
+    expect(s.messages.slice(0, 2)).toEqual([
+      { role: "user", content: "one" },
+      { role: "assistant", content: answer },
+    ]);
     // a self-parsing command (sessions) stops quietly too
     const piped = pipedToHead(d, ["sessions", "show", "S", "--json"]);
     expect(piped).toEqual({ status: 141, stderr: "", head: '{"ses' });
@@ -128,7 +136,10 @@ describe("stdout closed early: quiet exit 141", () => {
   test("another output failure (a full disk: /dev/full) is still reported, exit 2", () => {
     if (!fs.existsSync("/dev/full")) return;
     const d = dir("full");
-    const r = Bun.spawnSync(["sh", "-c", '"$0" execute \'{"tool":"echo","arguments":{"message":"hi"}}\' >/dev/full', bin], { cwd: d, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    const r = Bun.spawnSync(["sh", "-c", '"$0" execute \'{"tool":"echo","arguments":{"message":"hi"}}\' >/dev/full', bin], {
+      cwd: d,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr.toString()).toBe("agentcore: cannot write results: ENOSPC\n");
   }, 60_000);

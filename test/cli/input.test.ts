@@ -62,7 +62,10 @@ describe("stdin from a directory under Deno", () => {
   for (const cmd of ["execute -", "run -"]) {
     test(`deno: ${cmd} with stdin redirected from a directory is the same input error as with the binary`, () => {
       const deno = join(repo, "node_modules/.bin/deno");
-      const r = Bun.spawnSync(["sh", "-c", `"$0" run --allow-read --allow-env --allow-net src/cli/main.ts ${cmd} < "$1"`, deno, join(work, "adir")], { cwd: repo });
+      const r = Bun.spawnSync(
+        ["sh", "-c", `"$0" run --allow-read --allow-env --allow-net src/cli/main.ts ${cmd} < "$1"`, deno, join(work, "adir")],
+        { cwd: repo },
+      );
       expect(r.exitCode).toBe(2);
       expect(r.stdout.toString()).toBe("");
       expect(r.stderr.toString()).toContain("agentcore: cannot read stdin: EISDIR\n");
@@ -175,7 +178,10 @@ describe("run: a byte order mark at the start of the file (as docs/errors.md's J
     writeFileSync(join(work, "bom.jsonl"), '\uFEFF{"id":"a","tool":"echo","arguments":{}}\r\n{"id":"b","tool":"echo","arguments":{}}\r\n');
     const r = run(["run", "bom.jsonl"]);
     expect(r.status).toBe(1);
-    const out = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { id: string | null; error: { code: string; message: string; details: unknown } | null });
+    const out = r.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string | null; error: { code: string; message: string; details: unknown } | null });
     expect(out.map((e) => e.id)).toEqual([null, "b"]);
     expect(out[0]!.error).toEqual({
       code: "JSON_ENCODING",
@@ -192,7 +198,9 @@ describe("tools --history", () => {
     const r = run(["tools", "--history", "h.jsonl"]);
     expect(r.status).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain("agentcore tools: --history applies to 'execute', 'run', 'agent', 'chat', 'history' and 'mcp' only, not to 'tools'\n");
+    expect(r.stderr).toContain(
+      "agentcore tools: --history applies to 'execute', 'run', 'agent', 'chat', 'history' and 'mcp' only, not to 'tools'\n",
+    );
     for (const c of ["execute", "run", "agent", "chat", "mcp"]) expect(run([c, "--help"]).stdout).toContain("--history FILE");
     expect(run(["tools", "--help"]).stdout).not.toContain("--history");
   });

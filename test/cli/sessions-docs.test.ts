@@ -46,7 +46,10 @@ test("docs/sessions.md: the durable-sessions commands run as written", () => {
   const at = page.indexOf("**Durable sessions.**");
   expect(at).toBeGreaterThan(0);
   const block = page.slice(page.indexOf("```sh\n", at) + 6, page.indexOf("\n```", page.indexOf("```sh\n", at) + 6));
-  const lines = block.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => l !== "");
+  const lines = block
+    .split("\n")
+    .map((l) => l.replace(/\s+#.*$/, "").trim())
+    .filter((l) => l !== "");
   expect(lines.length).toBeGreaterThan(5);
   const d = project("walkthrough");
   let ran = 0;
@@ -68,7 +71,10 @@ test("sessions fork/rollback --help examples work on a session of one run", () =
   expect(run(d, ["agent", "--session", "demo", "--script", "examples/agent_script.jsonl", "Read examples/hello.txt"]).status).toBe(0);
   for (const sub of ["fork", "rollback"]) {
     const help = run(d, ["sessions", sub, "--help"]).out;
-    const example = help.split("\n").map((l) => l.trim()).find((l) => l.startsWith(`agentcore sessions ${sub} demo`));
+    const example = help
+      .split("\n")
+      .map((l) => l.trim())
+      .find((l) => l.startsWith(`agentcore sessions ${sub} demo`));
     expect(example).toBeDefined();
     const r = run(d, words(example!).slice(1));
     if (r.status !== 0) throw new Error(`'${example}' failed (exit ${r.status}):\n${r.out}`);

@@ -19,7 +19,10 @@ beforeAll(() => {
   work = tmp("agentcore-sessions-manage-");
   bin = binaryPath();
   fs.writeFileSync(path.join(work, "answer.jsonl"), JSON.stringify({ content: "done" }) + "\n");
-  fs.writeFileSync(path.join(work, "two.jsonl"), [{ content: "first" }, { content: "second" }].map((t) => JSON.stringify(t)).join("\n") + "\n");
+  fs.writeFileSync(
+    path.join(work, "two.jsonl"),
+    [{ content: "first" }, { content: "second" }].map((t) => JSON.stringify(t)).join("\n") + "\n",
+  );
   fs.writeFileSync(path.join(work, "slow.jsonl"), JSON.stringify({ content: "never reached", delay_ms: 600_000 }) + "\n");
 }, 120_000);
 
@@ -53,13 +56,17 @@ interface Rec {
   data: { run_id?: string };
 }
 
-function tree(cwd: string, session: string): { records: Rec[]; branches: { branch_id: string; base_record_id: string | null; source_branch_id: string | null }[] } {
+function tree(
+  cwd: string,
+  session: string,
+): { records: Rec[]; branches: { branch_id: string; base_record_id: string | null; source_branch_id: string | null }[] } {
   const r = cli(cwd, "sessions", "tree", session, "--json");
   expect(r.status).toBe(0);
   return JSON.parse(r.stdout);
 }
 
-const journal = (cwd: string, session: string) => path.join(cwd, ".agentcore", "sessions", createHash("sha256").update(session).digest("hex") + ".jsonl");
+const journal = (cwd: string, session: string) =>
+  path.join(cwd, ".agentcore", "sessions", createHash("sha256").update(session).digest("hex") + ".jsonl");
 
 describe("sessions list", () => {
   test("newest activity first, with a time column; --json adds last_activity and keeps the other fields", () => {
@@ -91,8 +98,24 @@ describe("sessions list", () => {
     const write = (id: string, times: (string | undefined)[]) => {
       const base = { journal_schema_version: 1, branch_id: "main", session_id: id, agent_id: "a" };
       const lines = [
-        { ...base, record_id: `${id}-1`, parent_id: null, revision: 1, sequence: 1, type: "run_started", data: { run_id: `${id}-run`, task: "t" } },
-        { ...base, record_id: `${id}-2`, parent_id: `${id}-1`, revision: 2, sequence: 2, type: "run_finished", data: { run_id: `${id}-run`, result: { status: "completed" } } },
+        {
+          ...base,
+          record_id: `${id}-1`,
+          parent_id: null,
+          revision: 1,
+          sequence: 1,
+          type: "run_started",
+          data: { run_id: `${id}-run`, task: "t" },
+        },
+        {
+          ...base,
+          record_id: `${id}-2`,
+          parent_id: `${id}-1`,
+          revision: 2,
+          sequence: 2,
+          type: "run_finished",
+          data: { run_id: `${id}-run`, result: { status: "completed" } },
+        },
       ].map((r, i) => (times[i] === undefined ? r : { ...r, time: times[i] }));
       fs.writeFileSync(journal(d, id), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
     };
@@ -102,8 +125,13 @@ describe("sessions list", () => {
     fs.utimesSync(journal(d, "timed"), new Date("2020-01-01T00:00:00Z"), new Date("2020-01-01T00:00:00Z")); // not used: the records say
     const r = cli(d, "sessions", "list");
     expect(r.stderr).toBe("");
-    expect(r.stdout).toBe("2031-05-06 07:09  timed  records 2  runs 1  branches main\n2030-01-02 03:04  old  records 2  runs 1  branches main\n");
-    expect(JSON.parse(cli(d, "sessions", "list", "--json").stdout).map((x: { last_activity: string }) => x.last_activity)).toEqual(["2031-05-06T07:09:10.000Z", "2030-01-02T03:04:05.000Z"]);
+    expect(r.stdout).toBe(
+      "2031-05-06 07:09  timed  records 2  runs 1  branches main\n2030-01-02 03:04  old  records 2  runs 1  branches main\n",
+    );
+    expect(JSON.parse(cli(d, "sessions", "list", "--json").stdout).map((x: { last_activity: string }) => x.last_activity)).toEqual([
+      "2031-05-06T07:09:10.000Z",
+      "2030-01-02T03:04:05.000Z",
+    ]);
     // local time: the same instant shown in another zone
     const tokyo = Bun.spawnSync([bin, "sessions", "list"], { cwd: d, env: { ...ENV, TZ: "Asia/Tokyo" } }).stdout.toString();
     expect(tokyo.split("\n")[0]).toBe("2031-05-06 16:09  timed  records 2  runs 1  branches main");
@@ -154,7 +182,9 @@ describe("records by revision or id prefix", () => {
     agent(d, "demo", "one");
     let r = cli(d, "sessions", "fork", "demo", "--from", "r99");
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe("agentcore sessions: session 'demo' has no revision r99 (it has revisions r1 to r3; see the revisions and ids with: agentcore sessions tree demo)\n");
+    expect(r.stderr).toBe(
+      "agentcore sessions: session 'demo' has no revision r99 (it has revisions r1 to r3; see the revisions and ids with: agentcore sessions tree demo)\n",
+    );
     r = cli(d, "sessions", "rollback", "demo", "--to", "3");
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("write revision 3 as r3");
@@ -181,14 +211,40 @@ describe("records by revision or id prefix", () => {
     fs.mkdirSync(sessions, { recursive: true });
     const base = { journal_schema_version: 1, branch_id: "main", session_id: "amb", agent_id: "a" };
     const lines = [
-      { ...base, record_id: "abcd0001", parent_id: null, revision: 1, sequence: 1, type: "run_started", data: { run_id: "run-1", task: "t" } },
-      { ...base, record_id: "abcd0002", parent_id: "abcd0001", revision: 2, sequence: 2, type: "message_appended", data: { run_id: "run-1", message: { role: "assistant", content: "x" } } },
-      { ...base, record_id: "abce0003", parent_id: "abcd0002", revision: 3, sequence: 3, type: "run_finished", data: { run_id: "run-1", result: { status: "completed" } } },
+      {
+        ...base,
+        record_id: "abcd0001",
+        parent_id: null,
+        revision: 1,
+        sequence: 1,
+        type: "run_started",
+        data: { run_id: "run-1", task: "t" },
+      },
+      {
+        ...base,
+        record_id: "abcd0002",
+        parent_id: "abcd0001",
+        revision: 2,
+        sequence: 2,
+        type: "message_appended",
+        data: { run_id: "run-1", message: { role: "assistant", content: "x" } },
+      },
+      {
+        ...base,
+        record_id: "abce0003",
+        parent_id: "abcd0002",
+        revision: 3,
+        sequence: 3,
+        type: "run_finished",
+        data: { run_id: "run-1", result: { status: "completed" } },
+      },
     ];
     fs.writeFileSync(journal(d, "amb"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
     let r = cli(d, "sessions", "fork", "amb", "--from", "abcd");
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain("record 'abcd' is ambiguous in session 'amb': it starts 2 record ids: abcd0001 (r1 main run_started run run-1), abcd0002 (r2 main message_appended run run-1); give more characters, or the revision (r7)");
+    expect(r.stderr).toContain(
+      "record 'abcd' is ambiguous in session 'amb': it starts 2 record ids: abcd0001 (r1 main run_started run run-1), abcd0002 (r2 main message_appended run run-1); give more characters, or the revision (r7)",
+    );
     r = cli(d, "sessions", "fork", "amb", "--from", "abce", "--json");
     expect(r.stderr).toBe("");
     expect(JSON.parse(r.stdout).branch.base_record_id).toBe("abce0003");
@@ -229,7 +285,9 @@ describe("refused forks say what to do", () => {
     expect(cli(d, "sessions", "fork", "demo", "--name", "exp").status).toBe(0);
     let r = cli(d, "sessions", "fork", "demo", "--name", "exp");
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe(`agentcore sessions: session 'demo' already has a branch 'exp': choose another --name (or leave it out for a generated one), or work on that branch: agentcore agent --session demo --branch exp "TASK"\n`);
+    expect(r.stderr).toBe(
+      `agentcore sessions: session 'demo' already has a branch 'exp': choose another --name (or leave it out for a generated one), or work on that branch: agentcore agent --session demo --branch exp "TASK"\n`,
+    );
     // with --sessions-dir, the printed command carries it
     r = cli(work, "sessions", "fork", "demo", "--name", "exp", "--sessions-dir", path.join(d, ".agentcore", "sessions"));
     expect(r.stderr).toContain(`--branch exp --sessions-dir ${path.join(d, ".agentcore", "sessions")} "TASK"`);
@@ -249,7 +307,9 @@ describe("refused forks say what to do", () => {
     expect(JSON.parse(r.stdout).branch).toMatchObject({ source_branch_id: "exp", base_record_id: onExp.record_id });
     r = cli(d, "sessions", "fork", "demo", "--from", `r${onExp.revision}`, "--branch", "main");
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain(`record r${onExp.revision} is not on branch 'main' (it was written on 'exp'): leave out --branch to start from 'exp'`);
+    expect(r.stderr).toContain(
+      `record r${onExp.revision} is not on branch 'main' (it was written on 'exp'): leave out --branch to start from 'exp'`,
+    );
     r = cli(d, "sessions", "fork", "demo", "--branch", "ghost");
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("session 'demo' has no branch 'ghost' (branches main, exp, from-exp)");
@@ -275,7 +335,9 @@ describe("sessions delete", () => {
     let r = cli(d, "sessions", "delete", "demo");
     expect(r.status).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toBe("agentcore sessions: delete removes session 'demo' for good (3 record(s), 1 run(s), branch main); nothing was deleted. To confirm: agentcore sessions delete demo --yes\n");
+    expect(r.stderr).toBe(
+      "agentcore sessions: delete removes session 'demo' for good (3 record(s), 1 run(s), branch main); nothing was deleted. To confirm: agentcore sessions delete demo --yes\n",
+    );
     expect(fs.existsSync(file)).toBe(true);
 
     r = cli(d, "sessions", "delete", "demo", "--yes");
@@ -331,7 +393,13 @@ describe("sessions delete", () => {
   test("a session with a run still going is refused (and so is a fork at its head), until that process is gone", async () => {
     const d = dir("delete-live");
     agent(d, "demo", "one");
-    const child = Bun.spawn([bin, "agent", "--session", "demo", "--script", path.join(work, "slow.jsonl"), "a long task"], { cwd: d, env: ENV, stdout: "ignore", stderr: "ignore", stdin: "ignore" });
+    const child = Bun.spawn([bin, "agent", "--session", "demo", "--script", path.join(work, "slow.jsonl"), "a long task"], {
+      cwd: d,
+      env: ENV,
+      stdout: "ignore",
+      stderr: "ignore",
+      stdin: "ignore",
+    });
     const marks = () => fs.readdirSync(path.dirname(journal(d, "demo"))).filter((n) => n.includes(".run-"));
     for (let i = 0; i < 2000 && marks().length === 0; i++) await Bun.sleep(10);
     expect(marks().length).toBe(1);

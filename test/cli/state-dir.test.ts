@@ -103,7 +103,13 @@ describe(".agentcore/.gitignore", () => {
 describe(".agentcore/.gitignore for the daemon", () => {
   test("serve --state-dir .agentcore/daemon: the folder it creates gets the .gitignore; git status stays empty", async () => {
     const d = repo("daemon");
-    const proc = Bun.spawn([bin, "serve", "--port", "0", "--state-dir", ".agentcore/daemon", "--root", d], { cwd: d, env: ENV, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    const proc = Bun.spawn([bin, "serve", "--port", "0", "--state-dir", ".agentcore/daemon", "--root", d], {
+      cwd: d,
+      env: ENV,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     let err = "";
     const reader = proc.stderr.getReader();
     const decoder = new TextDecoder();

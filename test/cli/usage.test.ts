@@ -55,7 +55,10 @@ const INVOCATIONS: [string, string[]][] = [
   ["skills", ["skills", "list"]],
   ["history", ["history", "--file", join(work, "h.jsonl")]],
   ["mcp", ["mcp"]],
-  ...Object.keys(SESSIONS_SUBCOMMANDS).map((s): [string, string[]] => [`sessions ${s}`, ["sessions", s, ...(s === "list" ? [] : ["demo"])]]),
+  ...Object.keys(SESSIONS_SUBCOMMANDS).map((s): [string, string[]] => [
+    `sessions ${s}`,
+    ["sessions", s, ...(s === "list" ? [] : ["demo"])],
+  ]),
 ];
 
 describe("item 14: each command takes exactly its flags, and has its own --help", () => {
@@ -74,10 +77,22 @@ describe("item 14: each command takes exactly its flags, and has its own --help"
   test("a flag of another command is refused and says which commands take it", () => {
     expectUsage(run(["chat", "--events", "jsonl", "--script", script]), "chat", "--events applies to 'agent' only, not to 'chat'");
     expectUsage(run(["tools", "--script", script]), "tools", "--script applies to 'agent' and 'chat' only, not to 'tools'");
-    expectUsage(run(["execute", "--json", "{}"]), "execute", "--json applies to 'tools', 'sessions', 'skills' and 'history' only, not to 'execute'");
-    expectUsage(run(["tools", "--history", "h.jsonl"]), "tools", "--history applies to 'execute', 'run', 'agent', 'chat', 'history' and 'mcp' only, not to 'tools'");
+    expectUsage(
+      run(["execute", "--json", "{}"]),
+      "execute",
+      "--json applies to 'tools', 'sessions', 'skills' and 'history' only, not to 'execute'",
+    );
+    expectUsage(
+      run(["tools", "--history", "h.jsonl"]),
+      "tools",
+      "--history applies to 'execute', 'run', 'agent', 'chat', 'history' and 'mcp' only, not to 'tools'",
+    );
     expectUsage(run(["history", "--root", "."]), "history", "--root is not an option of 'history'");
-    expectUsage(run(["sessions", "show", "demo", "--force"]), "sessions show", "--force applies to 'sessions recover' and 'sessions delete' only, not to 'sessions show'");
+    expectUsage(
+      run(["sessions", "show", "demo", "--force"]),
+      "sessions show",
+      "--force applies to 'sessions recover' and 'sessions delete' only, not to 'sessions show'",
+    );
     expectUsage(run(["serve", "--script", script]), "serve", "--script applies to 'agent' and 'chat' only, not to 'serve'");
   });
 
@@ -85,7 +100,10 @@ describe("item 14: each command takes exactly its flags, and has its own --help"
     const overview = run(["--help"]);
     expect(overview.status).toBe(0);
     const helps = new Set<string>();
-    for (const command of [...COMMAND_NAMES.filter((c) => c !== "sessions"), ...Object.keys(SESSIONS_SUBCOMMANDS).map((s) => `sessions ${s}`)]) {
+    for (const command of [
+      ...COMMAND_NAMES.filter((c) => c !== "sessions"),
+      ...Object.keys(SESSIONS_SUBCOMMANDS).map((s) => `sessions ${s}`),
+    ]) {
       const r = run([...command.split(" "), "--help"]);
       expect(r.status).toBe(0);
       expect(r.stderr).toBe("");
@@ -130,14 +148,22 @@ describe("item 14: each command takes exactly its flags, and has its own --help"
     expect(k.status).toBe(0);
     expect(JSON.parse(k.stdout).skills).toEqual([]);
     // an option of the command written before it is still checked against it
-    expectUsage(run(["--json", "agent", "--script", script, "x"]), "agent", "--json applies to 'tools', 'sessions', 'skills' and 'history' only, not to 'agent'");
+    expectUsage(
+      run(["--json", "agent", "--script", script, "x"]),
+      "agent",
+      "--json applies to 'tools', 'sessions', 'skills' and 'history' only, not to 'agent'",
+    );
   });
 });
 
 describe("item 15: what is wrong, in a sentence, with the nearest flag or command", () => {
   test("mistyped flags suggest the nearest one of that command", () => {
     expectUsage(run(["agent", "--scirpt", script, "x"]), "agent", "unknown option --scirpt; did you mean --script?");
-    expectUsage(run(["agent", "--max-step", "3", "--script", script, "x"]), "agent", "unknown option --max-step; did you mean --max-steps?");
+    expectUsage(
+      run(["agent", "--max-step", "3", "--script", script, "x"]),
+      "agent",
+      "unknown option --max-step; did you mean --max-steps?",
+    );
     expectUsage(run(["tools", "--jsno"]), "tools", "unknown option --jsno; did you mean --json?");
     expectUsage(run(["serve", "--prot", "0"]), "serve", "unknown option --prot; did you mean --port?");
     expectUsage(run(["history", "--flie", "h.jsonl"]), "history", "unknown option --flie; did you mean --file?");
@@ -152,7 +178,11 @@ describe("item 15: what is wrong, in a sentence, with the nearest flag or comman
   test("mistyped commands and subcommands suggest the nearest one", () => {
     expectUsage(run(["sesions", "list"]), "", "unknown command 'sesions'; did you mean 'sessions'?");
     expectUsage(run(["agnet", "x"]), "", "unknown command 'agnet'; did you mean 'agent'?");
-    expectUsage(run(["exec", "{}"]), "", "unknown command 'exec' (commands: tools, execute, run, agent, chat, sessions, serve, skills, history, mcp)");
+    expectUsage(
+      run(["exec", "{}"]),
+      "",
+      "unknown command 'exec' (commands: tools, execute, run, agent, chat, sessions, serve, skills, history, mcp)",
+    );
     expectUsage(run(["sessions", "shwo", "demo"]), "sessions", "unknown subcommand 'shwo'; did you mean 'show'?");
     expectUsage(run(["skills", "lsit"]), "skills", "unknown subcommand 'lsit'; did you mean 'list'?");
     // a control character in the word is shown escaped
@@ -162,7 +192,11 @@ describe("item 15: what is wrong, in a sentence, with the nearest flag or comman
   test("missing and bad values say which flag and what it expects", () => {
     expectUsage(run(["agent", "--script", script, "x", "--max-steps"]), "agent", "option --max-steps needs a value (--max-steps N)");
     expectUsage(run(["agent", "--max-steps", "--script", script, "x"]), "agent", "option --max-steps needs a value (--max-steps N)");
-    expectUsage(run(["agent", "--script", script, "--system", "-x", "t"]), "agent", "option --system needs a value (--system TEXT); a value starting with '-' is written --system=-x");
+    expectUsage(
+      run(["agent", "--script", script, "--system", "-x", "t"]),
+      "agent",
+      "option --system needs a value (--system TEXT); a value starting with '-' is written --system=-x",
+    );
     expect(run(["agent", "--script", script, "--system=-x", "t"]).status).toBe(0);
     expectUsage(run(["agent", "--max-steps", "x", "--script", script, "y"]), "agent", "--max-steps expects a positive integer, got 'x'");
     expectUsage(run(["agent", "--max-steps", "0", "--script", script, "y"]), "agent", "--max-steps must be between 1 and 1000000, got 0");
@@ -210,7 +244,11 @@ describe("item 17: only usage errors point at --help", () => {
 
   test("no model: the flag and the variable, no usage hint", () => {
     const r = run(["agent", "--preset", "ollama", "x"]);
-    expect(r).toEqual({ status: 2, stdout: "", stderr: "agentcore: no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)\n" });
+    expect(r).toEqual({
+      status: 2,
+      stdout: "",
+      stderr: "agentcore: no model configured: pass --model NAME or set CHAT_MODEL (or play a script with --script FILE)\n",
+    });
   });
 
   test("a bad LLM_TIMEOUT: the variable and what it takes, no usage hint", () => {
@@ -239,7 +277,11 @@ describe("item 17: only usage errors point at --help", () => {
   });
 
   test("usage errors from the flags' combination point at the command's own help", () => {
-    expectUsage(run(["agent", "--script", script, "--model", "m", "x"]), "agent", "--script replaces the model: drop --preset, --model and --model-url");
+    expectUsage(
+      run(["agent", "--script", script, "--model", "m", "x"]),
+      "agent",
+      "--script replaces the model: drop --preset, --model and --model-url",
+    );
     expectUsage(run(["agent", "--continue"]), "agent", "--continue needs --session ID");
     expectUsage(run(["agent", "--branch", "b", "--script", script, "x"]), "agent", "--branch and --sessions-dir need --session ID");
     expectUsage(run(["agent", "--preset", "azure", "x"]), "agent", "--preset must be one of openai, lmstudio, ollama, got 'azure'");
@@ -261,8 +303,12 @@ describe("item 18: messages name the flag or variable, not the library's field",
 
   test("MODEL_URL, LLM_TEMPERATURE and LLM_INCLUDE_USAGE are named as such", () => {
     expect(run(["agent", "--model", "m", "x"], { MODEL_URL: "nope" }).stderr).toBe('agentcore: MODEL_URL is not a valid URL: "nope"\n');
-    expect(run(["agent", "--preset", "ollama", "--model", "m", "x"], { LLM_TEMPERATURE: "9" }).stderr).toBe('agentcore: LLM_TEMPERATURE must be a number from 0 to 2, got "9"\n');
-    expect(run(["agent", "--preset", "ollama", "--model", "m", "x"], { LLM_INCLUDE_USAGE: "yes" }).stderr).toBe('agentcore: LLM_INCLUDE_USAGE must be "true" or "false", got "yes"\n');
+    expect(run(["agent", "--preset", "ollama", "--model", "m", "x"], { LLM_TEMPERATURE: "9" }).stderr).toBe(
+      'agentcore: LLM_TEMPERATURE must be a number from 0 to 2, got "9"\n',
+    );
+    expect(run(["agent", "--preset", "ollama", "--model", "m", "x"], { LLM_INCLUDE_USAGE: "yes" }).stderr).toBe(
+      'agentcore: LLM_INCLUDE_USAGE must be "true" or "false", got "yes"\n',
+    );
   });
 
   test("no library field name reaches the user in these messages", () => {

@@ -25,7 +25,11 @@ describe("depth limit", () => {
     }
     return open + "0" + close;
   };
-  for (const [name, make] of [["arrays", arrays], ["objects", objects], ["mixed", mixed]] as const) {
+  for (const [name, make] of [
+    ["arrays", arrays],
+    ["objects", objects],
+    ["mixed", mixed],
+  ] as const) {
     test(`${name}: 64 levels accepted, 65 rejected`, () => {
       expect(err(make(64))).toBeNull();
       const e = err(make(65));
@@ -57,7 +61,13 @@ describe("size limit", () => {
   const ofSize = (n: number) => '"' + "a".repeat(n - 2) + '"';
   test("exactly 1 MiB is accepted, 1 MiB + 1 rejected (string input)", () => {
     expect(err(ofSize(MiB))).toBeNull();
-    expect(err(ofSize(MiB + 1))).toEqual({ code: "JSON_SIZE", message: "input exceeds 1048576 bytes", offset: MiB, line: 1, column: MiB + 1 });
+    expect(err(ofSize(MiB + 1))).toEqual({
+      code: "JSON_SIZE",
+      message: "input exceeds 1048576 bytes",
+      offset: MiB,
+      line: 1,
+      column: MiB + 1,
+    });
   });
   test("exactly 1 MiB is accepted, 1 MiB + 1 rejected (Uint8Array input)", () => {
     expect(err(enc.encode(ofSize(MiB)))).toBeNull();
@@ -175,7 +185,13 @@ describe("hashed key sets across many objects", () => {
 
 describe("other rules", () => {
   test("__proto__ is refused unless allowed", () => {
-    expect(err('{"__proto__":{"x":1}}')).toEqual({ code: "JSON_FORBIDDEN_KEY", message: 'forbidden key "__proto__"', offset: 1, line: 1, column: 2 });
+    expect(err('{"__proto__":{"x":1}}')).toEqual({
+      code: "JSON_FORBIDDEN_KEY",
+      message: 'forbidden key "__proto__"',
+      offset: 1,
+      line: 1,
+      column: 2,
+    });
     expect(err('{"\\u005f_proto__":1}')?.code).toBe("JSON_FORBIDDEN_KEY");
     expect(err('{"__proto_":1,"__proto__x":2,"constructor":3}')).toBeNull();
     expect(err('"__proto__"')).toBeNull();
@@ -197,7 +213,13 @@ describe("other rules", () => {
     expect(err("1.7976931348623157e308")).toBeNull();
     expect(err("[1e308,-1e308,1e-400,0e999999,0.0000001e314]")).toBeNull();
     for (const t of ["1.8e308", "1e400", "-1e309", "[1e99999999999999]", "1" + "0".repeat(309)]) {
-      expect(err(t)).toEqual({ code: "JSON_NUMBER_RANGE", message: "number out of range for a double", offset: t.startsWith("[") ? 1 : 0, line: 1, column: t.startsWith("[") ? 2 : 1 });
+      expect(err(t)).toEqual({
+        code: "JSON_NUMBER_RANGE",
+        message: "number out of range for a double",
+        offset: t.startsWith("[") ? 1 : 0,
+        line: 1,
+        column: t.startsWith("[") ? 2 : 1,
+      });
     }
   });
   test("lone surrogates from escapes and from JS text", () => {
@@ -208,7 +230,13 @@ describe("other rules", () => {
     expect(err('{"\\ud800":1}')?.code).toBe("JSON_ENCODING");
     expect(err('"\\ud83d\\ude00"')).toBeNull();
     // a JS string with an unpaired surrogate has no UTF-8 form
-    expect(err('["ab\ud800"]')).toEqual({ code: "JSON_ENCODING", message: "unpaired surrogate in input text", offset: 4, line: 1, column: 5 });
+    expect(err('["ab\ud800"]')).toEqual({
+      code: "JSON_ENCODING",
+      message: "unpaired surrogate in input text",
+      offset: 4,
+      line: 1,
+      column: 5,
+    });
     expect(err('[x"\ud800"]')?.code).toBe("JSON_PARSE");
   });
   test("invalid UTF-8", () => {
@@ -221,7 +249,8 @@ describe("other rules", () => {
       [0x22, 0x80, 0x22], // stray continuation
       [0x22, 0xf8, 0x88, 0x80, 0x80, 0x80, 0x22],
     ];
-    for (const b of bad) expect(err(new Uint8Array(b))).toEqual({ code: "JSON_ENCODING", message: "invalid utf-8 sequence", offset: 1, line: 1, column: 2 });
+    for (const b of bad)
+      expect(err(new Uint8Array(b))).toEqual({ code: "JSON_ENCODING", message: "invalid utf-8 sequence", offset: 1, line: 1, column: 2 });
     expect(err(new Uint8Array([0x22, 0xf0, 0x9f, 0x98, 0x80, 0x22]))).toBeNull();
     expect(err(new Uint8Array([0x5b, 0xff, 0x5d]))?.code).toBe("JSON_ENCODING");
   });

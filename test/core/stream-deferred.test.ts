@@ -74,7 +74,12 @@ describe("deferred plain string text", () => {
       const want = oneShot(doc);
       for (let size = 1; size <= 24; size++) {
         for (const chunks of chunkings(doc, size)) {
-          expect({ doc, size, first: chunks[0]!.length, got: streamed(chunks) }).toEqual({ doc, size, first: chunks[0]!.length, got: want });
+          expect({ doc, size, first: chunks[0]!.length, got: streamed(chunks) }).toEqual({
+            doc,
+            size,
+            first: chunks[0]!.length,
+            got: want,
+          });
           runs++;
         }
       }
@@ -128,7 +133,8 @@ describe("hot path bookkeeping (deltas counted lazily)", () => {
         if (last.state === "need_more") last = v.finish();
         const one = validateStrict(doc, { maxBytes });
         if (one === null) expect(last).toEqual({ state: "complete" });
-        else expect(last).toMatchObject({ state: "error", error: { code: one.code, offset: one.offset, line: one.line, column: one.column } });
+        else
+          expect(last).toMatchObject({ state: "error", error: { code: one.code, offset: one.offset, line: one.line, column: one.column } });
       } finally {
         v.dispose();
       }

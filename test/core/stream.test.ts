@@ -5,7 +5,7 @@ const enc = new TextEncoder();
 
 const SAMPLES: string[] = [
   '{"a":1,"b":[true,false,null],"c":"x"}',
-  '  [1, -2.5e+3, 0, 0.125, 1E5, -0]  ',
+  "  [1, -2.5e+3, 0, 0.125, 1E5, -0]  ",
   '"\\u00e9\\ud83d\\ude00\\n\\"\\\\\\/"',
   '"é中😀 plain text ☃"',
   '{"é":{"😀":["\\u0041", "a\\tb"]}, "k": 12345678901234567890}',
@@ -121,7 +121,11 @@ describe("string chunks on generated documents", () => {
     const fc = (await import("fast-check")).default;
     const docs = fc.oneof(
       fc.jsonValue({ maxDepth: 3, stringUnit: "binary" }).map((v) => JSON.stringify(v)),
-      fc.array(fc.constantFrom("a", "é", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", "\\", '"', "\n", " ", "\\x", "\\u12"), { maxLength: 40 }).map((parts) => '{"k":"' + parts.join("") + '"}'),
+      fc
+        .array(fc.constantFrom("a", "é", "😀", "\\n", '\\"', "\\u00e9", "\\ud83d\\ude00", "\\", '"', "\n", " ", "\\x", "\\u12"), {
+          maxLength: 40,
+        })
+        .map((parts) => '{"k":"' + parts.join("") + '"}'),
     );
     const cuts = fc.array(fc.nat(), { maxLength: 8 });
     fc.assert(
@@ -173,7 +177,20 @@ describe("string chunks: errors are reported by the push that completes them", (
     }
   }
   test("escapes cut at every point, good and bad", () => {
-    const bodies = ["ab\\nc", "a\\", "\\n\\t\\\"x", "x\\q", "x\\u00e9y", "x\\ud83d\\ude00", "x\\ud83dz", "é\\", "😀\\/", "a\tb", 'a"b', "\\\\\\"];
+    const bodies = [
+      "ab\\nc",
+      "a\\",
+      '\\n\\t\\"x',
+      "x\\q",
+      "x\\u00e9y",
+      "x\\ud83d\\ude00",
+      "x\\ud83dz",
+      "é\\",
+      "😀\\/",
+      "a\tb",
+      'a"b',
+      "\\\\\\",
+    ];
     for (const body of bodies) {
       const text = '{"k":"' + body + '","z":1}';
       for (let size = 1; size <= 6; size++) {
@@ -188,7 +205,27 @@ describe("string chunks: errors are reported by the push that completes them", (
   test("random escape-heavy strings in small random chunks", async () => {
     const fc = (await import("fast-check")).default;
     const docs = fc
-      .array(fc.constantFrom("a", "é", "😀", "\\n", '\\"', "\\\\", "\\u00e9", "\\ud83d\\ude00", "\\", '"', "\n", " ", "\\x", "\\u12", "\ud83d", "\ude00"), { maxLength: 30 })
+      .array(
+        fc.constantFrom(
+          "a",
+          "é",
+          "😀",
+          "\\n",
+          '\\"',
+          "\\\\",
+          "\\u00e9",
+          "\\ud83d\\ude00",
+          "\\",
+          '"',
+          "\n",
+          " ",
+          "\\x",
+          "\\u12",
+          "\ud83d",
+          "\ude00",
+        ),
+        { maxLength: 30 },
+      )
       .map((parts) => '["' + parts.join("") + '"]');
     const sizes = fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 40 });
     fc.assert(
@@ -211,7 +248,7 @@ describe("size limit in the stream equals one-shot", () => {
   // already validated its earlier chunks, while one-shot checks size first)
   test("every split of texts just over maxBytes gives the same error", () => {
     const limits = { maxBytes: 12 };
-    for (const text of ['[1,\n2,\n3,\n4,\n5]', '["é😀",\n "abcdef"]', '{"a":\n"λλλλλλ"}', "[1, 2, 3, 4, 5, 6]"]) {
+    for (const text of ["[1,\n2,\n3,\n4,\n5]", '["é😀",\n "abcdef"]', '{"a":\n"λλλλλλ"}', "[1, 2, 3, 4, 5, 6]"]) {
       const want = validateStrict(text, limits);
       expect(want?.code).toBe("JSON_SIZE");
       const bytes = enc.encode(text);
@@ -244,7 +281,10 @@ describe("JsonStreamValidator behaviour", () => {
     expect(v.push("}")).toEqual({ state: "complete" });
     expect(v.push("  \n")).toEqual({ state: "complete" });
     const st = v.push(" x");
-    expect(st).toEqual({ state: "error", error: { code: "JSON_PARSE", message: "unexpected content after value", offset: 15, line: 2, column: 2 } });
+    expect(st).toEqual({
+      state: "error",
+      error: { code: "JSON_PARSE", message: "unexpected content after value", offset: 15, line: 2, column: 2 },
+    });
     expect(v.push("{}")).toBe(st);
     expect(v.finish()).toBe(st);
     expect(v.bytesSeen).toBe(16);
@@ -265,7 +305,10 @@ describe("JsonStreamValidator behaviour", () => {
   test("finish() on an incomplete value reports the end offset", () => {
     const v = new JsonStreamValidator();
     v.push('{"a": [1, ');
-    expect(v.finish()).toEqual({ state: "error", error: { code: "JSON_PARSE", message: "unexpected end of data", offset: 10, line: 1, column: 11 } });
+    expect(v.finish()).toEqual({
+      state: "error",
+      error: { code: "JSON_PARSE", message: "unexpected end of data", offset: 10, line: 1, column: 11 },
+    });
     v.dispose();
   });
   test("a high surrogate at the end of a string chunk is held back", () => {
@@ -289,7 +332,7 @@ describe("JsonStreamValidator behaviour", () => {
     vs.forEach((v) => v.dispose());
   });
   test("100 KB string in 20-byte deltas", () => {
-    const doc = JSON.stringify({ text: "lorem ipsum é😀 \\ \" ".repeat(5000) });
+    const doc = JSON.stringify({ text: 'lorem ipsum é😀 \\ " '.repeat(5000) });
     const v = new JsonStreamValidator();
     let st: StreamStatus = { state: "need_more" };
     for (let i = 0; i < doc.length; i += 20) {
@@ -310,7 +353,9 @@ describe("incremental equals one-shot on generated documents", () => {
     const docs = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
       fc.jsonValue({ maxDepth: 3, stringUnit: "binary" }).map((v) => JSON.stringify(v, null, 1)),
-      fc.jsonValue({ maxDepth: 2, stringUnit: "grapheme" }).map((v) => JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"))),
+      fc
+        .jsonValue({ maxDepth: 2, stringUnit: "grapheme" })
+        .map((v) => JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"))),
     );
     const edits = fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.boolean()), { maxLength: 2 });
     const cuts = fc.array(fc.nat(), { maxLength: 6 });

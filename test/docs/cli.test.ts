@@ -15,7 +15,10 @@ beforeAll(() => {
 const doc = fs.readFileSync(path.join(REPO, "docs/cli.md"), "utf8");
 
 function help(...args: string[]): string {
-  const r = Bun.spawnSync([bin, ...args, "--help"], { cwd: REPO, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTCORE_CONFIG: "" } });
+  const r = Bun.spawnSync([bin, ...args, "--help"], {
+    cwd: REPO,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTCORE_CONFIG: "" },
+  });
   expect(r.exitCode).toBe(0);
   return r.stdout.toString();
 }

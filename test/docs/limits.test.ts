@@ -18,7 +18,10 @@ const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", AGENTCORE_CONFIG: "" };
 function row(name: string): string[] {
   const line = doc.split("\n").find((l) => l.startsWith(`| ${name} |`));
   expect(line).toBeDefined();
-  return line!.split("|").slice(2, -1).map((c) => c.trim());
+  return line!
+    .split("|")
+    .slice(2, -1)
+    .map((c) => c.trim());
 }
 
 function execute(args: string[], stdin?: string) {

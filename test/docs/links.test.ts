@@ -7,7 +7,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO } from "../support/binary.ts";
 
-const pages = ["README.md", ...fs.readdirSync(path.join(REPO, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const pages = [
+  "README.md",
+  ...fs
+    .readdirSync(path.join(REPO, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 /** The page's text without fenced code blocks and inline code (links there are not links). */
 function prose(md: string): string {

@@ -39,7 +39,12 @@ function shBlocks(text: string): string[] {
 
 /** A line the README shows matches a line of output; "…" stands for any text. */
 function matches(shown: string, actual: string): boolean {
-  return new RegExp(`^${shown.split("…").map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(actual);
+  return new RegExp(
+    `^${shown
+      .split("…")
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+  ).test(actual);
 }
 
 describe("README", () => {
@@ -47,7 +52,10 @@ describe("README", () => {
     const [setup] = shBlocks(section("Set-up: two commands"));
     const commands = setup!.split("\n").filter((l) => l !== "" && !l.startsWith("#"));
     expect(commands).toEqual(["npm ci && npm run build && ./dist/agentcore run examples/tool_calls.jsonl", "npm ci && npm test"]);
-    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { scripts: Record<string, string>; engines: { node: string } };
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+      engines: { node: string };
+    };
     expect(pkg.scripts.build).toContain("--outfile dist/agentcore");
     expect(pkg.scripts.test).toContain("bun test");
     expect(pkg.engines.node).toBe(">=22");

@@ -19,7 +19,15 @@ beforeEach(() => {
   const recs = [
     record({ call_id: "c1", tool: "echo", time: "2026-11-30T08:00:00.000Z", decision: { action: "allow", by: "rule:0" } }),
     record({ call_id: "c2", tool: "read_file", time: "2026-11-30T08:30:00.000Z", success: false, code: "NOT_FOUND", duration_ms: 3.25 }),
-    record({ call_id: "c3", tool: "write_file", effect: "side_effecting", time: "2026-11-30T09:00:00.000Z", success: false, code: "DENIED", decision: { action: "deny", by: "default" } }),
+    record({
+      call_id: "c3",
+      tool: "write_file",
+      effect: "side_effecting",
+      time: "2026-11-30T09:00:00.000Z",
+      success: false,
+      code: "DENIED",
+      decision: { action: "deny", by: "default" },
+    }),
   ];
   writeFileSync(file, recs.map((r) => JSON.stringify(r)).join("\n") + "\n");
 });
@@ -59,7 +67,12 @@ describe("agentcore history (command function)", () => {
   });
 
   test("--tool, --failed and --since filter", () => {
-    const ids = (argv: string[]) => run(["--file", file, "--json", ...argv]).stdout.trimEnd().split("\n").filter(Boolean).map((l) => JSON.parse(l).call_id);
+    const ids = (argv: string[]) =>
+      run(["--file", file, "--json", ...argv])
+        .stdout.trimEnd()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).call_id);
     expect(ids(["--tool", "echo"])).toEqual(["c1"]);
     expect(ids(["--failed"])).toEqual(["c2", "c3"]);
     expect(ids(["--since", "2026-11-30T08:30:00Z"])).toEqual(["c2", "c3"]);
@@ -151,7 +164,12 @@ describe("agentcore history (through src/cli/main.ts)", () => {
   test("table and --json, exit 0", async () => {
     const t = await cli(["history", "--file", file, "--failed"]);
     expect(t.status).toBe(0);
-    expect(t.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[2])).toEqual(["CALL", "c2", "c3"]);
+    expect(
+      t.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[2]),
+    ).toEqual(["CALL", "c2", "c3"]);
     const j = await cli(["history", "--file", file, "--json", "--tool", "echo"]);
     expect(j.status).toBe(0);
     expect(JSON.parse(j.stdout).call_id).toBe("c1");
@@ -227,17 +245,25 @@ describe("--history FILE on execute, run and agent (through src/cli/main.ts)", (
     expect(r.status).toBe(1);
     const h = await cli(["history", "--file", log, "--json", "--failed"]);
     expect(h.status).toBe(0);
-    expect(h.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).call_id)).toEqual(["r3"]);
+    expect(
+      h.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).call_id),
+    ).toEqual(["r3"]);
     const all = await cli(["--history", log, "history", "--json"]); // the flag before the command works too
     expect(all.stdout.trimEnd().split("\n").length).toBe(3);
   });
 
   test("agent records its tool calls with run information", async () => {
     const script = join(dir, "script.jsonl");
-    writeFileSync(script, [
-      JSON.stringify({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: '{"path":"note.txt"}' }] }),
-      JSON.stringify({ content: "done" }),
-    ].join("\n") + "\n");
+    writeFileSync(
+      script,
+      [
+        JSON.stringify({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: '{"path":"note.txt"}' }] }),
+        JSON.stringify({ content: "done" }),
+      ].join("\n") + "\n",
+    );
     const r = await cli(["agent", "--script", script, "--history", log, "read note.txt"]);
     expect(r.status).toBe(0);
     const [rec, ...more] = readHistory(log);
@@ -278,7 +304,13 @@ describe("the compiled binary", () => {
     const bin = binaryPath();
     const log = join(dir, "bin-history.jsonl");
     const run = async (args: string[]) => {
-      const p = Bun.spawn([bin, ...args], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+      const p = Bun.spawn([bin, ...args], {
+        cwd: dir,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      });
       const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
       return { status, stdout, stderr };
     };

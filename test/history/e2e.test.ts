@@ -23,10 +23,7 @@ test("every call that reaches the chain is recorded with its decision and result
   const log = HistoryLog.open(file);
   const rt = createRuntime({
     root: dir,
-    middleware: [
-      historyMiddleware(log),
-      ruleBasedPolicy({ rules: [{ id: "echo-ok", action: "allow", tools: ["echo", "boom"] }] }),
-    ],
+    middleware: [historyMiddleware(log), ruleBasedPolicy({ rules: [{ id: "echo-ok", action: "allow", tools: ["echo", "boom"] }] })],
     tools: [
       {
         name: "boom",

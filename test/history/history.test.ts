@@ -8,13 +8,7 @@ import { appendFileSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { canonicalJson } from "../../src/core/canonical.ts";
-import {
-  argumentsDigest,
-  HistoryError,
-  HistoryLog,
-  historyMiddleware,
-  readHistory,
-} from "../../src/runtime/history.ts";
+import { argumentsDigest, HistoryError, HistoryLog, historyMiddleware, readHistory } from "../../src/runtime/history.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { ToolError } from "../../src/tools/definition.ts";
 import { ctxFor, ECHO, fail, ok, record, tempDir, WRITE } from "./helpers.ts";
@@ -58,7 +52,11 @@ describe("historyMiddleware", () => {
   test("records every field of a successful call, without arguments by default", async () => {
     const log = HistoryLog.open(file);
     const mw = historyMiddleware(log);
-    const ctx = ctxFor(ECHO, { message: "secret-value", a: 1 }, { id: "call-7", decision: { action: "allow", by: "rule:reads", reason: "r" } });
+    const ctx = ctxFor(
+      ECHO,
+      { message: "secret-value", a: 1 },
+      { id: "call-7", decision: { action: "allow", by: "rule:reads", reason: "r" } },
+    );
     const before = Date.now();
     const outcome = await mw(ctx, async (c) => ok(c, { echoed: true }));
     log.close();
@@ -67,7 +65,18 @@ describe("historyMiddleware", () => {
     expect(text).not.toContain("secret-value");
     expect(text.endsWith("\n")).toBe(true);
     const [rec] = readHistory(file);
-    expect(Object.keys(rec!)).toEqual(["v", "time", "tool", "call_id", "effect", "decision", "duration_ms", "success", "code", "args_sha256"]);
+    expect(Object.keys(rec!)).toEqual([
+      "v",
+      "time",
+      "tool",
+      "call_id",
+      "effect",
+      "decision",
+      "duration_ms",
+      "success",
+      "code",
+      "args_sha256",
+    ]);
     expect(rec!.v).toBe(1);
     expect(rec!.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(Date.parse(rec!.time)).toBeGreaterThanOrEqual(before - 1);
@@ -143,15 +152,22 @@ describe("historyMiddleware", () => {
   test("a throwing next is recorded as a failure and rethrown", async () => {
     const log = HistoryLog.open(file);
     const mw = historyMiddleware(log);
-    await expect(mw(ctxFor(ECHO, {}), async () => {
-      throw new Error("boom");
-    })).rejects.toThrow("boom");
-    await expect(mw(ctxFor(ECHO, {}), async () => {
-      throw new ToolError("NOT_FOUND", "gone");
-    })).rejects.toThrow("gone");
+    await expect(
+      mw(ctxFor(ECHO, {}), async () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    await expect(
+      mw(ctxFor(ECHO, {}), async () => {
+        throw new ToolError("NOT_FOUND", "gone");
+      }),
+    ).rejects.toThrow("gone");
     log.close();
     const recs = readHistory(file);
-    expect(recs.map((r) => [r.success, r.code])).toEqual([[false, "TOOL_ERROR"], [false, "NOT_FOUND"]]);
+    expect(recs.map((r) => [r.success, r.code])).toEqual([
+      [false, "TOOL_ERROR"],
+      [false, "NOT_FOUND"],
+    ]);
   });
 
   test("a failed append does not fail the call: it is logged and the outcome returned", async () => {
@@ -345,7 +361,7 @@ describe("torn tails from another writer", () => {
   });
 
   test("at every cut point of the torn record", () => {
-    const full = JSON.stringify(record({ call_id: "torn", arguments: { v: 1, s: "a\"b\u00e9\n", inner: { v: [2] } } }));
+    const full = JSON.stringify(record({ call_id: "torn", arguments: { v: 1, s: 'a"b\u00e9\n', inner: { v: [2] } } }));
     const after = JSON.stringify(record({ call_id: "after" }));
     for (let cut = 1; cut < full.length; cut++) {
       writeFileSync(file, full.slice(0, cut) + after + "\n" + full.slice(0, cut) + "\n" + after + "\n");

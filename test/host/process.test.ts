@@ -19,11 +19,19 @@ function script(body: string): { stdout: string; code: number | null; signal: st
   const file = path.join(dir, `s${++n}.ts`);
   fs.writeFileSync(file, `import { holdCleanup } from ${CLEANUP};\nimport { installProcessHost } from ${HOST};\n${body}\n`);
   const r = Bun.spawnSync([process.execPath, file], { stdout: "pipe", stderr: "pipe", timeout: 30_000 });
-  return { stdout: r.stdout.toString(), code: r.exitCode, signal: r.signalCode === undefined || r.signalCode === null ? null : String(r.signalCode) };
+  return {
+    stdout: r.stdout.toString(),
+    code: r.exitCode,
+    signal: r.signalCode === undefined || r.signalCode === null ? null : String(r.signalCode),
+  };
 }
 
 describe("installProcessHost", () => {
-  for (const [signal, status] of [["SIGTERM", 143], ["SIGINT", 130], ["SIGHUP", 129]] as const) {
+  for (const [signal, status] of [
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+    ["SIGHUP", 129],
+  ] as const) {
     test(`${signal} no command handles, while a clean-up is held: the clean-ups run (signal part, then exit part), exit ${status}`, () => {
       const r = script(`installProcessHost();
 holdCleanup({ signal: async () => { await new Promise((r) => setTimeout(r, 20)); console.log("signal clean-up"); }, exit: () => console.log("exit clean-up") });

@@ -34,17 +34,40 @@ function env(dir: string): Record<string, string> {
 
 function journal(dir: string): Record<string, unknown>[] {
   const file = new JsonlSessionStorage(join(dir, ".agentcore", "sessions")).fileFor(SESSION);
-  return readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  return readFileSync(file, "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-const ID_KEYS = new Set(["record_id", "parent_record_id", "run_id", "agent_id", "created_at", "started_at", "finished_at", "timestamp", "ts", "time", "at", "duration_ms", "elapsed_ms", "pid", "revision"]);
+const ID_KEYS = new Set([
+  "record_id",
+  "parent_record_id",
+  "run_id",
+  "agent_id",
+  "created_at",
+  "started_at",
+  "finished_at",
+  "timestamp",
+  "ts",
+  "time",
+  "at",
+  "duration_ms",
+  "elapsed_ms",
+  "pid",
+  "revision",
+]);
 
 /** A record with its ids and times replaced by their kind, so equal runs compare equal. */
 function normal(value: unknown, key = ""): unknown {
   if (ID_KEYS.has(key) || /(_id|_at|_ms)$/.test(key)) return value === null ? null : typeof value;
   if (Array.isArray(value)) return value.map((v) => normal(v));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, normal(v, k)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, normal(v, k)]),
+    );
   }
   return value;
 }
@@ -53,7 +76,23 @@ async function viaAgent(): Promise<Record<string, unknown>[]> {
   const dir = tmp("agentcore-same-agent-");
   const script = join(dir, "task.jsonl");
   writeFileSync(script, TURNS.map((t) => JSON.stringify(t)).join("\n") + "\n");
-  const p = Bun.spawnSync([binaryPath(), "agent", "--no-plan", "--context-window", String(WINDOW), "--system", SYSTEM, "--session", SESSION, "--script", script, TASK], { cwd: dir, env: env(dir), stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(
+    [
+      binaryPath(),
+      "agent",
+      "--no-plan",
+      "--context-window",
+      String(WINDOW),
+      "--system",
+      SYSTEM,
+      "--session",
+      SESSION,
+      "--script",
+      script,
+      TASK,
+    ],
+    { cwd: dir, env: env(dir), stdout: "pipe", stderr: "pipe" },
+  );
   expect(p.stderr.toString()).toBe("");
   expect(p.exitCode).toBe(0);
   return journal(dir);
@@ -63,7 +102,10 @@ async function viaChat(): Promise<Record<string, unknown>[]> {
   const dir = tmp("agentcore-same-chat-");
   const script = join(dir, "task.jsonl");
   writeFileSync(script, TURNS.map((t) => JSON.stringify(t)).join("\n") + "\n");
-  const p = Bun.spawn([binaryPath(), "chat", "--no-plan", "--context-window", String(WINDOW), "--system", SYSTEM, "--session", SESSION, "--script", script], { cwd: dir, env: env(dir), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn(
+    [binaryPath(), "chat", "--no-plan", "--context-window", String(WINDOW), "--system", SYSTEM, "--session", SESSION, "--script", script],
+    { cwd: dir, env: env(dir), stdin: "pipe", stdout: "pipe", stderr: "pipe" },
+  );
   procs.push(p);
   p.stdin.write(`${TASK}\n`);
   await p.stdin.end();
@@ -75,7 +117,12 @@ async function viaChat(): Promise<Record<string, unknown>[]> {
 
 async function viaDaemon(): Promise<Record<string, unknown>[]> {
   const dir = tmp("agentcore-same-serve-");
-  const p = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], { cwd: dir, env: env(dir), stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], {
+    cwd: dir,
+    env: env(dir),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   procs.push(p);
   // Read stderr until the URL and token lines are there.
   const reader = p.stderr.getReader();

@@ -39,7 +39,10 @@ function config(extra: Record<string, unknown> = {}, server: Record<string, unkn
   return { path, log };
 }
 
-const pids = (log: string) => logLines(log).filter((l) => l.startsWith("start ")).map((l) => Number(l.split(" ")[1]));
+const pids = (log: string) =>
+  logLines(log)
+    .filter((l) => l.startsWith("start "))
+    .map((l) => Number(l.split(" ")[1]));
 
 async function cli(argv: string[], opts: { bin?: string } = {}) {
   const cmd = opts.bin !== undefined ? [opts.bin, ...argv] : [BUN, MAIN, ...argv];
@@ -128,11 +131,16 @@ for (const mode of ["source", "binary"] as const) {
 
     test("the client's cancellation travels through agentcore to the MCP server behind it", async () => {
       const ac = new AbortController();
-      const p = client.callTool({ name: "fx__slow", arguments: { ms: 60_000 } }, { signal: ac.signal }).then(() => null, (e) => e);
+      const p = client.callTool({ name: "fx__slow", arguments: { ms: 60_000 } }, { signal: ac.signal }).then(
+        () => null,
+        (e) => e,
+      );
       await until(() => logLines(log).some((l) => l.startsWith("call slow ")), "the call to reach the fixture");
       ac.abort();
       expect(await p).toBeInstanceOf(Error);
-      const id = logLines(log).find((l) => l.startsWith("call slow "))!.split(" ")[2];
+      const id = logLines(log)
+        .find((l) => l.startsWith("call slow "))!
+        .split(" ")[2];
       await until(() => logLines(log).includes(`cancelled ${id}`), "the cancellation to reach the fixture");
     });
 
@@ -148,7 +156,10 @@ for (const mode of ["source", "binary"] as const) {
 }
 
 /** Read the child's stdout until `enough(text)`, then close its stdin and read to the end. */
-async function readUntilThenClose(p: { stdout: ReadableStream<Uint8Array>; stdin: { end(): unknown } }, enough: (text: string) => boolean): Promise<string> {
+async function readUntilThenClose(
+  p: { stdout: ReadableStream<Uint8Array>; stdin: { end(): unknown } },
+  enough: (text: string) => boolean,
+): Promise<string> {
   const reader = p.stdout.getReader();
   const dec = new TextDecoder();
   let text = "";
@@ -177,7 +188,12 @@ describe("agentcore mcp on the wire", () => {
       env: { ...ENV, AGENTCORE_LOG_LEVEL: "debug" },
     });
     const msgs = [
-      { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } },
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+      },
       { jsonrpc: "2.0", method: "notifications/initialized" },
       { jsonrpc: "2.0", id: 2, method: "tools/list" },
       { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "fx__count", arguments: {} } },
@@ -207,7 +223,10 @@ describe("agentcore mcp --history", () => {
       await client.close();
     }
     const lines = logLines(history).map((l) => JSON.parse(l) as { tool: string; call_id: string; success: boolean; code: string | null });
-    expect(lines.map((l) => [l.tool, l.success, l.code])).toEqual([["echo", true, null], ["fx__fail", false, "TOOL_ERROR"]]);
+    expect(lines.map((l) => [l.tool, l.success, l.code])).toEqual([
+      ["echo", true, null],
+      ["fx__fail", false, "TOOL_ERROR"],
+    ]);
     for (const l of lines) expect(l.call_id).toMatch(/^mcp-\d+$/);
   }, 20_000);
 });
@@ -226,10 +245,20 @@ describe("mcpServers in the config of tools, execute and run", () => {
   test("run dispatches calls to the MCP server on one connection (binary)", async () => {
     const c = config();
     const calls = join(dir, "calls.jsonl");
-    writeFileSync(calls, ['{"id":"a","tool":"fx__count","arguments":{}}', '{"id":"b","tool":"fx__count","arguments":{}}', '{"id":"c","tool":"fx__fail","arguments":{}}'].join("\n") + "\n");
+    writeFileSync(
+      calls,
+      [
+        '{"id":"a","tool":"fx__count","arguments":{}}',
+        '{"id":"b","tool":"fx__count","arguments":{}}',
+        '{"id":"c","tool":"fx__fail","arguments":{}}',
+      ].join("\n") + "\n",
+    );
     const r = await cli(["--config", c.path, "run", calls], { bin: binaryPath() });
     expect(r.status).toBe(1);
-    const envs = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const envs = r.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(envs.map((e) => e.result?.structured_content?.calls ?? e.error.code)).toEqual([1, 2, "TOOL_ERROR"]);
     expect(pids(c.log)).toHaveLength(1);
     expect(alive(pids(c.log)[0]!)).toBe(false);
@@ -282,16 +311,23 @@ describe("mcpServers in the config of tools, execute and run", () => {
     const c = config({}, { args: ["-e", "console.error('boom: missing API key'); process.exit(3)"] });
     const r = await cli(["--config", c.path, "tools"], { bin: binaryPath() });
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('mcp server "fx" exited with status 3 before it answered initialize; last stderr lines: boom: missing API key');
+    expect(r.stderr).toContain(
+      'mcp server "fx" exited with status 3 before it answered initialize; last stderr lines: boom: missing API key',
+    );
     expect(r.stderr).not.toContain("Connection closed");
     expect(r.stdout).toBe("");
   }, 120_000);
 
   test("a server killed by a signal before answering, with control characters on stderr: the signal is named, the bytes escaped", async () => {
-    const c = config({}, { args: ["-e", "process.stderr.write('first\\n\\u001b[2Jsecond\\u0007\\n', () => process.kill(process.pid, 'SIGKILL'))"] });
+    const c = config(
+      {},
+      { args: ["-e", "process.stderr.write('first\\n\\u001b[2Jsecond\\u0007\\n', () => process.kill(process.pid, 'SIGKILL'))"] },
+    );
     const r = await cli(["--config", c.path, "tools"]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('mcp server "fx" exited with signal SIGKILL before it answered initialize; last stderr lines: first | \\u001b[2Jsecond\\u0007');
+    expect(r.stderr).toContain(
+      'mcp server "fx" exited with signal SIGKILL before it answered initialize; last stderr lines: first | \\u001b[2Jsecond\\u0007',
+    );
     expect(r.stderr).not.toContain("\u001b");
   });
 
@@ -303,7 +339,15 @@ describe("mcpServers in the config of tools, execute and run", () => {
   });
 
   test("only the last stderr lines are quoted, however much the server wrote", async () => {
-    const c = config({}, { args: ["-e", "let s = ''; for (let i = 0; i < 5000; i++) s += 'noise ' + i + '\\n'; process.stderr.write(s + 'the real reason\\n', () => process.exit(1))"] });
+    const c = config(
+      {},
+      {
+        args: [
+          "-e",
+          "let s = ''; for (let i = 0; i < 5000; i++) s += 'noise ' + i + '\\n'; process.stderr.write(s + 'the real reason\\n', () => process.exit(1))",
+        ],
+      },
+    );
     const r = await cli(["--config", c.path, "tools"]);
     expect(r.status).toBe(2);
     const line = r.stderr.split("\n").find((l) => l.includes("exited with status 1"))!;
@@ -318,7 +362,9 @@ describe("mcpServers in the config of tools, execute and run", () => {
     const env = JSON.parse(r.stdout.trim());
     expect(env.success).toBe(false);
     expect(env.error.code).toBe("UNAVAILABLE");
-    expect(env.error.message).toBe('mcp server "fx" was lost during the call (the server process exited with status 4; last stderr lines: fixture: lost the database | \\u001b[2Jfixture: giving up); the call was not retried');
+    expect(env.error.message).toBe(
+      'mcp server "fx" was lost during the call (the server process exited with status 4; last stderr lines: fixture: lost the database | \\u001b[2Jfixture: giving up); the call was not retried',
+    );
     for (const pid of pids(join(dir, "die.log"))) expect(alive(pid)).toBe(false);
   }, 120_000);
 });
@@ -332,12 +378,19 @@ describe("agent with MCP tools", () => {
       [
         { content: null, tool_calls: [{ id: "call_1", name: "fx__count", arguments: "{}" }] },
         { content: "The server has served one call." },
-      ].map((l) => JSON.stringify(l)).join("\n") + "\n",
+      ]
+        .map((l) => JSON.stringify(l))
+        .join("\n") + "\n",
     );
     const r = await cli(["--config", c.path, "agent", "--script", script, "--events", "jsonl", "How many calls?"]);
     expect(r.status).toBe(0);
-    const events = r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown });
-    const done = events.find((e) => e.kind === "tool_completed") as { result: { messages: { role: string; content: string }[] } } | undefined;
+    const events = r.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown });
+    const done = events.find((e) => e.kind === "tool_completed") as
+      | { result: { messages: { role: string; content: string }[] } }
+      | undefined;
     // the tool message the model saw: the mapped MCP result
     const message = done!.result.messages[0]!;
     expect(message.role).toBe("tool");
@@ -367,10 +420,19 @@ describe("usage", () => {
 });
 
 describe("signals", () => {
-  for (const [sig, status] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+  for (const [sig, status] of [
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+  ] as const) {
     test(`${sig} while 'run -' waits for input: the servers are stopped (even one that ignores stdin's end and SIGTERM), exit ${status}`, async () => {
       const c = config({}, { args: [FIXTURE, "stubborn"] });
-      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "run", "-"], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "run", "-"], {
+        cwd: dir,
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: ENV,
+      });
       p.stdin.write('{"id":"1","tool":"fx__count","arguments":{}}\n');
       p.stdin.flush();
       const reader = p.stdout.getReader();
@@ -382,10 +444,19 @@ describe("signals", () => {
       await until(() => !alive(server!), "the stubborn server to be killed");
     }, 20_000);
   }
-  for (const [sig, status] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+  for (const [sig, status] of [
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+  ] as const) {
     test(`${sig} while a server hangs at start-up: the server (which ignores stdin and SIGTERM) is stopped, exit ${status}`, async () => {
       const c = config({}, { args: [FIXTURE, "hang"], connect_timeout_ms: 600_000 });
-      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "tools"], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV });
+      const p = Bun.spawn([BUN, MAIN, "--config", c.path, "tools"], {
+        cwd: dir,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: ENV,
+      });
       await until(() => pids(c.log).length === 1, "the hanging server to start");
       p.kill(sig);
       const [status_, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
@@ -396,7 +467,13 @@ describe("signals", () => {
   }
   test("SIGTERM to 'agentcore serve' while a server hangs at start-up: the server is stopped, exit 143, nothing listens", async () => {
     const c = config({}, { args: [FIXTURE, "hang"], connect_timeout_ms: 600_000 });
-    const p = Bun.spawn([BUN, MAIN, "serve", "--config", c.path, "--port", "0", "--state-dir", join(dir, "state")], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...ENV, AGENTCORE_TOKEN: "t".repeat(64) } });
+    const p = Bun.spawn([BUN, MAIN, "serve", "--config", c.path, "--port", "0", "--state-dir", join(dir, "state")], {
+      cwd: dir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...ENV, AGENTCORE_TOKEN: "t".repeat(64) },
+    });
     await until(() => pids(c.log).length === 1, "the hanging server to start");
     p.kill("SIGTERM");
     const [status, stderr] = await Promise.all([p.exited, new Response(p.stderr).text()]);
@@ -408,8 +485,14 @@ describe("signals", () => {
     // Both clean-up helpers (the MCP servers' and exec's children's) listen to the
     // ending signals; each stood aside for the other, so the signal was ignored.
     const root = mkdtempSync(join(dir, "exec-root-"));
-    const c = config({ root, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 60_000, isolation: "off" } } }, { args: [FIXTURE, "stubborn"] });
-    const p = Bun.spawn([BUN, MAIN, "--config", c.path, "--tools", "exec", "execute", '{"id":"1","tool":"exec","arguments":{"argv":["sleep","45"]}}'], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV });
+    const c = config(
+      { root, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 60_000, isolation: "off" } } },
+      { args: [FIXTURE, "stubborn"] },
+    );
+    const p = Bun.spawn(
+      [BUN, MAIN, "--config", c.path, "--tools", "exec", "execute", '{"id":"1","tool":"exec","arguments":{"argv":["sleep","45"]}}'],
+      { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: ENV },
+    );
     const childSleep = (): number | undefined => {
       for (const e of readdirSync("/proc")) {
         if (!/^\d+$/.test(e)) continue;
@@ -448,9 +531,18 @@ describe("signals", () => {
 
 describe("agentcore mcp reads JSON-RPC as strictly as execute", () => {
   // One raw exchange: each request line, then the answers until every id is back.
-  async function exchange(lines: (string | Uint8Array)[], expectIds: number, extraArgs: string[] = []): Promise<{ answers: Record<string, unknown>[]; stderr: string; status: number }> {
+  async function exchange(
+    lines: (string | Uint8Array)[],
+    expectIds: number,
+    extraArgs: string[] = [],
+  ): Promise<{ answers: Record<string, unknown>[]; stderr: string; status: number }> {
     const p = Bun.spawn([BUN, MAIN, ...extraArgs, "mcp"], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    };
     p.stdin.write(JSON.stringify(init) + "\n");
     p.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
     for (const l of lines) p.stdin.write(l);
@@ -459,22 +551,34 @@ describe("agentcore mcp reads JSON-RPC as strictly as execute", () => {
     // Refusals (id null) are written as soon as their line is read, so they may
     // come before answers to earlier lines (JSON-RPC matches answers by id):
     // keep the refusals in order, then the answers by id, without initialize's.
-    const all = text.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const all = text
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const refusals = all.filter((m) => m.id === null);
     const byId = all.filter((m) => typeof m.id === "number" && m.id !== 1).sort((x, y) => (x.id as number) - (y.id as number));
     return { answers: [...refusals, ...byId], stderr, status };
   }
-  const call = (id: number, args: string) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":${args}}}\n`;
+  const call = (id: number, args: string) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":${args}}}\n`;
 
   test("a repeated key, __proto__ and bad UTF-8 are parse errors (-32700) naming the place; no tool runs; good lines still work", async () => {
     const dup = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","name":"echo","arguments":{"a":1}}}\n';
     const proto = call(3, '{"__proto__":{"x":1}}');
-    const utf8 = new Uint8Array([...new TextEncoder().encode(call(4, '{"s":"X"}').split("X")[0]!), 0xff, ...new TextEncoder().encode('"}}}\n')]);
+    const utf8 = new Uint8Array([
+      ...new TextEncoder().encode(call(4, '{"s":"X"}').split("X")[0]!),
+      0xff,
+      ...new TextEncoder().encode('"}}}\n'),
+    ]);
     const good = call(5, '{"message":"ok"}');
     const { answers, status } = await exchange([dup, proto, "\n", utf8, good], 4);
     expect(status).toBe(0);
     expect(answers.length).toBe(4);
-    const [a, b, c, d] = answers as { id: unknown; error?: { code: number; message: string; data: Record<string, unknown> }; result?: { structuredContent?: unknown } }[];
+    const [a, b, c, d] = answers as {
+      id: unknown;
+      error?: { code: number; message: string; data: Record<string, unknown> };
+      result?: { structuredContent?: unknown };
+    }[];
     expect(a!.id).toBeNull();
     expect(a!.error!.code).toBe(-32700);
     expect(a!.error!.data).toMatchObject({ code: "JSON_DUPLICATE_KEY", offset: dup.indexOf('"name":"echo"'), line: 1 });
@@ -488,9 +592,16 @@ describe("agentcore mcp reads JSON-RPC as strictly as execute", () => {
   test("a line over the limit is refused once and skipped; the next line is served", async () => {
     // --max-input-bytes 1024: the message limit is 2 x 1024 + 64 KiB
     const big = call(2, JSON.stringify({ s: "x".repeat(200_000) }));
-    const { answers } = await exchange([big.slice(0, 70_000), big.slice(70_000), call(3, '{"message":"after"}')], 2, ["--max-input-bytes", "1024"]);
+    const { answers } = await exchange([big.slice(0, 70_000), big.slice(70_000), call(3, '{"message":"after"}')], 2, [
+      "--max-input-bytes",
+      "1024",
+    ]);
     expect(answers.length).toBe(2);
-    const [a, b] = answers as { id: unknown; error?: { code: number; data: Record<string, unknown> }; result?: { structuredContent?: unknown } }[];
+    const [a, b] = answers as {
+      id: unknown;
+      error?: { code: number; data: Record<string, unknown> };
+      result?: { structuredContent?: unknown };
+    }[];
     expect(a!.error!.code).toBe(-32700);
     expect(a!.error!.data).toMatchObject({ code: "JSON_SIZE" });
     expect(b!.id).toBe(3);

@@ -12,7 +12,11 @@ const DENO = join(REPO, "node_modules/.bin/deno");
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
 
 test("deno run examples/mcp_client.ts: server-everything's tools through the library", () => {
-  const r = Bun.spawnSync([DENO, "run", "--allow-read", "--allow-env", "--allow-run", "--allow-sys", "examples/mcp_client.ts"], { cwd: REPO, env: ENV, stdin: "ignore" });
+  const r = Bun.spawnSync([DENO, "run", "--allow-read", "--allow-env", "--allow-run", "--allow-sys", "examples/mcp_client.ts"], {
+    cwd: REPO,
+    env: ENV,
+    stdin: "ignore",
+  });
   expect(r.exitCode).toBe(0);
   const lines = r.stdout.toString().trimEnd().split("\n");
   expect(lines[0]).toBe("MCP tools: everything__echo, everything__get-sum, everything__get-tiny-image");

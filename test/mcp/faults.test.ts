@@ -25,12 +25,19 @@ const lines: string[] = [];
 const logger = createLogger({ level: "warn", sink: (l) => lines.push(l) });
 
 /** A fixture config with its own log file. */
-function fixture(mode = "normal", extra: Partial<McpServerConfig> = {}, env: Record<string, string> = {}): { config: McpServerConfig; log: string } {
+function fixture(
+  mode = "normal",
+  extra: Partial<McpServerConfig> = {},
+  env: Record<string, string> = {},
+): { config: McpServerConfig; log: string } {
   const log = join(dir, `fixture-${++n}.log`);
   return { log, config: { command: NODE, args: [FIXTURE, mode], env: { FIXTURE_LOG: log, ...env }, ...extra } };
 }
 
-const pids = (log: string) => logLines(log).filter((l) => l.startsWith("start ")).map((l) => Number(l.split(" ")[1]));
+const pids = (log: string) =>
+  logLines(log)
+    .filter((l) => l.startsWith("start "))
+    .map((l) => Number(l.split(" ")[1]));
 
 describe("calls", () => {
   let rt: Runtime;
@@ -57,7 +64,9 @@ describe("calls", () => {
     ac.abort();
     const e = await p;
     expect(e.error?.code).toBe("CANCELLED");
-    const id = logLines(log).find((l) => l.startsWith("call slow "))!.split(" ")[2];
+    const id = logLines(log)
+      .find((l) => l.startsWith("call slow "))!
+      .split(" ")[2];
     await until(() => logLines(log).includes(`cancelled ${id}`), "the cancellation to reach the server");
   });
 
@@ -89,7 +98,12 @@ describe("calls", () => {
   test("a huge result is capped at max_result_bytes and flagged", async () => {
     const e = await rt.dispatch('{"id":"c5","tool":"fx__huge","arguments":{"n":3000000}}');
     expect(e.error).toBeNull();
-    const r = e.result as { content: { type: string; text: string }[]; truncated: boolean; original_bytes: number; structured_content?: unknown };
+    const r = e.result as {
+      content: { type: string; text: string }[];
+      truncated: boolean;
+      original_bytes: number;
+      structured_content?: unknown;
+    };
     expect(r.truncated).toBe(true);
     expect(r.original_bytes).toBeGreaterThan(3_000_000);
     expect(Buffer.byteLength(JSON.stringify(r))).toBeLessThanOrEqual(4096);
@@ -99,7 +113,13 @@ describe("calls", () => {
 
   test("a result under the cap is not flagged", async () => {
     const e = await rt.dispatch('{"id":"c6","tool":"fx__huge","arguments":{"n":100}}');
-    expect(e.result).toEqual({ content: [{ type: "text", text: "x".repeat(100) }, { type: "text", text: "tail" }], structured_content: { n: 100 } });
+    expect(e.result).toEqual({
+      content: [
+        { type: "text", text: "x".repeat(100) },
+        { type: "text", text: "tail" },
+      ],
+      structured_content: { n: 100 },
+    });
   });
 });
 
@@ -109,12 +129,17 @@ describe("the server dies or misbehaves", () => {
     const h = new McpToolHandler("fx", f.config, { logger });
     await h.connect();
     const first = h.pid!;
-    const p = h.callTool("slow", { ms: 60_000 }).then(() => null, (e) => e);
+    const p = h.callTool("slow", { ms: 60_000 }).then(
+      () => null,
+      (e) => e,
+    );
     await until(() => logLines(f.log).some((l) => l.startsWith("call slow ")), "the slow call to start");
     process.kill(first, "SIGKILL");
     const err = await p;
     expect(err.code).toBe("UNAVAILABLE");
-    expect(err.message).toBe('mcp server "fx" was lost during the call (the server process exited with signal SIGKILL; it wrote nothing to stderr); the call was not retried');
+    expect(err.message).toBe(
+      'mcp server "fx" was lost during the call (the server process exited with signal SIGKILL; it wrote nothing to stderr); the call was not retried',
+    );
     // the next call starts a new server process
     const r = await h.callTool("count", {});
     expect(r.structured_content).toMatchObject({ calls: 1 });
@@ -164,14 +189,20 @@ describe("the server dies or misbehaves", () => {
     const h = new McpToolHandler("junk", f.config, { logger });
     await h.connect();
     const first = h.pid!;
-    const err = await h.callTool("count", {}).then(() => null, (e) => e);
+    const err = await h.callTool("count", {}).then(
+      () => null,
+      (e) => e,
+    );
     expect(err.code).toBe("UNAVAILABLE");
     expect(err.message).toBe(
       'mcp server "junk" was lost during the call (protocol violation: the server sent a line that is not a JSON-RPC message: "this is {not json-rpc"); the call was not retried',
     );
     expect(alive(first)).toBe(false);
     // a new process is started for the next call (which fails the same way: the fixture is consistent)
-    const again = await h.callTool("count", {}).then(() => null, (e) => e);
+    const again = await h.callTool("count", {}).then(
+      () => null,
+      (e) => e,
+    );
     expect(again.code).toBe("UNAVAILABLE");
     expect(h.connections).toBe(2);
     expect(pids(f.log)).toHaveLength(2);
@@ -194,7 +225,10 @@ describe("the server dies or misbehaves", () => {
   test("close() while a server hangs at start-up ends the attempt at once, not after connect_timeout_ms", async () => {
     const f = fixture("hang", { connect_timeout_ms: 600_000 });
     const h = new McpToolHandler("stuck", f.config, { logger });
-    const p = h.connect().then(() => null, (e) => e);
+    const p = h.connect().then(
+      () => null,
+      (e) => e,
+    );
     await until(() => pids(f.log).length === 1, "the server to start");
     await h.close(); // without ending the attempt this would wait ten minutes
     const err = await p;
@@ -207,7 +241,10 @@ describe("the server dies or misbehaves", () => {
     const good = fixture("normal");
     const rt = createRuntime({ logger });
     const ac = new AbortController();
-    const p = attachMcpServers(rt, { stuck: hang.config, good: good.config }, { logger, signal: ac.signal }).then(() => null, (e) => e);
+    const p = attachMcpServers(rt, { stuck: hang.config, good: good.config }, { logger, signal: ac.signal }).then(
+      () => null,
+      (e) => e,
+    );
     await until(() => pids(hang.log).length === 1 && pids(good.log).length === 1, "both servers to start");
     ac.abort();
     const err = await p;
@@ -245,7 +282,11 @@ describe("the server dies or misbehaves", () => {
 
   test("a server that exits at once: its exit status and stderr are in the startup error", async () => {
     const rt = createRuntime({ logger });
-    const err = await attachMcpServers(rt, { bad: { command: NODE, args: ["-e", "console.error('missing API key'); process.exit(3)"], connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+    const err = await attachMcpServers(
+      rt,
+      { bad: { command: NODE, args: ["-e", "console.error('missing API key'); process.exit(3)"], connect_timeout_ms: 5000 } },
+      { logger },
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(McpStartupError);
     expect(err.message).toBe('mcp server "bad" exited with status 3 before it answered initialize; last stderr lines: missing API key');
   }, 20_000);
@@ -258,15 +299,23 @@ describe("the server dies or misbehaves", () => {
       "  if (m.method === 'tools/list') process.stderr.write('cannot read the tool catalogue\\n', () => process.exit(5)); } });",
     ].join("\n");
     const rt = createRuntime({ logger });
-    const err = await attachMcpServers(rt, { lister: { command: NODE, args: ["-e", script], connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+    const err = await attachMcpServers(rt, { lister: { command: NODE, args: ["-e", script], connect_timeout_ms: 5000 } }, { logger }).catch(
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(McpStartupError);
-    expect(err.message).toBe('mcp server "lister" exited with status 5 while listing its tools; last stderr lines: cannot read the tool catalogue');
+    expect(err.message).toBe(
+      'mcp server "lister" exited with status 5 while listing its tools; last stderr lines: cannot read the tool catalogue',
+    );
   }, 20_000);
 
   test("one failing server closes the others that did start", async () => {
     const good = fixture("normal");
     const rt = createRuntime({ logger });
-    const err = await attachMcpServers(rt, { good: good.config, stuck: fixture("hang", { connect_timeout_ms: 300 }).config }, { logger }).catch((e) => e);
+    const err = await attachMcpServers(
+      rt,
+      { good: good.config, stuck: fixture("hang", { connect_timeout_ms: 300 }).config },
+      { logger },
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(McpStartupError);
     const [pid] = pids(good.log);
     expect(alive(pid!)).toBe(false);
@@ -290,7 +339,9 @@ describe("tool registration", () => {
     const a = fixture("normal", { prefix: "" });
     const b = fixture("normal", { prefix: "" });
     const err = await attachMcpServers(rt, { a: a.config, b: b.config }, { logger }).catch((e) => e);
-    expect(err.message).toBe('mcp server "b": its tool "count" collides with the tool "count" of mcp server "a"; set "prefix" (mcpServers.b.prefix) or "exclude" to avoid it');
+    expect(err.message).toBe(
+      'mcp server "b": its tool "count" collides with the tool "count" of mcp server "a"; set "prefix" (mcpServers.b.prefix) or "exclude" to avoid it',
+    );
   });
 
   test("a schema ajv rejects and a name agentcore cannot carry are skipped with a warning; the rest register", async () => {
@@ -316,7 +367,11 @@ describe("tool registration", () => {
     try {
       expect(mcp.tools).toHaveLength(512);
       expect(mcp.skipped).toHaveLength(605 - 512);
-      expect(mcp.skipped[0]).toEqual({ server: "many", tool: "t507", reason: 'the server offers more than 512 tools; use "include" to choose' });
+      expect(mcp.skipped[0]).toEqual({
+        server: "many",
+        tool: "t507",
+        reason: 'the server offers more than 512 tools; use "include" to choose',
+      });
     } finally {
       await mcp.close();
     }
@@ -364,9 +419,14 @@ describe("reconnection", () => {
     await until(() => h.transportKind === undefined, "the loss to be noticed");
     writeFileSync(flag, "");
     for (let i = 0; i < 3; i++) {
-      const err = await h.callTool("count", {}).then(() => null, (e) => e);
+      const err = await h.callTool("count", {}).then(
+        () => null,
+        (e) => e,
+      );
       expect(err.code).toBe("UNAVAILABLE");
-      expect(err.message).toBe('mcp server "fx" exited with status 1 before it answered initialize; last stderr lines: fixture: refusing to start (flag file present)');
+      expect(err.message).toBe(
+        'mcp server "fx" exited with status 1 before it answered initialize; last stderr lines: fixture: refusing to start (flag file present)',
+      );
     }
     expect(pids(f.log)).toHaveLength(4); // the first start, then one attempt per call (no retries inside a call)
     rmSync(flag);
@@ -383,7 +443,10 @@ describe("error text from a server is bounded", () => {
     const f = fixture("normal", {}, { FIXTURE_EXTRA: "rpc_error" });
     const h = new McpToolHandler("fx", f.config, { logger });
     try {
-      const err = await h.callTool("rpc_error", { n: 2_000_000 }).then(() => null, (e) => e);
+      const err = await h.callTool("rpc_error", { n: 2_000_000 }).then(
+        () => null,
+        (e) => e,
+      );
       expect(err.code).toBe("TOOL_ERROR");
       expect(err.details.mcp_error_code).toBe(-32000);
       expect(err.message.length).toBeLessThan(1200);
@@ -396,10 +459,18 @@ describe("error text from a server is bounded", () => {
 
   test("a huge HTTP error body at start-up is cut in the startup error", async () => {
     const body = `<h1>${"x".repeat(2_000_000)}</h1>`;
-    const srv = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(body, { status: 500, headers: { "content-type": "text/html" } }) });
+    const srv = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => new Response(body, { status: 500, headers: { "content-type": "text/html" } }),
+    });
     try {
       const rt = createRuntime({ logger });
-      const err = await attachMcpServers(rt, { web: { url: `http://127.0.0.1:${srv.port}/mcp`, connect_timeout_ms: 5000 } }, { logger }).catch((e) => e);
+      const err = await attachMcpServers(
+        rt,
+        { web: { url: `http://127.0.0.1:${srv.port}/mcp`, connect_timeout_ms: 5000 } },
+        { logger },
+      ).catch((e) => e);
       expect(err).toBeInstanceOf(McpStartupError);
       expect(err.message).toStartWith('mcp server "web": cannot connect: ');
       expect(err.message).toContain("more characters]");
@@ -438,9 +509,14 @@ describe("StdioTransport", () => {
     await client.connect(t);
     const pid = t.pid!;
     expect((await client.callTool({ name: "huge", arguments: { n: 100 } })).isError).toBeFalsy();
-    const err = await client.callTool({ name: "huge", arguments: { n: 100_000 } }).then(() => null, (e) => e);
+    const err = await client.callTool({ name: "huge", arguments: { n: 100_000 } }).then(
+      () => null,
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(Error);
-    expect(errors.some((e) => e instanceof McpProtocolError && e.message === "the server sent a message longer than 4096 bytes")).toBe(true);
+    expect(errors.some((e) => e instanceof McpProtocolError && e.message === "the server sent a message longer than 4096 bytes")).toBe(
+      true,
+    );
     await until(() => !alive(pid), "the server to be stopped");
     await client.close();
   });
@@ -448,7 +524,10 @@ describe("StdioTransport", () => {
   test("a program that cannot be started rejects start() (no process, no hang)", async () => {
     const { StdioTransport } = await import("../../src/mcp/stdio.ts");
     const t = new StdioTransport({ command: join(dir, "missing-binary") });
-    const err = await t.start().then(() => null, (e) => e);
+    const err = await t.start().then(
+      () => null,
+      (e) => e,
+    );
     expect(err?.code).toBe("ENOENT");
     await t.close();
   });
@@ -470,7 +549,10 @@ describe("shutdown", () => {
     const h = new McpToolHandler("fx", f.config, { logger });
     await h.connect();
     const pid = h.pid!;
-    const p = h.callTool("slow", { ms: 60_000 }).then(() => null, (e) => e);
+    const p = h.callTool("slow", { ms: 60_000 }).then(
+      () => null,
+      (e) => e,
+    );
     await until(() => logLines(f.log).some((l) => l.startsWith("call slow ")), "the slow call to reach the server");
     await h.close();
     const err = await p;
@@ -482,7 +564,11 @@ describe("shutdown", () => {
 
   test("behind a wrapper (sh -c), the server the wrapper started is stopped too", async () => {
     const log = join(dir, "wrapped.log");
-    const h = new McpToolHandler("wrapped", { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } }, { logger });
+    const h = new McpToolHandler(
+      "wrapped",
+      { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } },
+      { logger },
+    );
     await h.connect();
     const wrapper = h.pid!;
     const [server] = pids(log);
@@ -496,13 +582,20 @@ describe("shutdown", () => {
 
   test("when the wrapper dies on its own, what it started is killed with it", async () => {
     const log = join(dir, "wrapped2.log");
-    const h = new McpToolHandler("wrapped", { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } }, { logger });
+    const h = new McpToolHandler(
+      "wrapped",
+      { command: "sh", args: ["-c", `"${NODE}" "${FIXTURE}" stubborn; echo wrapper-done >&2`], env: { FIXTURE_LOG: log } },
+      { logger },
+    );
     await h.connect();
     const wrapper = h.pid!;
     const [server] = pids(log);
     process.kill(wrapper, "SIGKILL");
     await until(() => !alive(server!), "the wrapped server to be killed with its group");
-    const err = await h.callTool("count", {}).then(() => null, (e) => e);
+    const err = await h.callTool("count", {}).then(
+      () => null,
+      (e) => e,
+    );
     // the next call starts a new wrapper and server (the previous ones are gone)
     expect(err).toBeNull();
     expect(pids(log)).toHaveLength(2);

@@ -68,9 +68,17 @@ export function logLines(path: string): string[] {
 }
 
 /** A server-everything child in an HTTP mode on a free loopback port; resolves once it answers. */
-export async function startEverythingHttp(mode: "streamableHttp" | "sse", fixedPort?: number): Promise<{ port: number; proc: ReturnType<typeof Bun.spawn>; stop(): Promise<void> }> {
+export async function startEverythingHttp(
+  mode: "streamableHttp" | "sse",
+  fixedPort?: number,
+): Promise<{ port: number; proc: ReturnType<typeof Bun.spawn>; stop(): Promise<void> }> {
   const port = fixedPort ?? (await freePort());
-  const proc = Bun.spawn([NODE, EVERYTHING, mode], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: String(port) }, stdout: "ignore", stderr: "ignore", stdin: "ignore" });
+  const proc = Bun.spawn([NODE, EVERYTHING, mode], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: String(port) },
+    stdout: "ignore",
+    stderr: "ignore",
+    stdin: "ignore",
+  });
   await until(() => tcpOpen(port), `server-everything ${mode} on port ${port}`);
   return {
     port,

@@ -19,7 +19,9 @@ describe("server-everything over stdio", () => {
   let mcp: McpToolset;
   beforeAll(async () => {
     rt = createRuntime({ logger: quiet });
-    mcp = await attachMcpServers(rt, { ev: { command: NODE, args: [EVERYTHING, "stdio"], timeout_ms: 20_000, tools: { "get-sum": { effect: "read_only" } } } });
+    mcp = await attachMcpServers(rt, {
+      ev: { command: NODE, args: [EVERYTHING, "stdio"], timeout_ms: 20_000, tools: { "get-sum": { effect: "read_only" } } },
+    });
   }, 30_000);
   afterAll(() => mcp.close());
 
@@ -91,7 +93,11 @@ describe("server-everything over stdio", () => {
     // Steps 1 and 2 come 100 ms before the result; the SDK delivers progress
     // asynchronously, so the last one can lose the race with the result (a
     // report after the call settled is dropped by design).
-    const expected = [{ progress: 1, total: 3 }, { progress: 2, total: 3 }, { progress: 3, total: 3 }];
+    const expected = [
+      { progress: 1, total: 3 },
+      { progress: 2, total: 3 },
+      { progress: 3, total: 3 },
+    ];
     expect(reports.length).toBeGreaterThanOrEqual(2);
     expect(reports.map(([, d]) => d)).toEqual(expected.slice(0, reports.length));
     expect(reports.every(([m]) => m.length > 0)).toBe(true);
@@ -99,7 +105,11 @@ describe("server-everything over stdio", () => {
 
   test("the server sees a minimal environment plus the configured variables, not our secrets", async () => {
     process.env.AGENTCORE_TEST_SECRET = "hunter2";
-    const h = new McpToolHandler("envcheck", { command: NODE, args: [EVERYTHING, "stdio"], env: { GIVEN_VAR: "given" } }, { logger: quiet });
+    const h = new McpToolHandler(
+      "envcheck",
+      { command: NODE, args: [EVERYTHING, "stdio"], env: { GIVEN_VAR: "given" } },
+      { logger: quiet },
+    );
     try {
       const r = await h.callTool("get-env", {});
       const env = JSON.parse((r.content[0] as { text: string }).text) as Record<string, string>;
@@ -158,7 +168,9 @@ describe("server-everything over HTTP", () => {
 
   test("type: http does not fall back to SSE on a connection error; the startup error names the server", async () => {
     const rt = createRuntime({ logger: quiet });
-    const err = await attachMcpServers(rt, { gone: { url: "http://127.0.0.1:9/mcp", type: "http", connect_timeout_ms: 3000 } }).catch((e) => e);
+    const err = await attachMcpServers(rt, { gone: { url: "http://127.0.0.1:9/mcp", type: "http", connect_timeout_ms: 3000 } }).catch(
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(McpStartupError);
     expect(err.message).toContain('mcp server "gone"');
     expect(rt.registry.has("gone__echo")).toBe(false);
@@ -176,7 +188,9 @@ describe("server-filesystem", () => {
 
   test("reads a file inside its root; a path outside is a tool error", async () => {
     const rt = createRuntime({ logger: quiet });
-    const mcp = await attachMcpServers(rt, { fs: { command: NODE, args: [FILESYSTEM, dir], effect: "read_only", include: ["read_text_file", "list_directory"] } });
+    const mcp = await attachMcpServers(rt, {
+      fs: { command: NODE, args: [FILESYSTEM, dir], effect: "read_only", include: ["read_text_file", "list_directory"] },
+    });
     try {
       expect(mcp.tools).toEqual(["fs__read_text_file", "fs__list_directory"]);
       expect(rt.registry.get("fs__read_text_file")?.effect).toBe("read_only");
@@ -216,7 +230,10 @@ describe("server-everything over Streamable HTTP, restarted", () => {
       await h.connect();
       expect((await h.callTool("echo", { message: "one" })).content).toEqual([{ type: "text", text: "Echo: one" }]);
       await srv.stop();
-      const err = await h.callTool("echo", { message: "two" }).then(() => null, (e) => e);
+      const err = await h.callTool("echo", { message: "two" }).then(
+        () => null,
+        (e) => e,
+      );
       expect(err.code).toBe("UNAVAILABLE");
       expect(err.message).toContain('mcp server "web"');
       srv = await startEverythingHttp("streamableHttp", port);
@@ -226,7 +243,10 @@ describe("server-everything over Streamable HTTP, restarted", () => {
       // restarted between two calls: the first finds its session unknown (a 4xx), fails, and is not retried
       await srv.stop();
       srv = await startEverythingHttp("streamableHttp", port);
-      const stale = await h.callTool("echo", { message: "four" }).then(() => null, (e) => e);
+      const stale = await h.callTool("echo", { message: "four" }).then(
+        () => null,
+        (e) => e,
+      );
       expect(stale.code).toBe("UNAVAILABLE");
       expect(stale.message).toContain("session");
       expect((await h.callTool("echo", { message: "five" })).content).toEqual([{ type: "text", text: "Echo: five" }]);

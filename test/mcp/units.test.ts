@@ -31,12 +31,36 @@ describe("parseMcpServers", () => {
   test("the shape other MCP clients use, plus our options", () => {
     const c = parse(
       {
-        fs: { command: "npx", args: ["-y", "srv", "${HOME}/data"], env: { TOKEN: "${T}" }, cwd: "work", prefix: "", effect: "read_only", tools: { write: { effect: "side_effecting" } }, exclude: ["rm"], timeout_ms: 5, connect_timeout_ms: 6, max_result_bytes: 2048 },
+        fs: {
+          command: "npx",
+          args: ["-y", "srv", "${HOME}/data"],
+          env: { TOKEN: "${T}" },
+          cwd: "work",
+          prefix: "",
+          effect: "read_only",
+          tools: { write: { effect: "side_effecting" } },
+          exclude: ["rm"],
+          timeout_ms: 5,
+          connect_timeout_ms: 6,
+          max_result_bytes: 2048,
+        },
         web: { url: "https://h.example/mcp", headers: { Authorization: "Bearer ${T}" }, type: "http" },
       },
       { HOME: "/home/u", T: "s3cret" },
     );
-    expect(c.fs).toEqual({ command: "npx", args: ["-y", "srv", "/home/u/data"], env: { TOKEN: "s3cret" }, cwd: "/etc/agentcore/work", prefix: "", effect: "read_only", tools: { write: { effect: "side_effecting" } }, exclude: ["rm"], timeout_ms: 5, connect_timeout_ms: 6, max_result_bytes: 2048 });
+    expect(c.fs).toEqual({
+      command: "npx",
+      args: ["-y", "srv", "/home/u/data"],
+      env: { TOKEN: "s3cret" },
+      cwd: "/etc/agentcore/work",
+      prefix: "",
+      effect: "read_only",
+      tools: { write: { effect: "side_effecting" } },
+      exclude: ["rm"],
+      timeout_ms: 5,
+      connect_timeout_ms: 6,
+      max_result_bytes: 2048,
+    });
     expect(c.web).toEqual({ url: "https://h.example/mcp", headers: { Authorization: "Bearer s3cret" }, type: "http" });
   });
 
@@ -57,19 +81,29 @@ describe("parseMcpServers", () => {
     expect(err({ s: { url: "http://h/", type: "stdio" } })).toBe('"mcpServers.s.type" is "stdio" but the server has "url"');
     expect(err({ s: { command: "x", type: "websocket" } })).toBe('"mcpServers.s.type" must be one of stdio, http, sse');
     expect(err({ s: { command: "x", effect: "pure" } })).toBe('"mcpServers.s.effect" must be one of read_only, side_effecting');
-    expect(err({ s: { command: "x", tools: { t: { effect: "pure" } } } })).toBe('"mcpServers.s.tools.t.effect" must be one of read_only, side_effecting');
-    expect(err({ s: { command: "x", tools: { t: { timeout: 1 } } } })).toBe('"mcpServers.s.tools.t": unknown key "timeout" (known: effect)');
+    expect(err({ s: { command: "x", tools: { t: { effect: "pure" } } } })).toBe(
+      '"mcpServers.s.tools.t.effect" must be one of read_only, side_effecting',
+    );
+    expect(err({ s: { command: "x", tools: { t: { timeout: 1 } } } })).toBe(
+      '"mcpServers.s.tools.t": unknown key "timeout" (known: effect)',
+    );
     expect(err({ s: { command: "x", include: ["a"], exclude: ["b"] } })).toBe('"mcpServers.s": use "include" or "exclude", not both');
     expect(err({ s: { command: "x", timeout_ms: 0 } })).toBe('"mcpServers.s.timeout_ms" must be a positive integer');
     expect(err({ s: { command: "x", connect_timeout_ms: 1.5 } })).toBe('"mcpServers.s.connect_timeout_ms" must be a positive integer');
     // a timer cannot wait longer than 2^31-1 ms: a larger value would fire at once, not never
-    expect(err({ s: { command: "x", timeout_ms: 2_147_483_648 } })).toBe('"mcpServers.s.timeout_ms" must be at most 2147483647 (about 24.8 days)');
-    expect(err({ s: { url: "http://h/", connect_timeout_ms: Number.MAX_SAFE_INTEGER } })).toBe('"mcpServers.s.connect_timeout_ms" must be at most 2147483647 (about 24.8 days)');
+    expect(err({ s: { command: "x", timeout_ms: 2_147_483_648 } })).toBe(
+      '"mcpServers.s.timeout_ms" must be at most 2147483647 (about 24.8 days)',
+    );
+    expect(err({ s: { url: "http://h/", connect_timeout_ms: Number.MAX_SAFE_INTEGER } })).toBe(
+      '"mcpServers.s.connect_timeout_ms" must be at most 2147483647 (about 24.8 days)',
+    );
     expect(parse({ s: { command: "x", timeout_ms: 2_147_483_647 } }).s!.timeout_ms).toBe(2_147_483_647);
     expect(err({ s: { command: "x", max_result_bytes: 100 } })).toBe('"mcpServers.s.max_result_bytes" must be at least 1024');
     expect(err({ s: { command: "x", prefix: "a__b c" } })).toBe(`"mcpServers.s.prefix" must be "" or 1 to 32 letters, digits, '_' or '-'`);
     expect(err({ s: { command: "x", args: ["${NOPE}"] } })).toBe('"mcpServers.s.args[0]": environment variable NOPE is not set');
-    expect(err({ s: { url: "http://h/", headers: { A: "${NOPE}" } } })).toBe('"mcpServers.s.headers.A": environment variable NOPE is not set');
+    expect(err({ s: { url: "http://h/", headers: { A: "${NOPE}" } } })).toBe(
+      '"mcpServers.s.headers.A": environment variable NOPE is not set',
+    );
   });
 
   test('a server or tool named "__proto__" is an ordinary key', () => {
@@ -162,16 +196,21 @@ describe("result mapping", () => {
       fc.record({ type: fc.constant("resource" as const), uri: fc.string({ maxLength: 600 }), text: fc.string({ maxLength: 2000 }) }),
     );
     fc.assert(
-      fc.property(fc.array(block, { maxLength: 12 }), fc.option(fc.jsonValue({ maxDepth: 3 }), { nil: undefined }), fc.integer({ min: 1024, max: 8192 }), (content, sc, max) => {
-        const r: McpCallResult = sc === undefined ? { content } : { content, structured_content: sc };
-        const c = capResult(r, max);
-        const over = Buffer.byteLength(JSON.stringify(r)) > max;
-        if (!over) expect(c).toBe(r);
-        else {
-          expect(Buffer.byteLength(JSON.stringify(c))).toBeLessThanOrEqual(max);
-          expect(c.truncated).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.array(block, { maxLength: 12 }),
+        fc.option(fc.jsonValue({ maxDepth: 3 }), { nil: undefined }),
+        fc.integer({ min: 1024, max: 8192 }),
+        (content, sc, max) => {
+          const r: McpCallResult = sc === undefined ? { content } : { content, structured_content: sc };
+          const c = capResult(r, max);
+          const over = Buffer.byteLength(JSON.stringify(r)) > max;
+          if (!over) expect(c).toBe(r);
+          else {
+            expect(Buffer.byteLength(JSON.stringify(c))).toBeLessThanOrEqual(max);
+            expect(c.truncated).toBe(true);
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -179,9 +218,21 @@ describe("result mapping", () => {
 
 describe("createMcpServer", () => {
   test("envelope → CallToolResult", () => {
-    expect(envelopeToCallToolResult({ id: "1", success: true, tool: "t", result: [1, 2], error: null, duration_ms: 1 })).toEqual({ content: [{ type: "text", text: "[1,2]" }] });
-    expect(envelopeToCallToolResult({ id: "1", success: true, tool: "t", result: { a: 1 }, error: null, duration_ms: 1 })).toEqual({ content: [{ type: "text", text: '{"a":1}' }], structuredContent: { a: 1 } });
-    const failed = envelopeToCallToolResult({ id: "1", success: false, tool: "t", result: null, error: { code: "DENIED", message: "no", details: {} }, duration_ms: 1 });
+    expect(envelopeToCallToolResult({ id: "1", success: true, tool: "t", result: [1, 2], error: null, duration_ms: 1 })).toEqual({
+      content: [{ type: "text", text: "[1,2]" }],
+    });
+    expect(envelopeToCallToolResult({ id: "1", success: true, tool: "t", result: { a: 1 }, error: null, duration_ms: 1 })).toEqual({
+      content: [{ type: "text", text: '{"a":1}' }],
+      structuredContent: { a: 1 },
+    });
+    const failed = envelopeToCallToolResult({
+      id: "1",
+      success: false,
+      tool: "t",
+      result: null,
+      error: { code: "DENIED", message: "no", details: {} },
+      duration_ms: 1,
+    });
     expect(failed.isError).toBe(true);
     expect(JSON.parse((failed.content[0] as { text: string }).text).error.code).toBe("DENIED");
   });
@@ -195,7 +246,13 @@ describe("createMcpServer", () => {
     await client.connect(a);
     expect(client.getServerVersion()).toMatchObject({ name: "unit", version: "9.9.9" });
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo", "read_file"]);
-    rt.registry.register({ name: "later", description: "added later", parameters: { type: "object" }, effect: "read_only", handler: () => "late" });
+    rt.registry.register({
+      name: "later",
+      description: "added later",
+      parameters: { type: "object" },
+      effect: "read_only",
+      handler: () => "late",
+    });
     expect((await client.listTools(undefined, { cacheMode: "bypass" })).tools.map((t) => t.name)).toEqual(["echo", "read_file", "later"]);
     const r = await client.callTool({ name: "later", arguments: {} });
     expect(r.content).toEqual([{ type: "text", text: '"late"' }]);
@@ -231,7 +288,10 @@ describe("createMcpServer", () => {
   });
 
   test("over Streamable HTTP with createMcpHandler (how the daemon mounts it): calls go through the policy", async () => {
-    const rt = createRuntime({ logger: quiet, middleware: [policyFromConfig({ default: "allow", rules: [{ id: "x", action: "deny", tools: ["read_file"] }] })] });
+    const rt = createRuntime({
+      logger: quiet,
+      middleware: [policyFromConfig({ default: "allow", rules: [{ id: "x", action: "deny", tools: ["read_file"] }] })],
+    });
     const handler = createMcpHandler(() => createMcpServer(rt), { responseMode: "json" });
     const http = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => handler.fetch(req) });
     const client = new Client({ name: "t", version: "1" });
@@ -264,7 +324,11 @@ describe("the client over HTTP against agentcore's own server", () => {
       },
     });
     const { attachMcpServers } = await import("../../src/mcp/attach.ts");
-    const servers = parseMcpServers("/x/c.jsonc", { inner: { url: `http://127.0.0.1:${http.port}/mcp`, headers: { Authorization: "Bearer ${TOKEN}" } } }, { TOKEN: "t0ken" });
+    const servers = parseMcpServers(
+      "/x/c.jsonc",
+      { inner: { url: `http://127.0.0.1:${http.port}/mcp`, headers: { Authorization: "Bearer ${TOKEN}" } } },
+      { TOKEN: "t0ken" },
+    );
     const outer = createRuntime({ logger: quiet });
     const mcp = await attachMcpServers(outer, servers, { logger: quiet });
     try {
@@ -284,7 +348,11 @@ describe("the client over HTTP against agentcore's own server", () => {
     const http = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("no", { status: 401 }) });
     const { attachMcpServers, McpStartupError } = await import("../../src/mcp/attach.ts");
     try {
-      const err = await attachMcpServers(createRuntime({ logger: quiet }), { locked: { url: `http://127.0.0.1:${http.port}/mcp`, connect_timeout_ms: 5000 } }, { logger: quiet }).catch((e) => e);
+      const err = await attachMcpServers(
+        createRuntime({ logger: quiet }),
+        { locked: { url: `http://127.0.0.1:${http.port}/mcp`, connect_timeout_ms: 5000 } },
+        { logger: quiet },
+      ).catch((e) => e);
       expect(err).toBeInstanceOf(McpStartupError);
       expect(err.message).toStartWith('mcp server "locked": cannot connect: Streamable HTTP: ');
       expect(err.message).toContain("; SSE fallback: ");
@@ -307,7 +375,13 @@ test("type sse: configured headers are sent on the SSE stream request too", asyn
   });
   const { attachMcpServers, McpStartupError } = await import("../../src/mcp/attach.ts");
   try {
-    const err = await attachMcpServers(createRuntime({ logger: quiet }), { old: { url: `http://127.0.0.1:${http.port}/sse`, type: "sse", headers: { Authorization: "Bearer abc" }, connect_timeout_ms: 5000 } }, { logger: quiet }).catch((e) => e);
+    const err = await attachMcpServers(
+      createRuntime({ logger: quiet }),
+      {
+        old: { url: `http://127.0.0.1:${http.port}/sse`, type: "sse", headers: { Authorization: "Bearer abc" }, connect_timeout_ms: 5000 },
+      },
+      { logger: quiet },
+    ).catch((e) => e);
     expect(err).toBeInstanceOf(McpStartupError);
     expect(err.message).toContain("403");
     expect(seen.length).toBeGreaterThan(0);

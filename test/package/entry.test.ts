@@ -48,7 +48,15 @@ describe("the main entry loads no heavy dependency", () => {
 describe("the main entry is curated", () => {
   test("fewer than 100 names (values and types), each with a doc comment at its declaration", () => {
     const file = join(REPO, "src/mod.ts");
-    const program = ts.createProgram([file], { allowImportingTsExtensions: true, noEmit: true, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, target: ts.ScriptTarget.ES2022, types: ["bun"], skipLibCheck: true });
+    const program = ts.createProgram([file], {
+      allowImportingTsExtensions: true,
+      noEmit: true,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      target: ts.ScriptTarget.ES2022,
+      types: ["bun"],
+      skipLibCheck: true,
+    });
     const checker = program.getTypeChecker();
     const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!);
     expect(exports.length).toBeGreaterThan(20);
@@ -59,6 +67,7 @@ describe("the main entry is curated", () => {
     });
     expect(undocumented.map((e) => e.name)).toEqual([]);
     // internals stay out of it
-    for (const name of ["runCall", "failureEnvelope", "withFileLock", "bwrapArgs", "stopOnSignals", "createApp", "ScriptedModel"]) expect(exports.map((e) => e.name)).not.toContain(name);
+    for (const name of ["runCall", "failureEnvelope", "withFileLock", "bwrapArgs", "stopOnSignals", "createApp", "ScriptedModel"])
+      expect(exports.map((e) => e.name)).not.toContain(name);
   });
 });

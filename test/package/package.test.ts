@@ -30,7 +30,11 @@ interface Ran {
   stderr: string;
 }
 function run(argv: string[], cwd: string, env: Record<string, string | undefined> = process.env): Ran {
-  const r = Bun.spawnSync(argv, { cwd, env: { ...env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", npm_config_update_notifier: "false" }, stdin: "ignore" });
+  const r = Bun.spawnSync(argv, {
+    cwd,
+    env: { ...env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", npm_config_update_notifier: "false" },
+    stdin: "ignore",
+  });
   return { status: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 function ok(r: Ran, what: string): Ran {
@@ -45,7 +49,10 @@ function lowestNode(): string {
   const bin = join(dir, "node_modules", pkg, "bin", "node");
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
-    ok(run(["npm", "install", "--prefix", dir, "--no-save", "--no-audit", "--no-fund", `${pkg}@${LOWEST_NODE}`], REPO), `npm install ${pkg}@${LOWEST_NODE}`);
+    ok(
+      run(["npm", "install", "--prefix", dir, "--no-save", "--no-audit", "--no-fund", `${pkg}@${LOWEST_NODE}`], REPO),
+      `npm install ${pkg}@${LOWEST_NODE}`,
+    );
   }
   return bin;
 }
@@ -54,7 +61,8 @@ function lowestNode(): string {
 function docPrograms(runner: "node" | "bun" | "deno"): Array<{ file: string; code: string }> {
   const text = readFileSync(join(REPO, "docs/library.md"), "utf8");
   const out: Array<{ file: string; code: string }> = [];
-  for (const m of text.matchAll(/<!-- run: (node|bun|deno) ([\w.-]+) -->\n```\w*\n([\s\S]*?)\n```/g)) if (m[1] === runner) out.push({ file: m[2]!, code: m[3]! });
+  for (const m of text.matchAll(/<!-- run: (node|bun|deno) ([\w.-]+) -->\n```\w*\n([\s\S]*?)\n```/g))
+    if (m[1] === runner) out.push({ file: m[2]!, code: m[3]! });
   return out;
 }
 
@@ -80,8 +88,27 @@ beforeAll(() => {
 
 describe("the tarball", () => {
   test("holds the compiled JavaScript, declarations, source maps, sources and the bin; no tests, no binary", () => {
-    for (const f of ["package.json", "bin/agentcore.js", "dist/mod.js", "dist/mod.d.ts", "dist/mod.js.map", "dist/core/core-wasm.js", "dist/entries/testing.js", "src/mod.ts"]) expect(files).toContain(f);
-    expect(files.filter((f) => f.startsWith("test/") || /\.test\.[jt]s$/.test(f) || f.startsWith("examples/") || f.startsWith("scripts/") || f === "dist/agentcore")).toEqual([]);
+    for (const f of [
+      "package.json",
+      "bin/agentcore.js",
+      "dist/mod.js",
+      "dist/mod.d.ts",
+      "dist/mod.js.map",
+      "dist/core/core-wasm.js",
+      "dist/entries/testing.js",
+      "src/mod.ts",
+    ])
+      expect(files).toContain(f);
+    expect(
+      files.filter(
+        (f) =>
+          f.startsWith("test/") ||
+          /\.test\.[jt]s$/.test(f) ||
+          f.startsWith("examples/") ||
+          f.startsWith("scripts/") ||
+          f === "dist/agentcore",
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -108,7 +135,13 @@ await agent.shutdown();
     );
     const r = ok(run(["node", "agent.mjs"], nodeApp, env()), "node agent.mjs");
     expect(r.stderr).toBe("");
-    expect(JSON.parse(r.stdout)).toEqual({ version: VERSION, status: "completed", output: "done", tool: expect.stringContaining("HI"), dup: "JSON_DUPLICATE_KEY" });
+    expect(JSON.parse(r.stdout)).toEqual({
+      version: VERSION,
+      status: "completed",
+      output: "done",
+      tool: expect.stringContaining("HI"),
+      dup: "JSON_DUPLICATE_KEY",
+    });
   });
 
   test("the main entry loads none of hono, @modelcontextprotocol/*, openai, yaml (agentcore/server does load hono)", () => {
@@ -126,10 +159,25 @@ export async function resolve(specifier, context, next) {
     const loaded = (entry: string): string[] => {
       const log = join(tmp, `resolved-${entry.replace(/\W/g, "_")}.log`);
       writeFileSync(log, "");
-      ok(run(["node", "--import", "./register.mjs", "--input-type=module", "-e", `await import(${JSON.stringify(entry)});`], nodeApp, { ...env(), RESOLVED_LOG: log }), `import ${entry}`);
-      return readFileSync(log, "utf8").split("\n").filter((u) => u !== "");
+      ok(
+        run(["node", "--import", "./register.mjs", "--input-type=module", "-e", `await import(${JSON.stringify(entry)});`], nodeApp, {
+          ...env(),
+          RESOLVED_LOG: log,
+        }),
+        `import ${entry}`,
+      );
+      return readFileSync(log, "utf8")
+        .split("\n")
+        .filter((u) => u !== "");
     };
-    const heavy = (urls: string[]) => [...new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => p !== undefined && /^(hono|openai|yaml|@modelcontextprotocol\/.*)$/.test(p)))].sort();
+    const heavy = (urls: string[]) =>
+      [
+        ...new Set(
+          urls
+            .map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1])
+            .filter((p): p is string => p !== undefined && /^(hono|openai|yaml|@modelcontextprotocol\/.*)$/.test(p)),
+        ),
+      ].sort();
     const main = loaded("agentcore");
     expect(main.some((u) => u.endsWith("/node_modules/agentcore/dist/mod.js"))).toBe(true);
     expect(heavy(main)).toEqual([]);
@@ -153,7 +201,10 @@ export async function resolve(specifier, context, next) {
     const r = run([join(nodeApp, "node_modules/.bin/agentcore"), "run", "calls.jsonl"], nodeApp, env());
     expect(r.stderr).toBe("");
     expect(r.status).toBe(1);
-    const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { id: string; success: boolean; error: { code: string } | null });
+    const lines = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string; success: boolean; error: { code: string } | null });
     expect(lines.map((l) => [l.id, l.success, l.error?.code ?? null])).toEqual([
       ["a", true, null],
       ["b", false, "UNKNOWN_TOOL"],
@@ -237,7 +288,12 @@ await agent.shutdown();
     for (const p of programs) {
       writeFileSync(join(nodeApp, p.file), p.code);
       const r = run([join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-write", "--allow-env", p.file], nodeApp);
-      expect({ file: p.file, status: r.status, stderr: r.stderr, out: r.stdout.trim().split("\n").at(-1) }).toEqual({ file: p.file, status: 0, stderr: "", out: "true" });
+      expect({ file: p.file, status: r.status, stderr: r.stderr, out: r.stdout.trim().split("\n").at(-1) }).toEqual({
+        file: p.file,
+        status: 0,
+        stderr: "",
+        out: "true",
+      });
     }
   }, 60_000);
 });

@@ -76,10 +76,14 @@ describe("modelConfigFromEnv", () => {
     const base = { CHAT_MODEL: "m", MODEL_API_KEY: "k" };
     expect(modelConfigFromEnv({ ...base, LLM_TIMEOUT: "2147483" }).timeoutMs).toBe(2_147_483_000);
     for (const v of ["2147484", "99999999", "1e10"]) {
-      expect(configError(() => modelConfigFromEnv({ ...base, LLM_TIMEOUT: v }))).toBe(`LLM_TIMEOUT must be at most 2147483 seconds (about 24 days), got "${v}"`);
+      expect(configError(() => modelConfigFromEnv({ ...base, LLM_TIMEOUT: v }))).toBe(
+        `LLM_TIMEOUT must be at most 2147483 seconds (about 24 days), got "${v}"`,
+      );
     }
     expect(resolveModelConfig({ model: "m", timeoutMs: 2_147_483_647 }).timeoutMs).toBe(2_147_483_647);
-    expect(configError(() => resolveModelConfig({ model: "m", timeoutMs: 2_147_483_648 }))).toMatch(/timeoutMs must be a positive number of milliseconds, at most 2147483647, got 2147483648/);
+    expect(configError(() => resolveModelConfig({ model: "m", timeoutMs: 2_147_483_648 }))).toMatch(
+      /timeoutMs must be a positive number of milliseconds, at most 2147483647, got 2147483648/,
+    );
   });
 
   test("LLM_INCLUDE_USAGE accepts TRUE/False in any case; empty variables count as unset", () => {

@@ -45,11 +45,23 @@ describe("normalizeModelError", () => {
   });
 
   test("every context-overflow code and phrase", () => {
-    for (const code of ["context_length_error", "context_length_exceeded", "context_window_exceeded", "input_too_long", "prompt_too_long"]) {
+    for (const code of [
+      "context_length_error",
+      "context_length_exceeded",
+      "context_window_exceeded",
+      "input_too_long",
+      "prompt_too_long",
+    ]) {
       expect(normalizeModelError(apiError(400, { error: { message: "x", code } })).kind).toBe("context_overflow");
       expect(normalizeModelError(apiError(400, { error: { message: "x", type: code.toUpperCase() } })).kind).toBe("context_overflow");
     }
-    for (const phrase of ["Context length exceeded", "context window exceeded", "maximum context length", "Prompt is too long", "too many tokens"]) {
+    for (const phrase of [
+      "Context length exceeded",
+      "context window exceeded",
+      "maximum context length",
+      "Prompt is too long",
+      "too many tokens",
+    ]) {
       expect(normalizeModelError(apiError(400, { error: { message: `oops: ${phrase} (details)` } })).kind).toBe("context_overflow");
       expect(isContextOverflow(new Error(phrase))).toBe(true);
     }

@@ -34,11 +34,20 @@ interface Harness {
   sleeps: number[];
 }
 
-async function setup(replies: ScriptedReply[], opts: { timeoutMs?: number; retry?: RetryOptions; includeUsage?: boolean } = {}): Promise<Harness> {
+async function setup(
+  replies: ScriptedReply[],
+  opts: { timeoutMs?: number; retry?: RetryOptions; includeUsage?: boolean } = {},
+): Promise<Harness> {
   server = await startOpenAIServer(replies);
   const sleeps: number[] = [];
   const adapter = new OpenAIModelAdapter(
-    { model: "test-model", baseURL: server.baseURL, apiKey: "sk-test", timeoutMs: opts.timeoutMs ?? 10_000, includeUsage: opts.includeUsage },
+    {
+      model: "test-model",
+      baseURL: server.baseURL,
+      apiKey: "sk-test",
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      includeUsage: opts.includeUsage,
+    },
     {
       retry: {
         sleep: async (ms) => {
@@ -57,7 +66,6 @@ const userRequest = (tools: ModelToolSpec[] = [], signal?: AbortSignal): ModelRe
   tools,
   signal,
 });
-
 
 const readFile: ModelToolSpec = {
   name: "read_file",
@@ -110,15 +118,27 @@ describe("OpenAIModelAdapter: streaming", () => {
 
   test("finish_reason length and content_filter are reported on the completed event and by complete()", async () => {
     const { adapter } = await setup([
-      { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "cut o" }), chunk({}, "length"), usageChunk(5, 2)] },
+      {
+        kind: "stream",
+        chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "cut o" }), chunk({}, "length"), usageChunk(5, 2)],
+      },
       { kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({}, "content_filter")] },
       {
         kind: "stream",
-        chunks: [chunk({ role: "assistant", content: null }), toolChunk(0, { id: "call_1", name: "read_file", args: '{"pa' }), chunk({}, "length")],
+        chunks: [
+          chunk({ role: "assistant", content: null }),
+          toolChunk(0, { id: "call_1", name: "read_file", args: '{"pa' }),
+          chunk({}, "length"),
+        ],
       },
     ]);
     const first = await collect(adapter.stream(userRequest()));
-    expect(first.at(-1)).toEqual({ type: "completed", message: { content: "cut o", tool_calls: [] }, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 }, finish_reason: "length" });
+    expect(first.at(-1)).toEqual({
+      type: "completed",
+      message: { content: "cut o", tool_calls: [] },
+      usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
+      finish_reason: "length",
+    });
     expect(await adapter.complete(userRequest())).toEqual({ message: { content: null, tool_calls: [] }, finish_reason: "content_filter" });
     // A call cut inside its arguments: still reported (with the parser's verdict), and the finish reason says why.
     const third = (await collect(adapter.stream(userRequest([readFile])))).at(-1) as Extract<ModelStreamEvent, { type: "completed" }>;
@@ -187,7 +207,10 @@ describe("OpenAIModelAdapter: streaming", () => {
       },
     ]);
     const res = await adapter.complete(userRequest([readFile]));
-    expect(res.message).toEqual({ content: null, tool_calls: [{ id: "call_1", name: "read_file", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }] });
+    expect(res.message).toEqual({
+      content: null,
+      tool_calls: [{ id: "call_1", name: "read_file", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }],
+    });
     expect(JSON.parse(res.message.tool_calls[0].arguments)).toEqual({ path: "café 😀.txt", n: 1 });
   });
 
@@ -207,7 +230,10 @@ describe("OpenAIModelAdapter: streaming", () => {
     const { adapter } = await setup([{ kind: "stream", chunks: splitBytes(bytes, offsets), end: "end" }]);
     const events = await collect(adapter.stream(userRequest()));
     const done = events.at(-1) as Extract<ModelStreamEvent, { type: "completed" }>;
-    expect(done.message).toEqual({ content: "é", tool_calls: [{ id: "call_9", name: "weather", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }] });
+    expect(done.message).toEqual({
+      content: "é",
+      tool_calls: [{ id: "call_9", name: "weather", arguments: args, parsed: { ok: true, value: JSON.parse(args) } }],
+    });
   });
 
   test("parallel tool calls with interleaved indexes are assembled per index, in index order", async () => {
@@ -318,7 +344,12 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
   test("429 with Retry-After is retried after the advertised wait, then succeeds", async () => {
     const { adapter, server, sleeps } = await setup([
-      { kind: "error", status: 429, body: errorBody("Rate limit reached", "requests", "rate_limit_exceeded"), headers: { "retry-after": "2" } },
+      {
+        kind: "error",
+        status: 429,
+        body: errorBody("Rate limit reached", "requests", "rate_limit_exceeded"),
+        headers: { "retry-after": "2" },
+      },
       textReply("after the wait"),
     ]);
     const res = await adapter.complete(userRequest());
@@ -342,7 +373,12 @@ describe("OpenAIModelAdapter: errors and retries", () => {
   });
 
   test("429 exhausting the retries → rate_limit with retryAfterMs", async () => {
-    const r429 = (): ScriptedReply => ({ kind: "error", status: 429, body: errorBody("slow down", "requests"), headers: { "retry-after": "1" } });
+    const r429 = (): ScriptedReply => ({
+      kind: "error",
+      status: 429,
+      body: errorBody("slow down", "requests"),
+      headers: { "retry-after": "1" },
+    });
     const { adapter, server, sleeps } = await setup([r429(), r429(), r429()], { retry: { maxRetries: 2 } });
     const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
     expect(err.kind).toBe("rate_limit");
@@ -370,7 +406,10 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
   test("500 exhausting the retries → provider_error with the status", async () => {
     const { adapter, server } = await setup(
-      [{ kind: "error", status: 502 }, { kind: "error", status: 502 }],
+      [
+        { kind: "error", status: 502 },
+        { kind: "error", status: 502 },
+      ],
       { retry: { maxRetries: 1 } },
     );
     const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
@@ -380,7 +419,10 @@ describe("OpenAIModelAdapter: errors and retries", () => {
   });
 
   test("a connection cut before any delta is retried", async () => {
-    const { adapter, server } = await setup([{ kind: "stream", chunks: [chunk({ role: "assistant" })], end: "destroy" }, textReply("second try")]);
+    const { adapter, server } = await setup([
+      { kind: "stream", chunks: [chunk({ role: "assistant" })], end: "destroy" },
+      textReply("second try"),
+    ]);
     const res = await adapter.complete(userRequest());
     expect(res.message.content).toBe("second try");
     expect(server.requests).toHaveLength(2);
@@ -388,7 +430,15 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
   test("429 for an exhausted quota (insufficient_quota) → rate_limit, not retried: waiting cannot help", async () => {
     const { adapter, server, sleeps } = await setup([
-      { kind: "error", status: 429, body: errorBody("You exceeded your current quota, please check your plan and billing details.", "insufficient_quota", "insufficient_quota") },
+      {
+        kind: "error",
+        status: 429,
+        body: errorBody(
+          "You exceeded your current quota, please check your plan and billing details.",
+          "insufficient_quota",
+          "insufficient_quota",
+        ),
+      },
       textReply("never asked for"),
     ]);
     const err = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
@@ -401,16 +451,32 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
   test("a 200 answer that is not an event stream (an HTML page, a JSON body) is one clear error, not retried", async () => {
     const { adapter, server, sleeps } = await setup([
-      { kind: "error", status: 200, body: "<html><body>Welcome to the web UI</body></html>", headers: { "content-type": "text/html; charset=utf-8" } },
-      { kind: "json", body: { id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }] } },
+      {
+        kind: "error",
+        status: 200,
+        body: "<html><body>Welcome to the web UI</body></html>",
+        headers: { "content-type": "text/html; charset=utf-8" },
+      },
+      {
+        kind: "json",
+        body: {
+          id: "x",
+          object: "chat.completion",
+          choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+        },
+      },
       textReply("never asked for"),
     ]);
     const html = (await failure(collect(adapter.stream(userRequest())))) as ModelProviderError;
     expect(html).toBeInstanceOf(ModelProviderError);
     expect(html.kind).toBe("provider_error");
-    expect(html.message).toBe(`chat completion stream failed: ${server.baseURL} answered 200 with "text/html; charset=utf-8", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`);
+    expect(html.message).toBe(
+      `chat completion stream failed: ${server.baseURL} answered 200 with "text/html; charset=utf-8", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`,
+    );
     const json = (await failure(adapter.complete(userRequest()))) as ModelProviderError;
-    expect(json.message).toBe(`chat completion failed: ${server.baseURL} answered 200 with "application/json", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`);
+    expect(json.message).toBe(
+      `chat completion failed: ${server.baseURL} answered 200 with "application/json", not a stream of server-sent events: is it an OpenAI-compatible /v1 URL?`,
+    );
     expect(server.requests).toHaveLength(2);
     expect(sleeps).toEqual([]);
   });
@@ -481,8 +547,26 @@ describe("OpenAIModelAdapter: errors and retries", () => {
         },
       },
       // llama.cpp server, newer (type) and older (message only)
-      { kind: "error", status: 400, body: { error: { code: 400, message: "request (9000 tokens) exceeds the available context size (4096 tokens), try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 9000, n_ctx: 4096 } } },
-      { kind: "error", status: 400, body: { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "invalid_request_error" } } },
+      {
+        kind: "error",
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            message: "request (9000 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            type: "exceed_context_size_error",
+            n_prompt_tokens: 9000,
+            n_ctx: 4096,
+          },
+        },
+      },
+      {
+        kind: "error",
+        status: 400,
+        body: {
+          error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "invalid_request_error" },
+        },
+      },
     ];
     const { adapter, server, sleeps } = await setup(replies);
     for (let i = 0; i < replies.length; i++) {
@@ -553,8 +637,16 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
   test("an in-stream server_error before any delta is retried like a 5xx; rate_limit_exceeded is rate_limit", async () => {
     const { adapter, server, sleeps } = await setup([
-      { kind: "stream", chunks: [{ error: { message: "The server had an error while processing your request", type: "server_error" } }], end: "end" },
-      { kind: "stream", chunks: [{ error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" } }], end: "end" },
+      {
+        kind: "stream",
+        chunks: [{ error: { message: "The server had an error while processing your request", type: "server_error" } }],
+        end: "end",
+      },
+      {
+        kind: "stream",
+        chunks: [{ error: { message: "Rate limit reached for requests", type: "requests", code: "rate_limit_exceeded" } }],
+        end: "end",
+      },
       textReply("third try"),
     ]);
     const res = await adapter.complete(userRequest());
@@ -562,7 +654,10 @@ describe("OpenAIModelAdapter: errors and retries", () => {
     expect(server.requests).toHaveLength(3);
     expect(sleeps).toHaveLength(2);
     await server.close(); // setup() below starts the next one
-    const { adapter: once } = await setup([{ kind: "stream", chunks: [{ error: { message: "Rate limit reached", code: "rate_limit_exceeded" } }], end: "end" }], { retry: { maxRetries: 0 } });
+    const { adapter: once } = await setup(
+      [{ kind: "stream", chunks: [{ error: { message: "Rate limit reached", code: "rate_limit_exceeded" } }], end: "end" }],
+      { retry: { maxRetries: 0 } },
+    );
     const err = (await failure(once.complete(userRequest()))) as ModelProviderError;
     expect(err.kind).toBe("rate_limit");
     expect(err.responseStarted).toBe(false);
@@ -605,7 +700,9 @@ describe("OpenAIModelAdapter: errors and retries", () => {
 
 describe("OpenAIModelAdapter: consumers and the support server", () => {
   test("breaking out of the stream closes the connection", async () => {
-    const { adapter, server } = await setup([{ kind: "stream", chunks: [chunk({ content: "one" }), chunk({ content: "two" })], end: "stall" }]);
+    const { adapter, server } = await setup([
+      { kind: "stream", chunks: [chunk({ content: "one" }), chunk({ content: "two" })], end: "stall" },
+    ]);
     for await (const ev of adapter.stream(userRequest())) {
       expect(ev).toEqual({ type: "text_delta", delta: "one" });
       break;

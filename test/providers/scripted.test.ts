@@ -19,7 +19,6 @@ const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
   signal,
 });
 
-
 function scriptError(text: string): string {
   try {
     ScriptedModel.fromJsonl(text);
@@ -75,7 +74,9 @@ describe("ScriptedModel: JSONL", () => {
   });
 
   test("shape errors name the line and the problem", () => {
-    expect(scriptError('{"content": "a"}\n{"content": "b", "colour": 1}')).toMatch(/^scripted model: line 2: unknown key "colour" in a turn/);
+    expect(scriptError('{"content": "a"}\n{"content": "b", "colour": 1}')).toMatch(
+      /^scripted model: line 2: unknown key "colour" in a turn/,
+    );
     expect(scriptError('{"thinking": "x"}')).toMatch(/line 1: a turn needs "content"/);
     expect(scriptError('{"content": 5}')).toBe('scripted model: line 1: "content" must be a string or null, got number');
     expect(scriptError("[1]")).toBe("scripted model: line 1: a turn must be a JSON object, got array");
@@ -84,7 +85,9 @@ describe("ScriptedModel: JSONL", () => {
     );
     expect(scriptError('{"content": "", "tool_calls": [{"id": "", "name": "echo", "arguments": ""}]}')).toMatch(/id must not be empty/);
     expect(scriptError('{"content": "", "usage": {"input_tokens": 1}}')).toMatch(/"usage.output_tokens" must be an integer >= 0/);
-    expect(scriptError('{"content": "", "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}')).toMatch(/unknown key "total_tokens" in "usage"/);
+    expect(scriptError('{"content": "", "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}')).toMatch(
+      /unknown key "total_tokens" in "usage"/,
+    );
     expect(scriptError('{"content": "", "chunk_size": 0}')).toMatch(/"chunk_size" must be an integer >= 1/);
     expect(scriptError('{"content": "", "delay_ms": -1}')).toMatch(/"delay_ms" must be a number >= 0/);
     expect(scriptError('{"error": {"kind": "overloaded", "message": "x"}}')).toMatch(
@@ -95,7 +98,9 @@ describe("ScriptedModel: JSONL", () => {
   });
 
   test("the constructor validates turns too, naming the turn", () => {
-    expect(() => new ScriptedModel([{ content: "a" }, { content: "b", extra: true }])).toThrow('scripted model: turn 2: unknown key "extra"');
+    expect(() => new ScriptedModel([{ content: "a" }, { content: "b", extra: true }])).toThrow(
+      'scripted model: turn 2: unknown key "extra"',
+    );
   });
 
   test("fromFile reads a script, errors name the file and line", async () => {
@@ -183,7 +188,13 @@ describe("ScriptedModel: streaming", () => {
       const ctrl = new AbortController();
       const p = m.complete(req("hi", ctrl.signal));
       // Long after an overflowed timer (1 ms) would have fired, the answer has not come.
-      const outcome = await Promise.race([p.then(() => "answered", () => "failed"), new Promise((r) => setTimeout(() => r("still waiting"), 100))]);
+      const outcome = await Promise.race([
+        p.then(
+          () => "answered",
+          () => "failed",
+        ),
+        new Promise((r) => setTimeout(() => r("still waiting"), 100)),
+      ]);
       expect(outcome).toBe("still waiting");
       ctrl.abort();
       expect(((await failure(p)) as Error).name).toBe("AbortError");
@@ -219,7 +230,13 @@ describe("ScriptedModel: streaming", () => {
     await m.complete({ messages: [...r.messages, { role: "assistant", content: "a" }], tools: [] });
     expect(m.requests).toEqual([
       { messages: [{ role: "user", content: "first" }], tools: r.tools },
-      { messages: [{ role: "user", content: "mutated later" }, { role: "assistant", content: "a" }], tools: [] },
+      {
+        messages: [
+          { role: "user", content: "mutated later" },
+          { role: "assistant", content: "a" },
+        ],
+        tools: [],
+      },
     ]);
   });
 

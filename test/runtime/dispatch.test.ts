@@ -41,7 +41,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("dispatchCall: envelope shapes", () => {
   test("echo success, synchronous", () => {
     const env = sync(rt().dispatchCall(call("echo", { message: "hello", n: [1, { x: null }] })));
-    expect(line(env)).toBe('{"id":"c1","success":true,"tool":"echo","result":{"message":"hello","n":[1,{"x":null}]},"error":null,"duration_ms":0}');
+    expect(line(env)).toBe(
+      '{"id":"c1","success":true,"tool":"echo","result":{"message":"hello","n":[1,{"x":null}]},"error":null,"duration_ms":0}',
+    );
   });
 
   test("echo returns the very arguments object", () => {
@@ -50,7 +52,9 @@ describe("dispatchCall: envelope shapes", () => {
   });
 
   test("null id", () => {
-    expect(line(sync(rt().dispatchCall(call("echo", {}, null))))).toBe('{"id":null,"success":true,"tool":"echo","result":{},"error":null,"duration_ms":0}');
+    expect(line(sync(rt().dispatchCall(call("echo", {}, null))))).toBe(
+      '{"id":null,"success":true,"tool":"echo","result":{},"error":null,"duration_ms":0}',
+    );
   });
 
   test("unknown tool", () => {
@@ -79,13 +83,21 @@ describe("dispatchCall: envelope shapes", () => {
   test("INVALID_ARGUMENTS never echoes a secret value", () => {
     const secret = "ghp_TOPSECRETTOKEN1234567890";
     const r = rt({
-      tools: [tool("s", () => 1, {
-        parameters: {
-          type: "object",
-          properties: { mode: { enum: ["a", "b"] }, k: { const: 1 }, p: { type: "string", pattern: "^x$" }, len: { type: "string", maxLength: 2 }, t: { type: "number" } },
-          additionalProperties: { type: "integer" },
-        },
-      })],
+      tools: [
+        tool("s", () => 1, {
+          parameters: {
+            type: "object",
+            properties: {
+              mode: { enum: ["a", "b"] },
+              k: { const: 1 },
+              p: { type: "string", pattern: "^x$" },
+              len: { type: "string", maxLength: 2 },
+              t: { type: "number" },
+            },
+            additionalProperties: { type: "integer" },
+          },
+        }),
+      ],
     });
     const env = sync(r.dispatchCall(call("s", { mode: secret, k: secret, p: secret, len: secret, t: secret, other: secret })));
     expect(env.error?.code).toBe("INVALID_ARGUMENTS");
@@ -117,14 +129,29 @@ describe("dispatchCall: envelope shapes", () => {
   });
 
   test("handler throwing an Error → TOOL_ERROR with its message", () => {
-    const r = rt({ tools: [tool("boom", () => { throw new Error("disk on fire"); })] });
+    const r = rt({
+      tools: [
+        tool("boom", () => {
+          throw new Error("disk on fire");
+        }),
+      ],
+    });
     expect(line(sync(r.dispatchCall(call("boom", {}))))).toBe(
       '{"id":"c1","success":false,"tool":"boom","result":null,"error":{"code":"TOOL_ERROR","message":"disk on fire","details":{}},"duration_ms":0}',
     );
   });
 
   test("handler throwing a non-Error", () => {
-    const r = rt({ tools: [tool("str", () => { throw "plain"; }), tool("obj", () => { throw { x: 1 }; })] });
+    const r = rt({
+      tools: [
+        tool("str", () => {
+          throw "plain";
+        }),
+        tool("obj", () => {
+          throw { x: 1 };
+        }),
+      ],
+    });
     expect(sync(r.dispatchCall(call("str", {}))).error).toEqual({ code: "TOOL_ERROR", message: "plain", details: {} });
     expect(sync(r.dispatchCall(call("obj", {}))).error?.code).toBe("TOOL_ERROR");
   });
@@ -132,8 +159,12 @@ describe("dispatchCall: envelope shapes", () => {
   test("ToolError code, message and details pass through (sync and async)", () => {
     const r = rt({
       tools: [
-        tool("deny", () => { throw new ToolError("DENIED", "not allowed here", { rule: "r1" }); }),
-        tool("deny_async", async () => { throw new ToolError("NOT_FOUND", "gone", { n: 1 }); }),
+        tool("deny", () => {
+          throw new ToolError("DENIED", "not allowed here", { rule: "r1" });
+        }),
+        tool("deny_async", async () => {
+          throw new ToolError("NOT_FOUND", "gone", { n: 1 });
+        }),
       ],
     });
     expect(line(sync(r.dispatchCall(call("deny", {}))))).toBe(
@@ -147,8 +178,12 @@ describe("dispatchCall: envelope shapes", () => {
   test("ToolError with an undocumented code becomes TOOL_ERROR; long messages are capped", () => {
     const r = rt({
       tools: [
-        tool("weird", () => { throw new ToolError("MADE_UP" as never, "odd"); }),
-        tool("long", () => { throw new Error("x".repeat(5000)); }),
+        tool("weird", () => {
+          throw new ToolError("MADE_UP" as never, "odd");
+        }),
+        tool("long", () => {
+          throw new Error("x".repeat(5000));
+        }),
       ],
     });
     expect(sync(r.dispatchCall(call("weird", {}))).error).toEqual({ code: "TOOL_ERROR", message: "odd", details: {} });
@@ -157,12 +192,21 @@ describe("dispatchCall: envelope shapes", () => {
 
   test("undefined result becomes null", () => {
     const r = rt({ tools: [tool("void", () => undefined)] });
-    expect(line(sync(r.dispatchCall(call("void", {}))))).toBe('{"id":"c1","success":true,"tool":"void","result":null,"error":null,"duration_ms":0}');
+    expect(line(sync(r.dispatchCall(call("void", {}))))).toBe(
+      '{"id":"c1","success":true,"tool":"void","result":null,"error":null,"duration_ms":0}',
+    );
   });
 
   test("handler gets callId, tool and logger; no signal allocated unless read", () => {
     let seen: ToolContext | undefined;
-    const r = rt({ tools: [tool("ctx", (_a, ctx) => { seen = ctx; return ctx.callId; })] });
+    const r = rt({
+      tools: [
+        tool("ctx", (_a, ctx) => {
+          seen = ctx;
+          return ctx.callId;
+        }),
+      ],
+    });
     expect(sync(r.dispatchCall(call("ctx", {}, "abc"))).result).toBe("abc");
     expect(seen!.tool).toBe("ctx");
     expect(seen!.logger).toBe(r.logger);
@@ -173,7 +217,14 @@ describe("dispatchCall: envelope shapes", () => {
 
 describe("async handlers, timeouts and cancellation", () => {
   test("async success resolves an envelope", async () => {
-    const r = rt({ tools: [tool("later", async (a) => { await sleep(5); return { got: a }; })] });
+    const r = rt({
+      tools: [
+        tool("later", async (a) => {
+          await sleep(5);
+          return { got: a };
+        }),
+      ],
+    });
     const out = r.dispatchCall(call("later", { x: 1 }));
     expect(out).toBeInstanceOf(Promise);
     expect(line(await out)).toBe('{"id":"c1","success":true,"tool":"later","result":{"got":{"x":1}},"error":null,"duration_ms":0}');
@@ -183,10 +234,17 @@ describe("async handlers, timeouts and cancellation", () => {
   test("TIMEOUT: the handler's signal fires with a TimeoutError", async () => {
     let signal: AbortSignal | undefined;
     const r = rt({
-      tools: [tool("slow", (_a, ctx) => new Promise((_resolve, reject) => {
-        signal = ctx.signal;
-        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
-      }), { timeoutMs: 30 })],
+      tools: [
+        tool(
+          "slow",
+          (_a, ctx) =>
+            new Promise((_resolve, reject) => {
+              signal = ctx.signal;
+              ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
+            }),
+          { timeoutMs: 30 },
+        ),
+      ],
     });
     const env = await r.dispatchCall(call("slow", {}));
     expect(line(env)).toBe(
@@ -201,7 +259,14 @@ describe("async handlers, timeouts and cancellation", () => {
     let late: AbortSignal | undefined;
     const r = rt({
       defaultTimeoutMs: 20,
-      tools: [tool("hang", (_a, ctx) => sleep(60).then(() => { late = ctx.signal; return "late"; }))],
+      tools: [
+        tool("hang", (_a, ctx) =>
+          sleep(60).then(() => {
+            late = ctx.signal;
+            return "late";
+          }),
+        ),
+      ],
     });
     expect((await r.dispatchCall(call("hang", {}))).error?.code).toBe("TIMEOUT");
     await sleep(70);
@@ -214,7 +279,16 @@ describe("async handlers, timeouts and cancellation", () => {
     process.on("unhandledRejection", onUnhandled);
     try {
       const r = rt({
-        tools: [tool("bad", () => sleep(40).then(() => { throw new Error("late failure"); }), { timeoutMs: 10 })],
+        tools: [
+          tool(
+            "bad",
+            () =>
+              sleep(40).then(() => {
+                throw new Error("late failure");
+              }),
+            { timeoutMs: 10 },
+          ),
+        ],
       });
       expect((await r.dispatchCall(call("bad", {}))).error?.code).toBe("TIMEOUT");
       await sleep(80);
@@ -226,17 +300,29 @@ describe("async handlers, timeouts and cancellation", () => {
   });
 
   test("async rejection → TOOL_ERROR", async () => {
-    const r = rt({ tools: [tool("rej", async () => { throw new TypeError("bad type"); })] });
+    const r = rt({
+      tools: [
+        tool("rej", async () => {
+          throw new TypeError("bad type");
+        }),
+      ],
+    });
     expect((await r.dispatchCall(call("rej", {}))).error).toEqual({ code: "TOOL_ERROR", message: "bad type", details: {} });
   });
 
   test("CANCELLED via the caller's signal; the handler sees the caller's reason", async () => {
     let signal: AbortSignal | undefined;
     const r = rt({
-      tools: [tool("wait", (_a, ctx) => new Promise((resolve) => {
-        signal = ctx.signal;
-        ctx.signal.addEventListener("abort", () => resolve("stopped"));
-      }))],
+      tools: [
+        tool(
+          "wait",
+          (_a, ctx) =>
+            new Promise((resolve) => {
+              signal = ctx.signal;
+              ctx.signal.addEventListener("abort", () => resolve("stopped"));
+            }),
+        ),
+      ],
     });
     const ac = new AbortController();
     const out = r.dispatchCall(call("wait", {}), ac.signal);
@@ -251,7 +337,13 @@ describe("async handlers, timeouts and cancellation", () => {
 
   test("already-aborted signal: CANCELLED, handler never runs", () => {
     let ran = false;
-    const r = rt({ tools: [tool("never", () => { ran = true; })] });
+    const r = rt({
+      tools: [
+        tool("never", () => {
+          ran = true;
+        }),
+      ],
+    });
     const ac = new AbortController();
     ac.abort();
     expect(sync(r.dispatchCall(call("never", {}), ac.signal)).error?.code).toBe("CANCELLED");
@@ -273,7 +365,18 @@ describe("async handlers, timeouts and cancellation", () => {
   });
 
   test("many concurrent calls settle independently", async () => {
-    const r = rt({ tools: [tool("d", async (a) => { await sleep(Number(a.ms)); return a.ms; }, { timeoutMs: 50 })] });
+    const r = rt({
+      tools: [
+        tool(
+          "d",
+          async (a) => {
+            await sleep(Number(a.ms));
+            return a.ms;
+          },
+          { timeoutMs: 50 },
+        ),
+      ],
+    });
     const outs = await Promise.all([5, 100, 1, 80, 3].map((ms, i) => r.dispatchCall(call("d", { ms }, `c${i}`))));
     expect(outs.map((e) => e.error?.code ?? e.result)).toEqual([5, "TIMEOUT", 1, "TIMEOUT", 3]);
     expect(outs.map((e) => e.id)).toEqual(["c0", "c1", "c2", "c3", "c4"]);
@@ -288,7 +391,7 @@ describe("dispatch(string) through parseToolCall", () => {
 
   test("Uint8Array input", () => {
     const env = sync(rt().dispatch(new TextEncoder().encode('{"id":"b","tool":"echo","arguments":{"é":"✓"}}')));
-    expect(env.result).toEqual({ "é": "✓" });
+    expect(env.result).toEqual({ é: "✓" });
   });
 
   test("malformed input: JSON_PARSE with null id/tool (seed example)", () => {
@@ -344,15 +447,31 @@ describe("dispatch(string) through parseToolCall", () => {
       expect(r.root).toBe(fs.realpathSync(dir));
       expect(sync(r.dispatch('{"id":"f","tool":"read_file","arguments":{"path":"hi.txt"}}')).error?.code).toBe("FILE_TOO_LARGE");
       const r2 = rt({ root: dir });
-      expect(sync(r2.dispatch('{"id":"f","tool":"read_file","arguments":{"path":"hi.txt"}}')).result).toEqual({ path: "hi.txt", bytes: 8, content: "hi there" });
+      expect(sync(r2.dispatch('{"id":"f","tool":"read_file","arguments":{"path":"hi.txt"}}')).result).toEqual({
+        path: "hi.txt",
+        bytes: 8,
+        content: "hi there",
+      });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
   test("a failing call never ends the runtime: mixed batch", async () => {
-    const r = rt({ tools: [tool("boom", () => { throw new Error("x"); })] });
-    const inputs = ["{", '{"id":"1","tool":"boom","arguments":{}}', '{"id":"2","tool":"echo","arguments":{"ok":1}}', "", '{"id":"3","tool":"nope","arguments":{}}'];
+    const r = rt({
+      tools: [
+        tool("boom", () => {
+          throw new Error("x");
+        }),
+      ],
+    });
+    const inputs = [
+      "{",
+      '{"id":"1","tool":"boom","arguments":{}}',
+      '{"id":"2","tool":"echo","arguments":{"ok":1}}',
+      "",
+      '{"id":"3","tool":"nope","arguments":{}}',
+    ];
     const codes: (string | null)[] = [];
     for (const s of inputs) codes.push((await r.dispatch(s)).error?.code ?? null);
     expect(codes[1]).toBe("TOOL_ERROR");
@@ -380,7 +499,10 @@ describe("createRuntime options", () => {
     expect(r.root).toBe(fs.realpathSync(process.cwd()));
     expect(r.defaultTimeoutMs).toBe(30000);
     expect(r.maxFileBytes).toBe(1024 * 1024);
-    expect(r.registry.list().map((t) => [t.name, t.effect])).toEqual([["echo", "read_only"], ["read_file", "read_only"]]);
+    expect(r.registry.list().map((t) => [t.name, t.effect])).toEqual([
+      ["echo", "read_only"],
+      ["read_file", "read_only"],
+    ]);
   });
 });
 

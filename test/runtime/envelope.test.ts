@@ -25,7 +25,11 @@ describe("serializeEnvelope", () => {
   test("cyclic result and throwing toJSON → TOOL_ERROR", () => {
     const cyc: Record<string, unknown> = {};
     cyc.self = cyc;
-    const bad = { toJSON() { throw new Error("nope"); } };
+    const bad = {
+      toJSON() {
+        throw new Error("nope");
+      },
+    };
     for (const result of [cyc, bad]) {
       const out = JSON.parse(serializeEnvelope({ id: null, success: true, tool: "t", result, error: null, duration_ms: 0 }));
       expect(out.success).toBe(false);
@@ -42,7 +46,14 @@ describe("serializeEnvelope", () => {
   });
 
   test("unserialisable error details do not throw", () => {
-    const s = serializeEnvelope({ id: null, success: false, tool: "t", result: null, error: { code: "DENIED", message: "m", details: { n: 1n } }, duration_ms: 0 });
+    const s = serializeEnvelope({
+      id: null,
+      success: false,
+      tool: "t",
+      result: null,
+      error: { code: "DENIED", message: "m", details: { n: 1n } },
+      duration_ms: 0,
+    });
     expect(JSON.parse(s).error).toEqual({ code: "DENIED", message: "m", details: { unserializable: true } });
   });
 

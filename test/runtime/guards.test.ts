@@ -36,7 +36,13 @@ test.each([["yes"], [1], [null]])("a tool whose strict is %j (not a boolean) is 
 });
 
 test("strict: true and false register, and strict still refuses undeclared members", async () => {
-  const mk = (strict: boolean) => ({ name: "t", description: "", parameters: { type: "object", properties: { a: {} } }, strict, handler: () => 1 });
+  const mk = (strict: boolean) => ({
+    name: "t",
+    description: "",
+    parameters: { type: "object", properties: { a: {} } },
+    strict,
+    handler: () => 1,
+  });
   const strictRt = createRuntime({ tools: [mk(true)], logger: quiet });
   const loose = createRuntime({ tools: [mk(false)], logger: quiet });
   expect(serializeEnvelope(await strictRt.dispatch('{"tool":"t","arguments":{"b":1}}'))).toContain('"INVALID_ARGUMENTS"');
@@ -52,8 +58,24 @@ describe("hostile call objects built in code", () => {
     return r.proxy;
   };
   const cases: [string, () => unknown][] = [
-    ["a throwing getter for tool", () => ({ get tool() { throw new Error("boom"); }, arguments: {} })],
-    ["a throwing getter for arguments", () => ({ tool: "echo", get arguments() { throw new Error("boom"); } })],
+    [
+      "a throwing getter for tool",
+      () => ({
+        get tool() {
+          throw new Error("boom");
+        },
+        arguments: {},
+      }),
+    ],
+    [
+      "a throwing getter for arguments",
+      () => ({
+        tool: "echo",
+        get arguments() {
+          throw new Error("boom");
+        },
+      }),
+    ],
     ["a revoked Proxy", revoked],
   ];
 
@@ -68,22 +90,49 @@ describe("hostile call objects built in code", () => {
   });
 
   test("normalizeToolCall still throws for bad limits (a programming error), as parseStrict does", () => {
-    expect(() => normalizeToolCall({ tool: "echo", get arguments() { throw new Error("boom"); } }, { maxDepth: -1 })).toThrow(RangeError);
+    expect(() =>
+      normalizeToolCall(
+        {
+          tool: "echo",
+          get arguments() {
+            throw new Error("boom");
+          },
+        },
+        { maxDepth: -1 },
+      ),
+    ).toThrow(RangeError);
   });
 
   test.each([
-    ["a throwing id getter", () => ({ get id() { throw new Error("boom"); }, tool: "echo", arguments: {}, shape: "agentcore" })],
+    [
+      "a throwing id getter",
+      () => ({
+        get id() {
+          throw new Error("boom");
+        },
+        tool: "echo",
+        arguments: {},
+        shape: "agentcore",
+      }),
+    ],
     ["a revoked Proxy", revoked],
-    ["a throwing id getter whose error's message getter throws too", () => ({
-      get id() {
-        const e = new Error();
-        Object.defineProperty(e, "message", { get() { throw new Error("again"); } });
-        throw e;
-      },
-      tool: "echo",
-      arguments: {},
-      shape: "agentcore",
-    })],
+    [
+      "a throwing id getter whose error's message getter throws too",
+      () => ({
+        get id() {
+          const e = new Error();
+          Object.defineProperty(e, "message", {
+            get() {
+              throw new Error("again");
+            },
+          });
+          throw e;
+        },
+        tool: "echo",
+        arguments: {},
+        shape: "agentcore",
+      }),
+    ],
   ])("dispatchCall with %s answers an envelope instead of throwing", async (_name, make) => {
     const rt = createRuntime({ logger: quiet });
     let env: Envelope | undefined;
@@ -105,14 +154,39 @@ describe("hostile values from a tool's handler", () => {
     r.revoke();
     return r.proxy;
   };
-  const trapping = () => new Proxy({}, { get() { throw new Error("trap"); } });
+  const trapping = () =>
+    new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("trap");
+        },
+      },
+    );
   const handlers: [string, () => unknown][] = [
-    ["returns a value whose then getter throws", () => ({ get then() { throw new Error("then"); } })],
+    [
+      "returns a value whose then getter throws",
+      () => ({
+        get then() {
+          throw new Error("then");
+        },
+      }),
+    ],
     ["returns a revoked Proxy", revoked],
     ["returns a Proxy whose get trap throws", trapping],
-    ["throws a revoked Proxy", () => { throw revoked(); }],
+    [
+      "throws a revoked Proxy",
+      () => {
+        throw revoked();
+      },
+    ],
     ["resolves to a revoked Proxy", async () => revoked()],
-    ["rejects with a revoked Proxy", async () => { throw revoked(); }],
+    [
+      "rejects with a revoked Proxy",
+      async () => {
+        throw revoked();
+      },
+    ],
   ];
   for (const withMiddleware of [false, true]) {
     test.each(handlers)(`a handler that %s is TOOL_ERROR for that tool (middleware: ${withMiddleware})`, async (_name, handler) => {

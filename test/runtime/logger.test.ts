@@ -37,7 +37,7 @@ describe("logger", () => {
   test("invalid value: one warning, falls back to warn", () => {
     const { log, lines } = capture({ env: (name) => (name === "AGENTCORE_LOG_LEVEL" ? "verbose" : undefined) });
     expect(log.level).toBe("warn");
-    expect(lines).toEqual(['agentcore warn invalid AGENTCORE_LOG_LEVEL, using warn value=verbose allowed=trace,debug,info,warn,error']);
+    expect(lines).toEqual(["agentcore warn invalid AGENTCORE_LOG_LEVEL, using warn value=verbose allowed=trace,debug,info,warn,error"]);
     log.info("hidden");
     log.warn("shown");
     expect(lines).toHaveLength(2);
@@ -56,22 +56,31 @@ describe("logger", () => {
   });
 
   test("format: one line, key=value, quoting when needed", () => {
-    expect(formatLogLine("info", "call done", { tool: "echo", ok: true, ms: 0.25, note: "two words", q: 'a"b', e: "", n: null, o: { a: 1 } })).toBe(
-      'agentcore info call done tool=echo ok=true ms=0.25 note="two words" q="a\\"b" e="" n=null o={"a":1}',
-    );
+    expect(
+      formatLogLine("info", "call done", { tool: "echo", ok: true, ms: 0.25, note: "two words", q: 'a"b', e: "", n: null, o: { a: 1 } }),
+    ).toBe('agentcore info call done tool=echo ok=true ms=0.25 note="two words" q="a\\"b" e="" n=null o={"a":1}');
     expect(formatLogLine("warn", "multi\nline", { v: "x\ny" })).toBe('agentcore warn multi line v="x\\ny"');
   });
 
   test("disabled levels do not format (fields with throwing getters are never touched)", () => {
     const { log, lines } = capture({ level: "error" });
-    const fields = { get boom(): string { throw new Error("formatted!"); } };
+    const fields = {
+      get boom(): string {
+        throw new Error("formatted!");
+      },
+    };
     log.debug("x", fields);
     log.info("x", fields);
     expect(lines).toEqual([]);
   });
 
   test("a throwing sink never throws into the caller", () => {
-    const log = createLogger({ level: "trace", sink: () => { throw new Error("EPIPE"); } });
+    const log = createLogger({
+      level: "trace",
+      sink: () => {
+        throw new Error("EPIPE");
+      },
+    });
     expect(() => log.error("x")).not.toThrow();
   });
 
@@ -83,7 +92,10 @@ describe("logger", () => {
 
   test("default sink writes to stderr, not stdout", async () => {
     const script = 'import { createLogger } from "./src/core/logger.ts"; createLogger().warn("to-stderr", { k: 1 });';
-    const proc = Bun.spawnSync([process.execPath, "-e", script], { cwd: `${import.meta.dir}/../..`, env: { ...process.env, AGENTCORE_LOG_LEVEL: "warn" } });
+    const proc = Bun.spawnSync([process.execPath, "-e", script], {
+      cwd: `${import.meta.dir}/../..`,
+      env: { ...process.env, AGENTCORE_LOG_LEVEL: "warn" },
+    });
     expect(proc.stdout.toString()).toBe("");
     expect(proc.stderr.toString()).toBe("agentcore warn to-stderr k=1\n");
   });

@@ -11,12 +11,15 @@ import { rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {
-  d = await startTestDaemon({ policy: { default: "allow", rules: [{ id: "no-reads", action: "deny", tools: ["read_file"], reason: "reads are off" }] } });
+  d = await startTestDaemon({
+    policy: { default: "allow", rules: [{ id: "no-reads", action: "deny", tools: ["read_file"], reason: "reads are off" }] },
+  });
   writeFileSync(join(d.dir, "hello.txt"), "hi");
 });
 afterAll(() => d.stop());
 
-const post = (path: string, body: string, type = "application/json") => d.req(path, { method: "POST", headers: { "content-type": type }, body });
+const post = (path: string, body: string, type = "application/json") =>
+  d.req(path, { method: "POST", headers: { "content-type": type }, body });
 
 describe("POST /v1/calls", () => {
   test("the four call shapes give the same envelope", async () => {
@@ -72,15 +75,28 @@ describe("POST /v1/calls/batch", () => {
     const r = await post("/v1/calls/batch", lines.join("\n") + "\n", "application/x-ndjson");
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toContain("application/x-ndjson");
-    const out = (await r.text()).trimEnd().split("\n").map((l) => JSON.parse(l));
-    expect(out.map((e) => [e.id, e.success])).toEqual([["a", true], ["b", true], [null, false], ["c", false], ["d", true]]);
+    const out = (await r.text())
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(out.map((e) => [e.id, e.success])).toEqual([
+      ["a", true],
+      ["b", true],
+      [null, false],
+      ["c", false],
+      ["d", true],
+    ]);
     expect(out[2].error).toMatchObject({ code: "JSON_PARSE", details: { input_line: 4 } });
     expect(out[3].error).toMatchObject({ code: "DENIED", details: { input_line: 5 } });
   });
 
   test("batch takes NDJSON only, and the body cap applies", async () => {
     expect((await post("/v1/calls/batch", '{"tool":"echo","arguments":{}}')).status).toBe(415);
-    const big = d.req("/v1/calls/batch", { method: "POST", headers: { "content-type": "application/x-ndjson" }, body: "x".repeat((1 << 20) + 1) });
+    const big = d.req("/v1/calls/batch", {
+      method: "POST",
+      headers: { "content-type": "application/x-ndjson" },
+      body: "x".repeat((1 << 20) + 1),
+    });
     expect((await big).status).toBe(413);
   });
 });
@@ -133,9 +149,17 @@ describe("/mcp", () => {
     const client = new Client({ name: "no-token", version: "1" });
     await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)))).rejects.toThrow();
     const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}';
-    const evil = await rawRequest(d.port, `POST /mcp HTTP/1.1\r\nHost: evil.example:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`, body);
+    const evil = await rawRequest(
+      d.port,
+      `POST /mcp HTTP/1.1\r\nHost: evil.example:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`,
+      body,
+    );
     expect(evil.status).toBe(403);
-    const noAuth = await rawRequest(d.port, `POST /mcp HTTP/1.1\r\nHost: localhost:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`, body);
+    const noAuth = await rawRequest(
+      d.port,
+      `POST /mcp HTTP/1.1\r\nHost: localhost:${d.port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`,
+      body,
+    );
     expect(noAuth.status).toBe(401);
   });
 });

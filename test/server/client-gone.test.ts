@@ -48,9 +48,11 @@ async function leaveMidBody(path: string, contentType: string, chunked: boolean)
     });
   });
   const framing = chunked ? "Transfer-Encoding: chunked" : "Content-Length: 100";
-  sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: ${contentType}\r\nExpect: 100-continue\r\n${framing}\r\n\r\n`);
+  sock.write(
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: ${contentType}\r\nExpect: 100-continue\r\n${framing}\r\n\r\n`,
+  );
   await continued;
-  sock.write(chunked ? "5\r\n{\"a\":\r\n" : "{\"a\":");
+  sock.write(chunked ? '5\r\n{"a":\r\n' : '{"a":');
   sock.end();
   sock.destroy();
 }

@@ -18,8 +18,33 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 test("agentcore serve runs under deno run", async () => {
   const deno = join(REPO_ROOT, "node_modules/.bin/deno");
   const proc = Bun.spawn(
-    [deno, "run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", join(REPO_ROOT, "src/cli/main.ts"), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir],
-    { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "", HOME: dir, DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? dir, ".cache/deno"), NO_COLOR: "1" }, stderr: "pipe", stdout: "pipe" },
+    [
+      deno,
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-env",
+      "--allow-net",
+      join(REPO_ROOT, "src/cli/main.ts"),
+      "serve",
+      "--port",
+      "0",
+      "--state-dir",
+      join(dir, "state"),
+      "--root",
+      dir,
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: dir,
+        DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? dir, ".cache/deno"),
+        NO_COLOR: "1",
+      },
+      stderr: "pipe",
+      stdout: "pipe",
+    },
   );
   try {
     let text = "";
@@ -50,7 +75,10 @@ test("agentcore serve runs under deno run", async () => {
     const run = await fetch(`${url}/v1/runs`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"on":"deno"}' }] }, { content: "deno done" }] }),
+      body: JSON.stringify({
+        task: "t",
+        script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"on":"deno"}' }] }, { content: "deno done" }],
+      }),
     });
     expect(run.headers.get("content-type")).toContain("text/event-stream");
     const events = await new SseReader(run).all();
@@ -89,7 +117,10 @@ test("agentcore serve runs under deno run", async () => {
     const finished = await jobSse.until((m) => m.event === "agent_finished");
     expect(finished!.data.result.status).toBe("cancelled");
     expect(await proc.exited).toBe(0);
-    const journal = readFileSync(new JsonlSessionStorage(join(dir, ".agentcore", "sessions")).fileFor("deno-job"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const journal = readFileSync(new JsonlSessionStorage(join(dir, ".agentcore", "sessions")).fileFor("deno-job"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(journal.map((r) => r.type)).toEqual(["run_started", "run_finished"]);
   } finally {
     if (proc.exitCode === null) proc.kill("SIGKILL");

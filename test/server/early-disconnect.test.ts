@@ -26,12 +26,14 @@ function setUp() {
   const gone = new AbortController();
   gone.abort(new DOMException("the client disconnected", "AbortError"));
   const post = (body: unknown, accept: string) =>
-    daemon.fetch(new Request("http://127.0.0.1:8787/v1/runs", {
-      method: "POST",
-      headers: { host: "127.0.0.1:8787", authorization: `Bearer ${token}`, "content-type": "application/json", accept },
-      body: JSON.stringify(body),
-      signal: gone.signal,
-    }));
+    daemon.fetch(
+      new Request("http://127.0.0.1:8787/v1/runs", {
+        method: "POST",
+        headers: { host: "127.0.0.1:8787", authorization: `Bearer ${token}`, "content-type": "application/json", accept },
+        body: JSON.stringify(body),
+        signal: gone.signal,
+      }),
+    );
   const cleanUp = async () => {
     await daemon.shutdown("abort", 0);
     rmSync(dir, { recursive: true, force: true });

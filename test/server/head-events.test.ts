@@ -15,7 +15,14 @@ afterAll(async () => {
 });
 
 test("HEAD /v1/runs/{id}/events: 200 with the SSE content type, no listener left on the running run", async () => {
-  const res = await d.req("/v1/runs", { method: "POST", json: { task: "wait", detached: true, script: [{ content: null, tool_calls: [{ id: "s1", name: "sleep", arguments: '{"ms":600000}' }] }, { content: "done" }] } });
+  const res = await d.req("/v1/runs", {
+    method: "POST",
+    json: {
+      task: "wait",
+      detached: true,
+      script: [{ content: null, tool_calls: [{ id: "s1", name: "sleep", arguments: '{"ms":600000}' }] }, { content: "done" }],
+    },
+  });
   expect(res.status).toBe(201);
   const id = res.headers.get("x-run-id")!;
   await res.body?.cancel();

@@ -16,7 +16,10 @@ describe("limits", () => {
   test("past the active-run cap a new run gets 503 OVERLOADED with Retry-After; the cap frees up when a run ends", async () => {
     const d = await startTestDaemon({ maxActiveRuns: 1 });
     try {
-      const first = await d.req("/v1/runs", { method: "POST", json: { task: "a", script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "x" }] } });
+      const first = await d.req("/v1/runs", {
+        method: "POST",
+        json: { task: "a", script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "x" }] },
+      });
       const sse = new SseReader(first);
       await sse.until((m) => m.event === "tool_progressed");
       const second = await d.req("/v1/runs", { method: "POST", json: { task: "b", script: [{ content: "y" }] } });
@@ -25,7 +28,11 @@ describe("limits", () => {
       expect((await second.json()).error).toMatchObject({ code: "OVERLOADED", details: { limit: "max_active_runs" } });
       await d.req(`/v1/runs/${first.headers.get("x-run-id")}/abort`, { method: "POST" });
       await sse.all();
-      const third = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "c", script: [{ content: "z" }] } });
+      const third = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "c", script: [{ content: "z" }] },
+      });
       expect(third.status).toBe(201);
       expect((await third.json()).result.output).toBe("z");
     } finally {
@@ -43,7 +50,9 @@ describe("limits", () => {
         sock.on("error", reject);
         sock.on("close", () => resolve(text));
         // Declares 200 bytes, sends 10, then waits.
-        sock.write(`POST /v1/calls HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"tool":"e`);
+        sock.write(
+          `POST /v1/calls HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"tool":"e`,
+        );
         const check = setInterval(() => {
           if (text.includes("\r\n\r\n") && text.includes("duration_ms")) {
             clearInterval(check);
@@ -109,13 +118,20 @@ describe("idle connections", () => {
 
 describe("/mcp deadline", () => {
   test("an /mcp tools/call past the request deadline is cancelled: its pending approval is withdrawn (by: aborted), the exchange ends", async () => {
-    const d = await startTestDaemon({ requestTimeoutMs: 300, policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    const d = await startTestDaemon({
+      requestTimeoutMs: 300,
+      policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] },
+    });
     const notices: ApprovalNotice[] = [];
     d.running.daemon.approvals.subscribe((n) => notices.push(n));
     try {
       const res = await d.req("/mcp", {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { via: "mcp" } } }),
       });
       expect(res.status).toBe(200);
@@ -126,7 +142,11 @@ describe("/mcp deadline", () => {
       // a quick call is answered as usual
       const ok = await d.req("/mcp", {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list" }),
       });
       expect(await ok.text()).toContain('"name":"echo"');
@@ -213,7 +233,10 @@ describe("approvals and runs at the edges", () => {
   test("aborting a run while its approval is pending denies the approval (by: aborted) and cancels the run", async () => {
     const d = await startTestDaemon({ policy: { default: "require_approval" } });
     try {
-      const res = await d.req("/v1/runs", { method: "POST", json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] } });
+      const res = await d.req("/v1/runs", {
+        method: "POST",
+        json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] },
+      });
       const sse = new SseReader(res);
       const req = await sse.until((m) => m.event === "approval_requested");
       await d.req(`/v1/runs/${res.headers.get("x-run-id")}/abort`, { method: "POST", json: { reason: "stop" } });
@@ -230,7 +253,11 @@ describe("approvals and runs at the edges", () => {
   test("an idle agent is shut down after its TTL; the run stays readable and refuses to continue", async () => {
     const d = await startTestDaemon({ idleTtlMs: 100 });
     try {
-      const created = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", script: [{ content: "bye" }, { content: "never" }] } });
+      const created = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "t", script: [{ content: "bye" }, { content: "never" }] },
+      });
       const { run_id } = await created.json();
       const view = await eventually(async () => {
         const v = await (await d.req(`/v1/runs/${run_id}`)).json();
@@ -248,7 +275,11 @@ describe("approvals and runs at the edges", () => {
   test("attaching to an idle run ends at once with done; an unknown run is 404", async () => {
     const d = await startTestDaemon();
     try {
-      const created = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", script: [{ content: "idle now" }] } });
+      const created = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "t", script: [{ content: "idle now" }] },
+      });
       const { run_id } = await created.json();
       const watch = new SseReader(await d.req(`/v1/runs/${run_id}/events`));
       const all = await watch.all();
@@ -262,7 +293,10 @@ describe("approvals and runs at the edges", () => {
 
   test("stopping the daemon with an approval pending: the run ends cancelled, the stream ends, nothing is left pending", async () => {
     const d = await startTestDaemon({ policy: { default: "require_approval" } });
-    const res = await d.req("/v1/runs", { method: "POST", json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] } });
+    const res = await d.req("/v1/runs", {
+      method: "POST",
+      json: { task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never" }] },
+    });
     const sse = new SseReader(res);
     await sse.until((m) => m.event === "approval_requested");
     const stopped = d.stop();

@@ -18,7 +18,7 @@ function gateTool() {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   let aborted = false;
-  const tool = ({
+  const tool = {
     name: "gate",
     description: "wait for the test",
     effect: "read_only",
@@ -28,14 +28,18 @@ function gateTool() {
       started();
       await new Promise<void>((resolve, reject) => {
         void released.then(resolve);
-        ctx.signal.addEventListener("abort", () => {
-          aborted = true;
-          reject(ctx.signal.reason ?? new Error("aborted"));
-        }, { once: true });
+        ctx.signal.addEventListener(
+          "abort",
+          () => {
+            aborted = true;
+            reject(ctx.signal.reason ?? new Error("aborted"));
+          },
+          { once: true },
+        );
       });
       return { released: true };
     },
-  } satisfies ToolDefinition<Record<string, unknown>>) as unknown as AnyToolDefinition;
+  } satisfies ToolDefinition<Record<string, unknown>> as unknown as AnyToolDefinition;
   return { tool, running, release, wasAborted: () => aborted };
 }
 
@@ -50,7 +54,10 @@ describe("/mcp calls at shutdown", () => {
     const g = gateTool();
     const d = await startTestDaemon({ runtimeOptions: { tools: [g.tool] } });
     const client = await connect(d.url, d.auth);
-    const result = client.callTool({ name: "gate", arguments: {} }).then((r) => ({ r }), (e: unknown) => ({ e }));
+    const result = client.callTool({ name: "gate", arguments: {} }).then(
+      (r) => ({ r }),
+      (e: unknown) => ({ e }),
+    );
     await g.running;
     await d.stop();
     const out = await result;

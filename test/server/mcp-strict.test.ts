@@ -12,7 +12,7 @@ import { startTestDaemon, type TestDaemon } from "./support.ts";
 
 /** Counts its calls, so a test can see that a refused body ran nothing. */
 let counted = 0;
-const countTool = ({
+const countTool = {
   name: "count",
   description: "count calls",
   effect: "read_only",
@@ -21,7 +21,7 @@ const countTool = ({
     counted++;
     return { n: counted, args };
   },
-} satisfies ToolDefinition<Record<string, unknown>>) as unknown as AnyToolDefinition;
+} satisfies ToolDefinition<Record<string, unknown>> as unknown as AnyToolDefinition;
 
 let d: TestDaemon;
 beforeAll(async () => {

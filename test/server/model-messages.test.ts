@@ -25,12 +25,22 @@ afterAll(async () => {
 test("model-config 400s name request fields and the daemon's variables, not apiKey", async () => {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(MODEL_|CHAT_MODEL|LLM_|AGENTCORE_)/.test(k)) env[k] = v;
-  proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], { cwd: dir, env, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
+  proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], {
+    cwd: dir,
+    env,
+    stdout: "ignore",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
   const text = await collectStderr(proc).ready(/token file .+\n/);
   const url = /listening on (http:\/\/\S+)/.exec(text)![1]!;
   const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
   const post = async (body: unknown) => {
-    const r = await fetch(`${url}/v1/runs`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(body) });
+    const r = await fetch(`${url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify(body),
+    });
     expect(r.status).toBe(400);
     return ((await r.json()) as { error: { message: string } }).error.message;
   };

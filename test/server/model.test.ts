@@ -38,7 +38,11 @@ test("a run on the configured model streams over SSE and sends the operator's ke
 
 test("a URL named by the request gets the run but never the operator's key", async () => {
   other.push(textReply("from elsewhere"));
-  const res = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "greet", model: { url: other.baseURL, model: "m2" } } });
+  const res = await d.req("/v1/runs", {
+    method: "POST",
+    headers: { accept: "application/json" },
+    json: { task: "greet", model: { url: other.baseURL, model: "m2" } },
+  });
   expect(res.status).toBe(201);
   expect((await res.json()).result.output).toBe("from elsewhere");
   const seen = JSON.stringify(other.requests.at(-1)!.headers);
@@ -47,7 +51,11 @@ test("a URL named by the request gets the run but never the operator's key", asy
 });
 
 test("a model that fails (HTTP 500) ends the run failed, and the stream still ends with done", async () => {
-  model.push({ kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } }, { kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } }, { kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } });
+  model.push(
+    { kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } },
+    { kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } },
+    { kind: "error", status: 500, body: { error: { message: "boom", type: "server_error" } } },
+  );
   const res = await d.req("/v1/runs", { method: "POST", json: { task: "fail", max_steps: 1 } });
   const done = await new SseReader(res).until((m) => m.event === "done");
   expect(done!.data.result.status).toBe("failed");

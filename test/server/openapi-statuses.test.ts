@@ -14,7 +14,11 @@ let runId: string;
 beforeAll(async () => {
   d = await startTestDaemon({ requestTimeoutMs: 400 });
   doc = await (await d.req("/v1/openapi.json")).json();
-  const res = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "hi", session: "s", script: [{ content: "hello" }] } });
+  const res = await d.req("/v1/runs", {
+    method: "POST",
+    headers: { accept: "application/json" },
+    json: { task: "hi", session: "s", script: [{ content: "hello" }] },
+  });
   expect(res.status).toBe(201);
   runId = (await res.json()).run_id;
 });
@@ -52,7 +56,9 @@ function stalledPost(path: string, contentType: string): Promise<number> {
       }
     });
     sock.on("error", reject);
-    sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: ${contentType}\r\nAccept: application/json\r\nContent-Length: 100\r\n\r\n{`);
+    sock.write(
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Type: ${contentType}\r\nAccept: application/json\r\nContent-Length: 100\r\n\r\n{`,
+    );
   });
 }
 
@@ -60,7 +66,11 @@ describe("documented statuses", () => {
   test("a body that is not JSON gets 415 on every body route, and 415 is documented there", async () => {
     const missing: string[] = [];
     for (const [template, op] of bodyOperations()) {
-      const res = await d.req(concrete(template), { method: "POST", headers: { "content-type": "text/plain", accept: "application/json" }, body: "{}" });
+      const res = await d.req(concrete(template), {
+        method: "POST",
+        headers: { "content-type": "text/plain", accept: "application/json" },
+        body: "{}",
+      });
       await res.text();
       expect(`${template} ${res.status}`).toBe(`${template} 415`);
       if (!documented(op, 415)) missing.push(template);
@@ -73,7 +83,11 @@ describe("documented statuses", () => {
     const missing: string[] = [];
     for (const [template, op] of bodyOperations()) {
       const type = template === "/v1/calls/batch" ? "application/x-ndjson" : "application/json";
-      const res = await d.req(concrete(template), { method: "POST", headers: { "content-type": type, accept: "application/json, text/event-stream" }, body: big });
+      const res = await d.req(concrete(template), {
+        method: "POST",
+        headers: { "content-type": type, accept: "application/json, text/event-stream" },
+        body: big,
+      });
       await res.text();
       expect(`${template} ${res.status}`).toBe(`${template} 413`);
       if (!documented(op, 413)) missing.push(template);
@@ -108,7 +122,11 @@ describe("documented statuses", () => {
   });
 
   test("/mcp documents its refusals as JSON-RPC errors (what it sends), not envelopes", async () => {
-    const res = await d.req("/mcp", { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: `{"a":1,"a":2}` });
+    const res = await d.req("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: `{"a":1,"a":2}`,
+    });
     expect(res.status).toBe(400);
     const m = await res.json();
     expect(m.jsonrpc).toBe("2.0");

@@ -56,7 +56,10 @@ function journal(c: Child, session: string) {
   const file = new JsonlSessionStorage(join(c.dir, ".agentcore", "sessions")).fileFor(session);
   const text = readFileSync(file, "utf8");
   expect(text.endsWith("\n")).toBe(true);
-  return text.trimEnd().split("\n").map((l) => JSON.parse(l)); // every record whole
+  return text
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l)); // every record whole
 }
 
 describe("agentcore serve (child process)", () => {
@@ -87,7 +90,11 @@ describe("agentcore serve (child process)", () => {
     await sse.until((m) => m.event === "tool_started" && m.data.tool_call.name === "exec");
     c.proc.kill("SIGTERM");
     const finished = await sse.until((m) => m.event === "agent_finished");
-    expect(finished!.data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: "the daemon is shutting down" });
+    expect(finished!.data.result).toMatchObject({
+      status: "cancelled",
+      stop_reason: "external_abort",
+      error: "the daemon is shutting down",
+    });
     expect(await c.exited).toBe(0);
     expect(c.stderr()).toContain("SIGTERM: stopping");
     const records = journal(c, "job"); // every line parses
@@ -105,7 +112,10 @@ describe("agentcore serve (child process)", () => {
     dirs.push(cfgDir);
     const config = join(cfgDir, "agentcore.jsonc");
     const history = join(cfgDir, "history.jsonl");
-    writeFileSync(config, JSON.stringify({ history, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 3_600_000, isolation: "off" } } }));
+    writeFileSync(
+      config,
+      JSON.stringify({ history, tools: { exec: { allow: ["sleep"], env: ["PATH"], timeout_ms: 3_600_000, isolation: "off" } } }),
+    );
     const c = await spawnServe(["--port", "0", "--config", config, "--request-timeout-ms", "3600000"]);
     const marker = `3599.${process.pid}${Date.now() % 100000}`; // a sleep argument nobody else uses
     const answer = fetch(`${c.url}/v1/calls`, {
@@ -113,13 +123,16 @@ describe("agentcore serve (child process)", () => {
       headers: { ...auth(c), "content-type": "application/json" },
       body: JSON.stringify({ id: "slow1", tool: "exec", arguments: { argv: ["sleep", marker] } }),
     });
-    const sleeping = () => readdirSync("/proc").filter((p) => /^\d+$/.test(p)).some((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8") === `sleep\0${marker}\0`;
-      } catch {
-        return false;
-      }
-    });
+    const sleeping = () =>
+      readdirSync("/proc")
+        .filter((p) => /^\d+$/.test(p))
+        .some((p) => {
+          try {
+            return readFileSync(`/proc/${p}/cmdline`, "utf8") === `sleep\0${marker}\0`;
+          } catch {
+            return false;
+          }
+        });
     while (!sleeping()) await Bun.sleep(20);
     c.proc.kill("SIGTERM");
     const res = await answer;
@@ -127,7 +140,10 @@ describe("agentcore serve (child process)", () => {
     expect(await res.json()).toMatchObject({ id: "slow1", success: false, error: { code: "CANCELLED" } });
     expect(await c.exited).toBe(0);
     expect(sleeping()).toBe(false);
-    const records = readFileSync(history, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const records = readFileSync(history, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(records.at(-1)).toMatchObject({ tool: "exec", call_id: "slow1", success: false, code: "CANCELLED" });
   }, 60_000);
 
@@ -136,13 +152,23 @@ describe("agentcore serve (child process)", () => {
     const res = await fetch(`${c.url}/v1/runs`, {
       method: "POST",
       headers: { ...auth(c), "content-type": "application/json" },
-      body: JSON.stringify({ task: "finish me", session: "fin", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"a"}' }] }, { content: "all done", delay_ms: 800 }] }),
+      body: JSON.stringify({
+        task: "finish me",
+        session: "fin",
+        script: [
+          { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"a"}' }] },
+          { content: "all done", delay_ms: 800 },
+        ],
+      }),
     });
     const sse = new SseReader(res);
     await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
     c.proc.kill("SIGTERM");
     await Bun.sleep(100);
-    const late = await fetch(`${c.url}/v1/tools`, { headers: auth(c) }).then((r) => r.status, () => "refused");
+    const late = await fetch(`${c.url}/v1/tools`, { headers: auth(c) }).then(
+      (r) => r.status,
+      () => "refused",
+    );
     expect(late === "refused" || late === 503).toBe(true);
     const done = await sse.until((m) => m.event === "done");
     expect(done!.data.result).toMatchObject({ status: "completed", output: "all done" });
@@ -156,7 +182,14 @@ describe("agentcore serve (child process)", () => {
     const res = await fetch(`${c.url}/v1/runs`, {
       method: "POST",
       headers: { ...auth(c), "content-type": "application/json" },
-      body: JSON.stringify({ task: "long", session: "twice", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] }, { content: "never", delay_ms: 600_000 }] }),
+      body: JSON.stringify({
+        task: "long",
+        session: "twice",
+        script: [
+          { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: "{}" }] },
+          { content: "never", delay_ms: 600_000 },
+        ],
+      }),
     });
     const sse = new SseReader(res);
     await sse.until((m) => m.event === "turn_started" && m.data.turn === 2);
@@ -178,7 +211,12 @@ describe("agentcore serve (child process)", () => {
     expect(c.url).toBe(`unix:${sock}`);
     expect(statSync(sock).isSocket()).toBe(true);
     expect(statSync(sock).mode & 0o777).toBe(0o600);
-    const r = await fetch("http://localhost/v1/calls", { unix: sock, method: "POST", headers: { ...auth(c), "content-type": "application/json" }, body: '{"id":"u1","tool":"echo","arguments":{"message":"over a socket"}}' } as RequestInit);
+    const r = await fetch("http://localhost/v1/calls", {
+      unix: sock,
+      method: "POST",
+      headers: { ...auth(c), "content-type": "application/json" },
+      body: '{"id":"u1","tool":"echo","arguments":{"message":"over a socket"}}',
+    } as RequestInit);
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ id: "u1", success: true, result: { message: "over a socket" } });
     const noToken = await fetch("http://localhost/v1/tools", { unix: sock } as RequestInit);
@@ -203,20 +241,31 @@ describe("agentcore serve (child process)", () => {
 
   // An explicit non-loopback --host accepts its own name as Host, with the
   // port it really got (here --port 0). Needs a non-loopback IPv4 address.
-  const lanAddress = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === "IPv4" && !a.internal)?.address;
-  test.skipIf(lanAddress === undefined)("a non-loopback --host with --port 0 accepts Host <that address>:<bound port>, and still refuses other names", async () => {
-    const c = await spawnServe(["--host", lanAddress!, "--port", "0"]);
-    expect(c.stderr()).toContain(`WARNING: listening on ${lanAddress}`);
-    const port = Number(new URL(c.url).port);
-    expect(port).toBeGreaterThan(0);
-    const ok = await fetch(`${c.url}/v1/tools`, { headers: auth(c) });
-    expect(ok.status).toBe(200);
-    await ok.text();
-    const evil = await rawRequest(port, `GET /v1/tools HTTP/1.1\r\nHost: evil.example:${port}\r\nAuthorization: Bearer ${c.token}\r\nConnection: close`, "", lanAddress);
-    expect(evil.status).toBe(403);
-    c.proc.kill("SIGTERM");
-    expect(await c.exited).toBe(0);
-  }, 60_000);
+  const lanAddress = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === "IPv4" && !a.internal)?.address;
+  test.skipIf(lanAddress === undefined)(
+    "a non-loopback --host with --port 0 accepts Host <that address>:<bound port>, and still refuses other names",
+    async () => {
+      const c = await spawnServe(["--host", lanAddress!, "--port", "0"]);
+      expect(c.stderr()).toContain(`WARNING: listening on ${lanAddress}`);
+      const port = Number(new URL(c.url).port);
+      expect(port).toBeGreaterThan(0);
+      const ok = await fetch(`${c.url}/v1/tools`, { headers: auth(c) });
+      expect(ok.status).toBe(200);
+      await ok.text();
+      const evil = await rawRequest(
+        port,
+        `GET /v1/tools HTTP/1.1\r\nHost: evil.example:${port}\r\nAuthorization: Bearer ${c.token}\r\nConnection: close`,
+        "",
+        lanAddress,
+      );
+      expect(evil.status).toBe(403);
+      c.proc.kill("SIGTERM");
+      expect(await c.exited).toBe(0);
+    },
+    60_000,
+  );
 
   test("--tools, --skills and the config's mcpServers: a real MCP peer's tools are callable over /v1/calls, a skill activates", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-cfg-"));
@@ -226,9 +275,11 @@ describe("agentcore serve (child process)", () => {
     const config = join(dir, "agentcore.jsonc");
     writeFileSync(config, JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [fsServer, dir] } } }));
     const c = await spawnServe(["--port", "0", "--config", config, "--tools", "read", "--skills", join(REPO_ROOT, "examples/skills")]);
-    const names: string[] = (await (await fetch(`${c.url}/v1/tools`, { headers: auth(c) })).json()).tools.map((t: { name: string }) => t.name);
+    const names: string[] = (await (await fetch(`${c.url}/v1/tools`, { headers: auth(c) })).json()).tools.map(
+      (t: { name: string }) => t.name,
+    );
     expect(names).toEqual(expect.arrayContaining(["echo", "read_file", "list_dir", "glob", "grep", "git_diff"]));
-    const remote = names.find((n) => n.includes("read_text_file") || n.includes("read_file") && n !== "read_file");
+    const remote = names.find((n) => n.includes("read_text_file") || (n.includes("read_file") && n !== "read_file"));
     expect(remote).toBeDefined();
     const r = await fetch(`${c.url}/v1/calls`, {
       method: "POST",
@@ -255,7 +306,10 @@ describe("agentcore serve (child process)", () => {
     const res = await fetch(`${c.url}/v1/runs`, {
       method: "POST",
       headers: { ...auth(c), "content-type": "application/json" },
-      body: JSON.stringify({ task: "t", script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"from":"binary"}' }] }, { content: "done" }] }),
+      body: JSON.stringify({
+        task: "t",
+        script: [{ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"from":"binary"}' }] }, { content: "done" }],
+      }),
     });
     const all = await new SseReader(res).all();
     expect(all.find((m) => m.event === "tool_completed")!.data.result.error).toBeNull();
@@ -269,7 +323,10 @@ describe("agentcore serve (child process)", () => {
   test("usage errors exit 2 with a message; --help exits 0", async () => {
     const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-usage-"));
     dirs.push(dir);
-    const run = (args: string[]) => Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), ...args], { env: { PATH: process.env.PATH ?? "", HOME: dir } });
+    const run = (args: string[]) =>
+      Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", join(dir, "state"), ...args], {
+        env: { PATH: process.env.PATH ?? "", HOME: dir },
+      });
     for (const [args, msg] of [
       [["--port", "http"], "--port expects an integer, got 'http'"],
       [["--port", "70000"], "--port must be between 0 and 65535"],

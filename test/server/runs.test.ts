@@ -48,8 +48,20 @@ describe("runs over SSE", () => {
     });
     const all = await sse.all();
     expect(all.map((m) => m.event)).toEqual([
-      "agent_started", "turn_started", "assistant_text_delta", "message_completed", "tool_started", "tool_progressed", "tool_completed", "turn_completed",
-      "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished", "done",
+      "agent_started",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "tool_started",
+      "tool_progressed",
+      "tool_completed",
+      "turn_completed",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "turn_completed",
+      "agent_finished",
+      "done",
     ]);
     // ids number the run's items from 1; done closes the stream and has none
     expect(all.slice(0, -1).map((m) => Number(m.id))).toEqual(all.slice(0, -1).map((_, i) => i + 1));
@@ -64,7 +76,13 @@ describe("runs over SSE", () => {
     expect(done.status).toBe("idle");
     expect(done.result).toMatchObject({ status: "completed", stop_reason: "text_response", turns: 2, output: "Hi there." });
     const view = await runView(runId);
-    expect(view).toMatchObject({ run_id: runId, status: "idle", result: { status: "completed" }, can_continue: true, pending_approvals: 0 });
+    expect(view).toMatchObject({
+      run_id: runId,
+      status: "idle",
+      result: { status: "completed" },
+      can_continue: true,
+      pending_approvals: 0,
+    });
     expect(view.results).toHaveLength(1);
   });
 
@@ -76,7 +94,11 @@ describe("runs over SSE", () => {
   });
 
   test("Accept: application/json returns the run once it is idle", async () => {
-    const r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", script: [{ content: "answer" }], max_steps: 3, system: "be brief" } });
+    const r = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "t", script: [{ content: "answer" }], max_steps: 3, system: "be brief" },
+    });
     expect(r.status).toBe(201);
     expect(r.headers.get("content-type")).toContain("application/json");
     const view = await r.json();
@@ -93,13 +115,23 @@ describe("runs over SSE", () => {
 
 describe("approvals", () => {
   test("round trip: the approval shows as an event and at GET /v1/approvals; approving runs the tool", async () => {
-    const { sse, runId } = await startRun({ task: "echo it", script: [{ content: null, tool_calls: [echoCall("c1", "hello")] }, { content: "echoed" }] });
+    const { sse, runId } = await startRun({
+      task: "echo it",
+      script: [{ content: null, tool_calls: [echoCall("c1", "hello")] }, { content: "echoed" }],
+    });
     const req = await sse.until((m) => m.event === "approval_requested");
     const approval = req!.data.approval;
     const agentRun = sse.messages.find((m) => m.event === "agent_started")!.data;
     expect(approval.run_id).toBe(agentRun.run_id);
     expect(approval.agent_id).toBe(agentRun.agent_id);
-    expect(approval).toMatchObject({ tool: "echo", effect: "read_only", tool_call_id: "c1", reason: "echo is reviewed", rule_id: "ask-echo", arguments: { message: "hello" } });
+    expect(approval).toMatchObject({
+      tool: "echo",
+      effect: "read_only",
+      tool_call_id: "c1",
+      reason: "echo is reviewed",
+      rule_id: "ask-echo",
+      arguments: { message: "hello" },
+    });
     const list = await (await d.req("/v1/approvals")).json();
     expect(list.approvals.map((a: { approval_id: string }) => a.approval_id)).toContain(approval.approval_id);
     expect((await runView(runId)).pending_approvals).toBe(1);
@@ -119,7 +151,10 @@ describe("approvals", () => {
   });
 
   test("denying ends the run rejected, without running the tool", async () => {
-    const { sse } = await startRun({ task: "echo it", script: [{ content: null, tool_calls: [echoCall("c1", "secret")] }, { content: "never" }] });
+    const { sse } = await startRun({
+      task: "echo it",
+      script: [{ content: null, tool_calls: [echoCall("c1", "secret")] }, { content: "never" }],
+    });
     const req = await sse.until((m) => m.event === "approval_requested");
     const bad = await d.req(`/v1/approvals/${req!.data.approval.approval_id}`, { method: "POST", json: { approved: "yes" } });
     expect(bad.status).toBe(400);
@@ -132,7 +167,10 @@ describe("approvals", () => {
   test("an unanswered approval times out to deny", async () => {
     const t = await startTestDaemon({ approvalTimeoutMs: 100, policy: { default: "require_approval" } });
     try {
-      const { sse } = await startRun({ task: "t", script: [{ content: null, tool_calls: [echoCall("c1", "x")] }, { content: "never" }] }, t);
+      const { sse } = await startRun(
+        { task: "t", script: [{ content: null, tool_calls: [echoCall("c1", "x")] }, { content: "never" }] },
+        t,
+      );
       const resolved = await sse.until((m) => m.event === "approval_resolved");
       expect(resolved!.data.outcome).toMatchObject({ approved: false, by: "timeout" });
       const done = await sse.until((m) => m.event === "done");
@@ -145,7 +183,10 @@ describe("approvals", () => {
 
 describe("control", () => {
   test("abort in the middle of a run: the tool is interrupted and the run ends cancelled", async () => {
-    const { sse, runId } = await startRun({ task: "t", script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "never" }] });
+    const { sse, runId } = await startRun({
+      task: "t",
+      script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "never" }],
+    });
     await sse.until((m) => m.event === "tool_progressed");
     expect((await runView(runId)).status).toBe("running");
     const r = await d.req(`/v1/runs/${runId}/abort`, { method: "POST", json: { reason: "changed my mind" } });
@@ -158,7 +199,10 @@ describe("control", () => {
   });
 
   test("a client that disconnects aborts its run", async () => {
-    const { sse, runId } = await startRun({ task: "t", script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "never" }] });
+    const { sse, runId } = await startRun({
+      task: "t",
+      script: [{ content: null, tool_calls: [sleepCall("c1", 600_000)] }, { content: "never" }],
+    });
     await sse.until((m) => m.event === "tool_progressed");
     await sse.cancel();
     const view = await eventually(async () => {
@@ -169,7 +213,11 @@ describe("control", () => {
   });
 
   test("a detached run survives its client; the client reattaches with Last-Event-ID and misses nothing", async () => {
-    const { sse, runId } = await startRun({ task: "t", detached: true, script: [{ content: null, tool_calls: [sleepCall("c1", 300)] }, { content: "finished alone" }] });
+    const { sse, runId } = await startRun({
+      task: "t",
+      detached: true,
+      script: [{ content: null, tool_calls: [sleepCall("c1", 300)] }, { content: "finished alone" }],
+    });
     const seen = await sse.until((m) => m.event === "tool_progressed");
     await sse.cancel();
     const watch = new SseReader(await d.req(`/v1/runs/${runId}/events`, { headers: { "last-event-id": seen!.id! } }));
@@ -196,7 +244,9 @@ describe("control", () => {
     const rb = await b.sse.until((m) => m.event === "approval_requested");
     const pending = (await (await d.req("/v1/approvals")).json()).approvals;
     expect(pending).toHaveLength(2);
-    expect((await (await d.req("/v1/runs")).json()).runs.filter((r: { status: string }) => r.status === "running").length).toBeGreaterThanOrEqual(2);
+    expect(
+      (await (await d.req("/v1/runs")).json()).runs.filter((r: { status: string }) => r.status === "running").length,
+    ).toBeGreaterThanOrEqual(2);
     for (const r of [rb, ra]) await d.req(`/v1/approvals/${r!.data.approval.approval_id}`, { method: "POST", json: { approved: true } });
     const [da, db] = await Promise.all([a.sse.until((m) => m.event === "done"), b.sse.until((m) => m.event === "done")]);
     expect(da!.data.result.output).toBe("A done");
@@ -275,11 +325,19 @@ describe("control", () => {
 
 describe("sessions", () => {
   test("two runs at once on two branches of one session: every journal line whole, revisions in order, each branch intact", async () => {
-    const first = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "base", session: "s2", script: [{ content: "base done" }] } });
+    const first = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "base", session: "s2", script: [{ content: "base done" }] },
+    });
     expect(first.status).toBe(201);
     await first.text();
     expect((await d.req("/v1/sessions/s2/fork", { method: "POST", json: { name: "side" } })).status).toBe(201);
-    const script = (tag: string) => [{ content: null, tool_calls: [sleepCall(`${tag}1`, 150)] }, { content: null, tool_calls: [sleepCall(`${tag}2`, 150)] }, { content: `${tag} done` }];
+    const script = (tag: string) => [
+      { content: null, tool_calls: [sleepCall(`${tag}1`, 150)] },
+      { content: null, tool_calls: [sleepCall(`${tag}2`, 150)] },
+      { content: `${tag} done` },
+    ];
     const [a, b] = await Promise.all([
       startRun({ task: "on main", session: "s2", script: script("m") }),
       startRun({ task: "on side", session: "s2", branch: "side", script: script("s") }),
@@ -290,7 +348,10 @@ describe("sessions", () => {
     expect(da!.data.result.output).toBe("m done");
     expect(db!.data.result.output).toBe("s done");
     const file = new JsonlSessionStorage(join(d.dir, "sessions")).fileFor("s2");
-    const records = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const records = readFileSync(file, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(records.map((r) => r.revision)).toEqual(records.map((_, i) => i + 1));
     for (const branch of ["main", "side"]) {
       const mine = records.filter((r) => r.branch_id === branch && r.type !== "branch_created");
@@ -304,9 +365,12 @@ describe("sessions", () => {
     expect(side.messages[0].content).toBe("base");
   });
 
-
   test("a session run is journaled; a second run on the same branch meanwhile is a conflict; list/show/tree/fork/rollback/retry", async () => {
-    const { sse } = await startRun({ task: "remember 42", session: "s1", script: [{ content: null, tool_calls: [sleepCall("c1", 200)] }, { content: "noted" }] });
+    const { sse } = await startRun({
+      task: "remember 42",
+      session: "s1",
+      script: [{ content: null, tool_calls: [sleepCall("c1", 200)] }, { content: "noted" }],
+    });
     await sse.until((m) => m.event === "tool_progressed");
     const clash = await d.req("/v1/runs", { method: "POST", json: { task: "other", session: "s1", script: [{ content: "x" }] } });
     expect(clash.status).toBe(409);
@@ -316,10 +380,20 @@ describe("sessions", () => {
     const file = new JsonlSessionStorage(join(d.dir, "sessions")).fileFor("s1");
     const lines = readFileSync(file, "utf8").trimEnd().split("\n");
     const records = lines.map((l) => JSON.parse(l));
-    expect(records.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "message_appended", "run_finished"]);
+    expect(records.map((r) => r.type)).toEqual([
+      "run_started",
+      "message_appended",
+      "messages_appended",
+      "message_appended",
+      "run_finished",
+    ]);
 
     // A new run on the session resumes its messages.
-    const again = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "what was it?", session: "s1", script: [{ content: "42" }] } });
+    const again = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "what was it?", session: "s1", script: [{ content: "42" }] },
+    });
     expect((await again.json()).result.output).toBe("42");
 
     const list = await (await d.req("/v1/sessions")).json();
@@ -334,7 +408,11 @@ describe("sessions", () => {
     expect(fork.status).toBe(201);
     expect((await fork.json()).branch).toMatchObject({ branch_id: "alt", intent: "fork" });
     // the same name again: a conflict with what exists (409, as the OpenAPI document says), not a bad request
-    for (const [route, body] of [["fork", { name: "alt" }], ["rollback", { to: tree.records[4].record_id, name: "alt" }], ["retry", { run: firstRun, name: "alt" }]] as const) {
+    for (const [route, body] of [
+      ["fork", { name: "alt" }],
+      ["rollback", { to: tree.records[4].record_id, name: "alt" }],
+      ["retry", { run: firstRun, name: "alt" }],
+    ] as const) {
       const again = await d.req(`/v1/sessions/s1/${route}`, { method: "POST", json: body });
       expect(again.status).toBe(409);
       expect((await again.json()).error).toMatchObject({ code: "CONFLICT", message: "branch 'alt' already exists" });
@@ -344,7 +422,11 @@ describe("sessions", () => {
     const retry = await d.req("/v1/sessions/s1/retry", { method: "POST", json: { run: firstRun, name: "again" } });
     expect(retry.status).toBe(201);
     expect(await retry.json()).toMatchObject({ task: "remember 42", retried_run_id: firstRun, messages: 0 });
-    const onBranch = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "remember 42", session: "s1", branch: "again", script: [{ content: "retried" }] } });
+    const onBranch = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "remember 42", session: "s1", branch: "again", script: [{ content: "retried" }] },
+    });
     expect((await onBranch.json()).session).toEqual({ session_id: "s1", branch: "again" });
     const alt = await (await d.req("/v1/sessions/s1?branch=alt")).json();
     expect(alt.messages).toHaveLength(6);
@@ -370,13 +452,20 @@ describe("sessions", () => {
     expect(badRecord.status).toBe(400);
     expect((await badRecord.json()).error).toMatchObject({ code: "INVALID_REQUEST", message: "record nope does not exist" });
     // Session ids never become paths: "../etc" is journaled (hashed) inside the sessions directory.
-    const odd = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "x", session: "../etc", script: [{ content: "x" }] } });
+    const odd = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "x", session: "../etc", script: [{ content: "x" }] },
+    });
     expect(odd.status).toBe(201);
     await odd.text();
     const oddFile = new JsonlSessionStorage(join(d.dir, "sessions")).fileFor("../etc");
     expect(oddFile.startsWith(join(d.dir, "sessions") + "/")).toBe(true);
     expect(readFileSync(oddFile, "utf8")).toContain('"run_finished"');
-    const noBranch = await d.req("/v1/runs", { method: "POST", json: { task: "x", session: "s1", branch: "nope", script: [{ content: "x" }] } });
+    const noBranch = await d.req("/v1/runs", {
+      method: "POST",
+      json: { task: "x", session: "s1", branch: "nope", script: [{ content: "x" }] },
+    });
     expect(noBranch.status).toBe(404);
   });
 });
@@ -409,7 +498,11 @@ async function spawnBinaryDaemon(): Promise<BinaryDaemon> {
     req: (path, init = {}) =>
       fetch(url + path, {
         method: init.method ?? "GET",
-        headers: { authorization: `Bearer ${token}`, ...(init.json !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(init.json !== undefined ? { "content-type": "application/json" } : {}),
+          ...init.headers,
+        },
         ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
       }),
     async stop() {
@@ -433,7 +526,10 @@ describe("the binary's daemon", () => {
   });
 
   test("an answer cut off at the output limit ends max_tokens: in the stream, the run, and the journal's run_finished", async () => {
-    const res = await b.req("/v1/runs", { method: "POST", json: { task: "explain", session: "cut", script: [{ content: "Half an ans", finish_reason: "length" }] } });
+    const res = await b.req("/v1/runs", {
+      method: "POST",
+      json: { task: "explain", session: "cut", script: [{ content: "Half an ans", finish_reason: "length" }] },
+    });
     expect(res.status).toBe(201);
     const all = await new SseReader(res).all();
     const finished = all.find((m) => m.event === "agent_finished")!.data.result;
@@ -444,13 +540,23 @@ describe("the binary's daemon", () => {
     const view = await (await b.req(`/v1/runs/${res.headers.get("x-run-id")}`)).json();
     expect(view).toMatchObject({ result: { stop_reason: "max_tokens" }, can_continue: true });
     const file = new JsonlSessionStorage(join(b.dir, ".agentcore", "sessions")).fileFor("cut");
-    const records = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const records = readFileSync(file, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(records.find((r) => r.type === "run_finished").data.result.stop_reason).toBe("max_tokens");
   });
 
   test("finish_reason content_filter from a real OpenAI-compatible server ends content_filter; the OpenAPI enum lists both", async () => {
-    model.push({ kind: "stream", chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "I can" }), chunk({}, "content_filter")] });
-    const r = await b.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "something", model: { url: model.baseURL, model: "m" } } });
+    model.push({
+      kind: "stream",
+      chunks: [chunk({ role: "assistant", content: "" }), chunk({ content: "I can" }), chunk({}, "content_filter")],
+    });
+    const r = await b.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "something", model: { url: model.baseURL, model: "m" } },
+    });
     expect(r.status).toBe(201);
     const view = await r.json();
     expect(view.result).toMatchObject({ status: "failed", stop_reason: "content_filter", output: "I can" });
@@ -466,7 +572,11 @@ describe("the binary's daemon", () => {
     const long = "word ".repeat(200);
     const res = await b.req("/v1/runs", {
       method: "POST",
-      json: { task: `first ${long}`, compaction: { context_window: 4096 }, script: [{ content: `answer ${long}`, delay_ms: 200 }, { content: "second answer" }, { content: "SUMMARY" }] },
+      json: {
+        task: `first ${long}`,
+        compaction: { context_window: 4096 },
+        script: [{ content: `answer ${long}`, delay_ms: 200 }, { content: "second answer" }, { content: "SUMMARY" }],
+      },
     });
     expect(res.status).toBe(201);
     const runId = res.headers.get("x-run-id")!;
@@ -491,7 +601,11 @@ describe("the binary's daemon", () => {
       [{ context_window: -1 }, "/compaction/context_window", "must be an integer"],
       [{ reserve_tokens: 10 }, "/compaction/context_window", "is required"],
       [{ context_window: 4096, reserve_tokens: 4096 }, "/compaction/reserve_tokens", "must be less than context_window (4096), got 4096"],
-      [{ context_window: 4096, keep_recent_tokens: 4000 }, "/compaction/keep_recent_tokens", "must be at most context_window - reserve_tokens (3072), got 4000"],
+      [
+        { context_window: 4096, keep_recent_tokens: 4000 },
+        "/compaction/keep_recent_tokens",
+        "must be at most context_window - reserve_tokens (3072), got 4000",
+      ],
       [{ context_window: 4096, window: 1 }, "/compaction/window", "unknown member"],
       [4096, "/compaction", 'must be an object, such as {"context_window": 4096}'],
       [[4096], "/compaction", "must be an object"],
@@ -504,7 +618,11 @@ describe("the binary's daemon", () => {
       expect(e.message).toContain(`${location}: ${message}`);
     }
     // The full form keeps its own range: a small window with explicit values is fine.
-    const ok = await b.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", compaction: { context_window: 100, reserve_tokens: 0, keep_recent_tokens: 10 }, script: [{ content: "x" }] } });
+    const ok = await b.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "t", compaction: { context_window: 100, reserve_tokens: 0, keep_recent_tokens: 10 }, script: [{ content: "x" }] },
+    });
     expect(ok.status).toBe(201);
     await ok.text();
   });

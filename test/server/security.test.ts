@@ -38,8 +38,20 @@ describe("authentication", () => {
   });
 
   test("a missing token gets 401 with an envelope on every other route", async () => {
-    for (const [method, path] of [["GET", "/v1/tools"], ["GET", "/v1/openapi.json"], ["POST", "/v1/calls"], ["GET", "/v1/runs"], ["GET", "/v1/approvals"], ["GET", "/v1/sessions"], ["POST", "/v1/runs"]] as const) {
-      const r = await fetch(d.url + path, { method, headers: { "content-type": "application/json" }, body: method === "POST" ? call : undefined });
+    for (const [method, path] of [
+      ["GET", "/v1/tools"],
+      ["GET", "/v1/openapi.json"],
+      ["POST", "/v1/calls"],
+      ["GET", "/v1/runs"],
+      ["GET", "/v1/approvals"],
+      ["GET", "/v1/sessions"],
+      ["POST", "/v1/runs"],
+    ] as const) {
+      const r = await fetch(d.url + path, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: method === "POST" ? call : undefined,
+      });
       expect(r.status).toBe(401);
       expect(r.headers.get("www-authenticate")).toContain("Bearer");
       expect(envelopeOf(await r.text()).error.code).toBe("UNAUTHORIZED");
@@ -47,7 +59,15 @@ describe("authentication", () => {
   });
 
   test("a wrong token, a token with the wrong scheme, a prefix or a longer token get 401", async () => {
-    for (const value of [`Bearer ${"0".repeat(64)}`, `Basic ${d.token}`, `Bearer ${d.token.slice(0, 63)}`, `Bearer ${d.token}0`, `Bearer`, d.token, `Bearer ${d.token} extra`]) {
+    for (const value of [
+      `Bearer ${"0".repeat(64)}`,
+      `Basic ${d.token}`,
+      `Bearer ${d.token.slice(0, 63)}`,
+      `Bearer ${d.token}0`,
+      `Bearer`,
+      d.token,
+      `Bearer ${d.token} extra`,
+    ]) {
       const r = await fetch(`${d.url}/v1/tools`, { headers: { authorization: value } });
       expect(r.status).toBe(401);
       await r.text();
@@ -100,7 +120,10 @@ describe("token file", () => {
 
 describe("Host and Origin (DNS rebinding)", () => {
   const get = (host: string | null, extra = "") =>
-    rawRequest(d.port, `GET /v1/tools HTTP/1.1\r\n${host === null ? "" : `Host: ${host}\r\n`}Authorization: Bearer ${d.token}\r\nConnection: close\r\n${extra}`);
+    rawRequest(
+      d.port,
+      `GET /v1/tools HTTP/1.1\r\n${host === null ? "" : `Host: ${host}\r\n`}Authorization: Bearer ${d.token}\r\nConnection: close\r\n${extra}`,
+    );
 
   test("loopback names with the daemon's port pass", async () => {
     for (const h of [`127.0.0.1:${d.port}`, `localhost:${d.port}`, `LOCALHOST:${d.port}`, `[::1]:${d.port}`, `127.1.2.3:${d.port}`]) {
@@ -109,7 +132,18 @@ describe("Host and Origin (DNS rebinding)", () => {
   });
 
   test("Host: evil.example, :port, an empty host, another port, no port, or a lookalike get 403", async () => {
-    for (const h of ["evil.example", `evil.example:${d.port}`, `:${d.port}`, "", `127.0.0.1:${d.port + 1}`, "127.0.0.1", `localhost.evil.example:${d.port}`, `127.0.0.1.nip.io:${d.port}`, `0.0.0.0:${d.port}`, `user@127.0.0.1:${d.port}`]) {
+    for (const h of [
+      "evil.example",
+      `evil.example:${d.port}`,
+      `:${d.port}`,
+      "",
+      `127.0.0.1:${d.port + 1}`,
+      "127.0.0.1",
+      `localhost.evil.example:${d.port}`,
+      `127.0.0.1.nip.io:${d.port}`,
+      `0.0.0.0:${d.port}`,
+      `user@127.0.0.1:${d.port}`,
+    ]) {
       const r = await get(h);
       expect(r.status).toBe(403);
       const env = envelopeOf(r.body);
@@ -124,7 +158,14 @@ describe("Host and Origin (DNS rebinding)", () => {
   });
 
   test("an Origin not in the allowlist gets 403; an allowed one is echoed by name, never *", async () => {
-    for (const o of ["http://evil.example", "null", `http://127.0.0.1:${d.port}`, "http://localhost:5174", "http://localhost:5173/path", "file://"]) {
+    for (const o of [
+      "http://evil.example",
+      "null",
+      `http://127.0.0.1:${d.port}`,
+      "http://localhost:5174",
+      "http://localhost:5173/path",
+      "file://",
+    ]) {
       const r = await get(`127.0.0.1:${d.port}`, `Origin: ${o}\r\n`);
       expect(r.status).toBe(403);
       expect(envelopeOf(r.body).error.details.header).toBe("origin");
@@ -137,10 +178,16 @@ describe("Host and Origin (DNS rebinding)", () => {
   });
 
   test("a preflight from an allowed origin is answered without a token; never a wildcard", async () => {
-    const r = await rawRequest(d.port, `OPTIONS /v1/calls HTTP/1.1\r\nHost: localhost:${d.port}\r\nOrigin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\nConnection: close`);
+    const r = await rawRequest(
+      d.port,
+      `OPTIONS /v1/calls HTTP/1.1\r\nHost: localhost:${d.port}\r\nOrigin: http://localhost:5173\r\nAccess-Control-Request-Method: POST\r\nConnection: close`,
+    );
     expect(r.status).toBe(204);
     expect(r.headers["access-control-allow-origin"]).toBe("http://localhost:5173");
-    const bad = await rawRequest(d.port, `OPTIONS /v1/calls HTTP/1.1\r\nHost: localhost:${d.port}\r\nOrigin: http://evil.example\r\nConnection: close`);
+    const bad = await rawRequest(
+      d.port,
+      `OPTIONS /v1/calls HTTP/1.1\r\nHost: localhost:${d.port}\r\nOrigin: http://evil.example\r\nConnection: close`,
+    );
     expect(bad.status).toBe(403);
   });
 
@@ -197,7 +244,12 @@ describe("bodies", () => {
         c.enqueue(new TextEncoder().encode(sent === 1 ? `{"tool":"echo","arguments":{"message":"${chunk}` : chunk));
       },
     });
-    const r = await d.req("/v1/calls", { method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half" } as RequestInit);
+    const r = await d.req("/v1/calls", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: stream,
+      duplex: "half",
+    } as RequestInit);
     expect(r.status).toBe(413);
     expect(envelopeOf(await r.text()).error.details.received_bytes).toBeGreaterThan(1 << 20);
   });
@@ -208,7 +260,11 @@ describe("bodies", () => {
     const env = envelopeOf(await r.text());
     expect(env.error.code).toBe("JSON_PARSE");
     expect(env.error.details).toHaveProperty("offset");
-    const dup = await d.req("/v1/runs", { method: "POST", headers: { "content-type": "application/json" }, body: '{"task":"a","task":"b"}' });
+    const dup = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"task":"a","task":"b"}',
+    });
     expect(dup.status).toBe(400);
     const e2 = envelopeOf(await dup.text());
     expect(e2.error.code).toBe("JSON_DUPLICATE_KEY");
@@ -221,7 +277,11 @@ describe("bodies", () => {
       expect(r.status).toBe(415);
       expect(envelopeOf(await r.text()).error.code).toBe("INVALID_REQUEST");
     }
-    const none = await rawRequest(d.port, `POST /v1/runs HTTP/1.1\r\nHost: localhost:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Length: 12\r\nConnection: close`, '{"task":"x"}');
+    const none = await rawRequest(
+      d.port,
+      `POST /v1/runs HTTP/1.1\r\nHost: localhost:${d.port}\r\nAuthorization: Bearer ${d.token}\r\nContent-Length: 12\r\nConnection: close`,
+      '{"task":"x"}',
+    );
     expect(none.status).toBe(415);
   });
 
@@ -249,7 +309,12 @@ describe("bodies", () => {
   });
 
   test("unknown routes and methods get a 404 envelope", async () => {
-    for (const [m, p] of [["GET", "/v2/health"], ["DELETE", "/v1/runs"], ["GET", "/v1/runs/run_nope"], ["POST", "/v1/approvals/apr_nope"]] as const) {
+    for (const [m, p] of [
+      ["GET", "/v2/health"],
+      ["DELETE", "/v1/runs"],
+      ["GET", "/v1/runs/run_nope"],
+      ["POST", "/v1/approvals/apr_nope"],
+    ] as const) {
       const r = await d.req(p, { method: m, json: m === "POST" ? { approved: true } : undefined });
       expect(r.status).toBe(404);
       expect(envelopeOf(await r.text()).error.code).toBe("NOT_FOUND");
@@ -312,7 +377,10 @@ describe("limits", () => {
   });
 
   test("a request that outlives its deadline gets 504 TIMEOUT and its call is cancelled", async () => {
-    const t = await startTestDaemon({ requestTimeoutMs: 200, policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] } });
+    const t = await startTestDaemon({
+      requestTimeoutMs: 200,
+      policy: { default: "allow", rules: [{ id: "ask", action: "require_approval", tools: ["echo"] }] },
+    });
     const notices: ApprovalNotice[] = [];
     t.running.daemon.approvals.subscribe((n) => notices.push(n));
     try {

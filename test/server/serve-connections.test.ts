@@ -44,13 +44,16 @@ async function serve(args: string[], config: Record<string, unknown> = {}, env: 
   dirs.push(dir);
   const cfg = join(dir, "agentcore.json");
   writeFileSync(cfg, JSON.stringify(config));
-  const proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir, "--config", cfg, ...args], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir, "--config", cfg, ...args],
+    {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
   procs.push(proc);
   const err = collectStderr(proc);
   const text = await err.ready(/token (file .+|from AGENTCORE_TOKEN)\n/);
@@ -78,7 +81,10 @@ const json = (d: Daemon, body: unknown, extra: Record<string, string> = {}): Req
   headers: { ...d.auth, "content-type": "application/json", ...extra },
   body: JSON.stringify(body),
 });
-const echoStep = (id: string, message: string) => ({ content: null, tool_calls: [{ id, name: "echo", arguments: JSON.stringify({ message }) }] });
+const echoStep = (id: string, message: string) => ({
+  content: null,
+  tool_calls: [{ id, name: "echo", arguments: JSON.stringify({ message }) }],
+});
 
 describe("at --max-concurrent, the control routes still get through", () => {
   test("a call parked on an approval fills the cap: new calls get 503, but health, the approvals list, an approval answer and abort are answered and free the daemon", async () => {
@@ -86,7 +92,10 @@ describe("at --max-concurrent, the control routes still get through", () => {
     try {
       // Two runs, each waiting on an approval (a stream holds no slot once its headers are sent).
       const start = async (message: string) => {
-        const res = await fetch(`${d.url}/v1/runs`, json(d, { task: message, script: [echoStep("c1", message), { content: `done ${message}` }] }));
+        const res = await fetch(
+          `${d.url}/v1/runs`,
+          json(d, { task: message, script: [echoStep("c1", message), { content: `done ${message}` }] }),
+        );
         expect(res.status).toBe(201);
         const sse = new SseReader(res);
         const asked = await sse.until((m) => m.event === "approval_requested");
@@ -158,7 +167,10 @@ describe("at --max-concurrent, the control routes still get through", () => {
 describe("--access-log", () => {
   const TOKEN = "t0ken-".repeat(8);
   const exercise = async (d: Daemon) => {
-    const call = await fetch(`${d.url}/v1/calls`, json(d, { id: "a1", tool: "echo", arguments: { password: "hunter2-body-secret" } }, { cookie: "session=cookie-secret" }));
+    const call = await fetch(
+      `${d.url}/v1/calls`,
+      json(d, { id: "a1", tool: "echo", arguments: { password: "hunter2-body-secret" } }, { cookie: "session=cookie-secret" }),
+    );
     expect(call.status).toBe(200);
     await call.text();
     const missing = await fetch(`${d.url}/v1/runs/run_nope/events?after=1&api_key=query-secret`, { headers: d.auth });
@@ -182,7 +194,8 @@ describe("--access-log", () => {
     expect(lines[1]).toMatch(/^agentcore info access method=GET path=\/v1\/runs\/run_nope\/events status=404 ms=\d+(\.\d)?$/);
     expect(lines[2]).toMatch(/^agentcore info access method=GET path=\/v1\/tools status=401 ms=\d+(\.\d)?$/);
     expect(lines[3]).toMatch(/^agentcore info access method=GET path=\/v1\/health status=200 ms=\d+(\.\d)?$/);
-    for (const secret of [TOKEN, "hunter2", "cookie-secret", "query-secret", "api_key", "wrong-token-secret", "Bearer"]) expect(stderr).not.toContain(secret);
+    for (const secret of [TOKEN, "hunter2", "cookie-secret", "query-secret", "api_key", "wrong-token-secret", "Bearer"])
+      expect(stderr).not.toContain(secret);
   });
 
   test("off by default: the same requests write no access line", async () => {
@@ -223,7 +236,12 @@ function exchange(port: number, head: string, body = ""): Promise<{ status: numb
     const settle = (closed: boolean) => {
       clearTimeout(guard);
       sock.destroy();
-      if (parsed === null) reject(new Error(`no whole response before the socket ${closed ? "closed" : "timed out"}: ${JSON.stringify(buf.toString("latin1").slice(0, 300))}`));
+      if (parsed === null)
+        reject(
+          new Error(
+            `no whole response before the socket ${closed ? "closed" : "timed out"}: ${JSON.stringify(buf.toString("latin1").slice(0, 300))}`,
+          ),
+        );
       else resolve({ ...parsed, closed });
     };
     sock.on("data", (d: Buffer) => {
@@ -258,12 +276,32 @@ describe("refused and timed-out clients: Connection: close, and the socket close
     const late = '{"id":"late","tool":"echo","arguments":{"m":"late"}}';
     const cases: [string, string, string, number][] = [
       ["no token", `GET /v1/tools HTTP/1.1\r\n${host()}\r\n`, "", 401],
-      ["a wrong token, the body not all sent", `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer nope\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`, '{"tool":"echo"', 401],
+      [
+        "a wrong token, the body not all sent",
+        `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer nope\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`,
+        '{"tool":"echo"',
+        401,
+      ],
       ["a foreign Host", "GET /v1/tools HTTP/1.1\r\nHost: evil.example\r\n\r\n", "", 403],
-      ["a foreign Origin", `GET /v1/tools HTTP/1.1\r\n${host()}Origin: http://evil.example\r\nAuthorization: Bearer ${d.token}\r\n\r\n`, "", 403],
-      ["a body over the cap", `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n`, "x".repeat(100), 413],
+      [
+        "a foreign Origin",
+        `GET /v1/tools HTTP/1.1\r\n${host()}Origin: http://evil.example\r\nAuthorization: Bearer ${d.token}\r\n\r\n`,
+        "",
+        403,
+      ],
+      [
+        "a body over the cap",
+        `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n`,
+        "x".repeat(100),
+        413,
+      ],
       ["headers far too large", `GET /v1/tools HTTP/1.1\r\n${host()}X-Big: ${"a".repeat(200_000)}\r\n\r\n`, "", 431],
-      ["a call past its deadline (parked on an approval)", `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: ${late.length}\r\n\r\n`, late, 504],
+      [
+        "a call past its deadline (parked on an approval)",
+        `POST /v1/calls HTTP/1.1\r\n${host()}Authorization: Bearer ${d.token}\r\nContent-Type: application/json\r\nContent-Length: ${late.length}\r\n\r\n`,
+        late,
+        504,
+      ],
     ];
     for (const [what, head, body, status] of cases) {
       const r = await exchange(d.port, head, body);

@@ -30,7 +30,21 @@ const draft = (session: string, type: SessionRecordDraft["type"], data: Record<s
 async function crashedSession(id: string): Promise<string> {
   const storage = new JsonlSessionStorage(join(d.dir, "sessions"));
   await storage.append(draft(id, "run_started", { run_id: "r-crashed", task: "work" }, 1));
-  await storage.append(draft(id, "message_appended", { run_id: "r-crashed", message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "sleep", arguments: '{"ms":1}' } }] } }, 4));
+  await storage.append(
+    draft(
+      id,
+      "message_appended",
+      {
+        run_id: "r-crashed",
+        message: {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "sleep", arguments: '{"ms":1}' } }],
+        },
+      },
+      4,
+    ),
+  );
   return "r-crashed";
 }
 
@@ -39,7 +53,11 @@ const post = (path: string, json?: unknown) => d.req(path, json === undefined ? 
 describe("POST /v1/sessions/{id}/recover", () => {
   test("a crashed session: runs refused with 409 naming the route; recover closes the run; a second recover is a no-op; runs work again", async () => {
     const runId = await crashedSession("crashed");
-    let r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "crashed", script: [{ content: "ok" }] } });
+    let r = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "next", session: "crashed", script: [{ content: "ok" }] },
+    });
     expect(r.status).toBe(409);
     const refused = (await r.json()).error;
     expect(refused.code).toBe("CONFLICT");
@@ -57,7 +75,11 @@ describe("POST /v1/sessions/{id}/recover", () => {
     expect(r.status).toBe(200);
     expect((await r.json()).recovered).toEqual([]);
 
-    r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "crashed", script: [{ content: "after recovery" }] } });
+    r = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "next", session: "crashed", script: [{ content: "after recovery" }] },
+    });
     expect(r.status).toBe(201);
     expect((await r.json()).result).toMatchObject({ status: "completed", output: "after recovery" });
     const shown = await (await d.req("/v1/sessions/crashed")).json();
@@ -66,7 +88,10 @@ describe("POST /v1/sessions/{id}/recover", () => {
   });
 
   test("a run of the daemon still going on the branch: 409 session_busy, nothing written", async () => {
-    const res = await d.req("/v1/runs", { method: "POST", json: { task: "slow", session: "busy", script: [{ content: "late", delay_ms: 60_000 }] } });
+    const res = await d.req("/v1/runs", {
+      method: "POST",
+      json: { task: "slow", session: "busy", script: [{ content: "late", delay_ms: 60_000 }] },
+    });
     expect(res.status).toBe(201);
     const runId = res.headers.get("x-run-id")!;
     const sse = new SseReader(res);
@@ -89,7 +114,11 @@ describe("POST /v1/sessions/{id}/recover", () => {
       const storage = new JsonlSessionStorage(join(d.dir, "sessions"));
       writeFileSync(storage.runMarkFile("foreign", runId), `${other.pid} ${runId}\n`);
       // a new run on it: in use by that process (not "recover it")
-      let r = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "next", session: "foreign", script: [{ content: "ok" }] } });
+      let r = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "next", session: "foreign", script: [{ content: "ok" }] },
+      });
       expect(r.status).toBe(409);
       const busy = (await r.json()).error;
       expect(busy.details).toEqual({ reason: "session_busy", run_id: runId, pid: other.pid });
@@ -125,12 +154,15 @@ describe("POST /v1/sessions/{id}/recover", () => {
 
 /** `agentcore serve` from source as a child process on root `dir`; resolves once it listens. */
 async function serve(dir: string) {
-  const proc = Bun.spawn([process.execPath, join(REPO_ROOT, "src/cli/main.ts"), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", HOME: dir },
-    stdout: "ignore",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [process.execPath, join(REPO_ROOT, "src/cli/main.ts"), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir],
+    {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", HOME: dir },
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
   let text = "";
   const reader = proc.stderr.getReader();
   const dec = new TextDecoder();
@@ -144,7 +176,11 @@ async function serve(dir: string) {
   const req = (path: string, init: RequestInit & { json?: unknown } = {}) =>
     fetch(url + path, {
       ...init,
-      headers: { authorization: `Bearer ${token}`, ...(init.json !== undefined ? { "content-type": "application/json" } : {}), ...(init.headers as Record<string, string> | undefined) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(init.json !== undefined ? { "content-type": "application/json" } : {}),
+        ...(init.headers as Record<string, string> | undefined),
+      },
       body: init.json !== undefined ? JSON.stringify(init.json) : init.body,
     });
   return { proc, req };
@@ -156,14 +192,22 @@ describe("a daemon killed mid-run (real processes)", () => {
     const first = await serve(dir);
     let second: Awaited<ReturnType<typeof serve>> | null = null;
     try {
-      const res = await first.req("/v1/runs", { method: "POST", json: { task: "slow", session: "d", script: [{ content: "late", delay_ms: 600_000 }] } });
+      const res = await first.req("/v1/runs", {
+        method: "POST",
+        json: { task: "slow", session: "d", script: [{ content: "late", delay_ms: 600_000 }] },
+      });
       expect(res.status).toBe(201);
       expect(await new SseReader(res).until((m) => m.event === "turn_started")).not.toBeNull();
       first.proc.kill("SIGKILL");
       await first.proc.exited;
 
       second = await serve(dir);
-      const run = () => second!.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "again", session: "d", script: [{ content: "back" }] } });
+      const run = () =>
+        second!.req("/v1/runs", {
+          method: "POST",
+          headers: { accept: "application/json" },
+          json: { task: "again", session: "d", script: [{ content: "back" }] },
+        });
       let r = await run();
       expect(r.status).toBe(409);
       const err = (await r.json()).error;

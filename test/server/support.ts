@@ -25,7 +25,7 @@ export interface TestDaemon {
 }
 
 /** A tool that waits `ms` (abortable) and reports progress first: for mid-run aborts and timeouts. */
-export const sleepTool: AnyToolDefinition = ({
+export const sleepTool: AnyToolDefinition = {
   name: "sleep",
   description: "wait ms milliseconds",
   effect: "read_only",
@@ -35,14 +35,18 @@ export const sleepTool: AnyToolDefinition = ({
     ctx.progress("sleeping");
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(resolve, args.ms);
-      ctx.signal.addEventListener("abort", () => {
-        clearTimeout(t);
-        reject(ctx.signal.reason ?? new Error("aborted"));
-      }, { once: true });
+      ctx.signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(t);
+          reject(ctx.signal.reason ?? new Error("aborted"));
+        },
+        { once: true },
+      );
     });
     return { slept: args.ms };
   },
-} satisfies ToolDefinition<{ ms: number }>) as unknown as AnyToolDefinition;
+} satisfies ToolDefinition<{ ms: number }> as unknown as AnyToolDefinition;
 
 export async function startTestDaemon(app: Partial<Omit<AppOptions, "port">> = {}, extra: Partial<StartOptions> = {}): Promise<TestDaemon> {
   const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-"));
@@ -84,7 +88,12 @@ export async function startTestDaemon(app: Partial<Omit<AppOptions, "port">> = {
 }
 
 /** A raw HTTP/1.1 exchange: full control over the request head. Returns status, headers and body. */
-export function rawRequest(port: number, head: string, body: Uint8Array | string = "", host = "127.0.0.1"): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+export function rawRequest(
+  port: number,
+  head: string,
+  body: Uint8Array | string = "",
+  host = "127.0.0.1",
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   return new Promise((resolve, reject) => {
     const sock = net.connect({ host, port });
     const chunks: Buffer[] = [];

@@ -6,7 +6,18 @@
  * no file. Plus the file-name rules and the race-safe removal in-process.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -43,7 +54,12 @@ interface Serve {
 async function serve(stateDir: string, cwd: string, args: string[], exe: string[] = [process.execPath, MAIN]): Promise<Serve> {
   const proc = Bun.spawn([...exe, "serve", "--state-dir", stateDir, "--root", cwd, ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? "", HOME: cwd, DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? cwd, ".cache/deno"), NO_COLOR: "1" },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: cwd,
+      DENO_DIR: process.env.DENO_DIR ?? join(process.env.HOME ?? cwd, ".cache/deno"),
+      NO_COLOR: "1",
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -77,7 +93,11 @@ async function stop(d: Serve): Promise<void> {
 
 /** Every file in the state directory, with its content. */
 function snapshot(stateDir: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(stateDir).sort().map((n) => [n, readFileSync(join(stateDir, n), "utf8")]));
+  return Object.fromEntries(
+    readdirSync(stateDir)
+      .sort()
+      .map((n) => [n, readFileSync(join(stateDir, n), "utf8")]),
+  );
 }
 
 const portOf = (d: Serve) => Number(new URL(d.url).port);
@@ -144,7 +164,12 @@ describe("one token file per daemon (child processes)", () => {
     const before = snapshot(state);
     // the failing daemons would write exactly these two files
     expect(Object.keys(before)).toEqual(["token", `token-${portOf(a)}`, tokenFileName({ unix: sock })].sort());
-    const run = (args: string[]) => Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", state, "--root", dir, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir }, timeout: 30_000 });
+    const run = (args: string[]) =>
+      Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", state, "--root", dir, ...args], {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? "", HOME: dir },
+        timeout: 30_000,
+      });
     const busy = run(["--port", String(portOf(a))]);
     expect(busy.exitCode).toBe(2);
     expect(busy.stderr.toString()).toContain(`cannot listen on 127.0.0.1:${portOf(a)}`);
@@ -203,7 +228,12 @@ describe("one token file per daemon (child processes)", () => {
 
   test("state directory problems exit 2 with a clear message, and so does an own token file that cannot be written (token untouched)", async () => {
     const dir = tempDir();
-    const run = (state: string, args: string[]) => Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", state, "--root", dir, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir }, timeout: 30_000 });
+    const run = (state: string, args: string[]) =>
+      Bun.spawnSync([process.execPath, MAIN, "serve", "--state-dir", state, "--root", dir, ...args], {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? "", HOME: dir },
+        timeout: 30_000,
+      });
     // a regular file where the state directory should be
     const file = join(dir, "plain-file");
     writeFileSync(file, "x");
@@ -250,7 +280,8 @@ describe("token file names and removal (in-process)", () => {
     expect(tokenFileName({ hostname: "../../etc", port: 80 })).toMatch(/^token-h[0-9a-f]{12}-80$/);
     expect(tokenFileName({ unix: "/run/a b/..$x.sock" })).toMatch(/^token-unix-\.\._x\.sock-[0-9a-f]{16}$/);
     expect(tokenFileName({ unix: `/tmp/${"n".repeat(100)}` })).toMatch(new RegExp(`^token-unix-${"n".repeat(32)}-[0-9a-f]{16}$`));
-    for (const port of [0, 65536, 1.5, -1, Number.NaN]) expect(() => tokenFileName({ hostname: "127.0.0.1", port })).toThrow(/port must be an integer between 1 and 65535/);
+    for (const port of [0, 65536, 1.5, -1, Number.NaN])
+      expect(() => tokenFileName({ hostname: "127.0.0.1", port })).toThrow(/port must be an integer between 1 and 65535/);
     expect(() => tokenFileName({ hostname: "", port: 80 })).toThrow(TypeError);
     expect(() => tokenFileName({ unix: "" })).toThrow(TypeError);
   });

@@ -21,7 +21,12 @@ function script(dir: string, name: string, ...turns: unknown[]): string {
 describe("agentcore agent --session / sessions", () => {
   test("record, continue after a restart, show, tree, fork, rollback, retry on a new branch", async () => {
     const dir = tmp();
-    const first = script(dir, "first.jsonl", { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }] }, { content: "said hi" });
+    const first = script(
+      dir,
+      "first.jsonl",
+      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }] },
+      { content: "said hi" },
+    );
     const more = script(dir, "more.jsonl", { content: "continued" });
     const again = script(dir, "again.jsonl", { content: "said hi again" });
 
@@ -43,12 +48,19 @@ describe("agentcore agent --session / sessions", () => {
     const runId = shown.session.runs[0].run_id;
 
     r = cli(dir, "sessions", "show", "demo");
-    expect(r.stdout).toContain("[tool] {\"message\":\"hi\"}");
+    expect(r.stdout).toContain('[tool] {"message":"hi"}');
     expect(cli(dir, "sessions", "list").stdout).toContain("demo  records 8  runs 2  branches main");
 
     const tree = JSON.parse(cli(dir, "sessions", "tree", "demo", "--json").stdout);
     expect(tree.records.map((x: { type: string }) => x.type)).toEqual([
-      "run_started", "message_appended", "messages_appended", "message_appended", "run_finished", "run_continued", "message_appended", "run_finished",
+      "run_started",
+      "message_appended",
+      "messages_appended",
+      "message_appended",
+      "run_finished",
+      "run_continued",
+      "message_appended",
+      "run_finished",
     ]);
     const finished = tree.records[4].record_id;
 
@@ -63,7 +75,10 @@ describe("agentcore agent --session / sessions", () => {
     r = cli(dir, "agent", "--session", "demo", "--branch", "retry1", "--script", again, "say hi");
     expect(r.code).toBe(0);
     const retried = JSON.parse(cli(dir, "sessions", "show", "demo", "--branch", "retry1", "--json").stdout);
-    expect(retried.messages).toEqual([{ role: "user", content: "say hi" }, { role: "assistant", content: "said hi again" }]);
+    expect(retried.messages).toEqual([
+      { role: "user", content: "say hi" },
+      { role: "assistant", content: "said hi again" },
+    ]);
     // main is untouched
     expect(JSON.parse(cli(dir, "sessions", "show", "demo", "--json").stdout).messages.length).toBe(5);
   }, 60_000);
@@ -99,7 +114,7 @@ describe("agentcore agent --session / sessions", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(file);
     expect(cli(dir, "--help").stdout).toContain("  sessions  read, branch and recover durable sessions");
-    expect(cli(dir, "sessions", "--help").stdout).toContain("agentcore agent --session ID --branch BRANCH \"TASK\"");
+    expect(cli(dir, "sessions", "--help").stdout).toContain('agentcore agent --session ID --branch BRANCH "TASK"');
   }, 60_000);
 });
 

@@ -21,7 +21,11 @@ interface Expected {
   branches: Record<string, unknown[]>;
 }
 
-const formats = fs.readdirSync(CORPUS, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+const formats = fs
+  .readdirSync(CORPUS, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort();
 
 test("the corpus has journals of more than one format, each with its expected JSON", () => {
   expect(formats.length).toBeGreaterThanOrEqual(2);
@@ -33,10 +37,30 @@ test("the corpus has journals of more than one format, each with its expected JS
 });
 
 test("the corpus covers what a restore must read: tool calls, an approval and a denial, a cut-off run, steering, a compaction, a fork", () => {
-  const text = formats.flatMap((f) => fs.readdirSync(path.join(CORPUS, f)).filter((n) => n.endsWith(".jsonl")).map((n) => fs.readFileSync(path.join(CORPUS, f, n), "utf8"))).join("\n");
-  const records = text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { type: string; data: { result?: { stop_reason?: string } } });
+  const text = formats
+    .flatMap((f) =>
+      fs
+        .readdirSync(path.join(CORPUS, f))
+        .filter((n) => n.endsWith(".jsonl"))
+        .map((n) => fs.readFileSync(path.join(CORPUS, f, n), "utf8")),
+    )
+    .join("\n");
+  const records = text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as { type: string; data: { result?: { stop_reason?: string } } });
   const types = new Set(records.map((r) => r.type));
-  for (const t of ["run_started", "run_continued", "message_appended", "messages_appended", "run_finished", "steering_applied", "compaction_applied", "branch_created"]) expect([t, types.has(t)]).toEqual([t, true]);
+  for (const t of [
+    "run_started",
+    "run_continued",
+    "message_appended",
+    "messages_appended",
+    "run_finished",
+    "steering_applied",
+    "compaction_applied",
+    "branch_created",
+  ])
+    expect([t, types.has(t)]).toEqual([t, true]);
   const stops = new Set(records.map((r) => r.data.result?.stop_reason).filter((x) => x !== undefined));
   for (const s of ["text_response", "max_tokens", "tool_rejected"]) expect([s, stops.has(s)]).toEqual([s, true]);
   expect(text).toContain('"tool_calls"');
@@ -44,17 +68,28 @@ test("the corpus covers what a restore must read: tool calls, an approval and a 
 
 for (const format of formats) {
   describe(`corpus ${format}`, () => {
-    for (const file of fs.readdirSync(path.join(CORPUS, format)).filter((n) => n.endsWith(".jsonl")).sort()) {
+    for (const file of fs
+      .readdirSync(path.join(CORPUS, format))
+      .filter((n) => n.endsWith(".jsonl"))
+      .sort()) {
       test(`${file}: loads, and every branch restores to the expected messages`, async () => {
-        const expected = JSON.parse(fs.readFileSync(path.join(CORPUS, format, file.replace(/\.jsonl$/, ".expected.json")), "utf8")) as Expected;
+        const expected = JSON.parse(
+          fs.readFileSync(path.join(CORPUS, format, file.replace(/\.jsonl$/, ".expected.json")), "utf8"),
+        ) as Expected;
         const storage = new JsonlSessionStorage(tmp());
         fs.copyFileSync(path.join(CORPUS, format, file), storage.fileFor(expected.session_id));
         expect(await storage.listSessions()).toEqual([expected.session_id]);
-        expect((await storage.listBranches(expected.session_id)).map((b) => b.branch_id).sort()).toEqual(Object.keys(expected.branches).sort());
+        expect((await storage.listBranches(expected.session_id)).map((b) => b.branch_id).sort()).toEqual(
+          Object.keys(expected.branches).sort(),
+        );
         for (const [branch, messages] of Object.entries(expected.branches)) {
           const checkout = await storage.checkout(expected.session_id, branch);
           expect(checkout).not.toBeNull();
-          const agent = createAgent({ agentId: checkout!.session.agent_id ?? "corpus-agent", model: new ScriptedModel([]), runtime: createRuntime() });
+          const agent = createAgent({
+            agentId: checkout!.session.agent_id ?? "corpus-agent",
+            model: new ScriptedModel([]),
+            runtime: createRuntime(),
+          });
           restoreSession(agent, checkout!);
           expect([branch, agent.messages]).toEqual([branch, messages as never]);
           await agent.shutdown();

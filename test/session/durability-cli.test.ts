@@ -31,7 +31,8 @@ function script(dir: string, name: string, ...turns: unknown[]): string {
 
 const sessionsDir = (dir: string) => path.join(dir, ".agentcore", "sessions");
 const journal = (dir: string, id: string) => new JsonlSessionStorage(sessionsDir(dir)).fileFor(id);
-const claimFiles = (dir: string) => (fs.existsSync(sessionsDir(dir)) ? fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".branch-")) : []);
+const claimFiles = (dir: string) =>
+  fs.existsSync(sessionsDir(dir)) ? fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".branch-")) : [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait (bounded) until `check` holds. */
@@ -45,7 +46,12 @@ async function until(check: () => boolean, what: string, ms = 30_000): Promise<v
 
 /** A scripted turn that writes `file` (a trace that the tool ran), then a turn that waits ten minutes. */
 const writeThenWait = (dir: string, name: string, file: string) =>
-  script(dir, name, { content: null, tool_calls: [{ id: "w", name: "write_file", arguments: JSON.stringify({ path: file, content: "ran\n" }) }] }, { content: "never reached", delay_ms: 600_000 });
+  script(
+    dir,
+    name,
+    { content: null, tool_calls: [{ id: "w", name: "write_file", arguments: JSON.stringify({ path: file, content: "ran\n" }) }] },
+    { content: "never reached", delay_ms: 600_000 },
+  );
 
 describe("a torn first record (item 5)", () => {
   /** A session `id` whose journal holds only the first `keep` bytes of a real first record. */
@@ -59,7 +65,10 @@ describe("a torn first record (item 5)", () => {
     return { file, bytes };
   }
 
-  for (const [kind, keep] of [["torn after its session id", (l: string) => l.indexOf(',"time"')], ["torn before its session id", () => 30]] as const) {
+  for (const [kind, keep] of [
+    ["torn after its session id", (l: string) => l.indexOf(',"time"')],
+    ["torn before its session id", () => 30],
+  ] as const) {
     test(`${kind}: sessions list shows it, show prints it empty and reports the torn line, agent --session works and records`, () => {
       const dir = tmp();
       const { file, bytes } = tornSession(dir, "torn", keep);
@@ -78,7 +87,9 @@ describe("a torn first record (item 5)", () => {
       r = cli(dir, "sessions", "show", "torn");
       expect(r.code).toBe(0);
       expect(r.stdout).toContain("runs (0):\nmessages (0):\n");
-      expect(r.stderr).toBe(`agentcore sessions: line 1 of session 'torn' (${file}) was torn: ${bytes} bytes of a write cut short (a crash or a full disk), not a whole record; it is ignored (the session holds no record yet), and the next write to the session cuts it off\n`);
+      expect(r.stderr).toBe(
+        `agentcore sessions: line 1 of session 'torn' (${file}) was torn: ${bytes} bytes of a write cut short (a crash or a full disk), not a whole record; it is ignored (the session holds no record yet), and the next write to the session cuts it off\n`,
+      );
       expect(JSON.parse(cli(dir, "sessions", "show", "torn", "--json").stdout).session.runs).toEqual([]);
       expect(fs.statSync(file).size).toBe(bytes); // reading changed nothing
 
@@ -86,9 +97,14 @@ describe("a torn first record (item 5)", () => {
       r = cli(dir, "agent", "--no-plan", "--session", "torn", "--script", ok, "next task");
       expect(r.code).toBe(0);
       expect(r.stdout).toBe("working again\n");
-      expect(r.stderr).toContain(`agentcore: line 1 of session 'torn' (${file}) was torn: ${bytes} bytes of a write cut short (a crash or a full disk), not a whole record; it was cut off (the session holds no record yet)`);
+      expect(r.stderr).toContain(
+        `agentcore: line 1 of session 'torn' (${file}) was torn: ${bytes} bytes of a write cut short (a crash or a full disk), not a whole record; it was cut off (the session holds no record yet)`,
+      );
       const shown = JSON.parse(cli(dir, "sessions", "show", "torn", "--json").stdout);
-      expect(shown.messages).toEqual([{ role: "user", content: "next task" }, { role: "assistant", content: "working again" }]);
+      expect(shown.messages).toEqual([
+        { role: "user", content: "next task" },
+        { role: "assistant", content: "working again" },
+      ]);
       expect(fs.readFileSync(file, "utf8").split("\n")[0]).toStartWith('{"agent_id":"agentcore-cli"');
       r = cli(dir, "sessions", "list");
       expect(r.stderr).toBe("");
@@ -117,7 +133,11 @@ describe("a torn first record (item 5)", () => {
     const file = journal(dir, "glued");
     const broken = `{"agent_id":"agentcore-cli","bra${fs.readFileSync(file, "utf8")}`;
     fs.writeFileSync(file, broken);
-    for (const args of [["sessions", "show", "glued"], ["sessions", "recover", "glued"], ["agent", "--no-plan", "--session", "glued", "--script", ok, "more"]]) {
+    for (const args of [
+      ["sessions", "show", "glued"],
+      ["sessions", "recover", "glued"],
+      ["agent", "--no-plan", "--session", "glued", "--script", ok, "more"],
+    ]) {
       const r = cli(dir, ...args);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
@@ -143,7 +163,26 @@ describe("agents started at once on one branch (item 6)", () => {
       expect(Bun.spawnSync(["mkfifo", f]).exitCode).toBe(0);
       return f;
     });
-    const procs = fifos.map((f) => Bun.spawn([bin, "agent", "--no-plan", "--session", "race", "--events", "jsonl", "--script", f, "--tools", "write_file", "--approve-all", "race"], { cwd: dir, stdout: "pipe", stderr: "pipe" }));
+    const procs = fifos.map((f) =>
+      Bun.spawn(
+        [
+          bin,
+          "agent",
+          "--no-plan",
+          "--session",
+          "race",
+          "--events",
+          "jsonl",
+          "--script",
+          f,
+          "--tools",
+          "write_file",
+          "--approve-all",
+          "race",
+        ],
+        { cwd: dir, stdout: "pipe", stderr: "pipe" },
+      ),
+    );
     const outputs = procs.map((p) => Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]));
     const exited = new Map<number, number>();
     procs.forEach((p, i) => void p.exited.then((code) => exited.set(i, code)));
@@ -154,7 +193,9 @@ describe("agents started at once on one branch (item 6)", () => {
           if (exited.has(i) || writers.has(i)) continue;
           try {
             writers.set(i, fs.openSync(f, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)); // succeeds once its agent opened it
-          } catch { /* not yet */ }
+          } catch {
+            /* not yet */
+          }
         }
         return fifos.every((_, i) => exited.has(i) || writers.has(i));
       }, "every agent to load its script or stop");
@@ -170,7 +211,9 @@ describe("agents started at once on one branch (item 6)", () => {
         expect(code).toBe(2);
         const [stdout, stderr] = await outputs[i]!;
         expect(stdout).toBe(""); // not even agent_started
-        expect(stderr).toContain(`agentcore: session 'race' branch 'main' is in use by process ${procs[winner]!.pid} (agentcore agent, since `);
+        expect(stderr).toContain(
+          `agentcore: session 'race' branch 'main' is in use by process ${procs[winner]!.pid} (agentcore agent, since `,
+        );
         expect(stderr).toContain("wait for it to finish, or stop that process");
       }
       // only the winner's tool ran
@@ -196,11 +239,35 @@ describe("agents started at once on one branch (item 6)", () => {
     expect(r.stderr).toContain("no run to continue");
     expect(claimFiles(dir)).toEqual([]);
     // a run that fails (the script runs out): exit 1, claim gone
-    r = cli(dir, "agent", "--no-plan", "--session", "s", "--script", script(dir, "b.jsonl", { content: null, tool_calls: [{ id: "e", name: "echo", arguments: "{}" }] }), "t");
+    r = cli(
+      dir,
+      "agent",
+      "--no-plan",
+      "--session",
+      "s",
+      "--script",
+      script(dir, "b.jsonl", { content: null, tool_calls: [{ id: "e", name: "echo", arguments: "{}" }] }),
+      "t",
+    );
     expect(r.code).toBe(1);
     expect(claimFiles(dir)).toEqual([]);
     // another branch is not blocked by a holder of main
-    const holder = Bun.spawn([bin, "agent", "--no-plan", "--session", "k", "--script", writeThenWait(dir, "w.jsonl", "trace-k.txt"), "--tools", "write_file", "--approve-all", "hold"], { cwd: dir, stdout: "ignore", stderr: "ignore" });
+    const holder = Bun.spawn(
+      [
+        bin,
+        "agent",
+        "--no-plan",
+        "--session",
+        "k",
+        "--script",
+        writeThenWait(dir, "w.jsonl", "trace-k.txt"),
+        "--tools",
+        "write_file",
+        "--approve-all",
+        "hold",
+      ],
+      { cwd: dir, stdout: "ignore", stderr: "ignore" },
+    );
     try {
       await until(() => fs.existsSync(path.join(dir, "trace-k.txt")), "the holder's tool");
       expect(cli(dir, "sessions", "fork", "k", "--name", "side").code).not.toBe(0); // its head is inside an unfinished run
@@ -231,7 +298,10 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
   test("a chat of another process holds the branch (nothing unfinished in the journal): POST /v1/runs is 409 session_busy, nothing written; free once it ends", async () => {
     const dir = tmp();
     const sessions = path.join(d.dir, "sessions");
-    const chat = Bun.spawn([bin, "chat", "--no-plan", "--session", "shared", "--sessions-dir", sessions, "--script", script(dir, "c.jsonl", { content: "hi" })], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const chat = Bun.spawn(
+      [bin, "chat", "--no-plan", "--session", "shared", "--sessions-dir", sessions, "--script", script(dir, "c.jsonl", { content: "hi" })],
+      { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const reader = chat.stdout.getReader();
       let seen = "";
@@ -240,7 +310,11 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
         if (done) throw new Error(`chat ended early: ${seen}`);
         seen += new TextDecoder().decode(value);
       }
-      let res = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", session: "shared", script: [{ content: "from the daemon" }] } });
+      let res = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "t", session: "shared", script: [{ content: "from the daemon" }] },
+      });
       expect(res.status).toBe(409);
       const err = (await res.json()).error;
       expect(err.code).toBe("CONFLICT");
@@ -248,15 +322,34 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
       expect(err.message).toContain(`session 'shared' branch 'main' is in use by process ${chat.pid} (agentcore chat`);
       expect(fs.existsSync(new JsonlSessionStorage(sessions).fileFor("shared"))).toBe(false);
       // a CLI agent on it is refused the same way
-      const r = cli(dir, "agent", "--no-plan", "--session", "shared", "--sessions-dir", sessions, "--script", script(dir, "a.jsonl", { content: "x" }), "t");
+      const r = cli(
+        dir,
+        "agent",
+        "--no-plan",
+        "--session",
+        "shared",
+        "--sessions-dir",
+        sessions,
+        "--script",
+        script(dir, "a.jsonl", { content: "x" }),
+        "t",
+      );
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`session 'shared' branch 'main' is in use by process ${chat.pid} (agentcore chat, since `);
       chat.stdin.end();
       expect(await chat.exited).toBe(0);
-      res = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", session: "shared", script: [{ content: "from the daemon" }] } });
+      res = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "t", session: "shared", script: [{ content: "from the daemon" }] },
+      });
       expect(res.status).toBe(201);
       expect((await res.json()).result).toMatchObject({ status: "completed", output: "from the daemon" });
-      expect((await new JsonlSessionStorage(sessions).records("shared")).map((r) => r.type)).toEqual(["run_started", "message_appended", "run_finished"]);
+      expect((await new JsonlSessionStorage(sessions).records("shared")).map((r) => r.type)).toEqual([
+        "run_started",
+        "message_appended",
+        "run_finished",
+      ]);
     } finally {
       chat.kill("SIGKILL");
     }
@@ -265,15 +358,33 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
   test("a daemon run holds the branch while it runs: a CLI agent on it exits 2 up front; two runs of the daemon at once: one is 409", async () => {
     const dir = tmp();
     const sessions = path.join(d.dir, "sessions");
-    const slow = await d.req("/v1/runs", { method: "POST", json: { task: "slow", session: "dbusy", detached: true, script: [{ content: "late", delay_ms: 60_000 }] } });
+    const slow = await d.req("/v1/runs", {
+      method: "POST",
+      json: { task: "slow", session: "dbusy", detached: true, script: [{ content: "late", delay_ms: 60_000 }] },
+    });
     expect([200, 201, 202]).toContain(slow.status);
     const runId = slow.headers.get("x-run-id")!;
     try {
       await until(() => fs.existsSync(new JsonlSessionStorage(sessions).branchClaimFile("dbusy", "main")), "the daemon's claim");
-      const r = cli(dir, "agent", "--no-plan", "--session", "dbusy", "--sessions-dir", sessions, "--script", script(dir, "x.jsonl", { content: "x" }), "t");
+      const r = cli(
+        dir,
+        "agent",
+        "--no-plan",
+        "--session",
+        "dbusy",
+        "--sessions-dir",
+        sessions,
+        "--script",
+        script(dir, "x.jsonl", { content: "x" }),
+        "t",
+      );
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`session 'dbusy' branch 'main' is in use by process ${process.pid} (agentcore serve, run ${runId}`);
-      const second = await d.req("/v1/runs", { method: "POST", headers: { accept: "application/json" }, json: { task: "t", session: "dbusy", script: [{ content: "x" }] } });
+      const second = await d.req("/v1/runs", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { task: "t", session: "dbusy", script: [{ content: "x" }] },
+      });
       expect(second.status).toBe(409);
       expect((await second.json()).error.details.reason).toBe("session_busy");
     } finally {
@@ -285,13 +396,23 @@ describe("the daemon refuses a busy branch up front (item 6)", () => {
 
 describe("a journal that cannot be written is refused before the run (item 7)", () => {
   const deno = (cwd: string, ...args: string[]) => {
-    const p = Bun.spawnSync([DENO, "run", "--allow-read", "--allow-env", path.join(REPO, "src/cli/main.ts"), ...args], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" } });
+    const p = Bun.spawnSync([DENO, "run", "--allow-read", "--allow-env", path.join(REPO, "src/cli/main.ts"), ...args], {
+      cwd,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    });
     return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
   };
 
   test("Deno without --allow-write: exit 2 before the model or any tool, naming --allow-write (a new session, and an existing one)", () => {
     const dir = tmp();
-    const s = script(dir, "s.jsonl", { content: null, tool_calls: [{ id: "e", name: "echo", arguments: '{"message":"ran"}' }] }, { content: "done" });
+    const s = script(
+      dir,
+      "s.jsonl",
+      { content: null, tool_calls: [{ id: "e", name: "echo", arguments: '{"message":"ran"}' }] },
+      { content: "done" },
+    );
     let r = deno(dir, "agent", "--no-plan", "--session", "d", "--events", "jsonl", "--script", s, "t");
     expect(r.code).toBe(2);
     expect(r.stdout).toBe(""); // no event at all: the run never started
@@ -311,7 +432,21 @@ describe("a journal that cannot be written is refused before the run (item 7)", 
     const dir = tmp();
     fs.writeFileSync(path.join(dir, "notes"), "a file\n");
     const bad = path.join(dir, "notes", "sessions");
-    const r = cli(dir, "agent", "--no-plan", "--session", "s", "--sessions-dir", bad, "--script", writeThenWait(dir, "w.jsonl", "trace.txt"), "--tools", "write_file", "--approve-all", "t");
+    const r = cli(
+      dir,
+      "agent",
+      "--no-plan",
+      "--session",
+      "s",
+      "--sessions-dir",
+      bad,
+      "--script",
+      writeThenWait(dir, "w.jsonl", "trace.txt"),
+      "--tools",
+      "write_file",
+      "--approve-all",
+      "t",
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`agentcore: cannot journal session 's': cannot create ${bad}`);
     expect(r.stderr).toContain("--sessions-dir DIR");
@@ -332,7 +467,26 @@ describe("a journal that cannot be written is refused before the run (item 7)", 
     const s = writeThenWait(dir, "w.jsonl", "trace.txt");
     fs.chmodSync(s, 0o644);
     const asNobody = (id: string) => {
-      const p = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", path.join(own, "agentcore"), "agent", "--no-plan", "--session", id, "--script", s, "--tools", "write_file", "--approve-all", "t"], { cwd: dir, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, NO_COLOR: "1" } });
+      const p = Bun.spawnSync(
+        [
+          "setpriv",
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          path.join(own, "agentcore"),
+          "agent",
+          "--no-plan",
+          "--session",
+          id,
+          "--script",
+          s,
+          "--tools",
+          "write_file",
+          "--approve-all",
+          "t",
+        ],
+        { cwd: dir, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, NO_COLOR: "1" } },
+      );
       return { code: p.exitCode, stderr: p.stderr.toString() };
     };
     let r = asNobody("ro"); // the journal exists, read-only
@@ -350,9 +504,18 @@ describe("record times (item 8)", () => {
   test("every record agent writes carries its time; sessions tree --json shows it", () => {
     const dir = tmp();
     const before = Date.now();
-    const s = script(dir, "s.jsonl", { content: null, tool_calls: [{ id: "e", name: "echo", arguments: '{"message":"hi"}' }] }, { content: "done" });
+    const s = script(
+      dir,
+      "s.jsonl",
+      { content: null, tool_calls: [{ id: "e", name: "echo", arguments: '{"message":"hi"}' }] },
+      { content: "done" },
+    );
     expect(cli(dir, "agent", "--no-plan", "--session", "timed", "--script", s, "t").code).toBe(0);
-    const lines = fs.readFileSync(journal(dir, "timed"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = fs
+      .readFileSync(journal(dir, "timed"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.length).toBe(5);
     for (const l of lines) {
       expect(l.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);

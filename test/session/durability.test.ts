@@ -55,7 +55,11 @@ describe("record times", () => {
     const before = Date.now();
     const a = await storage.append(draft("s", "run_started", { run_id: "r1", task: "t" }, 1));
     const b = await storage.append(draft("s", "message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2));
-    const lines = fs.readFileSync(storage.fileFor("s"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = fs
+      .readFileSync(storage.fileFor("s"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     for (const l of lines) expect(l.time).toMatch(ISO_MS);
     expect(lines.map((l) => l.time)).toEqual([a.time, b.time]);
     expect(Date.parse(recordTime(a)!)).toBeGreaterThanOrEqual(before - 1000);
@@ -90,31 +94,55 @@ describe("record times", () => {
   // carried times (commit 05d8439), and v1-timed/cli-fork.jsonl by the version
   // that added them, from the same script: a run with a tool call, a
   // --continue, a fork "exp" with a run on it.
-  for (const [name, id, timed] of [["v1-untimed/cli-fork.jsonl", "legacy", false], ["v1-timed/cli-fork.jsonl", "timed", true]] as const) {
+  for (const [name, id, timed] of [
+    ["v1-untimed/cli-fork.jsonl", "legacy", false],
+    ["v1-timed/cli-fork.jsonl", "timed", true],
+  ] as const) {
     test(`${name}: loads, restores into an agent, takes a new run (stamped) on main and on the fork`, async () => {
       const storage = fromFixture(name, id);
       const records = await storage.records(id);
       expect(records.map((r) => r.type)).toEqual([
-        "run_started", "message_appended", "messages_appended", "message_appended", "run_finished",
-        "run_continued", "message_appended", "run_finished",
-        "branch_created", "run_started", "message_appended", "run_finished",
+        "run_started",
+        "message_appended",
+        "messages_appended",
+        "message_appended",
+        "run_finished",
+        "run_continued",
+        "message_appended",
+        "run_finished",
+        "branch_created",
+        "run_started",
+        "message_appended",
+        "run_finished",
       ]);
       for (const r of records) {
         if (timed) expect(recordTime(r)).toMatch(ISO_MS);
         else expect(recordTime(r)).toBeNull();
       }
-      expect((await storage.listSessions())).toEqual([id]);
+      expect(await storage.listSessions()).toEqual([id]);
       expect((await storage.listBranches(id)).map((b) => b.branch_id)).toEqual(["main", "exp"]);
       const main = (await storage.checkout(id, "main"))!;
       expect(sessionMessages(main.session).map((m) => [m.role, m.content])).toEqual([
-        ["user", "say hi"], ["assistant", null], ["tool", '{"message":"hi"}'], ["assistant", "said hi"], ["assistant", "continued"],
+        ["user", "say hi"],
+        ["assistant", null],
+        ["tool", '{"message":"hi"}'],
+        ["assistant", "said hi"],
+        ["assistant", "continued"],
       ]);
-      expect(main.session.runs.map((r) => [r.intent, r.result?.status])).toEqual([["task", "completed"], ["continue", "completed"]]);
+      expect(main.session.runs.map((r) => [r.intent, r.result?.status])).toEqual([
+        ["task", "completed"],
+        ["continue", "completed"],
+      ]);
       expect((await storage.checkout(id, "exp"))!.session.runs.map((r) => r.task)).toEqual(["say hi", null, "fork task"]);
 
       for (const branch of ["main", "exp"]) {
         const c = (await storage.checkout(id, branch))!;
-        const agent = createAgent({ model: new ScriptedModel([{ content: `more on ${branch}` }]), runtime: createRuntime({ tools: [] }), agentId: c.session.agent_id!, sinks: [new SessionRecorder(id, storage, branch)] });
+        const agent = createAgent({
+          model: new ScriptedModel([{ content: `more on ${branch}` }]),
+          runtime: createRuntime({ tools: [] }),
+          agentId: c.session.agent_id!,
+          sinks: [new SessionRecorder(id, storage, branch)],
+        });
         restoreSession(agent, c);
         const result = await agent.run(`next on ${branch}`);
         expect(result.status).toBe("completed");
@@ -143,8 +171,12 @@ describe("torn first records", () => {
     fs.writeFileSync(storage.fileFor("liar"), full.replace('"late"', '"someone-else"').slice(0, full.indexOf('"type"')));
     expect(await storage.listSessions()).toEqual(["late", "whole"]);
     const unreadable = await storage.unreadableJournals();
-    expect(unreadable.map((u) => u.file).sort()).toEqual([storage.fileFor("early"), storage.fileFor("empty"), storage.fileFor("liar")].sort());
-    expect(unreadable.find((u) => u.file === storage.fileFor("early"))!.problem).toContain("its first record is torn (30 bytes, a write cut short) before its session id");
+    expect(unreadable.map((u) => u.file).sort()).toEqual(
+      [storage.fileFor("early"), storage.fileFor("empty"), storage.fileFor("liar")].sort(),
+    );
+    expect(unreadable.find((u) => u.file === storage.fileFor("early"))!.problem).toContain(
+      "its first record is torn (30 bytes, a write cut short) before its session id",
+    );
     expect(unreadable.find((u) => u.file === storage.fileFor("empty"))!.problem).toContain("empty");
     // each is an empty session that takes a run
     for (const id of ["late", "early", "empty"]) {
@@ -171,7 +203,14 @@ describe("torn first records", () => {
     const whole = fs.readFileSync(file, "utf8");
     for (const broken of [`{"agent_id":"agent-a","bra${whole}`, `{"agent_id":"agent-a","bra\n${whole}`]) {
       fs.writeFileSync(file, broken);
-      for (const s of [new JsonlSessionStorage(dir), new JsonlSessionStorage(dir, { onRepair: () => { throw new Error("nothing is repaired"); } })]) {
+      for (const s of [
+        new JsonlSessionStorage(dir),
+        new JsonlSessionStorage(dir, {
+          onRepair: () => {
+            throw new Error("nothing is repaired");
+          },
+        }),
+      ]) {
         const err = await s.append(draft("s", "run_started", { run_id: "r2", task: "t" }, 1)).catch((e) => e);
         expect(err).toBeInstanceOf(SessionSerializationError);
         expect(err.file).toBe(file);
@@ -226,13 +265,28 @@ describe("branch claims", () => {
     const b = new JsonlSessionStorage(dir);
     const claim = await a.claimBranch("s", "main", "agentcore agent");
     const file = a.branchClaimFile("s", "main");
-    expect(JSON.parse(fs.readFileSync(file, "utf8"))).toMatchObject({ pid: process.pid, session_id: "s", branch_id: "main", holder: "agentcore agent" });
+    expect(JSON.parse(fs.readFileSync(file, "utf8"))).toMatchObject({
+      pid: process.pid,
+      session_id: "s",
+      branch_id: "main",
+      holder: "agentcore agent",
+    });
     await expect(b.claimBranch("s", "main")).rejects.toBeInstanceOf(SessionBranchBusyError);
     claim.release();
     expect(fs.existsSync(file)).toBe(false);
     // a holder that was killed left its claim: its pid is gone, so it is stale
     const dead = deadPid();
-    fs.writeFileSync(file, JSON.stringify({ pid: dead, token: "t", session_id: "s", branch_id: "main", holder: "agentcore agent", since: "2026-01-01T00:00:00.000Z" }) + "\n");
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        pid: dead,
+        token: "t",
+        session_id: "s",
+        branch_id: "main",
+        holder: "agentcore agent",
+        since: "2026-01-01T00:00:00.000Z",
+      }) + "\n",
+    );
     expect(await b.branchOwner("s", "main")).toBeNull();
     const taken = await b.claimBranch("s", "main");
     expect(JSON.parse(fs.readFileSync(file, "utf8")).pid).toBe(process.pid);
@@ -250,7 +304,10 @@ describe("branch claims", () => {
     // a live process that is not agentcore holds the claim (a reused pid)
     const other = Bun.spawn(["sleep", "60"]);
     try {
-      fs.writeFileSync(storage.branchClaimFile("s", "main"), JSON.stringify({ pid: other.pid, token: "t", holder: "agentcore agent", since: null }) + "\n");
+      fs.writeFileSync(
+        storage.branchClaimFile("s", "main"),
+        JSON.stringify({ pid: other.pid, token: "t", holder: "agentcore agent", since: null }) + "\n",
+      );
       await expect(storage.claimBranch("s", "main")).rejects.toBeInstanceOf(SessionBranchBusyError);
       const err = await storage.recoverRuns("s").catch((e) => e);
       expect(err).toBeInstanceOf(SessionRunActiveError);

@@ -74,25 +74,39 @@ const records = (dir: string, id = "demo") => new JsonlSessionStorage(sessionsDi
 
 /** A run that calls echo, then waits (abortably) for ten minutes on its second turn. */
 function slowScript(dir: string): string {
-  return script(dir, "slow.jsonl", { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"step":1}' }] }, { content: "never shown", delay_ms: 600_000 });
+  return script(
+    dir,
+    "slow.jsonl",
+    { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"step":1}' }] },
+    { content: "never shown", delay_ms: 600_000 },
+  );
 }
 
 /** Start `agent --session demo` on the slow script; resolves once the second model turn is waiting. */
 async function startSlowRun(dir: string, ...extra: string[]) {
-  const run = spawnLines([bin, "agent", "--events", "jsonl", "--no-plan", "--session", "demo", ...extra, "--script", slowScript(dir), "slow task"], dir);
+  const run = spawnLines(
+    [bin, "agent", "--events", "jsonl", "--no-plan", "--session", "demo", ...extra, "--script", slowScript(dir), "slow task"],
+    dir,
+  );
   expect(await run.until(kind("turn_started"), 2)).toBe(true);
   return run;
 }
 
 describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the journal", () => {
-  for (const [signal, status] of [["SIGTERM", 143], ["SIGHUP", 129], ["SIGINT", 1]] as const) {
+  for (const [signal, status] of [
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+    ["SIGINT", 1],
+  ] as const) {
     test(`${signal}: exit ${status}, run_finished journaled (cancelled), the session takes the next task`, async () => {
       const dir = tmp();
       const run = await startSlowRun(dir);
       run.child.kill(signal);
       await run.rest();
       expect(await run.child.exited).toBe(status);
-      const fin = JSON.parse(run.lines.findLast(kind("agent_finished"))!) as { result: { status: string; stop_reason: string; error: string } };
+      const fin = JSON.parse(run.lines.findLast(kind("agent_finished"))!) as {
+        result: { status: string; stop_reason: string; error: string };
+      };
       expect(fin.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
       expect(fin.result.error).toContain(signal === "SIGINT" ? "Ctrl-C" : signal);
 
@@ -102,7 +116,16 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
       // the run's live-run mark went with it
       expect(fs.readdirSync(sessionsDir(dir)).filter((n) => n.includes(".run-"))).toEqual([]);
 
-      const next = cli(dir, "agent", "--no-plan", "--session", "demo", "--script", script(dir, "next.jsonl", { content: "next done" }), "next task");
+      const next = cli(
+        dir,
+        "agent",
+        "--no-plan",
+        "--session",
+        "demo",
+        "--script",
+        script(dir, "next.jsonl", { content: "next done" }),
+        "next task",
+      );
       expect(next.stderr).toBe("");
       expect(next.code).toBe(0);
       expect(next.stdout).toBe("next done\n");
@@ -116,9 +139,20 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
     const marker = `617.${process.pid % 1000}${Math.floor(Math.random() * 1000)}`;
     const cfg = path.join(dir, "cfg.json");
     fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sleep"], env: ["PATH"], isolation: "off", timeout_ms: 600_000 } } }));
-    const s = script(dir, "exec.jsonl", { content: null, tool_calls: [{ id: "x1", name: "exec", arguments: JSON.stringify({ argv: ["sleep", marker] }) }] }, { content: "never" });
-    const run = spawnLines([bin, "agent", "--config", cfg, "--approve-all", "--events", "jsonl", "--no-plan", "--session", "demo", "--script", s, "sleep"], dir);
-    const sleeping = () => Bun.spawnSync(["pgrep", "-f", `sleep ${marker}`]).stdout.toString().trim();
+    const s = script(
+      dir,
+      "exec.jsonl",
+      { content: null, tool_calls: [{ id: "x1", name: "exec", arguments: JSON.stringify({ argv: ["sleep", marker] }) }] },
+      { content: "never" },
+    );
+    const run = spawnLines(
+      [bin, "agent", "--config", cfg, "--approve-all", "--events", "jsonl", "--no-plan", "--session", "demo", "--script", s, "sleep"],
+      dir,
+    );
+    const sleeping = () =>
+      Bun.spawnSync(["pgrep", "-f", `sleep ${marker}`])
+        .stdout.toString()
+        .trim();
     try {
       expect(await run.until(kind("tool_started"))).toBe(true);
       for (let i = 0; i < 400 && sleeping() === ""; i++) await Bun.sleep(25);
@@ -138,11 +172,20 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
     }
   }, 120_000);
 
-  for (const [signal, status] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+  for (const [signal, status] of [
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+  ] as const) {
     test(`chat: ${signal} during a run journals it with a reason naming the signal (exit ${status})`, async () => {
       const dir = tmp();
       const s = script(dir, "chat.jsonl", { content: "never shown", delay_ms: 600_000 });
-      const child = Bun.spawn([bin, "chat", "--no-plan", "--session", "demo", "--script", s], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+      const child = Bun.spawn([bin, "chat", "--no-plan", "--session", "demo", "--script", s], {
+        cwd: dir,
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+        env: ENV,
+      });
       live.push(child);
       child.stdin.write("something slow\n");
       child.stdin.flush();
@@ -152,11 +195,19 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
       expect(await child.exited).toBe(status);
       const last = (await records(dir)).at(-1)!;
       expect(last.type).toBe("run_finished");
-      expect(last.data.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", error: `the chat is closing (${signal})` });
+      expect(last.data.result).toMatchObject({
+        status: "cancelled",
+        stop_reason: "external_abort",
+        error: `the chat is closing (${signal})`,
+      });
     }, 120_000);
   }
 
-  for (const [first, second, status] of [["SIGTERM", "SIGTERM", 143], ["SIGHUP", "SIGTERM", 143], ["SIGINT", "SIGINT", 130]] as const) {
+  for (const [first, second, status] of [
+    ["SIGTERM", "SIGTERM", 143],
+    ["SIGHUP", "SIGTERM", 143],
+    ["SIGINT", "SIGINT", 130],
+  ] as const) {
     test(`a second signal while the first is still being handled exits at once: ${first} then ${second}, exit ${status}`, async () => {
       const dir = tmp();
       const run = await startSlowRun(dir);
@@ -221,7 +272,13 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     expect(out.recovered[0].result.error).toContain("run interrupted");
     const after = await records(dir);
     expect(after.length).toBe(4);
-    expect(after[3]).toMatchObject({ type: "run_finished", parent_id: before[2]!.record_id, branch_id: "main", agent_id: before[0]!.agent_id, revision: 4 });
+    expect(after[3]).toMatchObject({
+      type: "run_finished",
+      parent_id: before[2]!.record_id,
+      branch_id: "main",
+      agent_id: before[0]!.agent_id,
+      revision: 4,
+    });
     expect(after[3]!.sequence).toBeGreaterThan(before[2]!.sequence);
     expect(out.head_id).toBe(after[3]!.record_id);
 
@@ -243,7 +300,19 @@ describe("sessions recover: a run left unfinished by a crash", () => {
 
   test("a torn journal: tool calls left unanswered get cancelled answers, the torn tail is repaired", async () => {
     const dir = tmp();
-    const first = script(dir, "first.jsonl", { content: null, tool_calls: [{ id: "a", name: "echo", arguments: '{"n":1}' }, { id: "b", name: "echo", arguments: '{"n":2}' }], usage: { input_tokens: 7, output_tokens: 3 } }, { content: "both echoed" });
+    const first = script(
+      dir,
+      "first.jsonl",
+      {
+        content: null,
+        tool_calls: [
+          { id: "a", name: "echo", arguments: '{"n":1}' },
+          { id: "b", name: "echo", arguments: '{"n":2}' },
+        ],
+        usage: { input_tokens: 7, output_tokens: 3 },
+      },
+      { content: "both echoed" },
+    );
     expect(cli(dir, "agent", "--no-plan", "--session", "demo", "--script", first, "echo twice").code).toBe(0);
     const file = journalFile(dir);
     // Keep run_started and the assistant message asking for two calls, then half of the next line.
@@ -252,17 +321,30 @@ describe("sessions recover: a run left unfinished by a crash", () => {
 
     let r = cli(dir, "sessions", "recover", "demo");
     // the repair is reported: which line, how long, that it was cut off
-    expect(r.stderr).toBe(`agentcore sessions: line 3 of session 'demo' (${file}) was torn: 40 bytes of a write cut short (a crash or a full disk), not a whole record; it was cut off (the 2 record(s) before it are kept)\n`);
+    expect(r.stderr).toBe(
+      `agentcore sessions: line 3 of session 'demo' (${file}) was torn: 40 bytes of a write cut short (a crash or a full disk), not a whole record; it was cut off (the 2 record(s) before it are kept)\n`,
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("2 unanswered tool call(s) answered as cancelled");
     const text = fs.readFileSync(file, "utf8");
     expect(text.endsWith("\n")).toBe(true);
-    const after = text.trimEnd().split("\n").map((l) => JSON.parse(l) as SessionRecord);
+    const after = text
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as SessionRecord);
     expect(after.map((x) => x.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
     const answers = after[2]!.data.messages as { role: string; tool_call_id: string; content: string }[];
-    expect(answers.map((m) => [m.role, m.tool_call_id])).toEqual([["tool", "a"], ["tool", "b"]]);
+    expect(answers.map((m) => [m.role, m.tool_call_id])).toEqual([
+      ["tool", "a"],
+      ["tool", "b"],
+    ]);
     expect(JSON.parse(answers[0]!.content)).toMatchObject({ status: "cancelled", tool: "echo" });
-    expect((after[3]!.data.result as { usage: { input_tokens: number; request_count: number } }).usage).toMatchObject({ input_tokens: 7, output_tokens: 3, request_count: 1, reported_request_count: 1 });
+    expect((after[3]!.data.result as { usage: { input_tokens: number; request_count: number } }).usage).toMatchObject({
+      input_tokens: 7,
+      output_tokens: 3,
+      request_count: 1,
+      reported_request_count: 1,
+    });
 
     // The restored conversation is whole: the next run's model sees every call answered.
     r = cli(dir, "agent", "--no-plan", "--session", "demo", "--script", script(dir, "n.jsonl", { content: "fine" }), "go on");
@@ -309,7 +391,9 @@ describe("sessions recover: a run left unfinished by a crash", () => {
     // refused up front by the branch's claim: the holder, and to wait or stop it (--force only for a pid that is not agentcore)
     expect(r.stderr).toContain(`session 'demo' branch 'main' is in use by process ${run.child.pid} (agentcore agent, since `);
     expect(r.stderr).toContain("wait for it to finish, or stop that process");
-    expect(r.stderr).toContain(`if process ${run.child.pid} is not agentcore, clear the mark with: agentcore sessions recover demo --force`);
+    expect(r.stderr).toContain(
+      `if process ${run.child.pid} is not agentcore, clear the mark with: agentcore sessions recover demo --force`,
+    );
     expect(fs.readFileSync(file).equals(bytes)).toBe(true);
     // stopped properly, the run journals itself
     run.child.kill("SIGTERM");

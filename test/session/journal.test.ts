@@ -28,7 +28,14 @@ const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, 
   data,
 });
 
-const result = (output: string) => ({ status: "completed", stop_reason: "text_response", turns: 1, output, error: null, usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, request_count: 1, reported_request_count: 0, complete: false } });
+const result = (output: string) => ({
+  status: "completed",
+  stop_reason: "text_response",
+  turns: 1,
+  output,
+  error: null,
+  usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, request_count: 1, reported_request_count: 0, complete: false },
+});
 
 async function twoRuns(store: JsonlSessionStorage | MemorySessionStorage) {
   const a = await store.append(draft("run_started", { run_id: "r1", task: "first task" }, 1));
@@ -50,7 +57,11 @@ describe("JsonlSessionStorage", () => {
     const lines = fs.readFileSync(file, "utf8").split("\n");
     expect(lines.at(-1)).toBe("");
     const first = lines[0];
-    expect(first.startsWith('{"agent_id":"agent-a","branch_id":"main","data":{"run_id":"r1","task":"first task"},"journal_schema_version":1,"parent_id":null,"record_id":"')).toBe(true);
+    expect(
+      first.startsWith(
+        '{"agent_id":"agent-a","branch_id":"main","data":{"run_id":"r1","task":"first task"},"journal_schema_version":1,"parent_id":null,"record_id":"',
+      ),
+    ).toBe(true);
     const session = (await new JsonlSessionStorage(dir).load("s1"))!;
     expect(sessionMessages(session)).toEqual([
       { role: "user", content: "first task" },
@@ -58,7 +69,10 @@ describe("JsonlSessionStorage", () => {
       { role: "user", content: "second task" },
       { role: "assistant", content: "two" },
     ]);
-    expect(session.runs.map((r) => [r.run_id, r.intent, r.finish_sequence])).toEqual([["r1", "task", 3], ["r2", "task", 3]]);
+    expect(session.runs.map((r) => [r.run_id, r.intent, r.finish_sequence])).toEqual([
+      ["r1", "task", 3],
+      ["r2", "task", 3],
+    ]);
     expect(await new JsonlSessionStorage(dir).listSessions()).toEqual(["s1"]);
     expect(await store.load("nope")).toBeNull();
     expect(fs.existsSync(store.fileFor("nope"))).toBe(false);
@@ -132,8 +146,16 @@ describe("JsonlSessionStorage", () => {
     const first = await a.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
     const seen = (await b.head("s1"))!;
     expect(seen.record_id).toBe(first.record_id);
-    await a.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2), { expectedHeadId: first.record_id, checkHead: true });
-    const err = await b.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "y" } }, 3), { expectedHeadId: seen.record_id, checkHead: true }).catch((e) => e);
+    await a.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2), {
+      expectedHeadId: first.record_id,
+      checkHead: true,
+    });
+    const err = await b
+      .append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "y" } }, 3), {
+        expectedHeadId: seen.record_id,
+        checkHead: true,
+      })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(SessionConflictError);
     expect(err.message).toContain("Session branch 'main' head changed from");
     expect((await b.records("s1")).length).toBe(2);
@@ -145,7 +167,9 @@ describe("JsonlSessionStorage", () => {
     await expect(store.append(draft("run_started", { run_id: "r1", task: "t", n: NaN }, 1))).rejects.toThrow("not JSON");
     await expect(store.append(draft("branch_created", {}, 0))).rejects.toThrow("fork(), rollback(), or prepareRetry()");
     expect(fs.existsSync(dir)).toBe(false);
-    await expect(store.append(draft("message_appended", { run_id: "zz", message: { role: "assistant", content: "x" } }, 1))).rejects.toThrow("unknown run");
+    await expect(
+      store.append(draft("message_appended", { run_id: "zz", message: { role: "assistant", content: "x" } }, 1)),
+    ).rejects.toThrow("unknown run");
     expect((await store.records("s1")).length).toBe(0);
   });
 });
@@ -175,7 +199,13 @@ describe("tree API", () => {
       // main is never rewritten; the branch continues from its base
       await store.append({ ...draft("run_started", { run_id: "r3", task: "on the branch" }, 1, "rolled") });
       expect((await store.checkout("s1", "main"))!.head!.revision).toBe(6);
-      expect((await store.listBranches("s1")).map((x) => x.branch_id)).toEqual(["main", "exp", "rolled", retry.checkout.branch.branch_id, "again"]);
+      expect((await store.listBranches("s1")).map((x) => x.branch_id)).toEqual([
+        "main",
+        "exp",
+        "rolled",
+        retry.checkout.branch.branch_id,
+        "again",
+      ]);
       const audit = await store.checkout("s1", "main", a.record_id);
       expect(audit!.session.runs[0].result).toBeNull();
       const cp = await store.save((await store.load("s1"))!);
@@ -188,7 +218,11 @@ describe("tree API", () => {
 
 describe("recorder and restore", () => {
   const script = () => [
-    { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }], usage: { input_tokens: 10, output_tokens: 5 } },
+    {
+      content: null,
+      tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }],
+      usage: { input_tokens: 10, output_tokens: 5 },
+    },
     { content: "done", usage: { input_tokens: 20, output_tokens: 2 } },
     { content: "continued", usage: { input_tokens: 30, output_tokens: 2 } },
   ];
@@ -205,14 +239,25 @@ describe("recorder and restore", () => {
 
     const storage = new JsonlSessionStorage(dir);
     const records = await storage.records("s1");
-    expect(records.map((x) => x.type)).toEqual(["run_started", "message_appended", "messages_appended", "message_appended", "run_finished"]);
+    expect(records.map((x) => x.type)).toEqual([
+      "run_started",
+      "message_appended",
+      "messages_appended",
+      "message_appended",
+      "run_finished",
+    ]);
     expect(records[1].data.message).toMatchObject({ role: "assistant", usage: { input_tokens: 10 } });
     const checkout = (await storage.checkout("s1"))!;
     expect(sessionMessages(checkout.session).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
 
     // a restart: new agent, new model (the rest of the script), restore, continue
     const model2 = new ScriptedModel(script().slice(2));
-    const agent2 = createAgent({ agentId: "agent-a", model: model2, runtime: createRuntime(), sinks: [new SessionRecorder("s1", storage)] });
+    const agent2 = createAgent({
+      agentId: "agent-a",
+      model: model2,
+      runtime: createRuntime(),
+      sinks: [new SessionRecorder("s1", storage)],
+    });
     expect(agent2.canContinue).toBe(false);
     restoreSession(agent2, checkout);
     expect(agent2.lastResult?.output).toBe("done");

@@ -45,14 +45,41 @@ test("in one process, concurrent appends through two storages are serialised", a
 
 test("recorder mapping: steering and completed compactions are journaled; deltas and discarded steering are not", () => {
   const env = { agent_id: "a", run_id: "r", sequence: 7 };
-  const steer = recordDraft({ ...env, kind: "steering_applied", control: { input_id: "i1", kind: "steer", content: "be brief" }, target_turn: 2 } as unknown as AgentEvent, "s", "main");
-  expect(steer).toEqual({ session_id: "s", agent_id: "a", branch_id: "main", sequence: 7, type: "steering_applied", data: { run_id: "r", input_id: "i1", content: "be brief", target_turn: 2 } });
+  const steer = recordDraft(
+    {
+      ...env,
+      kind: "steering_applied",
+      control: { input_id: "i1", kind: "steer", content: "be brief" },
+      target_turn: 2,
+    } as unknown as AgentEvent,
+    "s",
+    "main",
+  );
+  expect(steer).toEqual({
+    session_id: "s",
+    agent_id: "a",
+    branch_id: "main",
+    sequence: 7,
+    type: "steering_applied",
+    data: { run_id: "r", input_id: "i1", content: "be brief", target_turn: 2 },
+  });
   expect(recordDraft({ ...env, kind: "assistant_text_delta", turn: 1, delta: "x" } as AgentEvent, "s", "main")).toBeNull();
   expect(recordDraft({ ...env, kind: "steering_discarded" } as unknown as AgentEvent, "s", "main")).toBeNull();
-  const done = { ...env, kind: "compaction_completed", result: { operation_id: "op1", status: "completed", summary: { content: "sum" } } } as unknown as AgentEvent;
+  const done = {
+    ...env,
+    kind: "compaction_completed",
+    result: { operation_id: "op1", status: "completed", summary: { content: "sum" } },
+  } as unknown as AgentEvent;
   expect(recordDraft(done, "s", "main")).toBeNull(); // no messages source
   const msgs = [{ role: "system" as const, content: "summary" }];
-  expect(recordDraft(done, "s", "main", () => msgs)).toMatchObject({ type: "compaction_applied", data: { operation_id: "op1", summary: { content: "sum" }, messages: msgs } });
-  const skipped = { ...env, kind: "compaction_completed", result: { operation_id: "op2", status: "skipped", summary: null } } as unknown as AgentEvent;
+  expect(recordDraft(done, "s", "main", () => msgs)).toMatchObject({
+    type: "compaction_applied",
+    data: { operation_id: "op1", summary: { content: "sum" }, messages: msgs },
+  });
+  const skipped = {
+    ...env,
+    kind: "compaction_completed",
+    result: { operation_id: "op2", status: "skipped", summary: null },
+  } as unknown as AgentEvent;
   expect(recordDraft(skipped, "s", "main", () => msgs)).toBeNull();
 });

@@ -48,15 +48,17 @@ function lines(proc: ReturnType<typeof spawn>) {
       partial = parts.pop()!;
       for (const l of parts) {
         got.push(l);
-        for (const w of waiters.splice(0)) if (w.match(l)) w.resolve();
-        else waiters.push(w);
+        for (const w of waiters.splice(0))
+          if (w.match(l)) w.resolve();
+          else waiters.push(w);
       }
     }
   })();
   return {
     got,
     done,
-    until: (match: (l: string) => boolean) => new Promise<void>((resolve) => (got.some(match) ? resolve() : waiters.push({ match, resolve }))),
+    until: (match: (l: string) => boolean) =>
+      new Promise<void>((resolve) => (got.some(match) ? resolve() : waiters.push({ match, resolve }))),
   };
 }
 

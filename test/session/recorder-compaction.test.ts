@@ -16,11 +16,15 @@ import { tmpPerTest } from "../support/tmp.ts";
 const tmp = tmpPerTest("agentcore-recorder-");
 
 const lengthEstimator: TokenEstimator = {
-  estimateMessage: (m) => (m.role === "system" ? 1 : typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content.length : 1),
+  estimateMessage: (m) =>
+    m.role === "system" ? 1 : typeof (m as { content?: unknown }).content === "string" ? (m as { content: string }).content.length : 1,
   estimateTools: () => 0,
 };
 const compactor: Compactor = { compact: async () => ({ content: "SUMMARY of the first task", source: "stub" }) };
-const compaction = () => ({ policy: new CompactionPolicy({ contextWindow: 100_000, reserveTokens: 0, keepRecentTokens: 10 }, true, lengthEstimator), compactor });
+const compaction = () => ({
+  policy: new CompactionPolicy({ contextWindow: 100_000, reserveTokens: 0, keepRecentTokens: 10 }, true, lengthEstimator),
+  compactor,
+});
 
 describe("SessionRecorder with the documented wiring", () => {
   test("two runs and compact(): the journal has compaction_applied and a restored agent has the live agent's messages", async () => {
@@ -54,7 +58,13 @@ describe("SessionRecorder with the documented wiring", () => {
 
   test("a compaction that is skipped (nothing to summarise) writes no record", async () => {
     const storage = new JsonlSessionStorage(tmp());
-    const agent = createAgent({ agentId: "agent-a", model: new ScriptedModel([{ content: "only" }]), runtime: createRuntime(), compaction: compaction(), sinks: [new SessionRecorder("s2", storage)] });
+    const agent = createAgent({
+      agentId: "agent-a",
+      model: new ScriptedModel([{ content: "only" }]),
+      runtime: createRuntime(),
+      compaction: compaction(),
+      sinks: [new SessionRecorder("s2", storage)],
+    });
     await agent.run("t");
     expect((await agent.compact()).status).toBe("skipped");
     await agent.shutdown();

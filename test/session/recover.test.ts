@@ -44,14 +44,45 @@ const call = (id: string, name: string) => ({ id, type: "function", function: { 
 /** A run cut off after its second assistant message, which asked for two calls (one answered). */
 async function crashed(storage: JournalStorage): Promise<void> {
   await storage.append(draft("run_started", { run_id: "r1", task: "work" }, 1));
-  await storage.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call("a", "echo")], usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 } } }, 3));
+  await storage.append(
+    draft(
+      "message_appended",
+      {
+        run_id: "r1",
+        message: {
+          role: "assistant",
+          content: null,
+          tool_calls: [call("a", "echo")],
+          usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 },
+        },
+      },
+      3,
+    ),
+  );
   await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "a", content: "ok" }] }, 5));
-  await storage.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call("b", "read_file"), call("c", "echo")], usage: { input_tokens: "x" } } }, 9));
+  await storage.append(
+    draft(
+      "message_appended",
+      {
+        run_id: "r1",
+        message: {
+          role: "assistant",
+          content: null,
+          tool_calls: [call("b", "read_file"), call("c", "echo")],
+          usage: { input_tokens: "x" },
+        },
+      },
+      9,
+    ),
+  );
   await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "b", content: "ok" }] }, 11));
 }
 
 describe("JournalStorage.recoverRuns", () => {
-  for (const [name, make] of [["memory", () => new MemorySessionStorage()], ["jsonl", () => new JsonlSessionStorage(tmp())]] as const) {
+  for (const [name, make] of [
+    ["memory", () => new MemorySessionStorage()],
+    ["jsonl", () => new JsonlSessionStorage(tmp())],
+  ] as const) {
     test(`${name}: closes the run, answers the unanswered call, keeps sequences in order; a second call is a no-op`, async () => {
       const storage = make();
       await crashed(storage);
@@ -62,15 +93,40 @@ describe("JournalStorage.recoverRuns", () => {
       const [r] = out.recovered;
       expect(r!.run_id).toBe("r1");
       expect(r!.cancelled_tool_calls).toEqual(["c"]);
-      expect(r!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort", turns: 2, output: null, error: `${INTERRUPTED_RUN_ERROR} (test)` });
+      expect(r!.result).toMatchObject({
+        status: "cancelled",
+        stop_reason: "external_abort",
+        turns: 2,
+        output: null,
+        error: `${INTERRUPTED_RUN_ERROR} (test)`,
+      });
       // usage: the first message's report; the second's is malformed, so it counts as unreported
-      expect(r!.result.usage).toMatchObject({ input_tokens: 10, output_tokens: 2, total_tokens: 12, request_count: 2, reported_request_count: 1, complete: false });
+      expect(r!.result.usage).toMatchObject({
+        input_tokens: 10,
+        output_tokens: 2,
+        total_tokens: 12,
+        request_count: 2,
+        reported_request_count: 1,
+        complete: false,
+      });
 
       const records = await storage.records("s1");
       expect(records.map((x) => [x.type, x.sequence])).toEqual([
-        ["run_started", 1], ["message_appended", 3], ["messages_appended", 5], ["message_appended", 9], ["messages_appended", 11], ["messages_appended", 12], ["run_finished", 13],
+        ["run_started", 1],
+        ["message_appended", 3],
+        ["messages_appended", 5],
+        ["message_appended", 9],
+        ["messages_appended", 11],
+        ["messages_appended", 12],
+        ["run_finished", 13],
       ]);
-      expect(records[5]!.data.messages).toEqual([{ role: "tool", tool_call_id: "c", content: JSON.stringify({ status: "cancelled", tool: "echo", error: `${INTERRUPTED_RUN_ERROR} (test)` }) }]);
+      expect(records[5]!.data.messages).toEqual([
+        {
+          role: "tool",
+          tool_call_id: "c",
+          content: JSON.stringify({ status: "cancelled", tool: "echo", error: `${INTERRUPTED_RUN_ERROR} (test)` }),
+        },
+      ]);
       expect(records[6]!.record_id).toBe(r!.record_id);
       expect(out.head_id).toBe(r!.record_id);
       const session = (await storage.load("s1"))!;
@@ -85,7 +141,13 @@ describe("JournalStorage.recoverRuns", () => {
     const storage = new MemorySessionStorage();
     await expect(storage.recoverRuns("nope")).rejects.toThrow(SessionNotFoundError);
     await storage.append(draft("run_started", { run_id: "r0", task: "t" }, 1));
-    await storage.append(draft("run_finished", { run_id: "r0", result: { status: "completed", stop_reason: "text_response", turns: 1, output: "x", error: null, usage: {} } }, 2));
+    await storage.append(
+      draft(
+        "run_finished",
+        { run_id: "r0", result: { status: "completed", stop_reason: "text_response", turns: 1, output: "x", error: null, usage: {} } },
+        2,
+      ),
+    );
     await expect(storage.recoverRuns("s1", { branch: "ghost" })).rejects.toThrow("session 's1' has no branch 'ghost'");
     await storage.fork("s1", { branchId: "side" });
     await storage.append(draft("run_started", { run_id: "r1", task: "t" }, 1, "side"));
@@ -109,10 +171,30 @@ describe("JournalStorage.recoverRuns", () => {
 });
 
 describe("a run that is still going is never recovered", () => {
-  for (const [name, make] of [["memory", () => { const m = new MemorySessionStorage(); return [m, m] as const; }], ["jsonl (another storage instance)", () => { const d = tmp(); return [new JsonlSessionStorage(d), new JsonlSessionStorage(d)] as const; }]] as const) {
+  for (const [name, make] of [
+    [
+      "memory",
+      () => {
+        const m = new MemorySessionStorage();
+        return [m, m] as const;
+      },
+    ],
+    [
+      "jsonl (another storage instance)",
+      () => {
+        const d = tmp();
+        return [new JsonlSessionStorage(d), new JsonlSessionStorage(d)] as const;
+      },
+    ],
+  ] as const) {
     test(`${name}: SessionRunActiveError while the recorder's run goes on; nothing written; fine once it finished`, async () => {
       const [recorded, other] = make();
-      const agent = createAgent({ agentId: "agent-a", model: new ScriptedModel([{ content: "late", delay_ms: 600_000 }]), runtime: createRuntime(), sinks: [new SessionRecorder("s1", recorded)] });
+      const agent = createAgent({
+        agentId: "agent-a",
+        model: new ScriptedModel([{ content: "late", delay_ms: 600_000 }]),
+        runtime: createRuntime(),
+        sinks: [new SessionRecorder("s1", recorded)],
+      });
       const done = agent.run("slow");
       for (let i = 0; i < 400 && (await other.records("s1")).length === 0; i++) await Bun.sleep(10);
       expect((await other.records("s1")).map((r) => r.type)).toEqual(["run_started"]);

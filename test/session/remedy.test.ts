@@ -44,14 +44,31 @@ describe("session remedies", () => {
       "agentcore sessions show s1 (--branch B for another branch)",
       "agentcore sessions list",
     ]);
-    expect(busyMessage("s1", "side", 42, "agentcore agent")).toEndWith("clear the mark with: agentcore sessions recover s1 --branch side --force");
+    expect(busyMessage("s1", "side", 42, "agentcore agent")).toEndWith(
+      "clear the mark with: agentcore sessions recover s1 --branch side --force",
+    );
     expect(setRemedyWording(null)).toBe(CLI_REMEDY_WORDING);
     expect(wordRemedy(REMEDIES[0]!)).toBe(LIBRARY_REMEDY_WORDING(REMEDIES[0]!));
   });
 
   test("the errors that name a recovery carry it structured", () => {
-    expect(new SessionUnfinishedRunError("m", "s1", ["r1"], "side").remedy).toEqual({ action: "recover", session_id: "s1", branch_id: "side", force: false });
-    expect(new SessionUnfinishedRunError("m", "s1", ["r1"]).remedy).toEqual({ action: "recover", session_id: "s1", branch_id: "main", force: false });
-    expect(new SessionBranchBusyError("m", "s1", "main", 42).remedy).toEqual({ action: "recover", session_id: "s1", branch_id: "main", force: true });
+    expect(new SessionUnfinishedRunError("m", "s1", ["r1"], "side").remedy).toEqual({
+      action: "recover",
+      session_id: "s1",
+      branch_id: "side",
+      force: false,
+    });
+    expect(new SessionUnfinishedRunError("m", "s1", ["r1"]).remedy).toEqual({
+      action: "recover",
+      session_id: "s1",
+      branch_id: "main",
+      force: false,
+    });
+    expect(new SessionBranchBusyError("m", "s1", "main", 42).remedy).toEqual({
+      action: "recover",
+      session_id: "s1",
+      branch_id: "main",
+      force: true,
+    });
   });
 });

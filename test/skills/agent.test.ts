@@ -58,7 +58,9 @@ describe("requests", () => {
     expect(msgs[1]!.content).toContain(`- name: beta\n  description: ${NO_DESCRIPTION}\n  location: ${skills.get("beta")!.path}`);
     expect(msgs[2]!.role).toBe("system");
     expect(msgs[2]!.content).toStartWith("Active skill: alpha.");
-    expect(msgs[2]!.content).toContain("[SKILL.md]\n---\nname: alpha\ndescription: The first skill.\n---\nALPHA BODY\n\n[template.md]\nALPHA TEMPLATE\n\n[examples/sample.md]\nALPHA SAMPLE");
+    expect(msgs[2]!.content).toContain(
+      "[SKILL.md]\n---\nname: alpha\ndescription: The first skill.\n---\nALPHA BODY\n\n[template.md]\nALPHA TEMPLATE\n\n[examples/sample.md]\nALPHA SAMPLE",
+    );
     expect(msgs[3]).toEqual({ role: "user", content: "Please use $alpha on this" });
     expect(agent.activeSkill).toBe("alpha");
     // No skill tool is registered.
@@ -71,7 +73,10 @@ describe("requests", () => {
     const model = new ScriptedModel([text("ok")]);
     const agent = createAgent({ model, skills: twoSkills() });
     await agent.run("no skill mentioned, not even $alphas");
-    expect(contents(model.requests[0]!.messages)).toEqual(["system:Skills are folders of instructions for particular kinds of work. The user turns one on by writing $name or skill:name in a message; the instructions of the active skill then follow in a separate system message.", "user:no skill mentioned, not even $alphas"]);
+    expect(contents(model.requests[0]!.messages)).toEqual([
+      "system:Skills are folders of instructions for particular kinds of work. The user turns one on by writing $name or skill:name in a message; the instructions of the active skill then follow in a separate system message.",
+      "user:no skill mentioned, not even $alphas",
+    ]);
     expect(agent.activeSkill).toBeNull();
     await agent.shutdown();
   });
@@ -80,7 +85,10 @@ describe("requests", () => {
     const model = new ScriptedModel([text("ok")]);
     const agent = createAgent({ model, skills: discoverSkills(tempRoot()), systemPrompt: "P" });
     await agent.run("$alpha");
-    expect(model.requests[0]!.messages).toEqual([{ role: "system", content: "P" }, { role: "user", content: "$alpha" }]);
+    expect(model.requests[0]!.messages).toEqual([
+      { role: "system", content: "P" },
+      { role: "user", content: "$alpha" },
+    ]);
     await agent.shutdown();
   });
 
@@ -107,7 +115,9 @@ describe("requests", () => {
     expect(agent.activeSkill).toBe("release-notes");
     await agent.shutdown();
     for (const bad of ["examples/skills", 7, {}, { skills: [] }]) {
-      expect(() => createAgent({ model: new ScriptedModel([]), skills: bad as unknown as SkillCatalog })).toThrow(/skills must be a SkillCatalog/);
+      expect(() => createAgent({ model: new ScriptedModel([]), skills: bad as unknown as SkillCatalog })).toThrow(
+        /skills must be a SkillCatalog/,
+      );
     }
     expect(() => discoverSkills(join(tempRoot(), "missing"))).toThrow(SkillError);
     expect(createAgent({ model: new ScriptedModel([]) }).skills).toBeNull();
@@ -134,8 +144,22 @@ describe("activation", () => {
     const skills = twoSkills();
     const agent = createAgent({ model: new ScriptedModel([text("ok")]), skills, sinks: [sink] });
     await agent.run("$beta");
-    expect(events.map((e) => e.kind)).toEqual(["agent_started", "skill_activated", "turn_started", "assistant_text_delta", "message_completed", "turn_completed", "agent_finished"]);
-    expect(events[1]).toMatchObject({ kind: "skill_activated", name: "beta", path: skills.get("beta")!.path, trigger: "run_start", sequence: 2 });
+    expect(events.map((e) => e.kind)).toEqual([
+      "agent_started",
+      "skill_activated",
+      "turn_started",
+      "assistant_text_delta",
+      "message_completed",
+      "turn_completed",
+      "agent_finished",
+    ]);
+    expect(events[1]).toMatchObject({
+      kind: "skill_activated",
+      name: "beta",
+      path: skills.get("beta")!.path,
+      trigger: "run_start",
+      sequence: 2,
+    });
     await agent.shutdown();
   });
 
@@ -176,7 +200,11 @@ describe("activation", () => {
   test("steering that mentions a skill activates it for the next request", async () => {
     const { events, sink } = collect();
     const model = new ScriptedModel([text("turn one"), text("turn two"), text("turn three")]);
-    const agent = createAgent({ model, skills: twoSkills(), sinks: [sink, (e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("switch to skill:beta"))] });
+    const agent = createAgent({
+      model,
+      skills: twoSkills(),
+      sinks: [sink, (e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("switch to skill:beta"))],
+    });
     const r = await agent.run("start with $alpha");
     expect(r).toMatchObject({ status: "completed", turns: 2, output: "turn two" });
     expect(systemTexts(model.requests[0]!.messages)[1]).toStartWith("Active skill: alpha.");
@@ -193,7 +221,11 @@ describe("activation", () => {
   test("steering without a mention keeps the active skill (and emits nothing)", async () => {
     const { events, sink } = collect();
     const model = new ScriptedModel([text("turn one"), text("turn two")]);
-    const agent = createAgent({ model, skills: twoSkills(), sinks: [sink, (e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("shorter please"))] });
+    const agent = createAgent({
+      model,
+      skills: twoSkills(),
+      sinks: [sink, (e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("shorter please"))],
+    });
     await agent.run("$alpha");
     expect(systemTexts(model.requests[1]!.messages)[1]).toStartWith("Active skill: alpha.");
     expect(events.filter((e) => e.kind === "skill_activated")).toHaveLength(1);
@@ -202,7 +234,11 @@ describe("activation", () => {
 
   test("steering can activate a skill in a run that started without one", async () => {
     const model = new ScriptedModel([text("one"), text("two")]);
-    const agent = createAgent({ model, skills: twoSkills(), sinks: [(e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("use $beta"))] });
+    const agent = createAgent({
+      model,
+      skills: twoSkills(),
+      sinks: [(e) => void (e.kind === "message_completed" && e.turn === 1 && agent.steer("use $beta"))],
+    });
     await agent.run("plain");
     expect(systemTexts(model.requests[0]!.messages)).toHaveLength(1);
     expect(systemTexts(model.requests[1]!.messages)[1]).toStartWith("Active skill: beta.");
@@ -215,7 +251,11 @@ describe("never persisted", () => {
     const dir = tempRoot("agentcore-skills-sessions-");
     const skills = twoSkills();
     const model = new ScriptedModel([
-      { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"x"}' }], usage: { input_tokens: 5, output_tokens: 1 } },
+      {
+        content: null,
+        tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"x"}' }],
+        usage: { input_tokens: 5, output_tokens: 1 },
+      },
       text("done"),
       text("again"),
     ]);
@@ -229,7 +269,15 @@ describe("never persisted", () => {
     expect(systemTexts(model.requests[1]!.messages)).toHaveLength(3);
 
     const journal = readFileSync(storage.fileFor("s1"), "utf8");
-    for (const needle of ["Active skill", "[SKILL.md]", "ALPHA BODY", "ALPHA TEMPLATE", "Available skills", skills.get("beta")!.path, '"role":"system"']) {
+    for (const needle of [
+      "Active skill",
+      "[SKILL.md]",
+      "ALPHA BODY",
+      "ALPHA TEMPLATE",
+      "Available skills",
+      skills.get("beta")!.path,
+      '"role":"system"',
+    ]) {
       expect(journal).not.toContain(needle);
     }
     const checkout = (await storage.checkout("s1"))!;
@@ -238,7 +286,13 @@ describe("never persisted", () => {
 
     // Restored into a new agent with skills: the skill messages are rebuilt per request, not restored.
     const model2 = new ScriptedModel([text("continued")]);
-    const agent2 = createAgent({ agentId: "a1", model: model2, runtime: createRuntime(), skills, sinks: [new SessionRecorder("s1", storage)] });
+    const agent2 = createAgent({
+      agentId: "a1",
+      model: model2,
+      runtime: createRuntime(),
+      skills,
+      sinks: [new SessionRecorder("s1", storage)],
+    });
     restoreSession(agent2, checkout);
     await agent2.continueRun();
     const req = model2.requests[0]!.messages;
@@ -253,14 +307,26 @@ describe("never persisted", () => {
     const pressure = async (withSkills: boolean) => {
       const { events, sink } = collect();
       const model = new ScriptedModel([
-        { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"x"}' }], usage: { input_tokens: 500, output_tokens: 50 } },
+        {
+          content: null,
+          tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"x"}' }],
+          usage: { input_tokens: 500, output_tokens: 50 },
+        },
         text("done"),
       ]);
       const policy = new CompactionPolicy({ contextWindow: 100_000, reserveTokens: 1000, keepRecentTokens: 100 });
-      const agent = createAgent({ model, runtime: createRuntime(), compaction: { policy }, sinks: [sink], ...(withSkills ? { skills } : {}) });
+      const agent = createAgent({
+        model,
+        runtime: createRuntime(),
+        compaction: { policy },
+        sinks: [sink],
+        ...(withSkills ? { skills } : {}),
+      });
       await agent.run("$alpha");
       await agent.shutdown();
-      return events.filter((e) => e.kind === "context_pressure_evaluated").map((e) => (e as unknown as { decision: Record<string, unknown> }).decision);
+      return events
+        .filter((e) => e.kind === "context_pressure_evaluated")
+        .map((e) => (e as unknown as { decision: Record<string, unknown> }).decision);
     };
     const plain = await pressure(false);
     const skilled = await pressure(true);

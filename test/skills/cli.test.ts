@@ -28,7 +28,11 @@ async function exec(cmd: string[], cwd: string, env: Record<string, string> = {}
 const cli = (args: string[], cwd = REPO, env: Record<string, string> = {}) => exec([process.execPath, MAIN, ...args], cwd, env);
 
 type Ev = { kind: string; [k: string]: unknown };
-const events = (stdout: string): Ev[] => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Ev);
+const events = (stdout: string): Ev[] =>
+  stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Ev);
 
 const EXPECTED_TEXT = [
   "NAME            EXTRAS           DESCRIPTION",
@@ -73,7 +77,7 @@ describe("agentcore skills list (source)", () => {
     expect(JSON.parse(r.stdout)).toEqual(EXPECTED_JSON);
   });
 
-  test("a skill without description shows the default in text, and \"\" in JSON", async () => {
+  test('a skill without description shows the default in text, and "" in JSON', async () => {
     const root = skillsRoot({ "plain/SKILL.md": "no front matter\n" });
     const text = await cli(["skills", "list", "--dir", root]);
     expect(text.stdout.split("\n")[1]).toBe("plain  -       No description provided.");
@@ -96,7 +100,9 @@ describe("agentcore skills list (source)", () => {
 
     const empty = tempRoot();
     mkdirSync(join(empty, ".agentcore", "skills"), { recursive: true });
-    expect((await cli(["skills", "list"], empty)).stdout).toBe(`no skills in ${realpathSync(join(empty, ".agentcore", "skills"))} (a skill is a folder holding SKILL.md)\n`);
+    expect((await cli(["skills", "list"], empty)).stdout).toBe(
+      `no skills in ${realpathSync(join(empty, ".agentcore", "skills"))} (a skill is a folder holding SKILL.md)\n`,
+    );
   });
 
   test("the config's skills_dir, relative to the config file; --dir overrides it", async () => {
@@ -124,9 +130,19 @@ describe("agentcore skills list (source)", () => {
     const root = skillsRoot({ "broken/SKILL.md": "---\nname: broken\ndescription: [open\n---\n" });
     const broken = await cli(["skills", "list", "--dir", root]);
     expect(broken.status).toBe(2);
-    expect(broken.stderr).toMatch(new RegExp(`^agentcore skills: ${join(realpathSync(root), "broken", "SKILL.md").replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}:3:\\d+: invalid YAML in the front matter`));
+    expect(broken.stderr).toMatch(
+      new RegExp(
+        `^agentcore skills: ${join(realpathSync(root), "broken", "SKILL.md").replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}:3:\\d+: invalid YAML in the front matter`,
+      ),
+    );
 
-    for (const args of [["skills"], ["skills", "show"], ["skills", "list", "extra"], ["skills", "list", "--bogus"], ["skills", "list", "--dir", ""]]) {
+    for (const args of [
+      ["skills"],
+      ["skills", "show"],
+      ["skills", "list", "extra"],
+      ["skills", "list", "--bogus"],
+      ["skills", "list", "--dir", ""],
+    ]) {
       const r = await cli(args);
       expect(r.status).toBe(2);
       expect(r.stderr).toContain("agentcore skills: ");
@@ -156,11 +172,31 @@ describe("agentcore agent --skills (source)", () => {
 
   test("the model receives the index and the active skill over HTTP", async () => {
     server = await startOpenAIServer([textReply("## 2.0.0\n\n### Fixed\n- A crash.", [300, 12])]);
-    const r = await cli(["agent", "--no-plan", "--events", "jsonl", "--skills", "examples/skills", "--model-url", server.baseURL, "--model", "m", "skill:Release-Notes 2.0.0: fixed a crash"], REPO, { MODEL_API_KEY: "sk-test" });
+    const r = await cli(
+      [
+        "agent",
+        "--no-plan",
+        "--events",
+        "jsonl",
+        "--skills",
+        "examples/skills",
+        "--model-url",
+        server.baseURL,
+        "--model",
+        "m",
+        "skill:Release-Notes 2.0.0: fixed a crash",
+      ],
+      REPO,
+      { MODEL_API_KEY: "sk-test" },
+    );
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     const ev = events(r.stdout);
-    expect(ev.find((e) => e.kind === "skill_activated")).toMatchObject({ name: "release-notes", trigger: "run_start", path: join(EXAMPLES, "release-notes", "SKILL.md") });
+    expect(ev.find((e) => e.kind === "skill_activated")).toMatchObject({
+      name: "release-notes",
+      trigger: "run_start",
+      path: join(EXAMPLES, "release-notes", "SKILL.md"),
+    });
     const msgs = (server.requests[0]!.body as { messages: { role: string; content: string }[] }).messages;
     expect(msgs.map((m) => m.role)).toEqual(["system", "system", "user"]);
     expect(msgs[0]!.content).toContain(`location: ${join(EXAMPLES, "commit-message", "SKILL.md")}`);
@@ -179,11 +215,31 @@ describe("agentcore agent --skills (source)", () => {
     const a = await cli(["agent", "--no-plan", "--events", "jsonl", "--root", root, "--script", join(root, "script.jsonl"), "$local now"]);
     expect(a.status).toBe(0);
     expect(events(a.stdout).find((e) => e.kind === "skill_activated")).toMatchObject({ name: "local" });
-    const b = await cli(["agent", "--no-plan", "--events", "jsonl", "--config", join(root, "agentcore.jsonc"), "--script", join(root, "script.jsonl"), "$other now"]);
+    const b = await cli([
+      "agent",
+      "--no-plan",
+      "--events",
+      "jsonl",
+      "--config",
+      join(root, "agentcore.jsonc"),
+      "--script",
+      join(root, "script.jsonl"),
+      "$other now",
+    ]);
     expect(b.status).toBe(0);
     expect(events(b.stdout).find((e) => e.kind === "skill_activated")).toMatchObject({ name: "other" });
     // Without any skills folder there is no skill event and no error.
-    const c = await cli(["agent", "--no-plan", "--events", "jsonl", "--root", tempRoot(), "--script", join(root, "script.jsonl"), "$local"]);
+    const c = await cli([
+      "agent",
+      "--no-plan",
+      "--events",
+      "jsonl",
+      "--root",
+      tempRoot(),
+      "--script",
+      join(root, "script.jsonl"),
+      "$local",
+    ]);
     expect(c.status).toBe(0);
     expect(events(c.stdout).map((e) => e.kind)).not.toContain("skill_activated");
   });
@@ -215,7 +271,25 @@ describe("deno run", () => {
     const list = await exec([deno, "run", "--allow-read", "--allow-env", MAIN, "skills", "list", "--json", "--dir", EXAMPLES], REPO, env);
     expect(list.stderr).toBe("");
     expect(JSON.parse(list.stdout)).toEqual(EXPECTED_JSON);
-    const run = await exec([deno, "run", "--allow-read", "--allow-env", MAIN, "agent", "--events", "jsonl", "--script", "examples/skills_script.jsonl", "--skills", "examples/skills", "$release-notes 1.4.0"], REPO, env);
+    const run = await exec(
+      [
+        deno,
+        "run",
+        "--allow-read",
+        "--allow-env",
+        MAIN,
+        "agent",
+        "--events",
+        "jsonl",
+        "--script",
+        "examples/skills_script.jsonl",
+        "--skills",
+        "examples/skills",
+        "$release-notes 1.4.0",
+      ],
+      REPO,
+      env,
+    );
     expect(run.status).toBe(0);
     expect(events(run.stdout)[1]).toMatchObject({ kind: "skill_activated", name: "release-notes", trigger: "run_start" });
   }, 120_000);
@@ -260,7 +334,11 @@ describe("skills list and skills --help: what reaches the terminal", () => {
       "skills/evil/SKILL.md": '---\nname: evil\ndescription: "hi \\e]0;pwned\\a\\e[2J there\\u009b31m"\n---\nbody\n',
       "skills/plain/SKILL.md": "---\ndescription: |\n  two\n  lines\n---\n",
     });
-    const run = (...args: string[]) => Bun.spawnSync([process.execPath, join(REPO, "src/cli/main.ts"), "skills", "list", "--dir", join(root, "skills"), ...args], { cwd: root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    const run = (...args: string[]) =>
+      Bun.spawnSync([process.execPath, join(REPO, "src/cli/main.ts"), "skills", "list", "--dir", join(root, "skills"), ...args], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      });
     const r = run();
     expect(r.exitCode).toBe(0);
     const text = r.stdout.toString();
@@ -272,8 +350,12 @@ describe("skills list and skills --help: what reaches the terminal", () => {
   });
 
   test("skills --help names every command that activates skills (agent, chat and serve; it said agent only)", () => {
-    const r = Bun.spawnSync([process.execPath, join(REPO, "src/cli/main.ts"), "skills", "--help"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+    const r = Bun.spawnSync([process.execPath, join(REPO, "src/cli/main.ts"), "skills", "--help"], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
     expect(r.exitCode).toBe(0);
-    expect(r.stdout.toString().replace(/\s+/g, " ")).toContain("activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'");
+    expect(r.stdout.toString().replace(/\s+/g, " ")).toContain(
+      "activates it in 'agentcore agent', 'agentcore chat' and runs of 'agentcore serve'",
+    );
   });
 });

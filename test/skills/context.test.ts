@@ -97,13 +97,18 @@ describe("mentions", () => {
     const chars = fc.constantFrom("a", "Z", "7", "_", "é", "٣", "-", ".", " ", "\n", "(", ")", "!", "/", "ß");
     const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}_]/u.test(c);
     fc.assert(
-      fc.property(fc.array(chars, { maxLength: 6 }), fc.array(chars, { maxLength: 6 }), fc.constantFrom("$release-notes", "skill:release-notes", "SKILL:Release-Notes", "$Release-notes"), (pre, post, mention) => {
-        const before = pre.join("");
-        const after = post.join("");
-        const caseOk = mention !== "$Release-notes";
-        const expected = caseOk && !isWord(before.at(-1)) && !isWord(after[0]);
-        expect(mentionsSkill(before + mention + after, notes)).toBe(expected);
-      }),
+      fc.property(
+        fc.array(chars, { maxLength: 6 }),
+        fc.array(chars, { maxLength: 6 }),
+        fc.constantFrom("$release-notes", "skill:release-notes", "SKILL:Release-Notes", "$Release-notes"),
+        (pre, post, mention) => {
+          const before = pre.join("");
+          const after = post.join("");
+          const caseOk = mention !== "$Release-notes";
+          const expected = caseOk && !isWord(before.at(-1)) && !isWord(after[0]);
+          expect(mentionsSkill(before + mention + after, notes)).toBe(expected);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -122,9 +127,20 @@ describe("mentions", () => {
   });
 
   test("latestUserText finds the last user message", () => {
-    expect(latestUserText([{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "tool", content: "c" }])).toBe("a");
+    expect(
+      latestUserText([
+        { role: "user", content: "a" },
+        { role: "assistant", content: "b" },
+        { role: "tool", content: "c" },
+      ]),
+    ).toBe("a");
     expect(latestUserText([{ role: "system", content: "s" }])).toBeNull();
-    expect(latestUserText([{ role: "user", content: "a" }, { role: "user", content: "z" }])).toBe("z");
+    expect(
+      latestUserText([
+        { role: "user", content: "a" },
+        { role: "user", content: "z" },
+      ]),
+    ).toBe("z");
   });
 });
 

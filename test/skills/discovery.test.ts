@@ -78,7 +78,10 @@ describe("discovery", () => {
     });
     const c = discoverSkills(root);
     const r = realpathSync(root);
-    expect(c.get("both")).toMatchObject({ templatePath: join(r, "both", "template.md"), samplePath: join(r, "both", "examples", "sample.md") });
+    expect(c.get("both")).toMatchObject({
+      templatePath: join(r, "both", "template.md"),
+      samplePath: join(r, "both", "examples", "sample.md"),
+    });
     expect(c.get("bare")).toMatchObject({ templatePath: null, samplePath: null });
     expect(c.get("dir-template")!.templatePath).toBeNull();
   });
@@ -89,7 +92,10 @@ describe("discovery", () => {
       "bom/SKILL.md": "\uFEFF---\nname: bom\n---\n",
     });
     const c = discoverSkills(root);
-    expect(c.skills.map((s) => [s.name, s.description])).toEqual([["bom", ""], ["windows", "made on Windows"]]);
+    expect(c.skills.map((s) => [s.name, s.description])).toEqual([
+      ["bom", ""],
+      ["windows", "made on Windows"],
+    ]);
   });
 
   test("a symlinked skill folder is followed", () => {
@@ -201,7 +207,9 @@ describe("discovery errors", () => {
     const file = join(realpathSync(root), "a\nb", "SKILL.md");
     const e = skillError(() => discoverSkills(root));
     expect(e).toMatchObject({ code: "invalid_field", file, line: null, column: null });
-    expect(e.message).toBe(`${file}: the folder name "a\\nb" cannot be a skill name (it has line breaks or control characters); set "name" in the front matter`);
+    expect(e.message).toBe(
+      `${file}: the folder name "a\\nb" cannot be a skill name (it has line breaks or control characters); set "name" in the front matter`,
+    );
     // with a name in the front matter the folder name does not matter
     writeFileSync(file, md("name: ab"));
     expect(discoverSkills(root).skills.map((s) => s.name)).toEqual(["ab"]);

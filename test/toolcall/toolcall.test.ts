@@ -13,9 +13,7 @@ describe("parseToolCall: the four shapes", () => {
   });
 
   test("OpenAI chat tool_calls[] item, arguments parsed strictly", () => {
-    const r = parseToolCall(
-      '{"id":"call_9","type":"function","function":{"name":"read_file","arguments":"{\\"path\\":\\"a.txt\\"}"}}',
-    );
+    const r = parseToolCall('{"id":"call_9","type":"function","function":{"name":"read_file","arguments":"{\\"path\\":\\"a.txt\\"}"}}');
     expect(r).toEqual({ ok: true, call: { id: "call_9", tool: "read_file", arguments: { path: "a.txt" }, shape: "openai_chat" } });
   });
 
@@ -87,8 +85,16 @@ describe("parseToolCall: bad calls become structured errors", () => {
     ['{"type":"function","function":{"name":"echo","arguments":"{}"}}', 'missing "id"', "/id"],
     ['{"id":"c","type":"function","function":{"name":"echo","arguments":""}}', "empty string", "/function/arguments"],
     ['{"id":"c","type":"function","function":{"name":"echo","arguments":"  "}}', "empty string", "/function/arguments"],
-    ['{"id":"c","type":"function","function":{"name":"echo","arguments":"[1]"}}', "must encode a JSON object, got an array", "/function/arguments"],
-    ['{"id":"c","type":"function","function":{"name":"echo","arguments":"3"}}', "must encode a JSON object, got a number", "/function/arguments"],
+    [
+      '{"id":"c","type":"function","function":{"name":"echo","arguments":"[1]"}}',
+      "must encode a JSON object, got an array",
+      "/function/arguments",
+    ],
+    [
+      '{"id":"c","type":"function","function":{"name":"echo","arguments":"3"}}',
+      "must encode a JSON object, got a number",
+      "/function/arguments",
+    ],
     ['{"id":"c","type":"function","function":"echo"}', '"function" must be an object, got a string', "/function"],
     ['{"id":"c","type":"function","function":{"name":"echo","arguments":"{}","extra":1}}', 'unexpected member "extra"', "/function/extra"],
     ['{"type":"tool_use","id":"t","name":"echo","input":null}', '"input" must be an object, got null', "/input"],
@@ -130,19 +136,21 @@ function chat(args: string) {
 describe("string arguments that are not JSON whitespace", () => {
   // Before: String#trim() treated U+00A0, U+2028, U+3000… as blank, so such
   // arguments were reported as "an empty string" (INVALID_CALL), which they are not.
-  test.each([["\u00a0", 0xc2], ["\u2028", 0xe2], ["\u3000{}", 0xe3], ["\u00a0{}\u00a0", 0xc2]])(
-    "%j is a JSON_PARSE error at offset 0 of the inner text, naming the byte",
-    (args, byte) => {
-      const r = chat(args);
-      expect(r.ok).toBe(false);
-      if (r.ok) return;
-      expect(r.error.code).toBe("JSON_PARSE");
-      expect(r.error.message).toContain(`unexpected byte 0x${byte.toString(16)}`);
-      expect(r.error.details).toEqual({ offset: 0, line: 1, column: 1, location: "/function/arguments" });
-      expect(r.id).toBe("c1");
-      expect(r.tool).toBe("echo");
-    },
-  );
+  test.each([
+    ["\u00a0", 0xc2],
+    ["\u2028", 0xe2],
+    ["\u3000{}", 0xe3],
+    ["\u00a0{}\u00a0", 0xc2],
+  ])("%j is a JSON_PARSE error at offset 0 of the inner text, naming the byte", (args, byte) => {
+    const r = chat(args);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.code).toBe("JSON_PARSE");
+    expect(r.error.message).toContain(`unexpected byte 0x${byte.toString(16)}`);
+    expect(r.error.details).toEqual({ offset: 0, line: 1, column: 1, location: "/function/arguments" });
+    expect(r.id).toBe("c1");
+    expect(r.tool).toBe("echo");
+  });
 
   test("empty and JSON-whitespace-only arguments are still INVALID_CALL 'empty string'", () => {
     for (const args of ["", " ", " \t\r\n "]) {

@@ -217,7 +217,11 @@ describe("read_file filesystem refusals", () => {
     expect(code(env)).toBe("PATH_SYMLINK");
     expect(code(read({ path: "a-link/b/c.txt" }))).toBe("PATH_SYMLINK");
     fs.symlinkSync(outside, path.join(root, "a", "deep"));
-    expect(read({ path: "a/deep/sub/f.txt" }).error).toEqual({ code: "PATH_SYMLINK", message: "path has a symlink component", details: { component: 1 } });
+    expect(read({ path: "a/deep/sub/f.txt" }).error).toEqual({
+      code: "PATH_SYMLINK",
+      message: "path has a symlink component",
+      details: { component: 1 },
+    });
   });
 
   test("directory → NOT_A_FILE", () => {
@@ -348,7 +352,10 @@ describe("read_file filesystem refusals", () => {
     expect(code(read({}))).toBe("INVALID_ARGUMENTS");
     expect(code(read({ path: 7 }))).toBe("INVALID_ARGUMENTS");
     const extra = read({ path: "top.txt", follow_symlinks: true });
-    expect(extra.error?.details).toEqual({ errors: [{ path: "/follow_symlinks", keyword: "additionalProperties", message: "unexpected property" }], truncated: false });
+    expect(extra.error?.details).toEqual({
+      errors: [{ path: "/follow_symlinks", keyword: "additionalProperties", message: "unexpected property" }],
+      truncated: false,
+    });
   });
 
   test("no file descriptor leaks across successes and refusals", () => {

@@ -110,7 +110,9 @@ describe("ToolRegistry", () => {
 
   test("unknown keywords are tolerated", () => {
     const r = new ToolRegistry();
-    r.register(tool("x", { parameters: { type: "object", "x-vendor": true, properties: { a: { type: "string", examples: ["q"], "x-ui": 1 } } } }));
+    r.register(
+      tool("x", { parameters: { type: "object", "x-vendor": true, properties: { a: { type: "string", examples: ["q"], "x-ui": 1 } } } }),
+    );
     expect(r.has("x")).toBe(true);
   });
 

@@ -20,7 +20,12 @@ describe("SchemaCompiler", () => {
 
   test("the https spelling of draft-07 is draft-07 (dependencies apply, prefixItems does not)", () => {
     for (const id of ["https://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema"]) {
-      const schema = { $schema: id, type: "object", dependencies: { card: ["billing"] }, properties: { t: { type: "array", prefixItems: [{ type: "string" }] } } };
+      const schema = {
+        $schema: id,
+        type: "object",
+        dependencies: { card: ["billing"] },
+        properties: { t: { type: "array", prefixItems: [{ type: "string" }] } },
+      };
       const v = c.compile(schema);
       expect(v({ card: "x" }).ok).toBe(false);
       expect(v({ card: "x", billing: "y", t: [1] }).ok).toBe(true);
@@ -78,7 +83,11 @@ describe("SchemaCompiler", () => {
   });
 
   test("errors are JSON Pointers, escaped per RFC 6901", () => {
-    const v = c.compile({ type: "object", properties: { "a/b": { type: "object", properties: { "~x": { type: "integer" } } } }, additionalProperties: false });
+    const v = c.compile({
+      type: "object",
+      properties: { "a/b": { type: "object", properties: { "~x": { type: "integer" } } } },
+      additionalProperties: false,
+    });
     const r = v({ "a/b": { "~x": "no" }, "c~/d": 1 });
     expect(r.ok).toBe(false);
     if (!r.ok) {
@@ -136,7 +145,17 @@ describe("SchemaCompiler", () => {
       },
     };
     for (const s of [schema, { $schema: D07, ...schema }]) {
-      const r = new SchemaCompiler({ maxErrors: 50 }).compile(s)({ e: secret, k: secret, p: secret, l: secret, f: secret, t: secret, n: secret, o: secret, u: [secret, secret] });
+      const r = new SchemaCompiler({ maxErrors: 50 }).compile(s)({
+        e: secret,
+        k: secret,
+        p: secret,
+        l: secret,
+        f: secret,
+        t: secret,
+        n: secret,
+        o: secret,
+        u: [secret, secret],
+      });
       expect(r.ok).toBe(false);
       if (!r.ok) {
         expect(r.errors.length).toBeGreaterThanOrEqual(8);

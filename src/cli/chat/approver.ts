@@ -78,7 +78,11 @@ export class ReplApprover {
     if (a === "y" || a === "yes") this.#settle(head, { approved: true }, "approved");
     else if (a === "a" || a === "always") {
       this.#always.add(head.scope);
-      this.#settle(head, { approved: true, reason: "approved for this tool in this run" }, `approved; ${head.request.tool} will not ask again in this run`);
+      this.#settle(
+        head,
+        { approved: true, reason: "approved for this tool in this run" },
+        `approved; ${head.request.tool} will not ask again in this run`,
+      );
     } else if (a === "" || a === "n" || a === "no") this.#settle(head, { approved: false, reason: "denied by the operator" }, "denied");
     else this.#view?.ask(`  please answer y, n or a (or /abort the run)`, APPROVAL_PROMPT);
     return true;
@@ -95,7 +99,10 @@ export class ReplApprover {
     if (this.#always.has(scope)) return Promise.resolve({ approved: true, reason: "approved for this tool in this run" });
     if (this.#closed) return Promise.resolve({ approved: false, reason: "the chat is closing" });
     if (this.#view === null || !this.#interactive) {
-      return Promise.resolve({ approved: false, reason: "approval needs an interactive terminal (stdin is not a TTY); use a config policy or --approve-all" });
+      return Promise.resolve({
+        approved: false,
+        reason: "approval needs an interactive terminal (stdin is not a TTY); use a config policy or --approve-all",
+      });
     }
     if (signal.aborted) return Promise.resolve({ approved: false, reason: "approval interrupted" });
     return new Promise<ToolApprovalDecision>((resolve) => {

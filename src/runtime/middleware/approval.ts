@@ -79,7 +79,8 @@ export function redactArguments(value: unknown, options: RedactOptions = {}): un
   const maxItems = options.maxItems ?? 20;
   const walk = (v: unknown, depth: number): unknown => {
     if (typeof v === "string") return v.length > maxLen ? `${v.slice(0, maxLen)}… (${v.length} chars)` : v;
-    if (typeof v !== "object" || v === null) return typeof v === "bigint" || typeof v === "function" || typeof v === "symbol" ? String(v) : v;
+    if (typeof v !== "object" || v === null)
+      return typeof v === "bigint" || typeof v === "function" || typeof v === "symbol" ? String(v) : v;
     if (depth >= maxDepth) return Array.isArray(v) ? "[…]" : "{…}";
     if (Array.isArray(v)) {
       const out: unknown[] = v.slice(0, maxItems).map((x) => walk(x, depth + 1));
@@ -195,7 +196,10 @@ export function createTtyApprover(options: TtyApproverOptions = {}): ToolApprove
         finish({ approved: false, reason: "no answer (end of input)" }, "no answer: denied");
       };
       const onAbort = () => finish({ approved: false, reason: "approval interrupted" }, "interrupted: denied");
-      const timer = setTimeout(() => finish({ approved: false, reason: `no answer within ${timeoutMs} ms` }, "timed out: denied"), timeoutMs);
+      const timer = setTimeout(
+        () => finish({ approved: false, reason: `no answer within ${timeoutMs} ms` }, "timed out: denied"),
+        timeoutMs,
+      );
       signal.addEventListener("abort", onAbort, { once: true });
       if (takeLine()) return;
       if (ended) return onEnd();

@@ -24,14 +24,16 @@ export function composeMiddleware(middleware: readonly ToolMiddleware[], termina
       index = i;
       if (i === list.length) return terminal(c);
       try {
-        return Promise.resolve(list[i]!(c, (n) => {
-          const inner = n ?? c;
-          if (inner === c) return step(i + 1, c);
-          // A transformed context: the decision set inside is copied back, so outer middleware (history) see it.
-          return step(i + 1, inner).finally(() => {
-            if (inner.decision !== undefined) c.decision = inner.decision;
-          });
-        }));
+        return Promise.resolve(
+          list[i]!(c, (n) => {
+            const inner = n ?? c;
+            if (inner === c) return step(i + 1, c);
+            // A transformed context: the decision set inside is copied back, so outer middleware (history) see it.
+            return step(i + 1, inner).finally(() => {
+              if (inner.decision !== undefined) c.decision = inner.decision;
+            });
+          }),
+        );
       } catch (err) {
         return Promise.reject(err);
       }

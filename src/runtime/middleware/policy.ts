@@ -96,15 +96,21 @@ function checkRules(rules: readonly ToolPolicyRule[], defaultAction: PolicyActio
     if (r.tools !== undefined && (!Array.isArray(r.tools) || (r.tools as unknown[]).some((t) => typeof t !== "string"))) {
       throw new TypeError(`ruleBasedPolicy: rule '${r.id}': tools must be an array of names`);
     }
-    if (r.effects !== undefined && (!Array.isArray(r.effects) || (r.effects as unknown[]).some((e) => e !== "read_only" && e !== "side_effecting"))) {
+    if (
+      r.effects !== undefined &&
+      (!Array.isArray(r.effects) || (r.effects as unknown[]).some((e) => e !== "read_only" && e !== "side_effecting"))
+    ) {
       throw new TypeError(`ruleBasedPolicy: rule '${r.id}': effects must be an array of "read_only" / "side_effecting"`);
     }
-    if (r.when !== undefined && typeof r.when !== "function") throw new TypeError(`ruleBasedPolicy: rule '${r.id}': when must be a function`);
+    if (r.when !== undefined && typeof r.when !== "function")
+      throw new TypeError(`ruleBasedPolicy: rule '${r.id}': when must be a function`);
     if (r.maxCallsPerRun !== undefined) {
       if (r.action === "deny") throw new TypeError(`ruleBasedPolicy: rule '${r.id}': maxCallsPerRun is not allowed on a deny rule`);
-      if (!Number.isSafeInteger(r.maxCallsPerRun) || r.maxCallsPerRun < 1) throw new TypeError(`ruleBasedPolicy: rule '${r.id}': maxCallsPerRun must be a positive integer`);
+      if (!Number.isSafeInteger(r.maxCallsPerRun) || r.maxCallsPerRun < 1)
+        throw new TypeError(`ruleBasedPolicy: rule '${r.id}': maxCallsPerRun must be a positive integer`);
     }
-    if (r.reason !== undefined && typeof r.reason !== "string") throw new TypeError(`ruleBasedPolicy: rule '${r.id}': reason must be a string`);
+    if (r.reason !== undefined && typeof r.reason !== "string")
+      throw new TypeError(`ruleBasedPolicy: rule '${r.id}': reason must be a string`);
     return { ...r, tools: r.tools && [...r.tools], effects: r.effects && [...r.effects] };
   });
 }
@@ -214,7 +220,17 @@ export function ruleBasedPolicy(options: RuleBasedPolicyOptions): ToolMiddleware
       if (ctx.signal.aborted) {
         // Interrupted by the call's cancel or timeout: the call is cancelled, not refused.
         decide({ action, by, reason: "approval interrupted" });
-        return { envelope: failureEnvelope(ctx.toolCallId, ctx.tool, "CANCELLED", "call cancelled while waiting for approval", {}, performance.now()), control: "continue" };
+        return {
+          envelope: failureEnvelope(
+            ctx.toolCallId,
+            ctx.tool,
+            "CANCELLED",
+            "call cancelled while waiting for approval",
+            {},
+            performance.now(),
+          ),
+          control: "continue",
+        };
       }
       logger?.error("tool approval failed", { tool: ctx.tool, error: err instanceof Error ? err.message : String(err) });
       decide({ action, by, approved: false, reason: REASONS.approverFailed });

@@ -66,7 +66,4 @@ export interface ToolCallOutcome {
 }
 
 /** One middleware. */
-export type ToolMiddleware = (
-  ctx: ToolCallContext,
-  next: (ctx: ToolCallContext) => Promise<ToolCallOutcome>,
-) => Promise<ToolCallOutcome>;
+export type ToolMiddleware = (ctx: ToolCallContext, next: (ctx: ToolCallContext) => Promise<ToolCallOutcome>) => Promise<ToolCallOutcome>;

@@ -77,10 +77,17 @@ export function invalidArgumentsPayload(tool: string, errors: readonly ArgumentE
  */
 export function validateArguments(tool: RegisteredTool, id: string | null, args: Record<string, unknown>, start: number): Envelope | null {
   if (typeof args !== "object" || args === null || Array.isArray(args)) {
-    return failureEnvelope(id, tool.name, "INVALID_ARGUMENTS", "arguments must be a JSON object", {
-      errors: [{ path: "", keyword: "type", message: "must be object" }],
-      truncated: false,
-    }, start);
+    return failureEnvelope(
+      id,
+      tool.name,
+      "INVALID_ARGUMENTS",
+      "arguments must be a JSON object",
+      {
+        errors: [{ path: "", keyword: "type", message: "must be object" }],
+        truncated: false,
+      },
+      start,
+    );
   }
   const check = tool.validate(args);
   if (check.ok) return null;

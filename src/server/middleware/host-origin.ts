@@ -26,7 +26,11 @@ export function hostOriginCheck(options: GuardOptions): HostOriginCheck {
   return (req, origin) => {
     const refusal = guard(req.headers.get("host"), origin);
     if (refusal !== null) return errorResponse(403, "FORBIDDEN", refusal.message, { header: refusal.header });
-    if (req.method === "OPTIONS") return new Response(null, { status: 204, headers: { ...(origin === null ? undefined : corsHeaders(origin)), "access-control-max-age": "600" } });
+    if (req.method === "OPTIONS")
+      return new Response(null, {
+        status: 204,
+        headers: { ...(origin === null ? undefined : corsHeaders(origin)), "access-control-max-age": "600" },
+      });
     return null;
   };
 }

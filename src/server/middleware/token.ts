@@ -32,7 +32,15 @@ export const isHealth = (method: string, path: string): boolean => method === "G
 export function tokenCheck(token: string): (authorization: string | null) => Response | null {
   const check = bearerChecker(token);
   return (authorization) =>
-    check(authorization) ? null : errorResponse(401, "UNAUTHORIZED", "a valid bearer token is required (Authorization: Bearer <token>)", {}, { "www-authenticate": 'Bearer realm="agentcore"' });
+    check(authorization)
+      ? null
+      : errorResponse(
+          401,
+          "UNAUTHORIZED",
+          "a valid bearer token is required (Authorization: Bearer <token>)",
+          {},
+          { "www-authenticate": 'Bearer realm="agentcore"' },
+        );
 }
 
 /** The bearer token as a middleware (see the module doc). */

@@ -22,7 +22,10 @@ export function approvalRoutes(deps: AppDeps) {
       if (approved === undefined) f.fail("approved", "is required (true or false)");
       const reason = f.string("reason", { max: 1000 });
       const pending = approvals.get(id);
-      if (pending === undefined || !approvals.resolve(id, reason === undefined ? { approved: approved! } : { approved: approved!, reason })) {
+      if (
+        pending === undefined ||
+        !approvals.resolve(id, reason === undefined ? { approved: approved! } : { approved: approved!, reason })
+      ) {
         throw new HttpError(404, "NOT_FOUND", `no pending approval '${id.slice(0, 100)}' (answered, timed out, or never existed)`);
       }
       return jsonResponse({ approval_id: id, approved, reason: reason ?? null });

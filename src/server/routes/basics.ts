@@ -23,6 +23,13 @@ export function openApiRoutes() {
 export function toolRoutes(deps: AppDeps) {
   return subApp().get("/tools", () =>
     jsonResponse({
-      tools: deps.runtime.registry.list().map((t) => ({ name: t.name, description: t.description, effect: t.effect ?? "side_effecting", strict: t.strict ?? false, parameters: t.parameters ?? null })),
-    }));
+      tools: deps.runtime.registry.list().map((t) => ({
+        name: t.name,
+        description: t.description,
+        effect: t.effect ?? "side_effecting",
+        strict: t.strict ?? false,
+        parameters: t.parameters ?? null,
+      })),
+    }),
+  );
 }

@@ -11,7 +11,16 @@ import { isNdjsonType, readBody } from "../body.ts";
 import { HttpError, JSON_HEADERS } from "../errors.ts";
 import { subApp, type AppDeps } from "./deps.ts";
 
-const CALL_INPUT_CODES = new Set(["JSON_PARSE", "JSON_DEPTH", "JSON_SIZE", "JSON_DUPLICATE_KEY", "JSON_ENCODING", "JSON_NUMBER_RANGE", "JSON_FORBIDDEN_KEY", "INVALID_CALL"]);
+const CALL_INPUT_CODES = new Set([
+  "JSON_PARSE",
+  "JSON_DEPTH",
+  "JSON_SIZE",
+  "JSON_DUPLICATE_KEY",
+  "JSON_ENCODING",
+  "JSON_NUMBER_RANGE",
+  "JSON_FORBIDDEN_KEY",
+  "INVALID_CALL",
+]);
 
 /** The JSON headers as one `Headers` object: a Response copies it several times faster than a record. */
 const CALL_HEADERS = new Headers(JSON_HEADERS);
@@ -33,7 +42,9 @@ export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> 
   return async (req) => {
     const type = req.headers.get("content-type");
     if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", { header: "content-type" });
+      throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", {
+        header: "content-type",
+      });
     }
     const bytes = await deadlines.guard(readBody(req, maxBody));
     const ac = controllers.pop() ?? new AbortController();
@@ -68,14 +79,20 @@ export function callRoutes(deps: AppDeps, handle: (req: Request) => Promise<Resp
   // A client that goes away cancels the call in flight and the rest.
   app.post("/batch", async (c) => {
     const type = c.req.header("content-type") ?? null;
-    if (!isNdjsonType(type)) throw new HttpError(415, "INVALID_REQUEST", "the body must be NDJSON, one call per line (Content-Type: application/x-ndjson)", { header: "content-type" });
+    if (!isNdjsonType(type))
+      throw new HttpError(415, "INVALID_REQUEST", "the body must be NDJSON, one call per line (Content-Type: application/x-ndjson)", {
+        header: "content-type",
+      });
     const bytes = await c.var.body.bytes();
     const ac = new AbortController();
     const signal = ac.signal;
     const maxLine = runtime.limits.maxBytes ?? maxBody;
     const lines: { number: number; bytes: Uint8Array | null; length: number }[] = [];
     const framer = new LineFramer(maxLine);
-    const collect = (l: Line) => lines.push(l.overlong ? { number: l.number, bytes: null, length: l.bytes } : { number: l.number, bytes: l.bytes, length: l.bytes.length });
+    const collect = (l: Line) =>
+      lines.push(
+        l.overlong ? { number: l.number, bytes: null, length: l.bytes } : { number: l.number, bytes: l.bytes, length: l.bytes.length },
+      );
     framer.push(bytes, collect);
     framer.end(collect);
     const enc = new TextEncoder();
@@ -88,7 +105,14 @@ export function callRoutes(deps: AppDeps, handle: (req: Request) => Promise<Resp
           if (l.bytes !== null && isBlank(l.bytes)) continue;
           let env: Envelope;
           if (l.bytes === null) {
-            env = { id: null, success: false, tool: null, result: null, error: { code: "JSON_SIZE", message: `line exceeds ${maxLine} bytes`, details: { bytes: l.length } }, duration_ms: 0 };
+            env = {
+              id: null,
+              success: false,
+              tool: null,
+              result: null,
+              error: { code: "JSON_SIZE", message: `line exceeds ${maxLine} bytes`, details: { bytes: l.length } },
+              duration_ms: 0,
+            };
           } else {
             const out = runtime.dispatch(l.bytes, signal);
             if (out instanceof Promise) deps.track(ac, out);
@@ -103,7 +127,9 @@ export function callRoutes(deps: AppDeps, handle: (req: Request) => Promise<Resp
         ac.abort(new DOMException("the client disconnected", "AbortError"));
       },
     });
-    return new Response(stream, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" } });
+    return new Response(stream, {
+      headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
+    });
   });
   return app;
 }

@@ -41,7 +41,10 @@ export function mcpRoutes(deps: AppDeps): { app: ReturnType<typeof subApp>; clos
         return out;
       }
       deps.track(ac, out);
-      void out.then(() => signal?.removeEventListener("abort", relay), () => signal?.removeEventListener("abort", relay));
+      void out.then(
+        () => signal?.removeEventListener("abort", relay),
+        () => signal?.removeEventListener("abort", relay),
+      );
       return out;
     },
   });
@@ -62,11 +65,19 @@ export function mcpRoutes(deps: AppDeps): { app: ReturnType<typeof subApp>; clos
       bytes = await body.bytes();
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
-      return rpcError(e.status, e.status === 413 ? -32000 : -32600, e.status === 413 ? `Payload Too Large: ${e.message}` : e.message, { code: e.code, ...e.details });
+      return rpcError(e.status, e.status === 413 ? -32000 : -32600, e.status === 413 ? `Payload Too Large: ${e.message}` : e.message, {
+        code: e.code,
+        ...e.details,
+      });
     }
     const bad = validateStrict(bytes, { maxBytes: maxBody, maxDepth: HARD_MAX_DEPTH });
     if (bad === null) return bytes;
-    return rpcError(400, -32700, `Parse error: ${bad.message} at line ${bad.line}, column ${bad.column}`, { code: bad.code, offset: bad.offset, line: bad.line, column: bad.column });
+    return rpcError(400, -32700, `Parse error: ${bad.message} at line ${bad.line}, column ${bad.column}`, {
+      code: bad.code,
+      offset: bad.offset,
+      line: bad.line,
+      column: bad.column,
+    });
   };
 
   // The request deadline applies here too: past it the request's signal

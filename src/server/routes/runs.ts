@@ -24,9 +24,14 @@ export function runRoutes(deps: AppDeps) {
   const app = subApp();
 
   /** Answer an operation on a run: SSE by default, the final view with `Accept: application/json`. */
-  const runResponse = async (c: Context<DaemonEnv>, run: ServerRun, op: Parameters<RunManager["begin"]>[1], created: boolean): Promise<Response> => {
+  const runResponse = async (
+    c: Context<DaemonEnv>,
+    run: ServerRun,
+    op: Parameters<RunManager["begin"]>[1],
+    created: boolean,
+  ): Promise<Response> => {
     const status = created ? 201 : 200;
-    const headers = { "location": `/v1/runs/${run.id}`, "x-run-id": run.id };
+    const headers = { location: `/v1/runs/${run.id}`, "x-run-id": run.id };
     if (wantsJson(c)) {
       const { done } = await runs.begin(run, op);
       const onGone = () => {
@@ -83,13 +88,20 @@ export function runRoutes(deps: AppDeps) {
     let replayAfter: number | undefined;
     if (raw !== undefined) {
       if (!/^\d{1,15}$/.test(raw.trim())) {
-        throw new HttpError(400, "INVALID_REQUEST", `${header !== undefined ? "the Last-Event-ID header" : "the query parameter after"} must be an event id: a non-negative integer`, header !== undefined ? { header: "last-event-id" } : { query: "after" });
+        throw new HttpError(
+          400,
+          "INVALID_REQUEST",
+          `${header !== undefined ? "the Last-Event-ID header" : "the query parameter after"} must be an event id: a non-negative integer`,
+          header !== undefined ? { header: "last-event-id" } : { query: "after" },
+        );
       }
       replayAfter = Number(raw.trim());
     }
     // HEAD (which the GET route answers too) gets the headers only: a stream made for it would never be read or cancelled.
     if (c.req.method === "HEAD") return new Response(null, { headers: SSE_HEADERS });
-    return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), { headers: SSE_HEADERS });
+    return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), {
+      headers: SSE_HEADERS,
+    });
   });
   app.post("/:id/abort", timed, async (c) => {
     const run = runs.get(c.req.param("id"));

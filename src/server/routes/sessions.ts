@@ -33,7 +33,13 @@ export function sessionRoutes(deps: AppDeps) {
     const branch = c.req.query("branch") ?? "main";
     const checkout = await storage().checkout(id, branch);
     if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
-    return jsonResponse({ session_id: id, branch: checkout.branch, head: checkout.head, session: checkout.session, messages: sessionMessages(checkout.session) });
+    return jsonResponse({
+      session_id: id,
+      branch: checkout.branch,
+      head: checkout.head,
+      session: checkout.session,
+      messages: sessionMessages(checkout.session),
+    });
   });
   app.get("/:id/tree", timed, async (c) => {
     const id = c.req.param("id");
@@ -50,20 +56,36 @@ export function sessionRoutes(deps: AppDeps) {
   };
   app.post("/:id/fork", timed, async (c) => {
     const f = Fields.of(await c.var.body.json({ allowEmpty: true }), ["from", "name"]);
-    const checkout = await (await existing(c.req.param("id"))).fork(c.req.param("id"), { fromRecordId: f.string("from", { max: 200 }), branchId: f.string("name", { max: 200 }) });
+    const checkout = await (await existing(c.req.param("id"))).fork(c.req.param("id"), {
+      fromRecordId: f.string("from", { max: 200 }),
+      branchId: f.string("name", { max: 200 }),
+    });
     return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
   });
   app.post("/:id/rollback", timed, async (c) => {
     const f = Fields.of(await c.var.body.json(), ["to", "name"]);
     const to = f.string("to", { required: true, max: 200 })!;
-    const checkout = await (await existing(c.req.param("id"))).rollback(c.req.param("id"), to, { branchId: f.string("name", { max: 200 }) });
+    const checkout = await (await existing(c.req.param("id"))).rollback(c.req.param("id"), to, {
+      branchId: f.string("name", { max: 200 }),
+    });
     return jsonResponse({ branch: checkout.branch, head: checkout.head, messages: sessionMessages(checkout.session).length }, 201);
   });
   app.post("/:id/retry", timed, async (c) => {
     const f = Fields.of(await c.var.body.json(), ["run", "name"]);
     const runId = f.string("run", { required: true, max: 200 })!;
-    const r = await (await existing(c.req.param("id"))).prepareRetry(c.req.param("id"), runId, { branchId: f.string("name", { max: 200 }) });
-    return jsonResponse({ branch: r.checkout.branch, head: r.checkout.head, task: r.task, retried_run_id: r.retried_run_id, messages: sessionMessages(r.checkout.session).length }, 201);
+    const r = await (await existing(c.req.param("id"))).prepareRetry(c.req.param("id"), runId, {
+      branchId: f.string("name", { max: 200 }),
+    });
+    return jsonResponse(
+      {
+        branch: r.checkout.branch,
+        head: r.checkout.head,
+        task: r.task,
+        retried_run_id: r.retried_run_id,
+        messages: sessionMessages(r.checkout.session).length,
+      },
+      201,
+    );
   });
   app.post("/:id/recover", timed, async (c) => {
     const f = Fields.of(await c.var.body.json({ allowEmpty: true }), ["branch", "force"]);
@@ -73,7 +95,11 @@ export function sessionRoutes(deps: AppDeps) {
     const s = await existing(id);
     // A run of this daemon on the branch is alive, not interrupted: never close it from under it.
     const live = runs.runningOn(id, branch);
-    if (live !== null) throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, { reason: "session_busy", run_id: live.id });
+    if (live !== null)
+      throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, {
+        reason: "session_busy",
+        run_id: live.id,
+      });
     // A run of another process (its live-run mark names a live pid): SessionRunActiveError, 409, unless forced.
     return jsonResponse(await s.recoverRuns(id, { branch, force, reason: "recovered through the daemon" }));
   });

@@ -71,7 +71,11 @@ export const APPLY_PATCH_PARAMETERS = deepFreeze({
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object",
   properties: {
-    patch: { type: "string", minLength: 1, description: "A unified diff (---/+++ headers, @@ hunks); /dev/null creates or deletes a file." },
+    patch: {
+      type: "string",
+      minLength: 1,
+      description: "A unified diff (---/+++ headers, @@ hunks); /dev/null creates or deletes a file.",
+    },
     edits: {
       type: "array",
       minItems: 1,
@@ -119,9 +123,16 @@ function decode(bytes: Uint8Array, rel: string): string {
 }
 
 /** Apply a patch or edits under `realRoot`, all or nothing (see the module doc). */
-export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxBytes: number, protectedPaths: readonly string[] = []): ApplyPatchResult {
+export function applyRootedPatch(
+  realRoot: string,
+  args: ApplyPatchArgs,
+  maxBytes: number,
+  protectedPaths: readonly string[] = [],
+): ApplyPatchResult {
   if ((args.patch === undefined) === (args.edits === undefined)) {
-    fail("INVALID_ARGUMENTS", 'give exactly one of "patch" and "edits"', { errors: [{ path: "", keyword: "oneOf", message: 'exactly one of "patch" and "edits"' }] });
+    fail("INVALID_ARGUMENTS", 'give exactly one of "patch" and "edits"', {
+      errors: [{ path: "", keyword: "oneOf", message: 'exactly one of "patch" and "edits"' }],
+    });
   }
   const ops: Op[] = [];
   const created: string[] = [];
@@ -151,7 +162,11 @@ export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxByte
         let op = byPath.get(key);
         if (op === undefined) {
           op = open(edit.path, false);
-          if (op.existing === null) fail("NOT_FOUND", `${op.rel}: no such file (edit ${i + 1}); create files with write_file or a patch from /dev/null`, { path: op.rel, edit: i + 1 });
+          if (op.existing === null)
+            fail("NOT_FOUND", `${op.rel}: no such file (edit ${i + 1}); create files with write_file or a patch from /dev/null`, {
+              path: op.rel,
+              edit: i + 1,
+            });
           op.content = decode(op.existing.bytes, op.rel);
           byPath.set(key, op);
         }
@@ -160,7 +175,12 @@ export function applyRootedPatch(realRoot: string, args: ApplyPatchArgs, maxByte
     }
     const data = ops.map((op) => (op.content === null ? null : encoder.encode(op.content)));
     data.forEach((d, i) => {
-      if (d !== null && d.length > maxBytes) fail("FILE_TOO_LARGE", `${ops[i]!.rel} would be ${d.length} bytes; the limit is ${maxBytes}`, { path: ops[i]!.rel, size: d.length, limit: maxBytes });
+      if (d !== null && d.length > maxBytes)
+        fail("FILE_TOO_LARGE", `${ops[i]!.rel} would be ${d.length} bytes; the limit is ${maxBytes}`, {
+          path: ops[i]!.rel,
+          size: d.length,
+          limit: maxBytes,
+        });
     });
 
     // Phase 2: stage temp files.
@@ -234,7 +254,11 @@ function rollback(op: Op): void {
 }
 
 /** Create an `apply_patch` tool; `maxBytes` caps each file before and after (default 1 MiB). */
-export function createApplyPatchTool(options: { root: string; maxBytes?: number; protect?: readonly string[] }): ToolDefinition<ApplyPatchArgs> {
+export function createApplyPatchTool(options: {
+  root: string;
+  maxBytes?: number;
+  protect?: readonly string[];
+}): ToolDefinition<ApplyPatchArgs> {
   const realRoot = resolveRoot(options.root);
   const maxBytes = options.maxBytes ?? DEFAULT_WRITE_MAX_BYTES;
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new RangeError("apply_patch maxBytes must be a positive safe integer");

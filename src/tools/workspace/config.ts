@@ -118,11 +118,18 @@ export function parseToolsConfig(value: unknown, where = "tools"): WorkspaceTool
     if (tool === "exec" && Array.isArray(settings.env)) {
       (settings.env as string[]).forEach((name, i) => {
         const why = envDenial(name);
-        if (why !== null) throw new ToolsConfigError(`"${where}.exec.env[${i}]": environment variable "${name}" can't be allowlisted: ${why} (remove it from the list)`);
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ToolsConfigError(`"${where}.exec.env[${i}]" must be an environment variable name (letters, digits, _; not starting with a digit)`);
+        if (why !== null)
+          throw new ToolsConfigError(
+            `"${where}.exec.env[${i}]": environment variable "${name}" can't be allowlisted: ${why} (remove it from the list)`,
+          );
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+          throw new ToolsConfigError(
+            `"${where}.exec.env[${i}]" must be an environment variable name (letters, digits, _; not starting with a digit)`,
+          );
       });
     }
-    if (tool === "exec" && settings.allow === undefined) throw new ToolsConfigError(`"${where}.exec.allow" is required (the programs exec may run)`);
+    if (tool === "exec" && settings.allow === undefined)
+      throw new ToolsConfigError(`"${where}.exec.allow" is required (the programs exec may run)`);
     out[tool] = settings;
   }
   return out as WorkspaceToolsOptions;

@@ -224,7 +224,8 @@ export function writablePath(path: string, extra: readonly string[] = []): strin
   checkProtected(parts, path);
   const rel = parts.join("/");
   for (const p of extra) {
-    if (rel === p || rel.startsWith(p + "/")) fail("PATH_PROTECTED", `${path}: agentcore's own file ${p} is not writable by tools`, { path });
+    if (rel === p || rel.startsWith(p + "/"))
+      fail("PATH_PROTECTED", `${path}: agentcore's own file ${p} is not writable by tools`, { path });
   }
   return parts;
 }
@@ -330,7 +331,11 @@ export function checkTarget(dir: DirHandle, name: string, rel: string, read: boo
   if (st === null) return null;
   if (st.isSymbolicLink()) fail("PATH_SYMLINK", `${rel} is a symlink`, { path: rel });
   if (!st.isFile()) fail("NOT_A_FILE", `${rel} is not a regular file`, { path: rel, kind: st.isDirectory() ? "directory" : "other" });
-  if (st.nlink > 1) fail("PATH_HARDLINK", `${rel} has ${st.nlink} hard links; a linked file may be shared with a place outside the root`, { path: rel, links: st.nlink });
+  if (st.nlink > 1)
+    fail("PATH_HARDLINK", `${rel} has ${st.nlink} hard links; a linked file may be shared with a place outside the root`, {
+      path: rel,
+      links: st.nlink,
+    });
   if (!read) return { stat: st, bytes: new Uint8Array(0) };
   let fd: number;
   try {

@@ -54,8 +54,36 @@ import { resolveRoot } from "../fs/rooted.ts";
 import { markTrustedSchema } from "../schema.ts";
 import { closeQuietly, fail, openDirPath, protectedInside } from "./dirfd.ts";
 import { runProcess, supervisorAvailable, type RunResult } from "./process.ts";
-import { absolutePathOnly, checkArguments, checkProgram, DEFAULT_EXEC_ENV, envDenial, envFixed, envNameAllowed, gitArgv, gitConfigOverrides, GIT_SAFE_PREFIX, parseScopedConfig, type GitConfigEntry, PROGRAM_NAME, RUNS_PROGRAMS } from "./rules.ts";
-import { bwrapArgs, bwrapHasTmpfsSize, bwrapMakesUserNamespace, createPidsCgroup, detectBwrap, dirsOutside, findOnPath, pathDirs, launcherArgv, pidsCgroupBase, removeCgroup, rlimitWrapper } from "./sandbox.ts";
+import {
+  absolutePathOnly,
+  checkArguments,
+  checkProgram,
+  DEFAULT_EXEC_ENV,
+  envDenial,
+  envFixed,
+  envNameAllowed,
+  gitArgv,
+  gitConfigOverrides,
+  GIT_SAFE_PREFIX,
+  parseScopedConfig,
+  type GitConfigEntry,
+  PROGRAM_NAME,
+  RUNS_PROGRAMS,
+} from "./rules.ts";
+import {
+  bwrapArgs,
+  bwrapHasTmpfsSize,
+  bwrapMakesUserNamespace,
+  createPidsCgroup,
+  detectBwrap,
+  dirsOutside,
+  findOnPath,
+  pathDirs,
+  launcherArgv,
+  pidsCgroupBase,
+  removeCgroup,
+  rlimitWrapper,
+} from "./sandbox.ts";
 import { checkTimeoutMs, deepFreeze } from "./util.ts";
 
 export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
@@ -81,7 +109,12 @@ export const DEFAULT_EXEC_LIMITS: Readonly<ExecLimits> = Object.freeze({
 });
 
 /** Config names of the limits, as `RESOURCE_LIMIT` details and messages report them. */
-const LIMIT_KEYS = { processes: "processes", memoryBytes: "memory_bytes", fileSizeBytes: "file_size_bytes", cpuSeconds: "cpu_seconds" } as const;
+const LIMIT_KEYS = {
+  processes: "processes",
+  memoryBytes: "memory_bytes",
+  fileSizeBytes: "file_size_bytes",
+  cpuSeconds: "cpu_seconds",
+} as const;
 
 export interface ExecArgs {
   argv: string[];
@@ -135,7 +168,11 @@ export const EXEC_PARAMETERS = deepFreeze({
       additionalProperties: { type: "string", maxLength: 65536 },
       description: "Values for allowlisted environment variables.",
     },
-    timeout_ms: { type: "integer", minimum: 1, description: "Kill the command after this many milliseconds (capped by the configuration)." },
+    timeout_ms: {
+      type: "integer",
+      minimum: 1,
+      description: "Kill the command after this many milliseconds (capped by the configuration).",
+    },
     stdin: { type: "string", maxLength: 1048576, description: "Text written to the command's standard input." },
   },
   required: ["argv"],
@@ -172,24 +209,29 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
 
   const programs = new Map<string, string>();
   for (const name of options.allow) {
-    if (!PROGRAM_NAME.test(name) || name === "." || name === "..") throw new Error(`exec: allow entry ${JSON.stringify(name)} must be a bare program name (no '/')`);
+    if (!PROGRAM_NAME.test(name) || name === "." || name === "..")
+      throw new Error(`exec: allow entry ${JSON.stringify(name)} must be a bare program name (no '/')`);
     const abs = findOnPath(name, dirs);
     if (abs === null) throw new Error(`exec: program "${name}" was not found on PATH`);
     programs.set(name, abs);
   }
   const runners = [...programs.keys()].filter((n) => RUNS_PROGRAMS.has(n));
-  if (runners.length > 0) warn(`exec allows ${runners.join(", ")}, which can run any program: the allowlist does not restrict what those commands do`);
+  if (runners.length > 0)
+    warn(`exec allows ${runners.join(", ")}, which can run any program: the allowlist does not restrict what those commands do`);
   // A program file inside the root is one write_file or apply_patch can rewrite (keeping its mode bits).
   const inRoot = [...programs].filter(([, abs]) => insideRoot(realRoot, abs));
   if (inRoot.length > 0) {
-    warn(`exec allows ${inRoot.map(([n, abs]) => `${n} (${abs})`).join(", ")}, found inside the root: write_file, apply_patch and commands can rewrite ${inRoot.length === 1 ? "it" : "them"}, so the allowlist does not restrict what runs`);
+    warn(
+      `exec allows ${inRoot.map(([n, abs]) => `${n} (${abs})`).join(", ")}, found inside the root: write_file, apply_patch and commands can rewrite ${inRoot.length === 1 ? "it" : "them"}, so the allowlist does not restrict what runs`,
+    );
   }
 
   const envNames = [...(options.env ?? DEFAULT_EXEC_ENV)];
   for (const n of envNames) {
     const why = envDenial(n);
     if (why !== null) throw new Error(`exec: environment variable "${n}" can't be allowlisted: ${why} (remove it from the env list)`);
-    if (!envNameAllowed(n)) throw new Error(`exec: environment variable name ${JSON.stringify(n)} is not a valid name (letters, digits, _)`);
+    if (!envNameAllowed(n))
+      throw new Error(`exec: environment variable name ${JSON.stringify(n)} is not a valid name (letters, digits, _)`);
   }
   const source = options.sourceEnv ?? (globalThis.process?.env as Record<string, string | undefined>) ?? {};
   const baseEnv: Record<string, string> = {};
@@ -199,18 +241,24 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   }
   const pathInRoot = (baseEnv.PATH ?? "").split(":").filter((d) => d !== "" && insideRoot(realRoot, d));
   if (pathInRoot.length > 0) {
-    warn(`the PATH that commands get holds ${pathInRoot.join(", ")}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`);
+    warn(
+      `the PATH that commands get holds ${pathInRoot.join(", ")}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`,
+    );
   }
 
   const limits: ExecLimits = { ...DEFAULT_EXEC_LIMITS, ...definedOnly(options.limits ?? {}) };
   for (const [k, v] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`exec limits.${LIMIT_KEYS[k as keyof ExecLimits]} must be a positive integer`);
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new RangeError(`exec limits.${LIMIT_KEYS[k as keyof ExecLimits]} must be a positive integer`);
   }
   // Kernel limits per process (CPU time, file size, a memory ceiling) through prlimit; the
   // supervisor in process.ts counts processes and resident memory for the whole command.
   // util-linux's prlimit: looked up on the search path, then in the system folders a short PATH may leave out
   const prlimit = findOnPath("prlimit", dirsOutside(realRoot, [...dirs, "/usr/bin", "/bin", "/usr/sbin", "/sbin"]));
-  if (prlimit === null) warn("prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)");
+  if (prlimit === null)
+    warn(
+      "prlimit (util-linux) not found: exec can't set the cpu_seconds and file_size_bytes limits nor the per-process memory ceiling (processes and memory_bytes are still enforced)",
+    );
   if (!supervisorAvailable()) warn("/proc is not available: exec can't enforce the processes and memory_bytes limits");
   const rlimits = { cpuSeconds: limits.cpuSeconds, fileSizeBytes: limits.fileSizeBytes, dataBytes: 2 * limits.memoryBytes };
 
@@ -219,8 +267,10 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   // bubblewrap (like prlimit) is agentcore's helper, never one found inside the root
   const helperDirs = dirsOutside(realRoot, dirs);
   const bwrap = mode === "off" ? null : detectBwrap(helperDirs);
-  if (bwrap === null && mode === "required") throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
-  if (bwrap === null && mode === "auto") warn("bubblewrap (bwrap) not found or not working: exec runs commands without isolation (results say \"isolated\": false)");
+  if (bwrap === null && mode === "required")
+    throw new Error('exec: isolation is "required" but bubblewrap (bwrap) is missing or does not work here');
+  if (bwrap === null && mode === "auto")
+    warn('bubblewrap (bwrap) not found or not working: exec runs commands without isolation (results say "isolated": false)');
 
   // The kernel's backstop for the process count (the supervisor can be starved of CPU by a fork
   // bomb): a pids cgroup where agentcore may create one (root, or a delegated cgroup), else, for a
@@ -235,7 +285,10 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
   const nproc = bwrap !== null && uid > 0 && bwrapMakesUserNamespace(bwrap, helperDirs) ? taskCap : undefined;
   // The sandbox's private /tmp and /run are tmpfs, memory that no VmRSS counts: each holds at most memory_bytes.
   const tmpfsBytes = bwrap !== null && bwrapHasTmpfsSize(bwrap) ? limits.memoryBytes : undefined;
-  if (bwrap !== null && tmpfsBytes === undefined) warn("this bubblewrap has no --size (it came with 0.5): files a command writes to the sandbox's /tmp are memory that memory_bytes does not bound");
+  if (bwrap !== null && tmpfsBytes === undefined)
+    warn(
+      "this bubblewrap has no --size (it came with 0.5): files a command writes to the sandbox's /tmp are memory that memory_bytes does not bound",
+    );
   const wrapper = prlimit === null ? [] : rlimitWrapper(prlimit, { ...rlimits, ...(nproc !== undefined ? { tasks: nproc } : {}) });
   // cat(1) from the system folders: the textconv that changes nothing, put in place of a repository's own
   const cat = programs.has("git") ? findOnPath("cat", dirsOutside(realRoot, ["/usr/bin", "/bin"])) : null;
@@ -253,10 +306,26 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
    * `diff.ignoreSubmodules`, so each name gets `ignore=all` too. Nothing
    * when the command is not inside a repository.
    */
-  async function submoduleNames(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal, entries: readonly { scope: string }[]): Promise<string[]> {
+  async function submoduleNames(
+    git: string,
+    cwd: string,
+    env: Record<string, string>,
+    limit: number,
+    signal: AbortSignal,
+    entries: readonly { scope: string }[],
+  ): Promise<string[]> {
     if (!entries.some((e) => e.scope === "local" || e.scope === "worktree")) return [];
     const gitText = async (args: string[]) => {
-      const r = await runProcess({ file: git, args: [...GIT_SAFE_PREFIX, ...args], argv0: "git", cwd, env, timeoutMs: limit, maxOutputBytes: 1024 * 1024, signal });
+      const r = await runProcess({
+        file: git,
+        args: [...GIT_SAFE_PREFIX, ...args],
+        argv0: "git",
+        cwd,
+        env,
+        timeoutMs: limit,
+        maxOutputBytes: 1024 * 1024,
+        signal,
+      });
       return r.exit_code === 0 && !r.truncated ? r.stdout : null;
     };
     const top = (await gitText(["rev-parse", "--show-toplevel"]))?.replace(/\n$/, "");
@@ -267,7 +336,12 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     } catch {
       file = false;
     }
-    const sources = file ? [["--file", nodePath.join(top, ".gitmodules")]] : [["--blob", ":.gitmodules"], ["--blob", "HEAD:.gitmodules"]];
+    const sources = file
+      ? [["--file", nodePath.join(top, ".gitmodules")]]
+      : [
+          ["--blob", ":.gitmodules"],
+          ["--blob", "HEAD:.gitmodules"],
+        ];
     for (const src of sources) {
       const text = await gitText(["config", ...src, "--null", "--name-only", "--list"]);
       if (text === null) continue;
@@ -287,11 +361,25 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
    * within a command: `git stash branch` switches, then runs `git status`),
    * their settings counted as the repository's. Appended to `entries`.
    */
-  async function addConditionalIncludes(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal, entries: GitConfigEntry[]): Promise<void> {
+  async function addConditionalIncludes(
+    git: string,
+    cwd: string,
+    env: Record<string, string>,
+    limit: number,
+    signal: AbortSignal,
+    entries: GitConfigEntry[],
+  ): Promise<void> {
     const seen = new Set<string>();
     for (let i = 0; i < entries.length && seen.size < 32; i++) {
       const e = entries[i]!;
-      if (e.scope === "global" || e.scope === "system" || e.scope === "command" || !/^include(if\..*)?\.path$/s.test(e.key) || e.value === null) continue;
+      if (
+        e.scope === "global" ||
+        e.scope === "system" ||
+        e.scope === "command" ||
+        !/^include(if\..*)?\.path$/s.test(e.key) ||
+        e.value === null
+      )
+        continue;
       const origin = e.origin.startsWith("file:") ? e.origin.slice(5) : null;
       let file = e.value;
       if (file.startsWith("~/") && env.HOME !== undefined) file = nodePath.join(env.HOME, file.slice(2));
@@ -308,9 +396,22 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       } catch {
         continue;
       }
-      const r = await runProcess({ file: git, args: [...GIT_SAFE_PREFIX, "config", "--file", file, "--list", "--null", "--show-scope", "--show-origin", "--includes"], argv0: "git", cwd, env, timeoutMs: limit, maxOutputBytes: 8 * 1024 * 1024, signal });
+      const r = await runProcess({
+        file: git,
+        args: [...GIT_SAFE_PREFIX, "config", "--file", file, "--list", "--null", "--show-scope", "--show-origin", "--includes"],
+        argv0: "git",
+        cwd,
+        env,
+        timeoutMs: limit,
+        maxOutputBytes: 8 * 1024 * 1024,
+        signal,
+      });
       if (r.exit_code !== 0 || r.truncated) {
-        fail("COMMAND_NOT_ALLOWED", `git: the repository's config includes ${file} (${e.key}), which exec could not read to check it for programs: fix or remove that include`, { reason: "git_config_unreadable", key: e.key });
+        fail(
+          "COMMAND_NOT_ALLOWED",
+          `git: the repository's config includes ${file} (${e.key}), which exec could not read to check it for programs: fix or remove that include`,
+          { reason: "git_config_unreadable", key: e.key },
+        );
       }
       // origins of a --file listing are relative to cwd like the main listing's; the scope is the repository's
       for (const x of parseScopedConfig(r.stdout)) entries.push({ ...x, scope: e.scope });
@@ -334,13 +435,27 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
     const parts = nodePath.relative(realRoot, real).split(nodePath.sep);
     const g = parts.lastIndexOf(".git");
     const inGit = g >= 0 && g < parts.length - 1 ? parts.slice(g + 1) : null;
-    const written = inGit !== null && (inGit.length > 1 ? ["refs", "logs", "objects", "modules", "worktrees"].includes(inGit[0]!) || /^rebase-/.test(inGit[0]!) : /(^|_)(HEAD|MSG|EDITMSG)$|^index$|^packed-refs$|^EDIT_DESCRIPTION$/.test(inGit[0]!));
+    const written =
+      inGit !== null &&
+      (inGit.length > 1
+        ? ["refs", "logs", "objects", "modules", "worktrees"].includes(inGit[0]!) || /^rebase-/.test(inGit[0]!)
+        : /(^|_)(HEAD|MSG|EDITMSG)$|^index$|^packed-refs$|^EDIT_DESCRIPTION$/.test(inGit[0]!));
     if (inGit === null || written) {
-      fail("COMMAND_NOT_ALLOWED", `git: the repository's config includes ${file} (${key}), a file that commands ${inGit === null ? "and the file tools " : ""}can rewrite while git runs, so exec can't check the settings git would read from it: move them into .git/config or your global git config (~/.gitconfig)`, { key, path: file, reason: "git_config_include_rewritable" });
+      fail(
+        "COMMAND_NOT_ALLOWED",
+        `git: the repository's config includes ${file} (${key}), a file that commands ${inGit === null ? "and the file tools " : ""}can rewrite while git runs, so exec can't check the settings git would read from it: move them into .git/config or your global git config (~/.gitconfig)`,
+        { key, path: file, reason: "git_config_include_rewritable" },
+      );
     }
   }
 
-  async function gitRepositoryOverrides(git: string, cwd: string, env: Record<string, string>, limit: number, signal: AbortSignal): Promise<Record<string, string>> {
+  async function gitRepositoryOverrides(
+    git: string,
+    cwd: string,
+    env: Record<string, string>,
+    limit: number,
+    signal: AbortSignal,
+  ): Promise<Record<string, string>> {
     const listing = await runProcess({
       file: git,
       args: [...GIT_SAFE_PREFIX, "config", "--list", "--null", "--show-scope", "--show-origin", "--includes"],
@@ -352,8 +467,16 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       signal,
     });
     if (listing.exit_code !== 0 || listing.truncated || listing.timed_out) {
-      const why = listing.timed_out ? "timed out" : listing.truncated ? "is larger than 8 MiB" : `failed (exit ${listing.exit_code ?? listing.signal}): ${listing.stderr.trim().slice(0, 500)}`;
-      fail("COMMAND_NOT_ALLOWED", `git: reading the configuration this command would use ${why}; exec checks it for programs the repository names before running git (fix the repository's .git/config or the files it includes)`, { reason: "git_config_unreadable" });
+      const why = listing.timed_out
+        ? "timed out"
+        : listing.truncated
+          ? "is larger than 8 MiB"
+          : `failed (exit ${listing.exit_code ?? listing.signal}): ${listing.stderr.trim().slice(0, 500)}`;
+      fail(
+        "COMMAND_NOT_ALLOWED",
+        `git: reading the configuration this command would use ${why}; exec checks it for programs the repository names before running git (fix the repository's .git/config or the files it includes)`,
+        { reason: "git_config_unreadable" },
+      );
     }
     const entries = parseScopedConfig(listing.stdout);
     await addConditionalIncludes(git, cwd, env, limit, signal, entries);
@@ -382,15 +505,24 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const name = checkProgram(args.argv[0]!, programs);
       const rest = args.argv.slice(1);
       rest.forEach((a, i) => {
-        if (a.includes("\0")) fail("INVALID_ARGUMENTS", `argv[${i + 1}] contains a NUL character`, { errors: [{ path: `/argv/${i + 1}`, keyword: "nul", message: "contains NUL" }] });
+        if (a.includes("\0"))
+          fail("INVALID_ARGUMENTS", `argv[${i + 1}] contains a NUL character`, {
+            errors: [{ path: `/argv/${i + 1}`, keyword: "nul", message: "contains NUL" }],
+          });
       });
       checkArguments(name, rest);
       const env = { ...baseEnv };
       for (const [k, v] of Object.entries(args.env ?? {})) {
-        if (!envNameAllowed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (${envDenial(k) ?? "not a valid name"})`, { env: k });
-        if (!envNames.includes(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
-        if (envFixed(k)) fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
-        if (v.includes("\0")) fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, { errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }] });
+        if (!envNameAllowed(k))
+          fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is never passed (${envDenial(k) ?? "not a valid name"})`, { env: k });
+        if (!envNames.includes(k))
+          fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" is not on the allowlist (allowed: ${envNames.join(", ")})`, { env: k });
+        if (envFixed(k))
+          fail("COMMAND_NOT_ALLOWED", `environment variable "${k}" keeps the operator's value; a call can't set it`, { env: k });
+        if (v.includes("\0"))
+          fail("INVALID_ARGUMENTS", `env.${k} contains a NUL character`, {
+            errors: [{ path: `/env/${k}`, keyword: "nul", message: "contains NUL" }],
+          });
         env[k] = v;
       }
       if (name === "git") {
@@ -433,7 +565,10 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       } catch (err) {
         if (ctx.signal.aborted) throw err;
         const code = (err as { code?: unknown } | null)?.code;
-        fail("IO_ERROR", `could not start ${name}${typeof code === "string" ? ` (${code})` : ""}`, { errno: typeof code === "string" ? code : "UNKNOWN", syscall: "spawn" });
+        fail("IO_ERROR", `could not start ${name}${typeof code === "string" ? ` (${code})` : ""}`, {
+          errno: typeof code === "string" ? code : "UNKNOWN",
+          syscall: "spawn",
+        });
       } finally {
         if (cgroup !== null) await removeCgroup(cgroup);
       }
@@ -441,7 +576,13 @@ export function createExecTool(options: ExecToolOptions): ToolDefinition<ExecArg
       const over = overLimit(result, isolated, wrapper.length > 0, limits);
       if (over !== null) {
         const { limit: _hit, ...outcome } = result;
-        fail("RESOURCE_LIMIT", over.message, { limit: over.key, max: over.max, ...(over.observed !== undefined ? { observed: over.observed } : {}), ...outcome, isolated });
+        fail("RESOURCE_LIMIT", over.message, {
+          limit: over.key,
+          max: over.max,
+          ...(over.observed !== undefined ? { observed: over.observed } : {}),
+          ...outcome,
+          isolated,
+        });
       }
       return { ...result, isolated };
     },
@@ -473,7 +614,12 @@ function definedOnly<T extends object>(o: T): Partial<T> {
  * bubblewrap the command is bwrap's child, and bwrap exits with 128 + the
  * signal's number (152, 153) when its child is killed by one.
  */
-function overLimit(r: RunResult, isolated: boolean, rlimits: boolean, limits: ExecLimits): { key: string; max: number; observed?: number; message: string } | null {
+function overLimit(
+  r: RunResult,
+  isolated: boolean,
+  rlimits: boolean,
+  limits: ExecLimits,
+): { key: string; max: number; observed?: number; message: string } | null {
   if (r.limit !== undefined) {
     const what =
       r.limit.limit === "memory_bytes"
@@ -481,11 +627,26 @@ function overLimit(r: RunResult, isolated: boolean, rlimits: boolean, limits: Ex
         : r.limit.forksRefused !== undefined && r.limit.observed <= r.limit.max
           ? `${r.limit.max} processes (the kernel refused ${r.limit.forksRefused} more forks at its cap of ${taskBackstop(r.limit.max)} tasks, threads included)`
           : `${r.limit.max} processes (it had ${r.limit.observed})`;
-    return { key: r.limit.limit, max: r.limit.max, observed: r.limit.observed, message: `exec: the command went over tools.exec.limits.${r.limit.limit}, ${what}, and was killed with all its processes` };
+    return {
+      key: r.limit.limit,
+      max: r.limit.max,
+      observed: r.limit.observed,
+      message: `exec: the command went over tools.exec.limits.${r.limit.limit}, ${what}, and was killed with all its processes`,
+    };
   }
   if (!rlimits || r.timed_out) return null;
   const sig = r.signal ?? (isolated && r.exit_code === 152 ? "SIGXCPU" : isolated && r.exit_code === 153 ? "SIGXFSZ" : null);
-  if (sig === "SIGXCPU") return { key: "cpu_seconds", max: limits.cpuSeconds, message: `exec: the command used more than tools.exec.limits.cpu_seconds, ${limits.cpuSeconds} s of CPU time, and was killed (SIGXCPU)` };
-  if (sig === "SIGXFSZ") return { key: "file_size_bytes", max: limits.fileSizeBytes, message: `exec: the command tried to write a file larger than tools.exec.limits.file_size_bytes, ${limits.fileSizeBytes} bytes, and was killed (SIGXFSZ)` };
+  if (sig === "SIGXCPU")
+    return {
+      key: "cpu_seconds",
+      max: limits.cpuSeconds,
+      message: `exec: the command used more than tools.exec.limits.cpu_seconds, ${limits.cpuSeconds} s of CPU time, and was killed (SIGXCPU)`,
+    };
+  if (sig === "SIGXFSZ")
+    return {
+      key: "file_size_bytes",
+      max: limits.fileSizeBytes,
+      message: `exec: the command tried to write a file larger than tools.exec.limits.file_size_bytes, ${limits.fileSizeBytes} bytes, and was killed (SIGXFSZ)`,
+    };
   return null;
 }

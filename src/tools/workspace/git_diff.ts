@@ -88,9 +88,17 @@ export const GIT_DIFF_PARAMETERS = deepFreeze({
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object",
   properties: {
-    mode: { enum: ["status", "worktree", "staged", "ref"], description: "status; worktree (unstaged changes, default); staged; ref (worktree against 'ref')." },
+    mode: {
+      enum: ["status", "worktree", "staged", "ref"],
+      description: "status; worktree (unstaged changes, default); staged; ref (worktree against 'ref').",
+    },
     ref: { type: "string", minLength: 1, maxLength: 200, description: "A branch, tag, commit or revision like HEAD~1 (mode ref)." },
-    paths: { type: "array", maxItems: 256, items: { type: "string", minLength: 1, maxLength: 4096 }, description: "Limit to these paths (relative to the root)." },
+    paths: {
+      type: "array",
+      maxItems: 256,
+      items: { type: "string", minLength: 1, maxLength: 4096 },
+      description: "Limit to these paths (relative to the root).",
+    },
     stat: { type: "boolean", description: "A diffstat instead of the full patch." },
   },
   additionalProperties: false,
@@ -99,7 +107,12 @@ markTrustedSchema(GIT_DIFF_PARAMETERS);
 
 const GLOBAL = ["--no-pager", "--no-optional-locks", "--literal-pathspecs"];
 /** `status --short` with names relative to the root, plain, whatever else says. */
-const STATUS_CONFIG: readonly (readonly [string, string])[] = [["status.relativePaths", "true"], ["color.status", "never"], ["status.branch", "false"], ["status.showStash", "false"]];
+const STATUS_CONFIG: readonly (readonly [string, string])[] = [
+  ["status.relativePaths", "true"],
+  ["color.status", "never"],
+  ["status.branch", "false"],
+  ["status.showStash", "false"],
+];
 
 let home: string | undefined;
 
@@ -147,22 +160,30 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
     LC_ALL: "C",
   });
   const run = (repo: GitRepository, shadowDir: string, env: Record<string, string>, args: string[], signal: AbortSignal, cap: number) => {
-    const how = bwrap !== null
-      ? { file: bwrap, argv0: "bwrap", args: gitBwrapArgs(repo, shadowDir, realRoot, git, args) }
-      : { file: git, argv0: "git", args };
+    const how =
+      bwrap !== null
+        ? { file: bwrap, argv0: "bwrap", args: gitBwrapArgs(repo, shadowDir, realRoot, git, args) }
+        : { file: git, argv0: "git", args };
     return runProcess({ ...how, cwd: realRoot, env: { ...baseEnv(), ...env }, timeoutMs, maxOutputBytes: cap, signal });
   };
 
   return {
     name: "git_diff",
-    description: "Show the git status of the root's repository, or a diff of the worktree, of what is staged, or against a ref. git runs with fixed arguments and a configuration of agentcore's own: no pager, hooks, external diff, textconv or filters from the repository.",
+    description:
+      "Show the git status of the root's repository, or a diff of the worktree, of what is staged, or against a ref. git runs with fixed arguments and a configuration of agentcore's own: no pager, hooks, external diff, textconv or filters from the repository.",
     parameters: GIT_DIFF_PARAMETERS as unknown as Record<string, unknown>,
     effect: "read_only",
     timeoutMs: 3 * timeoutMs + 5000,
     async handler(args: GitDiffArgs, ctx: ToolContext): Promise<GitDiffResult> {
       const mode = args.mode ?? "worktree";
-      if (mode === "ref" && args.ref === undefined) fail("INVALID_ARGUMENTS", 'mode "ref" needs a "ref"', { errors: [{ path: "/ref", keyword: "required", message: 'required with mode "ref"' }] });
-      if (mode !== "ref" && args.ref !== undefined) fail("INVALID_ARGUMENTS", '"ref" is only used with mode "ref"', { errors: [{ path: "/ref", keyword: "mode", message: 'only with mode "ref"' }] });
+      if (mode === "ref" && args.ref === undefined)
+        fail("INVALID_ARGUMENTS", 'mode "ref" needs a "ref"', {
+          errors: [{ path: "/ref", keyword: "required", message: 'required with mode "ref"' }],
+        });
+      if (mode !== "ref" && args.ref !== undefined)
+        fail("INVALID_ARGUMENTS", '"ref" is only used with mode "ref"', {
+          errors: [{ path: "/ref", keyword: "mode", message: 'only with mode "ref"' }],
+        });
       if (args.ref !== undefined && (!REF_PATTERN.test(args.ref) || args.ref.endsWith("/") || args.ref.endsWith(".lock"))) {
         fail("INVALID_ARGUMENTS", "ref must be a branch, tag, commit or revision (letters, digits, _ . / ~ ^ -; no leading '-', no '..')", {
           errors: [{ path: "/ref", keyword: "pattern", message: "not a ref" }],
@@ -181,11 +202,21 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
       // Found without running git; indirections out of the repository are refused.
       const repo = locateRepository(realRoot);
       const readConfig: ConfigReader = async (file, env) => {
-        const r = await run(repo, env.GIT_DIR!, env, [...GLOBAL, "config", "--file", file, "--no-includes", "--null", "--list"], ctx.signal, 1024 * 1024);
+        const r = await run(
+          repo,
+          env.GIT_DIR!,
+          env,
+          [...GLOBAL, "config", "--file", file, "--no-includes", "--null", "--list"],
+          ctx.signal,
+          1024 * 1024,
+        );
         if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
         if (r.exit_code !== 0) {
           const first = r.stderr.trim().split("\n")[0] ?? "";
-          fail("GIT_FAILED", `the repository's config can't be read (git config exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+          fail("GIT_FAILED", `the repository's config can't be read (git config exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, {
+            exit_code: r.exit_code,
+            stderr: r.stderr.slice(0, 4096),
+          });
         }
         if (r.truncated) fail("GIT_FAILED", "the repository's config is over 1 MiB", { file });
         return r.stdout;
@@ -193,7 +224,16 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
       const sub =
         mode === "status"
           ? ["status", "--short", "--untracked-files=all", "--ignore-submodules=all"]
-          : ["diff", ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []), "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "--relative", ...(args.stat === true ? ["--stat"] : [])];
+          : [
+              "diff",
+              ...(mode === "staged" ? ["--cached"] : mode === "ref" ? [args.ref!] : []),
+              "--no-ext-diff",
+              "--no-textconv",
+              "--no-color",
+              "--ignore-submodules=all",
+              "--relative",
+              ...(args.stat === true ? ["--stat"] : []),
+            ];
       const shadow = await prepareShadow(repo, readConfig, mode === "status" ? STATUS_CONFIG : []);
       try {
         // git reads the index's names as they are: a crafted entry "../../../etc/hostname"
@@ -202,22 +242,43 @@ export function createGitDiffTool(options: GitDiffToolOptions): ToolDefinition<G
         if (ls.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
         if (ls.exit_code !== 0) {
           const first = ls.stderr.trim().split("\n")[0] ?? "";
-          fail("GIT_FAILED", `git ls-files failed (exit ${ls.exit_code ?? ls.signal}): ${first.slice(0, 300)}`, { exit_code: ls.exit_code, stderr: ls.stderr.slice(0, 4096) });
+          fail("GIT_FAILED", `git ls-files failed (exit ${ls.exit_code ?? ls.signal}): ${first.slice(0, 300)}`, {
+            exit_code: ls.exit_code,
+            stderr: ls.stderr.slice(0, 4096),
+          });
         }
-        if (ls.truncated) fail("GIT_FAILED", `the index lists over ${MAX_INDEX_LISTING} bytes of names; git_diff can't check them`, { refused: true, reason: "index_too_large" });
+        if (ls.truncated)
+          fail("GIT_FAILED", `the index lists over ${MAX_INDEX_LISTING} bytes of names; git_diff can't check them`, {
+            refused: true,
+            reason: "index_too_large",
+          });
         for (const name of ls.stdout.split("\0")) {
           if (name === "") continue;
           if (name.split("/").some((c) => c === "" || c === "." || c === ".." || c.toLowerCase() === ".git")) {
-            fail("GIT_FAILED", `git_diff refuses this repository: its index names ${JSON.stringify(name.slice(0, 300))}, a path git never writes (it leads outside the work tree or into .git): the index is crafted; remove it (rm .git/index && git reset) to rebuild it`, { refused: true, reason: "index_path_invalid", path: name.slice(0, 4096) });
+            fail(
+              "GIT_FAILED",
+              `git_diff refuses this repository: its index names ${JSON.stringify(name.slice(0, 300))}, a path git never writes (it leads outside the work tree or into .git): the index is crafted; remove it (rm .git/index && git reset) to rebuild it`,
+              { refused: true, reason: "index_path_invalid", path: name.slice(0, 4096) },
+            );
           }
         }
         // Without paths, "." still limits git to the root: when the root is a
         // subfolder of a repository, the rest of the repository is outside it.
-        const r = await run(repo, shadow.dir, shadow.env, [...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])], ctx.signal, maxBytes);
+        const r = await run(
+          repo,
+          shadow.dir,
+          shadow.env,
+          [...GLOBAL, ...sub, "--", ...(paths.length > 0 ? paths : ["."])],
+          ctx.signal,
+          maxBytes,
+        );
         if (r.timed_out) fail("TIMEOUT", `git ran longer than ${timeoutMs} ms`, { timeout_ms: timeoutMs });
         if (r.exit_code !== 0) {
           const first = r.stderr.trim().split("\n")[0] ?? "";
-          fail("GIT_FAILED", `git ${sub[0]} failed (exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, { exit_code: r.exit_code, stderr: r.stderr.slice(0, 4096) });
+          fail("GIT_FAILED", `git ${sub[0]} failed (exit ${r.exit_code ?? r.signal}): ${first.slice(0, 300)}`, {
+            exit_code: r.exit_code,
+            stderr: r.stderr.slice(0, 4096),
+          });
         }
         return { mode, output: r.stdout, truncated: r.truncated };
       } finally {

@@ -149,7 +149,9 @@ export function locateRepository(root: string): GitRepository {
       break;
     }
     if (parentDev !== dev) {
-      fail("GIT_FAILED", `not a git repository (or any parent up to mount point ${dir}): ${root}; git stops at a filesystem boundary`, { root });
+      fail("GIT_FAILED", `not a git repository (or any parent up to mount point ${dir}): ${root}; git stops at a filesystem boundary`, {
+        root,
+      });
     }
     dir = parent;
   }
@@ -166,7 +168,11 @@ function gitDirIn(dir: string): string | null {
     refuse("dotgit_dangling", `${dotgit} is a symlink to nothing; remove it or point the root elsewhere`, { path: dotgit });
   }
   if (!inside(real, dir)) {
-    refuse("gitdir_outside", `${dotgit} is a symlink to ${real}, outside ${dir}: git_diff only reads a git directory inside the folder that holds it; use the repository's own folder as the root`, { path: dotgit });
+    refuse(
+      "gitdir_outside",
+      `${dotgit} is a symlink to ${real}, outside ${dir}: git_diff only reads a git directory inside the folder that holds it; use the repository's own folder as the root`,
+      { path: dotgit },
+    );
   }
   const target = fs.statSync(real);
   if (target.isDirectory()) return isGitDirectory(real) ? real : null;
@@ -197,7 +203,8 @@ function gitDirIn(dir: string): string | null {
       { path: dotgit, gitdir: named },
     );
   }
-  if (!isGitDirectory(gd)) refuse("gitfile_invalid", `${dotgit} names ${named}, which is not a git directory`, { path: dotgit, gitdir: named });
+  if (!isGitDirectory(gd))
+    refuse("gitfile_invalid", `${dotgit} names ${named}, which is not a git directory`, { path: dotgit, gitdir: named });
   return gd;
 }
 
@@ -206,7 +213,11 @@ function linkedName(name: string): boolean {
   // Pseudo-refs end in _HEAD (ORIG_HEAD, FETCH_HEAD, MERGE_HEAD…): a looser
   // pattern would let `CONFIG` or `HOOKS` through, which a case-insensitive
   // file system (macOS) takes for `config` and `hooks`.
-  return ["refs", "packed-refs", "info", "logs", "shallow", "AUTO_MERGE"].includes(name) || /^[A-Z][A-Z_]*_HEAD$/.test(name) || /^sharedindex\.[0-9a-f]+$/.test(name);
+  return (
+    ["refs", "packed-refs", "info", "logs", "shallow", "AUTO_MERGE"].includes(name) ||
+    /^[A-Z][A-Z_]*_HEAD$/.test(name) ||
+    /^sharedindex\.[0-9a-f]+$/.test(name)
+  );
 }
 
 /** `HEAD` is a ref name or an object id: anything longer is not one. */
@@ -218,12 +229,20 @@ function checkRepository(top: string, gitdir: string): GitRepository {
     for (const p of [top, gitdir]) {
       const uid = fs.statSync(p).uid;
       if (!owners.includes(uid)) {
-        refuse("dubious_ownership", `${p} is owned by uid ${uid}, not by this user (uid ${owners.join(" or ")}); git refuses such a repository (safe.directory) and so does git_diff: run agentcore as its owner`, { path: p, owner: uid });
+        refuse(
+          "dubious_ownership",
+          `${p} is owned by uid ${uid}, not by this user (uid ${owners.join(" or ")}); git refuses such a repository (safe.directory) and so does git_diff: run agentcore as its owner`,
+          { path: p, owner: uid },
+        );
       }
     }
   }
   if (lstatOrNull(path.join(gitdir, "commondir")) !== null) {
-    refuse("linked_worktree", `${gitdir} belongs to a linked worktree (it has a commondir, so its objects, refs and config live in another repository): use the main working tree as the root`, { gitdir });
+    refuse(
+      "linked_worktree",
+      `${gitdir} belongs to a linked worktree (it has a commondir, so its objects, refs and config live in another repository): use the main working tree as the root`,
+      { gitdir },
+    );
   }
   // Top-level entries that are symlinks out of the repository would show another repository's files.
   for (const name of ["HEAD", "objects", "index", ...fs.readdirSync(gitdir).filter(linkedName)]) {
@@ -231,7 +250,11 @@ function checkRepository(top: string, gitdir: string): GitRepository {
     if (lstatOrNull(p) === null) continue;
     const real = realOrNull(p);
     if (real === null || !inside(real, top)) {
-      refuse("gitdir_entry_outside", `${p} leads outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git_diff only reads a repository that lies inside the folder holding it; make it a plain file or folder`, { path: p });
+      refuse(
+        "gitdir_entry_outside",
+        `${p} leads outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git_diff only reads a repository that lies inside the folder holding it; make it a plain file or folder`,
+        { path: p },
+      );
     }
   }
   // ...and so would symlinks deeper down: a pack in objects/pack linked to another repository's
@@ -241,7 +264,8 @@ function checkRepository(top: string, gitdir: string): GitRepository {
     if (real !== null && fs.statSync(real).isDirectory()) checkNoLinksOut(top, real, 0);
   }
   const head = fs.statSync(path.join(gitdir, "HEAD")).size;
-  if (head > MAX_HEAD_BYTES) refuse("head_invalid", `${path.join(gitdir, "HEAD")} is ${head} bytes, not a ref or an object id`, { path: path.join(gitdir, "HEAD") });
+  if (head > MAX_HEAD_BYTES)
+    refuse("head_invalid", `${path.join(gitdir, "HEAD")} is ${head} bytes, not a ref or an object id`, { path: path.join(gitdir, "HEAD") });
   checkAlternates(top, path.join(gitdir, "objects"), 0);
   return { top, gitdir };
 }
@@ -262,7 +286,11 @@ function checkNoLinksOut(top: string, dir: string, depth: number, seen = new Set
     } else if (e.isSymbolicLink()) {
       const real = realOrNull(p);
       if (real === null || !inside(real, top)) {
-        refuse("gitdir_entry_outside", `${p} is a symlink leading outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git would read another repository's objects or refs through it; replace it with the file itself (git repack -a -d) or remove it`, { path: p });
+        refuse(
+          "gitdir_entry_outside",
+          `${p} is a symlink leading outside ${top}${real === null ? " (a dangling symlink)" : ` (to ${real})`}: git would read another repository's objects or refs through it; replace it with the file itself (git repack -a -d) or remove it`,
+          { path: p },
+        );
       }
       // a link to a folder inside top: what that folder holds is read through it, so walk it too
       if (lstatOrNull(real)?.isDirectory() === true && !seen.has(real)) {
@@ -295,14 +323,23 @@ function checkAlternates(top: string, objects: string, depth: number): void {
     line = line.replace(/\r$/, "");
     if (line === "" || line.startsWith("#")) continue;
     if (line.startsWith('"')) {
-      if (!/^"[^"\\]*"$/.test(line)) refuse("alternates_outside", `${file} has a quoted entry git_diff does not read (${line.slice(0, 200)}): run git repack -a -d and remove ${file}`, { path: file });
+      if (!/^"[^"\\]*"$/.test(line))
+        refuse(
+          "alternates_outside",
+          `${file} has a quoted entry git_diff does not read (${line.slice(0, 200)}): run git repack -a -d and remove ${file}`,
+          { path: file },
+        );
       line = line.slice(1, -1);
     }
     const alt = path.resolve(objects, line);
     const real = realOrNull(alt);
     if (real === null) continue; // git skips a missing alternate too
     if (!inside(real, top)) {
-      refuse("alternates_outside", `${file} borrows objects from ${alt}, outside ${top}: run git repack -a -d there and remove ${file}, or use a root that contains both`, { path: file, alternate: alt });
+      refuse(
+        "alternates_outside",
+        `${file} borrows objects from ${alt}, outside ${top}: run git repack -a -d there and remove ${file}, or use a root that contains both`,
+        { path: file, alternate: alt },
+      );
     }
     checkAlternates(top, real, depth + 1);
   }
@@ -371,7 +408,11 @@ export function parseConfigList(text: string): [string, string | null][] {
  * into the allowlisted settings. `extra` settings (command-line scope) go
  * after the hardening ones. The caller must call `cleanup()`.
  */
-export async function prepareShadow(repo: GitRepository, readConfig: ConfigReader, extra: readonly (readonly [string, string])[] = []): Promise<Shadow> {
+export async function prepareShadow(
+  repo: GitRepository,
+  readConfig: ConfigReader,
+  extra: readonly (readonly [string, string])[] = [],
+): Promise<Shadow> {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gitdir-")));
   const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
@@ -416,19 +457,31 @@ export async function prepareShadow(repo: GitRepository, readConfig: ConfigReade
       }
     }
     const version = last("core.repositoryformatversion") ?? "0";
-    if (version !== "0" && version !== "1") refuse("format", `core.repositoryformatversion is ${JSON.stringify(version)}; git_diff knows versions 0 and 1`, { key: "core.repositoryformatversion" });
+    if (version !== "0" && version !== "1")
+      refuse("format", `core.repositoryformatversion is ${JSON.stringify(version)}; git_diff knows versions 0 and 1`, {
+        key: "core.repositoryformatversion",
+      });
     const format = last("extensions.objectformat");
-    if (format !== undefined && format !== "sha1" && format !== "sha256") refuse("format", `extensions.objectformat is ${JSON.stringify(format)}; git_diff knows sha1 and sha256`, { key: "extensions.objectformat" });
+    if (format !== undefined && format !== "sha1" && format !== "sha256")
+      refuse("format", `extensions.objectformat is ${JSON.stringify(format)}; git_diff knows sha1 and sha256`, {
+        key: "extensions.objectformat",
+      });
     fs.writeFileSync(
       path.join(dir, "config"),
       // rewritten in place: a regular file this call created, never a link
-      `[core]\n\trepositoryformatversion = ${version}\n` + (version === "1" && typeof format === "string" ? `[extensions]\n\tobjectformat = ${format}\n` : ""),
+      `[core]\n\trepositoryformatversion = ${version}\n` +
+        (version === "1" && typeof format === "string" ? `[extensions]\n\tobjectformat = ${format}\n` : ""),
     );
 
     const carried = new Map<string, string>();
     for (const [k, v] of entries) if (CARRIED.has(k)) carried.set(k, v ?? "true");
     const settings = [...carried, ...HARDENING, ...extra];
-    const env: Record<string, string> = { ...base, GIT_WORK_TREE: repo.top, GIT_INDEX_FILE: path.join(repo.gitdir, "index"), GIT_CONFIG_COUNT: String(settings.length) };
+    const env: Record<string, string> = {
+      ...base,
+      GIT_WORK_TREE: repo.top,
+      GIT_INDEX_FILE: path.join(repo.gitdir, "index"),
+      GIT_CONFIG_COUNT: String(settings.length),
+    };
     settings.forEach(([k, v], i) => {
       env[`GIT_CONFIG_KEY_${i}`] = k;
       env[`GIT_CONFIG_VALUE_${i}`] = v;

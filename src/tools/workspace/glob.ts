@@ -40,7 +40,12 @@ export const GLOB_PARAMETERS = deepFreeze({
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object",
   properties: {
-    pattern: { type: "string", minLength: 1, maxLength: 1024, description: "Glob relative to the root: *, ?, [a-z], {a,b}, ** for any folders." },
+    pattern: {
+      type: "string",
+      minLength: 1,
+      maxLength: 1024,
+      description: "Glob relative to the root: *, ?, [a-z], {a,b}, ** for any folders.",
+    },
     path: { type: "string", maxLength: 4096, description: "Folder to search in (default: the root)." },
     max_results: { type: "integer", minimum: 1, description: "Return at most this many paths." },
   },
@@ -62,7 +67,8 @@ export function compileGlob(pattern: string, what = "pattern"): Glob {
   try {
     return new Glob(pattern);
   } catch (e) {
-    if (e instanceof GlobSyntaxError) fail("INVALID_ARGUMENTS", `${what}: ${e.message}`, { errors: [{ path: `/${what}`, keyword: "glob", message: e.message }] });
+    if (e instanceof GlobSyntaxError)
+      fail("INVALID_ARGUMENTS", `${what}: ${e.message}`, { errors: [{ path: `/${what}`, keyword: "glob", message: e.message }] });
     throw e;
   }
 }

@@ -211,7 +211,9 @@ export class Glob {
     // the last segment names the match itself, not a folder to start from
     if (lits.length === pattern.split("/").filter((p) => p !== "" && p !== ".").length) lits.pop();
     this.#prefix = lits.join("/");
-    this.#maxSegments = this.#alternatives.some((a) => a.includes("**")) ? Infinity : Math.max(0, ...this.#alternatives.map((a) => a.length));
+    this.#maxSegments = this.#alternatives.some((a) => a.includes("**"))
+      ? Infinity
+      : Math.max(0, ...this.#alternatives.map((a) => a.length));
   }
 
   /**

@@ -78,7 +78,12 @@ export const GREP_PARAMETERS = deepFreeze({
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object",
   properties: {
-    pattern: { type: "string", minLength: 1, maxLength: GREP_MAX_PATTERN, description: "JavaScript regular expression (or plain text with literal:true)." },
+    pattern: {
+      type: "string",
+      minLength: 1,
+      maxLength: GREP_MAX_PATTERN,
+      description: "JavaScript regular expression (or plain text with literal:true).",
+    },
     path: { type: "string", maxLength: 4096, description: "File or folder to search, relative to the root (default: the root)." },
     glob: { type: "string", minLength: 1, maxLength: 1024, description: "Only search files whose relative path matches this glob." },
     ignore_case: { type: "boolean" },
@@ -94,7 +99,12 @@ markTrustedSchema(GREP_PARAMETERS);
  * Scan files line by line; at most `limit` matches. Self-contained (it is
  * also the worker's code, through `Function.prototype.toString`).
  */
-function scanFiles(re: RegExp, files: { path: string; text: string }[], limit: number, maxText: number): { matches: GrepMatch[]; full: boolean } {
+function scanFiles(
+  re: RegExp,
+  files: { path: string; text: string }[],
+  limit: number,
+  maxText: number,
+): { matches: GrepMatch[]; full: boolean } {
   const out: GrepMatch[] = [];
   let full = false;
   for (const f of files) {
@@ -181,7 +191,9 @@ class InlineMatcher {
   scan(files: { path: string; text: string }[]): Promise<{ matches: GrepMatch[]; full: boolean }> {
     // The budget is checked between batches (each at most 4 MiB of text).
     if (performance.now() > this.#deadline) {
-      return Promise.reject(Object.assign(new Error("grep ran out of its time budget"), { toolCode: "TIMEOUT", details: { timeout_ms: this.#timeoutMs } }));
+      return Promise.reject(
+        Object.assign(new Error("grep ran out of its time budget"), { toolCode: "TIMEOUT", details: { timeout_ms: this.#timeoutMs } }),
+      );
     }
     const r = scanFiles(this.#re, files, this.#limit, GREP_MAX_TEXT);
     this.#limit -= r.matches.length;
@@ -203,7 +215,10 @@ interface MatchWorker {
 }
 
 type NodeWorkerModule = {
-  Worker: new (code: string, options: { eval: true }) => {
+  Worker: new (
+    code: string,
+    options: { eval: true },
+  ) => {
     on(event: "message", f: (d: unknown) => void): void;
     on(event: "error", f: (e: Error) => void): void;
     postMessage(m: unknown): void;
@@ -365,7 +380,9 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
         new RegExp(source, flags);
       } catch (e) {
         const why = (e as Error).message;
-        fail("INVALID_ARGUMENTS", `pattern is not a valid regular expression: ${why}`, { errors: [{ path: "/pattern", keyword: "regex", message: why }] });
+        fail("INVALID_ARGUMENTS", `pattern is not a valid regular expression: ${why}`, {
+          errors: [{ path: "/pattern", keyword: "regex", message: why }],
+        });
       }
       const filter = args.glob === undefined ? null : compileGlob(args.glob, "glob");
       const limit = Math.min(args.max_results ?? cap, cap);
@@ -381,7 +398,9 @@ export function createGrepTool(options: GrepToolOptions): ToolDefinition<GrepArg
       // Quantifier-free patterns (plain words, the literal mode) are linear: no worker needed.
       const linear = isLinearPattern(source);
       if (!linear) await ensureWorkers();
-      const matcher = linear ? new InlineMatcher(source, flags, limit, timeoutMs) : new Matcher(source, flags, limit, timeoutMs, ctx.signal);
+      const matcher = linear
+        ? new InlineMatcher(source, flags, limit, timeoutMs)
+        : new Matcher(source, flags, limit, timeoutMs, ctx.signal);
       try {
         let single: { dir: DirHandle; name: string } | null = null;
         if (parts.length > 0) {

@@ -42,7 +42,16 @@ export { createGitDiffTool, GIT_DIFF_PARAMETERS, REF_PATTERN } from "./git_diff.
 export type { GitDiffArgs, GitDiffMode, GitDiffResult, GitDiffToolOptions } from "./git_diff.ts";
 export { createExecTool, EXEC_PARAMETERS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_EXEC_MAX_OUTPUT, DEFAULT_EXEC_LIMITS } from "./exec.ts";
 export type { ExecArgs, ExecLimits, ExecResult, ExecToolOptions } from "./exec.ts";
-export { checkArguments, checkProgram, envDenial, envNameAllowed, ENV_DENYLIST, FORBIDDEN_ENV, GIT_SUBCOMMANDS, RUNS_PROGRAMS } from "./rules.ts";
+export {
+  checkArguments,
+  checkProgram,
+  envDenial,
+  envNameAllowed,
+  ENV_DENYLIST,
+  FORBIDDEN_ENV,
+  GIT_SUBCOMMANDS,
+  RUNS_PROGRAMS,
+} from "./rules.ts";
 export type { EnvDenial } from "./rules.ts";
 export { bwrapArgs, detectBwrap, removeLiveCgroups } from "./sandbox.ts";
 export { killLiveGroups, liveGroupIds, runProcess } from "./process.ts";
@@ -71,14 +80,35 @@ export function workspaceTools(options: WorkspaceToolsOptions, root: string, hos
   if (gl !== null) out.push(createGlobTool({ root, maxResults: gl.max_results }) as unknown as AnyToolDefinition);
   const gr = settings(options.grep);
   if (gr !== null) {
-    out.push(createGrepTool({ root, maxResults: gr.max_results, maxFileBytes: gr.max_file_bytes, timeoutMs: gr.timeout_ms }) as unknown as AnyToolDefinition);
+    out.push(
+      createGrepTool({
+        root,
+        maxResults: gr.max_results,
+        maxFileBytes: gr.max_file_bytes,
+        timeoutMs: gr.timeout_ms,
+      }) as unknown as AnyToolDefinition,
+    );
   }
   const gd = settings(options.git_diff);
   if (gd !== null) {
-    out.push(createGitDiffTool({ root, maxBytes: gd.max_bytes, timeoutMs: gd.timeout_ms, searchPath: host.searchPath }) as unknown as AnyToolDefinition);
+    out.push(
+      createGitDiffTool({
+        root,
+        maxBytes: gd.max_bytes,
+        timeoutMs: gd.timeout_ms,
+        searchPath: host.searchPath,
+      }) as unknown as AnyToolDefinition,
+    );
   }
   const wf = settings(options.write_file);
-  if (wf !== null) out.push(createWriteFileTool({ root, maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES, protect: host.protect }) as unknown as AnyToolDefinition);
+  if (wf !== null)
+    out.push(
+      createWriteFileTool({
+        root,
+        maxBytes: wf.max_bytes ?? DEFAULT_WRITE_MAX_BYTES,
+        protect: host.protect,
+      }) as unknown as AnyToolDefinition,
+    );
   const ap = settings(options.apply_patch);
   if (ap !== null) out.push(createApplyPatchTool({ root, maxBytes: ap.max_bytes, protect: host.protect }) as unknown as AnyToolDefinition);
   const ex = options.exec;

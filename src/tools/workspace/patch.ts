@@ -77,7 +77,8 @@ function unquoteC(quoted: string, line: number): string {
   for (let k = 1; k < quoted.length; k++) {
     const c = String.fromCodePoint(quoted.codePointAt(k)!); // whole characters, not UTF-16 halves
     if (c === '"') {
-      if (!/^\s*$/.test(quoted.slice(k + 1).split("\t")[0]!)) invalid(`unexpected text after the quoted path ${JSON.stringify(quoted.slice(0, 80))}`, line);
+      if (!/^\s*$/.test(quoted.slice(k + 1).split("\t")[0]!))
+        invalid(`unexpected text after the quoted path ${JSON.stringify(quoted.slice(0, 80))}`, line);
       utf8Fatal ??= new TextDecoder("utf-8", { fatal: true });
       try {
         return utf8Fatal.decode(new Uint8Array(bytes));
@@ -183,7 +184,10 @@ export function parseUnifiedDiff(text: string): FilePatch[] {
     const after = lines[i];
     const lastHunk = fp.hunks[fp.hunks.length - 1];
     if (lastHunk !== undefined && after !== undefined && /^[ +-]/.test(after) && !after.startsWith("--- ") && after !== "-- ") {
-      invalid(`hunk ${lastHunk.header} has more lines than its header says (${lastHunk.oldCount} old, ${lastHunk.newCount} new); correct the counts`, i + 1);
+      invalid(
+        `hunk ${lastHunk.header} has more lines than its header says (${lastHunk.oldCount} old, ${lastHunk.newCount} new); correct the counts`,
+        i + 1,
+      );
     }
     if (fp.hunks.length === 0) invalid(`no hunks for ${newPath ?? oldPath}`, start);
     const key = (newPath ?? oldPath)!;
@@ -253,10 +257,13 @@ export function applyFilePatch(fp: FilePatch, content: string | null, path: stri
       // Nothing to match (a pure insertion, as diff -U0 makes): only the stated
       // place is right; there is no evidence to move the hunk anywhere else.
       if (stated < cursor || stated > text.lines.length) {
-        mismatch(`hunk ${hunkNo} (${h.header}) inserts after line ${stated}, but ${stated > text.lines.length ? `the file has ${text.lines.length} line${text.lines.length === 1 ? "" : "s"}` : `the previous hunk ends at line ${cursor}`}`, {
-          hunk: hunkNo,
-          line: stated,
-        });
+        mismatch(
+          `hunk ${hunkNo} (${h.header}) inserts after line ${stated}, but ${stated > text.lines.length ? `the file has ${text.lines.length} line${text.lines.length === 1 ? "" : "s"}` : `the previous hunk ends at line ${cursor}`}`,
+          {
+            hunk: hunkNo,
+            line: stated,
+          },
+        );
       }
       at = stated;
     } else if (stated >= cursor && matchesAt(text.lines, old, stated)) at = stated;
@@ -272,13 +279,19 @@ export function applyFilePatch(fp: FilePatch, content: string | null, path: stri
       const base = Math.max(stated, cursor);
       let k = 0;
       while (k < old.length && text.lines[base + k] === old[k]) k++;
-      mismatch(`hunk ${hunkNo} (${h.header}) does not match: at line ${base + k + 1} expected ${quote(old[k])}, found ${quote(text.lines[base + k])}`, {
-        hunk: hunkNo,
-        line: base + k + 1,
-      });
+      mismatch(
+        `hunk ${hunkNo} (${h.header}) does not match: at line ${base + k + 1} expected ${quote(old[k])}, found ${quote(text.lines[base + k])}`,
+        {
+          hunk: hunkNo,
+          line: base + k + 1,
+        },
+      );
     }
     if (h.oldNoEol && at + old.length === text.lines.length && text.eol && old.length > 0) {
-      mismatch(`hunk ${hunkNo} (${h.header}) expects no newline at the end of the file, but the file has one`, { hunk: hunkNo, line: text.lines.length });
+      mismatch(`hunk ${hunkNo} (${h.header}) expects no newline at the end of the file, but the file has one`, {
+        hunk: hunkNo,
+        line: text.lines.length,
+      });
     }
     text.lines.splice(at, old.length, ...neu);
     if (at + neu.length === text.lines.length) text.eol = !h.newNoEol;
@@ -311,7 +324,8 @@ function lineOf(text: string, index: number): number {
  */
 export function applyEdit(content: string, edit: Edit, index: number): string {
   const label = `edit ${index + 1}`;
-  if (edit.old === "") throw new ToolError("PATCH_INVALID", `${edit.path}: ${label}: "old" must not be empty`, { path: edit.path, edit: index + 1 });
+  if (edit.old === "")
+    throw new ToolError("PATCH_INVALID", `${edit.path}: ${label}: "old" must not be empty`, { path: edit.path, edit: index + 1 });
   const hits: number[] = [];
   // Overlapping occurrences count ("aa" occurs twice in "aaa"): either could be meant.
   for (let i = content.indexOf(edit.old); i >= 0; i = content.indexOf(edit.old, i + 1)) {
@@ -324,17 +338,27 @@ export function applyEdit(content: string, edit: Edit, index: number): string {
     if (first.trim() !== "") {
       for (let i = content.indexOf(first); i >= 0 && near.length < 5; i = content.indexOf(first, i + 1)) near.push(lineOf(content, i));
     }
-    const hint = near.length > 0 ? `; its first line occurs at line${near.length > 1 ? "s" : ""} ${near.join(", ")}, so a later line differs` : "";
-    throw new ToolError("PATCH_MISMATCH", `${edit.path}: ${label}: "old" text not found${hint}`, { path: edit.path, edit: index + 1, occurrences: 0, ...(near.length > 0 ? { line: near[0] } : {}) });
+    const hint =
+      near.length > 0 ? `; its first line occurs at line${near.length > 1 ? "s" : ""} ${near.join(", ")}, so a later line differs` : "";
+    throw new ToolError("PATCH_MISMATCH", `${edit.path}: ${label}: "old" text not found${hint}`, {
+      path: edit.path,
+      edit: index + 1,
+      occurrences: 0,
+      ...(near.length > 0 ? { line: near[0] } : {}),
+    });
   }
   if (hits.length > 1) {
     const at = hits.slice(0, 10).map((h) => lineOf(content, h));
-    throw new ToolError("PATCH_MISMATCH", `${edit.path}: ${label}: "old" text occurs ${hits.length > 10 ? "more than 10" : hits.length} times (lines ${at.join(", ")}); add surrounding text to make it unique`, {
-      path: edit.path,
-      edit: index + 1,
-      occurrences: hits.length,
-      line: at[0],
-    });
+    throw new ToolError(
+      "PATCH_MISMATCH",
+      `${edit.path}: ${label}: "old" text occurs ${hits.length > 10 ? "more than 10" : hits.length} times (lines ${at.join(", ")}); add surrounding text to make it unique`,
+      {
+        path: edit.path,
+        edit: index + 1,
+        occurrences: hits.length,
+        line: at[0],
+      },
+    );
   }
   const i = hits[0]!;
   return content.slice(0, i) + edit.new + content.slice(i + edit.old.length);

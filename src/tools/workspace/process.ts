@@ -216,7 +216,14 @@ function readStatus(pid: number): ProcEntry | null {
   if (state === "X") return null;
   const rss = field(text, "VmRSS");
   // NSpgid/NSsid (Linux 4.1+) list the ids from the reader's namespace inwards: the first is ours
-  return { tgid: field(text, "Tgid"), ppid: field(text, "PPid"), pgrp: field(text, "NSpgid"), sid: field(text, "NSsid"), zombie: state === "Z", rss: rss < 0 ? 0 : rss * 1024 };
+  return {
+    tgid: field(text, "Tgid"),
+    ppid: field(text, "PPid"),
+    pgrp: field(text, "NSpgid"),
+    sid: field(text, "NSsid"),
+    zombie: state === "Z",
+    rss: rss < 0 ? 0 : rss * 1024,
+  };
 }
 
 /** The last pid the kernel handed out in our namespace (/proc/loadavg's last field), or -1. */
@@ -347,8 +354,8 @@ function supervise(root: number, limits: GroupLimits, onHit: (hit: LimitHit) => 
     const refused = limits.cgroup !== undefined ? cgroupForkRefusals(limits.cgroup) : 0;
     if (limits.processes !== undefined && (count > limits.processes || refused > 0)) {
       hit = { limit: "processes", max: limits.processes, observed: count, ...(refused > 0 ? { forksRefused: refused } : {}) };
-    }
-    else if (limits.memoryBytes !== undefined && rss > limits.memoryBytes) hit = { limit: "memory_bytes", max: limits.memoryBytes, observed: rss };
+    } else if (limits.memoryBytes !== undefined && rss > limits.memoryBytes)
+      hit = { limit: "memory_bytes", max: limits.memoryBytes, observed: rss };
     if (hit !== null) {
       stop();
       killCommand(root, limits.cgroup);
@@ -395,7 +402,10 @@ export function runProcess(o: RunOptions): Promise<RunResult> {
     track(child.pid);
     let hit: LimitHit | undefined;
     const stopSupervisor =
-      o.limits !== undefined && child.pid !== undefined && (o.limits.processes !== undefined || o.limits.memoryBytes !== undefined) && supervisorAvailable()
+      o.limits !== undefined &&
+      child.pid !== undefined &&
+      (o.limits.processes !== undefined || o.limits.memoryBytes !== undefined) &&
+      supervisorAvailable()
         ? supervise(child.pid, o.limits, (h) => {
             hit = h;
           })

@@ -75,13 +75,91 @@ export const PROGRAM_NAME = /^[A-Za-z0-9._+-]{1,128}$/;
 
 /** Programs that run arbitrary code or other programs by design. */
 export const RUNS_PROGRAMS: ReadonlySet<string> = new Set([
-  "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "ash", "busybox",
-  "env", "xargs", "nice", "nohup", "timeout", "stdbuf", "setsid", "sudo", "su", "doas", "chroot", "unshare", "nsenter", "flock", "watch", "script", "parallel", "strace", "ltrace", "gdb",
-  "python", "python3", "python2", "perl", "ruby", "node", "bun", "deno", "php", "lua", "tclsh", "Rscript",
-  "awk", "gawk", "mawk", "nawk", "sed", "vim", "vi", "nvim", "emacs", "ed", "less", "more", "man",
-  "make", "cmake", "npm", "npx", "yarn", "pnpm", "pip", "cargo", "go",
-  "ssh", "scp", "sftp", "rsync", "curl", "wget", "nc", "ncat", "socat",
-  "docker", "podman", "kubectl", "systemctl", "crontab", "at", "batch", "bwrap", "firejail", "expect", "tmux", "screen",
+  "sh",
+  "bash",
+  "dash",
+  "zsh",
+  "ksh",
+  "csh",
+  "tcsh",
+  "fish",
+  "ash",
+  "busybox",
+  "env",
+  "xargs",
+  "nice",
+  "nohup",
+  "timeout",
+  "stdbuf",
+  "setsid",
+  "sudo",
+  "su",
+  "doas",
+  "chroot",
+  "unshare",
+  "nsenter",
+  "flock",
+  "watch",
+  "script",
+  "parallel",
+  "strace",
+  "ltrace",
+  "gdb",
+  "python",
+  "python3",
+  "python2",
+  "perl",
+  "ruby",
+  "node",
+  "bun",
+  "deno",
+  "php",
+  "lua",
+  "tclsh",
+  "Rscript",
+  "awk",
+  "gawk",
+  "mawk",
+  "nawk",
+  "sed",
+  "vim",
+  "vi",
+  "nvim",
+  "emacs",
+  "ed",
+  "less",
+  "more",
+  "man",
+  "make",
+  "cmake",
+  "npm",
+  "npx",
+  "yarn",
+  "pnpm",
+  "pip",
+  "cargo",
+  "go",
+  "ssh",
+  "scp",
+  "sftp",
+  "rsync",
+  "curl",
+  "wget",
+  "nc",
+  "ncat",
+  "socat",
+  "docker",
+  "podman",
+  "kubectl",
+  "systemctl",
+  "crontab",
+  "at",
+  "batch",
+  "bwrap",
+  "firejail",
+  "expect",
+  "tmux",
+  "screen",
 ]);
 
 /**
@@ -189,7 +267,10 @@ export const ENV_DENYLIST: readonly EnvDenial[] = [
   d("CVS_RSH", "cvs runs it as the remote shell"),
   d("SVN_SSH", "svn runs it as the tunnel"),
   d("FZF_DEFAULT_COMMAND", "fzf runs it"),
-  p("GIT_", "git takes commands, config, folders and helpers from GIT_* variables (GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF, GIT_CONFIG_*, GIT_DIR, GIT_EXEC_PATH)"),
+  p(
+    "GIT_",
+    "git takes commands, config, folders and helpers from GIT_* variables (GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF, GIT_CONFIG_*, GIT_DIR, GIT_EXEC_PATH)",
+  ),
   d("MAKEFLAGS", "make takes options (and variable overrides such as SHELL) from it"),
   d("GNUMAKEFLAGS", "make takes options from it"),
   d("MAKEFILES", "make reads the makefiles it names (their recipes run)"),
@@ -197,7 +278,12 @@ export const ENV_DENYLIST: readonly EnvDenial[] = [
   d("CXX", "build tools run the compiler it names"),
   d("RUSTC_WRAPPER", "cargo runs it around rustc"),
   p("CARGO_", "cargo takes settings (wrappers, runners, linkers) from CARGO_* variables"),
-  { name: "npm_config_", prefix: true, anyCase: true, reason: "npm takes settings (script-shell, node-options) from npm_config_* variables, whatever their case (NPM_CONFIG_*, Npm_Config_*)" },
+  {
+    name: "npm_config_",
+    prefix: true,
+    anyCase: true,
+    reason: "npm takes settings (script-shell, node-options) from npm_config_* variables, whatever their case (NPM_CONFIG_*, Npm_Config_*)",
+  },
   d("NODE_REPL_EXTERNAL_MODULE", "node loads the module it names in place of its REPL"),
   d("OPENSSL_MODULES", "OpenSSL 3 loads providers (shared libraries) from it"),
   d("GCC_EXEC_PREFIX", "gcc runs its subprograms (cc1, as, collect2) from it"),
@@ -220,7 +306,9 @@ export function envDenial(name: string): string | null {
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** {@link ENV_DENYLIST} as patterns (kept for callers of the earlier API). */
-export const FORBIDDEN_ENV: readonly RegExp[] = ENV_DENYLIST.map((e) => new RegExp(`^${escapeRe(e.name)}${e.prefix === true ? "" : "$"}`, e.anyCase === true ? "i" : ""));
+export const FORBIDDEN_ENV: readonly RegExp[] = ENV_DENYLIST.map(
+  (e) => new RegExp(`^${escapeRe(e.name)}${e.prefix === true ? "" : "$"}`, e.anyCase === true ? "i" : ""),
+);
 
 export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"] as const;
 
@@ -230,7 +318,17 @@ export const DEFAULT_EXEC_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ"]
  * into the workspace would let a written file be executed, or a written
  * `.gitconfig` name a filter program). They keep the operator's values.
  */
-export const FIXED_ENV: ReadonlySet<string> = new Set(["PATH", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "SHELL", "TMPDIR", "GNUPGHOME"]);
+export const FIXED_ENV: ReadonlySet<string> = new Set([
+  "PATH",
+  "HOME",
+  "XDG_CONFIG_HOME",
+  "XDG_DATA_HOME",
+  "XDG_CACHE_HOME",
+  "XDG_RUNTIME_DIR",
+  "SHELL",
+  "TMPDIR",
+  "GNUPGHOME",
+]);
 
 /** Whether a call must leave `name` at the operator's value: {@link FIXED_ENV}, and every `XDG_*` (`XDG_CONFIG_DIRS` also names where configuration is read). */
 export function envFixed(name: string): boolean {
@@ -239,34 +337,84 @@ export function envFixed(name: string): boolean {
 
 /** Git subcommands `exec` allows (local, no program execution by design). */
 export const GIT_SUBCOMMANDS: ReadonlySet<string> = new Set([
-  "status", "diff", "log", "show", "add", "rm", "mv", "restore", "commit", "branch", "tag", "switch", "checkout",
-  "reset", "rev-parse", "ls-files", "ls-tree", "cat-file", "blame", "grep", "init", "stash", "describe",
-  "shortlog", "merge-base", "rev-list", "show-ref", "apply", "version", "whatchanged",
+  "status",
+  "diff",
+  "log",
+  "show",
+  "add",
+  "rm",
+  "mv",
+  "restore",
+  "commit",
+  "branch",
+  "tag",
+  "switch",
+  "checkout",
+  "reset",
+  "rev-parse",
+  "ls-files",
+  "ls-tree",
+  "cat-file",
+  "blame",
+  "grep",
+  "init",
+  "stash",
+  "describe",
+  "shortlog",
+  "merge-base",
+  "rev-list",
+  "show-ref",
+  "apply",
+  "version",
+  "whatchanged",
 ]);
 
 const GIT_GLOBAL_OK = new Set(["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects", "-P", "--version"]);
 /** git long options refused anywhere before `--` (with their abbreviations). */
 export const GIT_DENIED_LONG: readonly string[] = [
-  "--upload-pack", "--receive-pack", "--exec", "--exec-path", "--ext-diff", "--textconv", "--output", "--open-files-in-pager",
-  "--config", "--config-env", "--template", "--separate-git-dir", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
-  "--unsafe-paths", "--build-fake-ancestor",
+  "--upload-pack",
+  "--receive-pack",
+  "--exec",
+  "--exec-path",
+  "--ext-diff",
+  "--textconv",
+  "--output",
+  "--open-files-in-pager",
+  "--config",
+  "--config-env",
+  "--template",
+  "--separate-git-dir",
+  "--git-dir",
+  "--work-tree",
+  "--namespace",
+  "--super-prefix",
+  "--unsafe-paths",
+  "--build-fake-ancestor",
   // a submodule is another repository, whose own config (filters, textconv) exec does not read
   "--recurse-submodules",
 ];
 
 /** Options injected in front of every git command run by `exec`. */
 export const GIT_SAFE_PREFIX = [
-  "-c", "core.hooksPath=/dev/null",
-  "-c", "core.fsmonitor=",
-  "-c", "core.pager=cat",
-  "-c", "diff.external=",
-  "-c", "protocol.allow=never",
-  "-c", "core.editor=false",
-  "-c", "sequence.editor=false",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=",
+  "-c",
+  "core.pager=cat",
+  "-c",
+  "diff.external=",
+  "-c",
+  "protocol.allow=never",
+  "-c",
+  "core.editor=false",
+  "-c",
+  "sequence.editor=false",
   // A folder that merely looks like a bare repository (HEAD, config, objects/,
   // refs/: files write_file can make) is never used as one: its config would
   // be the model's, with filters and diff drivers that git runs.
-  "-c", "safe.bareRepository=explicit",
+  "-c",
+  "safe.bareRepository=explicit",
   "--no-pager",
 ];
 
@@ -307,7 +455,15 @@ const DENIED: Record<string, OptionRule> = {
   rg: { long: ["--pre", "--pre-glob"] },
   fd: { long: ["--exec", "--exec-batch"], short: "xX" },
   tar: {
-    long: ["--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"],
+    long: [
+      "--to-command",
+      "--use-compress-program",
+      "--checkpoint-action",
+      "--info-script",
+      "--new-volume-script",
+      "--rsh-command",
+      "--rmt-command",
+    ],
     short: "IF",
     oldStyle: true,
   },
@@ -325,7 +481,8 @@ export function checkProgram(argv0: string, allowed: ReadonlyMap<string, string>
     refuse(`argv[0] must be a bare program name from the allowlist, not a path`, { argv_index: 0 });
   }
   if (!PROGRAM_NAME.test(argv0) || argv0 === "." || argv0 === "..") refuse(`argv[0] is not a valid program name`, { argv_index: 0 });
-  if (!allowed.has(argv0)) refuse(`program "${argv0}" is not on the allowlist (allowed: ${[...allowed.keys()].join(", ")})`, { argv_index: 0, program: argv0 });
+  if (!allowed.has(argv0))
+    refuse(`program "${argv0}" is not on the allowlist (allowed: ${[...allowed.keys()].join(", ")})`, { argv_index: 0, program: argv0 });
   return argv0;
 }
 
@@ -337,7 +494,8 @@ export function checkArguments(program: string, args: readonly string[]): void {
   // Every argument is checked, `--` or not: GNU find reads `find -- . -exec …` as an expression.
   args.forEach((a, i) => {
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
-    const deny = (option: string) => refuse(`${program}: option ${JSON.stringify(option)} runs other programs and is not allowed`, { argv_index: i + 1, option });
+    const deny = (option: string) =>
+      refuse(`${program}: option ${JSON.stringify(option)} runs other programs and is not allowed`, { argv_index: i + 1, option });
     if (rule.exact?.includes(name)) deny(name);
     const p = rule.prefix?.find((x) => a.startsWith(x));
     if (p !== undefined) deny(p);
@@ -400,12 +558,16 @@ function checkGit(args: readonly string[]): void {
   let i = 0;
   for (; i < args.length && args[i]!.startsWith("-"); i++) {
     const a = args[i]!;
-    if (!GIT_GLOBAL_OK.has(a)) refuse(`git: global option ${JSON.stringify(a.split("=")[0])} is not allowed`, { argv_index: i + 1, option: a.split("=")[0] });
+    if (!GIT_GLOBAL_OK.has(a))
+      refuse(`git: global option ${JSON.stringify(a.split("=")[0])} is not allowed`, { argv_index: i + 1, option: a.split("=")[0] });
   }
   if (i === args.length) return; // `git --version` or bare `git`
   const sub = args[i]!;
   if (!GIT_SUBCOMMANDS.has(sub)) {
-    refuse(`git: subcommand ${JSON.stringify(sub)} is not allowed (allowed: ${[...GIT_SUBCOMMANDS].join(", ")})`, { argv_index: i + 1, subcommand: sub });
+    refuse(`git: subcommand ${JSON.stringify(sub)} is not allowed (allowed: ${[...GIT_SUBCOMMANDS].join(", ")})`, {
+      argv_index: i + 1,
+      subcommand: sub,
+    });
   }
   for (let k = i + 1; k < args.length; k++) {
     const a = args[k]!;
@@ -418,11 +580,17 @@ function checkGit(args: readonly string[]): void {
     const name = a.includes("=") ? a.slice(0, a.indexOf("=")) : a;
     // diff.ignoreSubmodules=all keeps git out of nested repositories; only the same value may be asked for
     if (isAbbreviation(name, "--ignore-submodules") && a !== "--ignore-submodules" && a !== "--ignore-submodules=all") {
-      refuse(`git: option ${JSON.stringify(a)} would make git look into submodules, other repositories whose own config can name programs; only --ignore-submodules=all is allowed`, { argv_index: k + 1, option: name });
+      refuse(
+        `git: option ${JSON.stringify(a)} would make git look into submodules, other repositories whose own config can name programs; only --ignore-submodules=all is allowed`,
+        { argv_index: k + 1, option: name },
+      );
     }
     const hit = gitDeniedMatch(sub, name);
     if (hit !== undefined) {
-      refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, { argv_index: k + 1, option: name });
+      refuse(`git: option ${JSON.stringify(name)} (${hit}) can run programs or reach outside the repository and is not allowed`, {
+        argv_index: k + 1,
+        option: name,
+      });
     }
   }
 }
@@ -468,7 +636,12 @@ export function parseScopedConfig(text: string): GitConfigEntry[] {
 const OPERATOR_SCOPES = new Set(["global", "system", "command"]);
 
 /** The value git's own default stands for, for the signing programs (what git runs when no config names one). */
-const GPG_DEFAULTS: Readonly<Record<string, string>> = { "gpg.program": "gpg", "gpg.openpgp.program": "gpg", "gpg.x509.program": "gpgsm", "gpg.ssh.program": "ssh-keygen" };
+const GPG_DEFAULTS: Readonly<Record<string, string>> = {
+  "gpg.program": "gpg",
+  "gpg.openpgp.program": "gpg",
+  "gpg.x509.program": "gpgsm",
+  "gpg.ssh.program": "ssh-keygen",
+};
 
 /** Settings that hold a list, where an empty value empties it (credential helpers). */
 function multiValued(key: string): boolean {
@@ -506,7 +679,15 @@ export function gitNeutralValue(key: string, cat: string | null): string | null 
   if (section === "remote" && (name === "uploadpack" || name === "receivepack")) return "";
   if (name.endsWith("editor")) return "false";
   if (name.includes("pager")) return "cat";
-  if (name.endsWith("cmd") || name.endsWith("command") || name.endsWith("program") || name.endsWith("helper") || name.endsWith("askpass") || name.endsWith("hook")) return "";
+  if (
+    name.endsWith("cmd") ||
+    name.endsWith("command") ||
+    name.endsWith("program") ||
+    name.endsWith("helper") ||
+    name.endsWith("askpass") ||
+    name.endsWith("hook")
+  )
+    return "";
   return null;
 }
 
@@ -584,11 +765,14 @@ function checkWorktree(e: GitConfigEntry, options: GitOverrideOptions): void {
   }
   const within = target !== null && (target === root || target.startsWith(root.endsWith("/") ? root : `${root}/`));
   if (!within) {
-    refuse(`git: the repository's config sets core.worktree = ${JSON.stringify(value)}, outside the root: git would read and write files there; remove it (git config --unset core.worktree) or move it to your global git config`, {
-      key: "core.worktree",
-      scope: e.scope,
-      origin: e.origin,
-    });
+    refuse(
+      `git: the repository's config sets core.worktree = ${JSON.stringify(value)}, outside the root: git would read and write files there; remove it (git config --unset core.worktree) or move it to your global git config`,
+      {
+        key: "core.worktree",
+        scope: e.scope,
+        origin: e.origin,
+      },
+    );
   }
 }
 

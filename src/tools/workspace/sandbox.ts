@@ -95,10 +95,29 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
   if (cached?.key === key) return cached.bwrap;
   let found = findOnPath("bwrap", dirs);
   if (found !== null) {
-    const r = spawnSync(found, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--", found, "--version"], {
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 10_000,
-    });
+    const r = spawnSync(
+      found,
+      [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-all",
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--",
+        found,
+        "--version",
+      ],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+        timeout: 10_000,
+      },
+    );
     if (r.status !== 0) found = null;
   }
   cached = { key, bwrap: found };
@@ -110,7 +129,15 @@ export function detectBwrap(dirs: readonly string[] = pathDirs()): string | null
  * with `root` writable except `.git`, `.agentcore` and the `protect` paths
  * (relative to the root: agentcore's config file or history log inside it).
  */
-export function bwrapArgs(root: string, cwd: string, program: string, args: readonly string[], protect: readonly string[] = [], wrapper: readonly string[] = [], tmpfsBytes?: number): string[] {
+export function bwrapArgs(
+  root: string,
+  cwd: string,
+  program: string,
+  args: readonly string[],
+  protect: readonly string[] = [],
+  wrapper: readonly string[] = [],
+  tmpfsBytes?: number,
+): string[] {
   const hidden = hiddenTops();
   const out = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
   // a tmpfs is memory no process's VmRSS shows: without a size, files in /tmp got past memory_bytes
@@ -167,7 +194,12 @@ function currentHardLimits(): Record<string, number> {
   } catch {
     return out;
   }
-  for (const [label, key] of [["Max cpu time", "cpu"], ["Max file size", "fsize"], ["Max data size", "data"], ["Max processes", "nproc"]] as const) {
+  for (const [label, key] of [
+    ["Max cpu time", "cpu"],
+    ["Max file size", "fsize"],
+    ["Max data size", "data"],
+    ["Max processes", "nproc"],
+  ] as const) {
     const m = new RegExp(`^${label}\\s+(\\S+)\\s+(\\S+)`, "m").exec(text);
     if (m !== null && m[2] !== "unlimited" && /^\d+$/.test(m[2]!)) out[key] = Number(m[2]);
   }
@@ -186,7 +218,15 @@ export function rlimitWrapper(prlimit: string, limits: Rlimits): string[] {
   const cpuHard = cap("cpu", limits.cpuSeconds + 1);
   const cpuSoft = Math.min(limits.cpuSeconds, cpuHard);
   const nproc = limits.tasks !== undefined ? [`--nproc=${cap("nproc", limits.tasks)}`] : [];
-  return [prlimit, `--cpu=${cpuSoft}:${cpuHard}`, `--fsize=${cap("fsize", limits.fileSizeBytes)}`, `--data=${cap("data", limits.dataBytes)}`, ...nproc, "--core=0", "--"];
+  return [
+    prlimit,
+    `--cpu=${cpuSoft}:${cpuHard}`,
+    `--fsize=${cap("fsize", limits.fileSizeBytes)}`,
+    `--data=${cap("data", limits.dataBytes)}`,
+    ...nproc,
+    "--core=0",
+    "--",
+  ];
 }
 
 function isInside(p: string, dir: string): boolean {
@@ -257,10 +297,14 @@ export function bwrapMakesUserNamespace(bwrap: string, dirs: readonly string[] =
   } catch {
     return false;
   }
-  const r = spawnSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", cat, "/proc/self/uid_map"], {
-    stdio: ["ignore", "pipe", "ignore"],
-    timeout: 10_000,
-  });
+  const r = spawnSync(
+    bwrap,
+    ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", cat, "/proc/self/uid_map"],
+    {
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 10_000,
+    },
+  );
   return r.status === 0 && r.stdout.toString().trim() !== own;
 }
 
@@ -461,7 +505,8 @@ export async function removeCgroup(dir: string): Promise<void> {
 }
 
 /** The launcher's script: join cgroup `$cg` (when given), then exec `$path` as `$name`. */
-const LAUNCHER = 'my ($cg, $name, $path) = splice(@ARGV, 0, 3); if ($cg ne "") { open(my $f, ">", "$cg/cgroup.procs") or exit 126; print $f "0\\n"; close($f) or exit 126 } exec { $path } $name, @ARGV; exit 127';
+const LAUNCHER =
+  'my ($cg, $name, $path) = splice(@ARGV, 0, 3); if ($cg ne "") { open(my $f, ">", "$cg/cgroup.procs") or exit 126; print $f "0\\n"; close($f) or exit 126 } exec { $path } $name, @ARGV; exit 127';
 
 /**
  * The argv that starts `path` with `argv[0]` = `name`, first moving itself

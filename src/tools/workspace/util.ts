@@ -18,6 +18,7 @@ export function deepFreeze<T>(v: T): T {
  * can hold (2^31-1; a larger one makes `setTimeout` fire at once).
  */
 export function checkTimeoutMs(value: number, what: string): number {
-  if (!Number.isSafeInteger(value) || value < 1 || value > 2_147_483_647) throw new RangeError(`${what} must be a positive integer of at most 2147483647 (ms)`);
+  if (!Number.isSafeInteger(value) || value < 1 || value > 2_147_483_647)
+    throw new RangeError(`${what} must be a positive integer of at most 2147483647 (ms)`);
   return value;
 }

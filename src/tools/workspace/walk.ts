@@ -70,7 +70,10 @@ export function walkTree(realRoot: string, start: string, options: WalkOptions, 
   const skipGit = options.skipGit ?? true;
   const result: WalkResult = { visited: 0, truncated: false };
   const top = openDirPath(realRoot, start);
-  const prefix = start.split("/").filter((p) => p !== "" && p !== ".").join("/");
+  const prefix = start
+    .split("/")
+    .filter((p) => p !== "" && p !== ".")
+    .join("/");
   let stopped = false;
 
   const recurse = (dir: DirHandle, relDir: string, depth: number): void => {

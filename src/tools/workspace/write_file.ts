@@ -71,7 +71,12 @@ export const WRITE_FILE_PARAMETERS = deepFreeze({
   $schema: "https://json-schema.org/draft/2020-12/schema",
   type: "object",
   properties: {
-    path: { type: "string", minLength: 1, maxLength: 4096, description: "File path relative to the root; no '..', no symlinks, not inside .git or .agentcore." },
+    path: {
+      type: "string",
+      minLength: 1,
+      maxLength: 4096,
+      description: "File path relative to the root; no '..', no symlinks, not inside .git or .agentcore.",
+    },
     content: { type: "string", description: "The complete new content (UTF-8)." },
     create_dirs: { type: "boolean", description: "Create missing parent folders (default true)." },
   },
@@ -86,7 +91,13 @@ const encoder = new TextEncoder();
  * Write `data` to `relPath` under `realRoot` atomically with every rule of
  * the module doc. Returns whether the file was created.
  */
-export function writeRootedFile(realRoot: string, relPath: string, data: Uint8Array, createDirs: boolean, protectedPaths: readonly string[] = []): { created: boolean } {
+export function writeRootedFile(
+  realRoot: string,
+  relPath: string,
+  data: Uint8Array,
+  createDirs: boolean,
+  protectedPaths: readonly string[] = [],
+): { created: boolean } {
   const parts = writablePath(relPath, protectedPaths);
   const rel = parts.join("/");
   const name = parts[parts.length - 1]!;
@@ -131,7 +142,8 @@ export function createWriteFileTool(options: WriteFileToolOptions): ToolDefiniti
     effect: "side_effecting",
     handler(args: WriteFileArgs): WriteFileResult {
       const data = encoder.encode(args.content);
-      if (data.length > maxBytes) fail("FILE_TOO_LARGE", `content is ${data.length} bytes; the limit is ${maxBytes}`, { size: data.length, limit: maxBytes });
+      if (data.length > maxBytes)
+        fail("FILE_TOO_LARGE", `content is ${data.length} bytes; the limit is ${maxBytes}`, { size: data.length, limit: maxBytes });
       const { created } = writeRootedFile(realRoot, args.path, data, args.create_dirs !== false, protectedPaths);
       return { path: args.path, bytes: data.length, created };
     },

@@ -1,6 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { EventEmitter } from "node:events";
-import { createTtyApprover, REDACTED, redactArguments, type ApproverInput, type ToolApprovalRequest } from "../../../src/runtime/middleware/index.ts";
+import {
+  createTtyApprover,
+  REDACTED,
+  redactArguments,
+  type ApproverInput,
+  type ToolApprovalRequest,
+} from "../../../src/runtime/middleware/index.ts";
 import { REPO_ROOT } from "../../support/paths.ts";
 
 const BUN = process.execPath;
@@ -125,7 +131,11 @@ describe("TTY approver, in process", () => {
 });
 
 /** Run the child under a real pseudo-terminal (`script`), feeding `answers` to it. */
-async function underPty(answers: string | null, timeoutMs: number, calls: number): Promise<{ results: Record<string, unknown>[]; text: string }> {
+async function underPty(
+  answers: string | null,
+  timeoutMs: number,
+  calls: number,
+): Promise<{ results: Record<string, unknown>[]; text: string }> {
   const cmd = `'${BUN}' '${CHILD}' ${timeoutMs} ${calls}`;
   const proc = Bun.spawn(["script", "-qfec", cmd, "/dev/null"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   if (answers !== null) {
@@ -135,7 +145,10 @@ async function underPty(answers: string | null, timeoutMs: number, calls: number
   const text = await new Response(proc.stdout).text();
   await proc.exited;
   proc.stdin.end();
-  const results = text.split(/\r?\n/).filter((l) => l.includes("RESULT ")).map((l) => JSON.parse(l.slice(l.indexOf("RESULT ") + 7)));
+  const results = text
+    .split(/\r?\n/)
+    .filter((l) => l.includes("RESULT "))
+    .map((l) => JSON.parse(l.slice(l.indexOf("RESULT ") + 7)));
   return { results, text };
 }
 
@@ -174,6 +187,10 @@ describe("TTY approver with piped stdin", () => {
     const text = await new Response(proc.stdout).text();
     await proc.exited;
     const env = JSON.parse(text.slice(text.indexOf("RESULT ") + 7));
-    expect(env.error).toEqual({ code: "DENIED", message: "approval needs an interactive terminal (stdin is not a TTY)", details: { rule_id: "ask" } });
+    expect(env.error).toEqual({
+      code: "DENIED",
+      message: "approval needs an interactive terminal (stdin is not a TTY)",
+      details: { rule_id: "ask" },
+    });
   });
 });

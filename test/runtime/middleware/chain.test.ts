@@ -50,7 +50,8 @@ describe("middleware chain (issue 4 §1)", () => {
   });
 
   test("a middleware can transform the arguments", async () => {
-    const double: ToolMiddleware = (ctx, next) => next({ ...ctx, arguments: { a: (ctx.arguments.a as number) * 2, b: ctx.arguments.b } } as ToolCallContext);
+    const double: ToolMiddleware = (ctx, next) =>
+      next({ ...ctx, arguments: { a: (ctx.arguments.a as number) * 2, b: ctx.arguments.b } } as ToolCallContext);
     const rt = createRuntime({ builtins: false, tools: [sum as never], middleware: [double] });
     expect((await rt.dispatchCall(call({ a: 5, b: 1 }))).result).toBe(11);
   });
@@ -66,10 +67,17 @@ describe("middleware chain (issue 4 §1)", () => {
 
   test("default placement: validation right before the first policy, else innermost", async () => {
     const seen: string[] = [];
-    const spy = (name: string): ToolMiddleware => (ctx, next) => (seen.push(name), next(ctx));
+    const spy =
+      (name: string): ToolMiddleware =>
+      (ctx, next) => (seen.push(name), next(ctx));
     const policy = ruleBasedPolicy({ rules: [{ id: "all", action: "allow" }] });
     const rt = createRuntime({ builtins: false, tools: [sum as never], middleware: [spy("outer"), policy, spy("inner")] });
-    expect(rt.middlewareChain.map((m) => (isSchemaValidation(m) ? "validation" : m === policy ? "policy" : "spy"))).toEqual(["spy", "validation", "policy", "spy"]);
+    expect(rt.middlewareChain.map((m) => (isSchemaValidation(m) ? "validation" : m === policy ? "policy" : "spy"))).toEqual([
+      "spy",
+      "validation",
+      "policy",
+      "spy",
+    ]);
     const env = await rt.dispatchCall(call({ a: "x", b: 1 }));
     expect(env.error?.code).toBe("INVALID_ARGUMENTS");
     expect(seen).toEqual(["outer"]); // an outer middleware (history) sees the refused call; the inner one does not

@@ -15,7 +15,10 @@ function withConfig(policy: unknown): { path: string; dispose(): void } {
 }
 
 function cli(args: string[], stdin?: string): { status: number; stdout: string; stderr: string } {
-  const r = Bun.spawnSync([process.execPath, MAIN, ...args], { stdin: stdin === undefined ? "ignore" : Buffer.from(stdin), env: { ...process.env, AGENTCORE_CONFIG: "" } });
+  const r = Bun.spawnSync([process.execPath, MAIN, ...args], {
+    stdin: stdin === undefined ? "ignore" : Buffer.from(stdin),
+    env: { ...process.env, AGENTCORE_CONFIG: "" },
+  });
   return { status: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -46,7 +49,10 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
     try {
       const lines = Array.from({ length: 3 }, (_, i) => `{"id":"r${i}","tool":"echo","arguments":{"i":${i}}}`).join("\n") + "\n";
       const r = cli(["run", "--config", cfg.path, "-"], lines);
-      const envs = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+      const envs = r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(envs.map((e) => e.error?.code ?? "ok")).toEqual(["ok", "ok", "DENIED"]);
       expect(envs[2].error.message).toBe("tool call limit reached for policy rule 'reads'");
       expect(envs[2].error.details).toEqual({ rule_id: "reads", input_line: 3 });
@@ -60,7 +66,11 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
     try {
       const r = cli(["execute", "--config", cfg.path, ECHO], "y\n");
       expect(r.status).toBe(1);
-      expect(JSON.parse(r.stdout).error).toEqual({ code: "DENIED", message: "approval needs an interactive terminal (stdin is not a TTY)", details: {} });
+      expect(JSON.parse(r.stdout).error).toEqual({
+        code: "DENIED",
+        message: "approval needs an interactive terminal (stdin is not a TTY)",
+        details: {},
+      });
       // stdin is the input: no approver at all.
       const r2 = cli(["execute", "--config", cfg.path, "-"], ECHO);
       expect(JSON.parse(r2.stdout).error.message).toBe("tool execution requires approval but no approver is configured");
@@ -72,7 +82,10 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
   test("agent: a deny rule from the config ends the run rejected (tool_rejected), the arguments never printed", () => {
     const cfg = withConfig({ rules: [{ id: "no-echo", action: "deny", tools: ["echo"], reason: "echo is off" }] });
     const script = join(cfg.path, "..", "script.jsonl");
-    writeFileSync(script, '{"content":null,"tool_calls":[{"id":"c1","name":"echo","arguments":"{\\"password\\":\\"hunter2\\"}"}]}\n{"content":"done"}\n');
+    writeFileSync(
+      script,
+      '{"content":null,"tool_calls":[{"id":"c1","name":"echo","arguments":"{\\"password\\":\\"hunter2\\"}"}]}\n{"content":"done"}\n',
+    );
     try {
       const r = cli(["agent", "--config", cfg.path, "--script", script, "go"]);
       expect(r.status).toBe(1);
@@ -90,7 +103,15 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
       [{ default: "maybe" }, '"policy.default"'],
       [{ rules: [{ id: "a", action: "allow", when: "x" }] }, 'unknown key "when"'],
       [{ rules: [{ id: "a", action: "deny", max_calls_per_run: 1 }] }, "not allowed on a deny rule"],
-      [{ rules: [{ id: "a", action: "allow" }, { id: "a", action: "deny" }] }, "duplicate rule id"],
+      [
+        {
+          rules: [
+            { id: "a", action: "allow" },
+            { id: "a", action: "deny" },
+          ],
+        },
+        "duplicate rule id",
+      ],
       [{ rules: [{ id: "a", action: "allow", effects: ["writes"] }] }, '"policy.rules[0].effects"'],
       [{ nope: 1 }, '"policy.nope"'],
     ] as const) {
@@ -106,9 +127,17 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
   });
 
   test("loadConfig returns the checked section", () => {
-    const cfg = withConfig({ default: "allow", approval_timeout_ms: 5, rules: [{ id: "x", action: "require_approval", tools: ["echo"], reason: "why" }] });
+    const cfg = withConfig({
+      default: "allow",
+      approval_timeout_ms: 5,
+      rules: [{ id: "x", action: "require_approval", tools: ["echo"], reason: "why" }],
+    });
     try {
-      expect(loadConfig(cfg.path).policy).toEqual({ default: "allow", approval_timeout_ms: 5, rules: [{ id: "x", action: "require_approval", tools: ["echo"], reason: "why" }] });
+      expect(loadConfig(cfg.path).policy).toEqual({
+        default: "allow",
+        approval_timeout_ms: 5,
+        rules: [{ id: "x", action: "require_approval", tools: ["echo"], reason: "why" }],
+      });
     } finally {
       cfg.dispose();
     }

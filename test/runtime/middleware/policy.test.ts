@@ -30,7 +30,12 @@ function decisions(into: (CallDecision | undefined)[]): ToolMiddleware {
   };
 }
 
-function rt(rules: ToolPolicyRule[], tools: ToolDefinition[], extra: Partial<Parameters<typeof ruleBasedPolicy>[0]> = {}, seen?: (CallDecision | undefined)[]) {
+function rt(
+  rules: ToolPolicyRule[],
+  tools: ToolDefinition[],
+  extra: Partial<Parameters<typeof ruleBasedPolicy>[0]> = {},
+  seen?: (CallDecision | undefined)[],
+) {
   const policy = ruleBasedPolicy({ rules, logger: quietLogger(), ...extra });
   return createRuntime({ builtins: false, tools, middleware: seen ? [decisions(seen), policy] : [policy], logger: quietLogger() });
 }
@@ -71,27 +76,38 @@ describe("rule-based policy (issue 4 §3)", () => {
   test("rules are ordered: the first match wins", async () => {
     const t = counting("rm");
     const seen: (CallDecision | undefined)[] = [];
-    const r = rt([
-      { id: "allow-rm", action: "allow", tools: ["rm"] },
-      { id: "deny-all", action: "deny" },
-    ], [t.def], {}, seen);
+    const r = rt(
+      [
+        { id: "allow-rm", action: "allow", tools: ["rm"] },
+        { id: "deny-all", action: "deny" },
+      ],
+      [t.def],
+      {},
+      seen,
+    );
     expect((await r.dispatchCall(dc("rm"))).result).toBe("ok");
     expect(seen[0]).toEqual({ action: "allow", by: "rule:allow-rm" });
-    const r2 = rt([
-      { id: "deny-all", action: "deny" },
-      { id: "allow-rm", action: "allow", tools: ["rm"] },
-    ], [t.def]);
+    const r2 = rt(
+      [
+        { id: "deny-all", action: "deny" },
+        { id: "allow-rm", action: "allow", tools: ["rm"] },
+      ],
+      [t.def],
+    );
     expect((await r2.dispatchCall(dc("rm"))).error?.details).toEqual({ rule_id: "deny-all" });
   });
 
   test("selection by effect and by sync and async predicates", async () => {
     const ro = counting("look", "read_only");
     const se = counting("touch", "side_effecting");
-    const r = rt([
-      { id: "sync-when", action: "allow", when: (ctx) => ctx.arguments.safe === true },
-      { id: "async-when", action: "allow", when: async (ctx) => (await Promise.resolve(ctx.arguments.ok)) === "yes" },
-      { id: "reads", action: "allow", effects: ["read_only"] },
-    ], [ro.def, se.def]);
+    const r = rt(
+      [
+        { id: "sync-when", action: "allow", when: (ctx) => ctx.arguments.safe === true },
+        { id: "async-when", action: "allow", when: async (ctx) => (await Promise.resolve(ctx.arguments.ok)) === "yes" },
+        { id: "reads", action: "allow", effects: ["read_only"] },
+      ],
+      [ro.def, se.def],
+    );
     expect((await r.dispatchCall(dc("look"))).success).toBe(true);
     expect((await r.dispatchCall(dc("touch"))).error?.code).toBe("DENIED");
     expect((await r.dispatchCall(dc("touch", { safe: true }))).success).toBe(true);
@@ -101,13 +117,31 @@ describe("rule-based policy (issue 4 §3)", () => {
 
   test("a throwing predicate fails closed with the policy-failed reason", async () => {
     const t = counting("x");
-    const env = await rt([{ id: "bad", action: "allow", when: () => { throw new Error("boom"); } }], [t.def]).dispatchCall(dc("x"));
+    const env = await rt(
+      [
+        {
+          id: "bad",
+          action: "allow",
+          when: () => {
+            throw new Error("boom");
+          },
+        },
+      ],
+      [t.def],
+    ).dispatchCall(dc("x"));
     expect(env.error).toEqual({ code: "DENIED", message: REASONS.policyFailed, details: {} });
     expect(t.ran).toEqual([]);
   });
 
   test("invalid rule sets fail at creation", () => {
-    expect(() => ruleBasedPolicy({ rules: [{ id: "a", action: "allow" }, { id: "a", action: "deny" }] })).toThrow("duplicate rule id");
+    expect(() =>
+      ruleBasedPolicy({
+        rules: [
+          { id: "a", action: "allow" },
+          { id: "a", action: "deny" },
+        ],
+      }),
+    ).toThrow("duplicate rule id");
     expect(() => ruleBasedPolicy({ rules: [{ id: "d", action: "deny", maxCallsPerRun: 2 }] })).toThrow("not allowed on a deny rule");
     expect(() => ruleBasedPolicy({ rules: [{ id: "z", action: "maybe" as never }] })).toThrow("action must be one of");
   });
@@ -163,7 +197,10 @@ describe("rule-based policy (issue 4 §3)", () => {
       },
     };
     // An async predicate: every call yields before the reservation, so all 50 interleave.
-    const runtime = rt([{ id: "ten", action: "allow", effects: ["read_only"], when: async () => true, maxCallsPerRun: 10 }], [look as never]);
+    const runtime = rt(
+      [{ id: "ten", action: "allow", effects: ["read_only"], when: async () => true, maxCallsPerRun: 10 }],
+      [look as never],
+    );
     const batch = calls(Array.from({ length: 50 }, (_, i) => [`c${i}`, "look", { n: i }] as [string, string, unknown]));
     const model = new ScriptedModel([batch, text("never")]);
     const agent = createAgent({ model, runtime, policy: { parallelToolCalls: true } });
@@ -193,7 +230,14 @@ describe("approval (issue 4 §3-4)", () => {
     const approver: ToolApprover = async (req) => ((request = req), { approved: true, reason: "fine" });
     const env = await rt(rules, [t.def], { approver }, seen).dispatchCall(dc("wire", { to: { iban: "X" } }, "id9"));
     expect(env.result).toBe("ok");
-    expect(request).toMatchObject({ tool: "wire", effect: "side_effecting", toolCallId: "id9", reason: "money moves", ruleId: "ask", arguments: { to: { iban: "X" } } });
+    expect(request).toMatchObject({
+      tool: "wire",
+      effect: "side_effecting",
+      toolCallId: "id9",
+      reason: "money moves",
+      ruleId: "ask",
+      arguments: { to: { iban: "X" } },
+    });
     expect(Object.isFrozen(request!.arguments)).toBe(true);
     expect(Object.isFrozen(request!.arguments.to)).toBe(true);
     expect(seen[0]).toEqual({ action: "require_approval", by: "rule:ask", approved: true, reason: "fine" });
@@ -201,7 +245,10 @@ describe("approval (issue 4 §3-4)", () => {
 
   test("denied → refused with the approver's reason, else the rule's, else the default", async () => {
     const t = counting("wire");
-    const deny = (reason?: string): ToolApprover => async () => (reason === undefined ? { approved: false } : { approved: false, reason });
+    const deny =
+      (reason?: string): ToolApprover =>
+      async () =>
+        reason === undefined ? { approved: false } : { approved: false, reason };
     expect((await rt(rules, [t.def], { approver: deny("nope") }).dispatchCall(dc("wire"))).error?.message).toBe("nope");
     expect((await rt(rules, [t.def], { approver: deny() }).dispatchCall(dc("wire"))).error?.message).toBe("money moves");
     const bare: ToolPolicyRule[] = [{ id: "ask", action: "require_approval" }];

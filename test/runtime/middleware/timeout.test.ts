@@ -21,7 +21,10 @@ function alive(pid: number): boolean {
 }
 
 describe("timeouts, cancellation and released resources through the chain (issue 4 §5)", () => {
-  for (const [label, middleware] of [["chain", [passThrough]], ["fast path", []]] as const) {
+  for (const [label, middleware] of [
+    ["chain", [passThrough]],
+    ["fast path", []],
+  ] as const) {
     test(`${label}: a child process spawned by a tool is killed on TIMEOUT`, async () => {
       let pid = 0;
       const exited = deferred<string | null>();
@@ -86,7 +89,7 @@ describe("timeouts, cancellation and released resources through the chain (issue
     };
     const rt = createRuntime({ builtins: false, tools: [t], middleware: [passThrough] });
     expect((await rt.dispatchCall({ id: "s", tool: "slow", arguments: {}, shape: "agentcore" })).error?.code).toBe("TIMEOUT");
-    expect((await reason.promise as DOMException).name).toBe("TimeoutError");
+    expect(((await reason.promise) as DOMException).name).toBe("TimeoutError");
   });
 
   test("cancelling settles every call in flight (CANCELLED) and aborts their signals", async () => {
@@ -117,7 +120,11 @@ describe("timeouts, cancellation and released resources through the chain (issue
   test("an already-aborted caller signal: CANCELLED, no middleware or handler runs", async () => {
     let reached = false;
     const spy: ToolMiddleware = (ctx, next) => ((reached = true), next(ctx));
-    const rt = createRuntime({ builtins: false, tools: [{ name: "x", description: "", parameters: { type: "object" }, handler: () => 1 }], middleware: [spy] });
+    const rt = createRuntime({
+      builtins: false,
+      tools: [{ name: "x", description: "", parameters: { type: "object" }, handler: () => 1 }],
+      middleware: [spy],
+    });
     const ac = new AbortController();
     ac.abort();
     expect((await rt.dispatchCall({ id: "x", tool: "x", arguments: {}, shape: "agentcore" }, ac.signal)).error?.code).toBe("CANCELLED");

@@ -26,7 +26,12 @@ describe("schema validation middleware (issue 4 §2)", () => {
   test("a type error short-circuits the handler: path /amount, keyword type, the value is not echoed", async () => {
     let ran = 0;
     const rt = createRuntime({ builtins: false, tools: [transfer(() => ran++)] });
-    const env = await rt.dispatchCall({ id: "c1", tool: "transfer", arguments: { amount: SECRET, currency: "EUR", to: "bob" }, shape: "agentcore" });
+    const env = await rt.dispatchCall({
+      id: "c1",
+      tool: "transfer",
+      arguments: { amount: SECRET, currency: "EUR", to: "bob" },
+      shape: "agentcore",
+    });
     expect(ran).toBe(0);
     expect(env.error?.code).toBe("INVALID_ARGUMENTS");
     expect(env.error?.details).toEqual({ errors: [{ path: "/amount", keyword: "type", message: "must be number" }], truncated: false });
@@ -55,17 +60,25 @@ describe("schema validation middleware (issue 4 §2)", () => {
     const rt = createRuntime({ builtins: false, tools: [transfer(() => {})] });
     const env = await rt.dispatchCall({ id: "c1", tool: "transfer", arguments: {}, shape: "agentcore" });
     const errors = env.error?.details.errors as { path: string; keyword: string }[];
-    expect(errors.map((e) => [e.path, e.keyword])).toEqual([["/amount", "required"], ["/currency", "required"], ["/to", "required"]]);
+    expect(errors.map((e) => [e.path, e.keyword])).toEqual([
+      ["/amount", "required"],
+      ["/currency", "required"],
+      ["/to", "required"],
+    ]);
     const payload = invalidArgumentsPayload("transfer", errors as never, false);
     expect((payload.errors as { message: string }[]).every((e) => e.message === "required property is missing")).toBe(true);
   });
 
   test("payload errors are sorted by path then keyword; unknown keywords get the generic wording", () => {
-    const p = invalidArgumentsPayload("t", [
-      { path: "/b", keyword: "type", message: "x" },
-      { path: "/a", keyword: "weird", message: "x" },
-      { path: "/a", keyword: "minimum", message: "x" },
-    ], true);
+    const p = invalidArgumentsPayload(
+      "t",
+      [
+        { path: "/b", keyword: "type", message: "x" },
+        { path: "/a", keyword: "weird", message: "x" },
+        { path: "/a", keyword: "minimum", message: "x" },
+      ],
+      true,
+    );
     expect(p).toEqual({
       status: "error",
       tool: "t",
@@ -80,7 +93,12 @@ describe("schema validation middleware (issue 4 §2)", () => {
   });
 
   test("an invalid schema fails createRuntime at startup, naming the tool", () => {
-    const bad: ToolDefinition = { name: "broken_tool", description: "", parameters: { type: "object", properties: { a: { type: "no-such-type" } } }, handler: () => 1 };
+    const bad: ToolDefinition = {
+      name: "broken_tool",
+      description: "",
+      parameters: { type: "object", properties: { a: { type: "no-such-type" } } },
+      handler: () => 1,
+    };
     expect(() => createRuntime({ builtins: false, tools: [bad], middleware: [] })).toThrow(/broken_tool/);
   });
 
@@ -97,7 +115,12 @@ describe("schema validation middleware (issue 4 §2)", () => {
       expect(env.error?.code).toBe("INVALID_ARGUMENTS");
     }
     expect(asked).toBe(0);
-    const ok = await rt.dispatchCall({ id: "ok", tool: "transfer", arguments: { amount: 1, currency: "EUR", to: "bob" }, shape: "agentcore" });
+    const ok = await rt.dispatchCall({
+      id: "ok",
+      tool: "transfer",
+      arguments: { amount: 1, currency: "EUR", to: "bob" },
+      shape: "agentcore",
+    });
     expect(ok.result).toBe("sent");
     expect([ran, asked]).toEqual([1, 1]);
   });
@@ -106,7 +129,12 @@ describe("schema validation middleware (issue 4 §2)", () => {
     const breakIt: ToolMiddleware = (ctx, next) => next({ ...ctx, arguments: { amount: "nope" } });
     const { schemaValidation } = await import("../../../src/runtime/middleware/index.ts");
     const rt = createRuntime({ builtins: false, tools: [transfer(() => {})], middleware: [breakIt, schemaValidation()] });
-    const env = await rt.dispatchCall({ id: "c", tool: "transfer", arguments: { amount: 1, currency: "EUR", to: "bob" }, shape: "agentcore" });
+    const env = await rt.dispatchCall({
+      id: "c",
+      tool: "transfer",
+      arguments: { amount: 1, currency: "EUR", to: "bob" },
+      shape: "agentcore",
+    });
     expect(env.error?.code).toBe("INVALID_ARGUMENTS");
   });
 });

@@ -53,7 +53,11 @@ function diffU(rel: string, next: string | null, prev: string | null = null): st
   const cur = prev ?? (fs.existsSync(path.join(sb.root, rel)) ? read(rel) : null);
   fs.writeFileSync(oldF, cur ?? "");
   fs.writeFileSync(newF, next ?? "");
-  const r = spawnSync("diff", ["-u", "--label", cur === null ? "/dev/null" : `a/${rel}`, "--label", next === null ? "/dev/null" : `b/${rel}`, oldF, newF], { encoding: "utf8" });
+  const r = spawnSync(
+    "diff",
+    ["-u", "--label", cur === null ? "/dev/null" : `a/${rel}`, "--label", next === null ? "/dev/null" : `b/${rel}`, oldF, newF],
+    { encoding: "utf8" },
+  );
   fs.rmSync(tmp, { recursive: true });
   return r.stdout;
 }
@@ -95,7 +99,8 @@ describe("apply_patch: unified diffs", () => {
   test("a git diff applies (diff --git, index lines, a/ b/ prefixes)", async () => {
     const repo = path.join(sb.base, "repo");
     fs.mkdirSync(repo);
-    const git = (...args: string[]) => spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: repo, encoding: "utf8" });
+    const git = (...args: string[]) =>
+      spawnSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: repo, encoding: "utf8" });
     git("init", "-q");
     fs.writeFileSync(path.join(repo, "b.txt"), "alpha\nbeta\ngamma\n");
     git("add", ".");
@@ -174,7 +179,9 @@ describe("apply_patch: unified diffs", () => {
   });
 
   test("creating a file that exists, or patching one that does not, is a mismatch", async () => {
-    expect(code(await sb.call("apply_patch", { patch: diffU("b.txt", "x\n", null).replace(/^--- .*$/m, "--- /dev/null") }))).toBe("PATCH_MISMATCH");
+    expect(code(await sb.call("apply_patch", { patch: diffU("b.txt", "x\n", null).replace(/^--- .*$/m, "--- /dev/null") }))).toBe(
+      "PATCH_MISMATCH",
+    );
     expect(code(await sb.call("apply_patch", { patch: diffU("nope.txt", "y\n", "x\n") }))).toBe("PATCH_MISMATCH");
   });
 });
@@ -188,13 +195,23 @@ describe("apply_patch: exact edits", () => {
         { path: "b.txt", old: "BETA\ngamma", new: "gamma\nBETA" },
       ],
     });
-    expect(env.result).toEqual({ files: [{ path: "b.txt", action: "modified" }, { path: "src/a.txt", action: "modified" }] });
+    expect(env.result).toEqual({
+      files: [
+        { path: "b.txt", action: "modified" },
+        { path: "src/a.txt", action: "modified" },
+      ],
+    });
     expect(read("b.txt")).toBe("alpha\ngamma\nBETA\n");
     expect(read("src/a.txt")).toBe(A.replace("line 10\n", "line ten\n"));
   });
 
   test("old must occur exactly once: the error names the file, the edit and the lines", async () => {
-    let env = await sb.call("apply_patch", { edits: [{ path: "b.txt", old: "beta", new: "x" }, { path: "src/a.txt", old: "line 1", new: "x" }] });
+    let env = await sb.call("apply_patch", {
+      edits: [
+        { path: "b.txt", old: "beta", new: "x" },
+        { path: "src/a.txt", old: "line 1", new: "x" },
+      ],
+    });
     expect(code(env)).toBe("PATCH_MISMATCH");
     expect(env.error?.message).toBe('src/a.txt: edit 2: "old" text occurs 2 times (lines 1, 10); add surrounding text to make it unique');
     expect(read("b.txt")).toBe("alpha\nbeta\ngamma\n");
@@ -241,8 +258,12 @@ describe("apply_patch escapes (each must fail, nothing changes)", () => {
     expect(await both("src/../../outside/secret.txt")).toEqual(["PATH_TRAVERSAL", "PATH_TRAVERSAL", "PATH_TRAVERSAL"]);
     const abs = path.join(sb.outside, "secret.txt");
     // "--- a//abs": dropping the a/ prefix keeps the leading slash
-    expect(code(await sb.call("apply_patch", { patch: `--- a/${abs}\n+++ b/${abs}\n@@ -1 +1 @@\n-${OUTSIDE}\n+pwned\n` }))).toBe("PATH_ABSOLUTE");
-    expect(code(await sb.call("apply_patch", { patch: `--- ${abs}\n+++ ${abs}\n@@ -1 +1 @@\n-${OUTSIDE}\n+pwned\n` }))).toBe("PATH_ABSOLUTE");
+    expect(code(await sb.call("apply_patch", { patch: `--- a/${abs}\n+++ b/${abs}\n@@ -1 +1 @@\n-${OUTSIDE}\n+pwned\n` }))).toBe(
+      "PATH_ABSOLUTE",
+    );
+    expect(code(await sb.call("apply_patch", { patch: `--- ${abs}\n+++ ${abs}\n@@ -1 +1 @@\n-${OUTSIDE}\n+pwned\n` }))).toBe(
+      "PATH_ABSOLUTE",
+    );
     expect(code(await sb.call("apply_patch", { edits: [{ path: abs, old: OUTSIDE, new: "pwned" }] }))).toBe("PATH_ABSOLUTE");
   });
 
@@ -300,11 +321,17 @@ describe("apply_patch: hunks longer than their header", () => {
     fs.writeFileSync(path.join(sb.root, "p.txt"), "one\ntwo\nthree\n");
     fs.writeFileSync(path.join(sb.root, "q.txt"), "alpha\n");
     const good = "--- a/q.txt\n+++ b/q.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n";
-    for (const [extra, line] of [["+EXTRA\n three\n", 12], ["-three\n", 12], [" three\n", 12]] as [string, number][]) {
+    for (const [extra, line] of [
+      ["+EXTRA\n three\n", 12],
+      ["-three\n", 12],
+      [" three\n", 12],
+    ] as [string, number][]) {
       const patch = good + "--- a/p.txt\n+++ b/p.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n" + extra;
       const env = await sb.call("apply_patch", { patch });
       expect(env.error?.code).toBe("PATCH_INVALID");
-      expect(env.error?.message).toBe(`patch line ${line}: hunk @@ -1,2 +1,2 @@ has more lines than its header says (2 old, 2 new); correct the counts`);
+      expect(env.error?.message).toBe(
+        `patch line ${line}: hunk @@ -1,2 +1,2 @@ has more lines than its header says (2 old, 2 new); correct the counts`,
+      );
       expect(fs.readFileSync(path.join(sb.root, "p.txt"), "utf8")).toBe("one\ntwo\nthree\n");
       expect(fs.readFileSync(path.join(sb.root, "q.txt"), "utf8")).toBe("alpha\n");
     }
@@ -332,12 +359,15 @@ describe("apply_patch: paths git writes in quotes", () => {
   afterAll(() => sb.cleanup());
 
   const git = (...args: string[]) => {
-    const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: sb.root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.base, GIT_CONFIG_NOSYSTEM: "1" } });
+    const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], {
+      cwd: sb.root,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.base, GIT_CONFIG_NOSYSTEM: "1" },
+    });
     expect(r.exitCode).toBe(0);
     return r.stdout.toString();
   };
 
-  test("a real git diff of non-ASCII and tab names (\"a/caf\\303\\251.txt\") applies, also creating a file; it was refused as a rename, or made a folder named '\"b'", async () => {
+  test('a real git diff of non-ASCII and tab names ("a/caf\\303\\251.txt") applies, also creating a file; it was refused as a rename, or made a folder named \'"b\'', async () => {
     const names = ["café.txt", "tab\tname.txt"];
     git("init", "-q", ".");
     for (const n of names) fs.writeFileSync(path.join(sb.root, n), "old\n");
@@ -386,7 +416,7 @@ describe("apply_patch edits: overlapping occurrences", () => {
   });
   afterAll(() => sb.cleanup());
 
-  test("an 'old' text that occurs twice overlapping (\"aa\" in \"aaa\", a blank line in three) is ambiguous: PATCH_MISMATCH, file unchanged", async () => {
+  test('an \'old\' text that occurs twice overlapping ("aa" in "aaa", a blank line in three) is ambiguous: PATCH_MISMATCH, file unchanged', async () => {
     fs.writeFileSync(path.join(sb.root, "o.txt"), "aaa\n");
     fs.writeFileSync(path.join(sb.root, "b.txt"), "x\n\n\n\ny\n");
     let env = await sb.call("apply_patch", { edits: [{ path: "o.txt", old: "aa", new: "b" }] });

@@ -59,10 +59,21 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
 
-const TOOLS = { list_dir: true, glob: true, grep: true, git_diff: true, write_file: true, apply_patch: true, exec: { allow: ["ls", "cat"] } };
+const TOOLS = {
+  list_dir: true,
+  glob: true,
+  grep: true,
+  git_diff: true,
+  write_file: true,
+  apply_patch: true,
+  exec: { allow: ["ls", "cat"] },
+};
 
 function expectOutcome(stdout: string) {
-  const lines = stdout.trim().split("\n").map((l) => JSON.parse(l) as { id: string; success: boolean; result: unknown; error: { code: string } | null });
+  const lines = stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { id: string; success: boolean; result: unknown; error: { code: string } | null });
   expect(lines.map((l) => l.success)).toEqual([true, true, true, true, true, true, true, false, false]);
   expect(lines[2]!.result).toEqual({ matches: ["a.txt", "d/b.txt"], truncated: false });
   expect((lines[3]!.result as { matches: unknown[] }).matches).toEqual([
@@ -90,7 +101,22 @@ describe("workspace tools through the CLI", () => {
   test("deno run (read, env, write and run permissions only): the same calls, the same results", () => {
     freshRoot();
     const cfg = config({ root: "./root", tools: TOOLS });
-    const r = run([path.join(REPO, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", "--allow-write", "--allow-run", path.join(REPO, "src/cli/main.ts"), "--config", cfg, "run", "-"], { stdin: CALLS });
+    const r = run(
+      [
+        path.join(REPO, "node_modules/.bin/deno"),
+        "run",
+        "--allow-read",
+        "--allow-env",
+        "--allow-write",
+        "--allow-run",
+        path.join(REPO, "src/cli/main.ts"),
+        "--config",
+        cfg,
+        "run",
+        "-",
+      ],
+      { stdin: CALLS },
+    );
     expect(r.status).toBe(1);
     expectOutcome(r.stdout);
   }, 120_000);
@@ -103,10 +129,32 @@ describe("workspace tools through the CLI", () => {
       return (JSON.parse(r.stdout) as { name: string; effect: string }[]).map((t) => `${t.name}:${t.effect}`);
     };
     expect(list([])).toEqual(["echo:read_only", "read_file:read_only"]);
-    expect(list(["--tools", "read"])).toEqual(["echo:read_only", "read_file:read_only", "list_dir:read_only", "glob:read_only", "grep:read_only", "git_diff:read_only"]);
-    expect(list(["--tools", "workspace"]).slice(2)).toEqual(["list_dir:read_only", "glob:read_only", "grep:read_only", "git_diff:read_only", "write_file:side_effecting", "apply_patch:side_effecting"]);
+    expect(list(["--tools", "read"])).toEqual([
+      "echo:read_only",
+      "read_file:read_only",
+      "list_dir:read_only",
+      "glob:read_only",
+      "grep:read_only",
+      "git_diff:read_only",
+    ]);
+    expect(list(["--tools", "workspace"]).slice(2)).toEqual([
+      "list_dir:read_only",
+      "glob:read_only",
+      "grep:read_only",
+      "git_diff:read_only",
+      "write_file:side_effecting",
+      "apply_patch:side_effecting",
+    ]);
     expect(list(["--tools", "write_file,glob"]).slice(2)).toEqual(["glob:read_only", "write_file:side_effecting"]);
-    const w = run([binaryPath(), "--root", root, "--tools", "write_file", "execute", '{"id":"w","tool":"write_file","arguments":{"path":"n.txt","content":"hi"}}']);
+    const w = run([
+      binaryPath(),
+      "--root",
+      root,
+      "--tools",
+      "write_file",
+      "execute",
+      '{"id":"w","tool":"write_file","arguments":{"path":"n.txt","content":"hi"}}',
+    ]);
     expect(w.status).toBe(0);
     expect(fs.readFileSync(path.join(root, "n.txt"), "utf8")).toBe("hi");
   }, 120_000);
@@ -120,10 +168,16 @@ describe("workspace tools through the CLI", () => {
       [["--config", config({ tools: { exec: { allow: ["ls"], shell: true } } }, "c2.json")], 'unknown key "tools.exec.shell"'],
       [["--config", config({ tools: { exec: true } }, "c3.json")], '"tools.exec" needs an object with an "allow" list'],
       [["--config", config({ tools: { exec: { allow: ["ls", 3] } } }, "c4.json")], '"tools.exec.allow[1]" must be a non-empty string'],
-      [["--config", config({ tools: { exec: { allow: ["ls"], isolation: "maybe" } } }, "c5.json")], '"tools.exec.isolation" must be "auto", "required" or "off"'],
+      [
+        ["--config", config({ tools: { exec: { allow: ["ls"], isolation: "maybe" } } }, "c5.json")],
+        '"tools.exec.isolation" must be "auto", "required" or "off"',
+      ],
       [["--config", config({ tools: { bash: true } }, "c6.json")], 'unknown key "tools.bash"'],
       [["--config", config({ tools: { exec: { allow: ["/bin/sh"] } } }, "c7.json")], "must be a bare program name"],
-      [["--config", config({ tools: { exec: { allow: ["ls"], env: ["LD_PRELOAD"] } } }, "c8.json")], 'environment variable "LD_PRELOAD" can\'t be allowlisted'],
+      [
+        ["--config", config({ tools: { exec: { allow: ["ls"], env: ["LD_PRELOAD"] } } }, "c8.json")],
+        'environment variable "LD_PRELOAD" can\'t be allowlisted',
+      ],
     ];
     for (const [flags, message] of cases) {
       const r = run([binaryPath(), ...flags, "tools"]);
@@ -137,7 +191,13 @@ describe("workspace tools through the CLI", () => {
     freshRoot();
     const cfg = path.join(root, "agentcore.jsonc");
     fs.writeFileSync(cfg, JSON.stringify({ root: ".", tools: { write_file: true } }));
-    const r = run([binaryPath(), "--config", "root/agentcore.jsonc", "execute", '{"id":"c","tool":"write_file","arguments":{"path":"agentcore.jsonc","content":"{}"}}']);
+    const r = run([
+      binaryPath(),
+      "--config",
+      "root/agentcore.jsonc",
+      "execute",
+      '{"id":"c","tool":"write_file","arguments":{"path":"agentcore.jsonc","content":"{}"}}',
+    ]);
     expect(r.status).toBe(1);
     expect(JSON.parse(r.stdout).error.code).toBe("PATH_PROTECTED");
     expect(JSON.parse(fs.readFileSync(cfg, "utf8"))).toEqual({ root: ".", tools: { write_file: true } });
@@ -149,7 +209,9 @@ describe("workspace tools through the CLI", () => {
     fs.mkdirSync(bin, { recursive: true });
     if (!fs.existsSync(path.join(bin, "ls"))) fs.symlinkSync(Bun.which("ls")!, path.join(bin, "ls"));
     const cfg = config({ root: "./root", tools: { exec: { allow: ["ls"] } } }, "nobwrap.json");
-    const r = run([binaryPath(), "--config", cfg, "execute", '{"id":"x","tool":"exec","arguments":{"argv":["ls"]}}'], { env: { PATH: bin, HOME: base } });
+    const r = run([binaryPath(), "--config", cfg, "execute", '{"id":"x","tool":"exec","arguments":{"argv":["ls"]}}'], {
+      env: { PATH: bin, HOME: base },
+    });
     expect(r.status).toBe(0);
     expect(r.stderr.match(/warning: bubblewrap/g)?.length).toBe(1);
     expect(JSON.parse(r.stdout).result).toMatchObject({ exit_code: 0, stdout: "a.txt\n", isolated: false });
@@ -167,7 +229,10 @@ describe("workspace tools from a Node 20 bundle of the library", () => {
     const bundle = path.join(base, "agentcore.mjs");
     // the main entry's runtime and the agentcore/workspace entry's tools, in one bundle
     const entry = path.join(base, "entry.ts");
-    fs.writeFileSync(entry, `export { createRuntime } from ${JSON.stringify(path.join(REPO, "src/mod.ts"))};\nexport { workspaceTools } from ${JSON.stringify(path.join(REPO, "src/entries/workspace.ts"))};\n`);
+    fs.writeFileSync(
+      entry,
+      `export { createRuntime } from ${JSON.stringify(path.join(REPO, "src/mod.ts"))};\nexport { workspaceTools } from ${JSON.stringify(path.join(REPO, "src/entries/workspace.ts"))};\n`,
+    );
     const b = run([process.execPath, "build", entry, "--target", "node", "--format", "esm", "--outfile", bundle]);
     expect(b.status).toBe(0);
     const script = path.join(base, "ws.mjs");
@@ -218,10 +283,26 @@ describe("an agent run with the workspace tools", () => {
       ].join("\n") + "\n",
     );
     const cfg = config({ root: "./root", tools: { exec: { allow: ["cat"] } } }, "agent.json");
-    const r = run([binaryPath(), "--config", cfg, "--tools", "workspace,exec", "agent", "--script", script, "--approve-all", "--events", "jsonl", "Fix the TODO"]);
+    const r = run([
+      binaryPath(),
+      "--config",
+      cfg,
+      "--tools",
+      "workspace,exec",
+      "agent",
+      "--script",
+      script,
+      "--approve-all",
+      "--events",
+      "jsonl",
+      "Fix the TODO",
+    ]);
     expect(r.status).toBe(0);
     expect(fs.readFileSync(path.join(root, "a.txt"), "utf8")).toBe("hello DONE\n");
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { kind: string; tool_call?: { name: string }; result?: unknown });
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { kind: string; tool_call?: { name: string }; result?: unknown });
     const done = events.filter((e) => e.kind === "tool_completed").map((e) => [e.tool_call!.name, JSON.stringify(e.result)]);
     expect(done.map(([name]) => name)).toEqual(["grep", "glob", "apply_patch", "exec"]);
     expect(done[3]![1]).toContain("hello DONE");
@@ -259,11 +340,18 @@ console.log("still running");
     expect(r.status).toBe(0);
   }, 60_000);
 
-  for (const [signal, status] of [["SIGTERM", 143], ["SIGINT", 130], ["SIGHUP", 129]] as const) {
+  for (const [signal, status] of [
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+    ["SIGHUP", 129],
+  ] as const) {
     test(`${signal} to agentcore execute kills the running command and its grandchildren (exit ${status})`, async () => {
       freshRoot();
       const marker = `agentcore-sig-${signal}-${process.pid}-${Date.now()}`;
-      const cfg = config({ root: "./root", tools: { exec: { allow: ["bun"], env: ["PATH"], isolation: "off", timeout_ms: 60_000 } } }, `sig-${signal}.json`);
+      const cfg = config(
+        { root: "./root", tools: { exec: { allow: ["bun"], env: ["PATH"], isolation: "off", timeout_ms: 60_000 } } },
+        `sig-${signal}.json`,
+      );
       const call = JSON.stringify({ id: "s", tool: "exec", arguments: { argv: ["bun", "-e", forkingScript(marker)] } });
       const child = Bun.spawn([process.execPath, path.join(REPO, "src/cli/main.ts"), "--config", cfg, "execute", call], {
         cwd: base,

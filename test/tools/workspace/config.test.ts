@@ -19,7 +19,14 @@ describe("parseToolsConfig", () => {
       git_diff: { max_bytes: 1, timeout_ms: 2 },
       write_file: { max_bytes: 3 },
       apply_patch: {},
-      exec: { allow: ["ls"], env: ["PATH"], timeout_ms: 4, max_output_bytes: 5, isolation: "off", limits: { processes: 1, memory_bytes: 1048576, file_size_bytes: 1, cpu_seconds: 1 } },
+      exec: {
+        allow: ["ls"],
+        env: ["PATH"],
+        timeout_ms: 4,
+        max_output_bytes: 5,
+        isolation: "off",
+        limits: { processes: 1, memory_bytes: 1048576, file_size_bytes: 1, cpu_seconds: 1 },
+      },
     };
     expect(parseToolsConfig(v)).toEqual(v as never);
   });
@@ -38,15 +45,24 @@ describe("parseToolsConfig", () => {
       [{ exec: { allow: "ls" } }, '"tools.exec.allow" must be an array of strings'],
       [{ exec: { allow: [""] } }, '"tools.exec.allow[0]" must be a non-empty string'],
       [{ exec: { allow: ["ls"], isolation: true } }, '"tools.exec.isolation" must be "auto", "required" or "off"'],
-      [{ exec: { allow: ["ls"], env: ["PATH", "TAR_OPTIONS"] } }, '"tools.exec.env[1]": environment variable "TAR_OPTIONS" can\'t be allowlisted: tar takes options from it'],
-      [{ exec: { allow: ["ls"], env: ["GIT_DIR"] } }, '"tools.exec.env[0]": environment variable "GIT_DIR" can\'t be allowlisted: git takes'],
+      [
+        { exec: { allow: ["ls"], env: ["PATH", "TAR_OPTIONS"] } },
+        '"tools.exec.env[1]": environment variable "TAR_OPTIONS" can\'t be allowlisted: tar takes options from it',
+      ],
+      [
+        { exec: { allow: ["ls"], env: ["GIT_DIR"] } },
+        '"tools.exec.env[0]": environment variable "GIT_DIR" can\'t be allowlisted: git takes',
+      ],
       [{ exec: { allow: ["ls"], env: ["1X"] } }, '"tools.exec.env[0]" must be an environment variable name'],
       [{ exec: { allow: ["ls"], limits: [] } }, '"tools.exec.limits" must be an object'],
       [{ exec: { allow: ["ls"], limits: { processes: 0 } } }, '"tools.exec.limits.processes" must be an integer from 1 to 1000000'],
       [{ exec: { allow: ["ls"], limits: { processes: 1_000_001 } } }, '"tools.exec.limits.processes" must be an integer from 1 to 1000000'],
       [{ exec: { allow: ["ls"], limits: { memory_bytes: 1048575 } } }, '"tools.exec.limits.memory_bytes" must be an integer from 1048576'],
       [{ exec: { allow: ["ls"], limits: { file_size_bytes: 0 } } }, '"tools.exec.limits.file_size_bytes" must be an integer from 1'],
-      [{ exec: { allow: ["ls"], limits: { cpu_seconds: 2 ** 31 } } }, '"tools.exec.limits.cpu_seconds" must be an integer from 1 to 2147483647'],
+      [
+        { exec: { allow: ["ls"], limits: { cpu_seconds: 2 ** 31 } } },
+        '"tools.exec.limits.cpu_seconds" must be an integer from 1 to 2147483647',
+      ],
       [{ exec: { allow: ["ls"], limits: { cpu_seconds: "10" } } }, '"tools.exec.limits.cpu_seconds" must be an integer'],
       [{ exec: { allow: ["ls"], limits: { toString: 1 } } }, 'unknown key "tools.exec.limits.toString"'],
     ];
@@ -61,7 +77,10 @@ describe("selectTools", () => {
   test("groups, names, configured settings, and exec's need for a config section", () => {
     expect(selectTools("read")).toEqual({ list_dir: true, glob: true, grep: true, git_diff: true });
     expect(Object.keys(selectTools("workspace"))).toEqual(["list_dir", "glob", "grep", "git_diff", "write_file", "apply_patch"]);
-    expect(selectTools(" grep , write_file ,", { grep: { max_results: 3 }, exec: { allow: ["ls"] } })).toEqual({ grep: { max_results: 3 }, write_file: true });
+    expect(selectTools(" grep , write_file ,", { grep: { max_results: 3 }, exec: { allow: ["ls"] } })).toEqual({
+      grep: { max_results: 3 },
+      write_file: true,
+    });
     expect(selectTools("exec", { exec: { allow: ["ls"] } })).toEqual({ exec: { allow: ["ls"] } });
     expect(() => selectTools("exec")).toThrow('needs a config file with a "tools.exec" section');
     expect(() => selectTools("exec", { exec: false })).toThrow("tools.exec");
@@ -73,8 +92,14 @@ describe("selectTools", () => {
 describe("timeouts a timer can't hold", () => {
   test("a tools timeout_ms above 2^31-1 ms is a config error naming the key (it made grep and git_diff always TIMEOUT and exec kill at 1 ms)", async () => {
     const { parseToolsConfig } = await import("../../../src/tools/workspace/config.ts");
-    for (const [tool, settings] of [["grep", {}], ["git_diff", {}], ["exec", { allow: ["ls"] }]] as [string, Record<string, unknown>][]) {
-      expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 3_000_000_000 } })).toThrow(`"tools.${tool}.timeout_ms" must be a positive integer of at most 2147483647`);
+    for (const [tool, settings] of [
+      ["grep", {}],
+      ["git_diff", {}],
+      ["exec", { allow: ["ls"] }],
+    ] as [string, Record<string, unknown>][]) {
+      expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 3_000_000_000 } })).toThrow(
+        `"tools.${tool}.timeout_ms" must be a positive integer of at most 2147483647`,
+      );
       expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 2_147_483_647 } })).not.toThrow();
     }
   });
@@ -85,7 +110,14 @@ describe("timeouts a timer can't hold", () => {
       fs.writeFileSync(path.join(dir, "a.txt"), "hello\n");
       const cfg = path.join(dir, "c.jsonc");
       fs.writeFileSync(cfg, JSON.stringify({ root: dir, tools: { grep: { timeout_ms: 3_000_000_000 } } }));
-      const r = Bun.spawnSync([process.execPath, path.join(import.meta.dir, "../../../src/cli/main.ts"), "--config", cfg, "execute", '{"id":"g","tool":"grep","arguments":{"pattern":"hel+o"}}']);
+      const r = Bun.spawnSync([
+        process.execPath,
+        path.join(import.meta.dir, "../../../src/cli/main.ts"),
+        "--config",
+        cfg,
+        "execute",
+        '{"id":"g","tool":"grep","arguments":{"pattern":"hel+o"}}',
+      ]);
       expect(r.exitCode).toBe(2);
       expect(r.stderr.toString()).toContain('"tools.grep.timeout_ms" must be a positive integer of at most 2147483647');
       expect(r.stdout.toString()).toBe("");
@@ -98,7 +130,11 @@ describe("timeouts a timer can't hold", () => {
     const { workspaceTools } = await import("../../../src/tools/workspace/index.ts");
     const root = tmp("agentcore-config-lib-");
     try {
-      for (const o of [{ grep: { timeout_ms: 3_000_000_000 } }, { git_diff: { timeout_ms: 2 ** 31 } }, { exec: { allow: ["ls"], timeout_ms: 2 ** 32, isolation: "off" as const } }]) {
+      for (const o of [
+        { grep: { timeout_ms: 3_000_000_000 } },
+        { git_diff: { timeout_ms: 2 ** 31 } },
+        { exec: { allow: ["ls"], timeout_ms: 2 ** 32, isolation: "off" as const } },
+      ]) {
         expect(() => workspaceTools(o, root, { searchPath: SEARCH_PATH, warn: () => {} })).toThrow(RangeError);
       }
       const sb = sandbox({ grep: { timeout_ms: 2_147_483_647 } }, "agentcore-ws-");

@@ -46,7 +46,17 @@ function identity(): void {
   Bun.spawnSync(["git", "config", "user.name", "t"], { cwd: sb.root });
 }
 
-type R = { exit_code: number | null; signal: string | null; stdout: string; stderr: string; truncated: boolean; stdout_bytes: number; stderr_bytes: number; timed_out: boolean; isolated: boolean };
+type R = {
+  exit_code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  timed_out: boolean;
+  isolated: boolean;
+};
 async function run(args: Record<string, unknown>, signal?: AbortSignal): Promise<R> {
   const env = await sb.call("exec", args, signal);
   expect(env.error).toBeNull();
@@ -56,7 +66,15 @@ async function run(args: Record<string, unknown>, signal?: AbortSignal): Promise
 describe("exec basics", () => {
   test("argv array, cwd inside the root, exit code, stdin; results say isolated:false", async () => {
     let r = await run({ argv: ["ls", "-1"], cwd: "sub" });
-    expect(r).toMatchObject({ exit_code: 0, signal: null, stdout: "f.txt\n", stderr: "", truncated: false, timed_out: false, isolated: false });
+    expect(r).toMatchObject({
+      exit_code: 0,
+      signal: null,
+      stdout: "f.txt\n",
+      stderr: "",
+      truncated: false,
+      timed_out: false,
+      isolated: false,
+    });
     r = await run({ argv: ["cat", "does-not-exist"] });
     expect(r.exit_code).toBe(1);
     expect(r.stderr).toContain("does-not-exist");
@@ -97,7 +115,22 @@ describe("exec basics", () => {
 
 describe("exec allowlist bypasses (each must fail)", () => {
   test("path tricks: argv[0] must be a bare allowlisted name", async () => {
-    for (const argv0 of ["./ls", "/bin/ls", "/bin/sh", "../ls", "ls/../sh", "sub/../ls", "/usr/bin/env", "ls\\", "", ".", "..", "LS", " ls", "ls "]) {
+    for (const argv0 of [
+      "./ls",
+      "/bin/ls",
+      "/bin/sh",
+      "../ls",
+      "ls/../sh",
+      "sub/../ls",
+      "/usr/bin/env",
+      "ls\\",
+      "",
+      ".",
+      "..",
+      "LS",
+      " ls",
+      "ls ",
+    ]) {
       const env = await sb.call("exec", { argv: [argv0, "-la"] });
       expect(code(env)).toBe("COMMAND_NOT_ALLOWED");
     }
@@ -134,7 +167,9 @@ describe("exec allowlist bypasses (each must fail)", () => {
   });
 
   test("LD_PRELOAD can't be allowlisted, and agentcore's own environment is scrubbed", async () => {
-    expect(() => createExecTool({ root: sb.root, allow: ["cat"], env: ["PATH", "LD_PRELOAD"], searchPath: SEARCH_PATH, isolation: "off" })).toThrow(/LD_PRELOAD/);
+    expect(() =>
+      createExecTool({ root: sb.root, allow: ["cat"], env: ["PATH", "LD_PRELOAD"], searchPath: SEARCH_PATH, isolation: "off" }),
+    ).toThrow(/LD_PRELOAD/);
     const tool = createExecTool({
       root: sb.root,
       allow: ["cat"],
@@ -143,9 +178,18 @@ describe("exec allowlist bypasses (each must fail)", () => {
       isolation: "off",
       sourceEnv: { PATH: "/usr/bin::.:bin:/bin:", LANG: "C", LD_PRELOAD: "/nonexistent/evil.so", SECRET_TOKEN: "hunter2", HOME: "/root" },
     });
-    const rt = createRuntime({ root: sb.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
+    const rt = createRuntime({
+      root: sb.root,
+      builtins: false,
+      tools: [tool as never],
+      logger: createLogger({ level: "error", sink: () => {} }),
+    });
     const env = await rt.dispatchCall({ id: "e", tool: "exec", arguments: { argv: ["cat", "/proc/self/environ"] }, shape: "agentcore" });
-    const seen = (env.result as R).stdout.split("\0").filter((s) => s !== "").map((s) => s.split("=")[0]).sort();
+    const seen = (env.result as R).stdout
+      .split("\0")
+      .filter((s) => s !== "")
+      .map((s) => s.split("=")[0])
+      .sort();
     expect(seen).toEqual(["LANG", "PATH"]);
     // relative and empty PATH entries (which resolve against the working folder) are dropped
     expect((env.result as R).stdout.split("\0")).toContain("PATH=/usr/bin:/bin");
@@ -192,7 +236,10 @@ describe("exec allowlist bypasses (each must fail)", () => {
     fs.mkdirSync(path.join(evil, "objects"), { recursive: true });
     fs.mkdirSync(path.join(evil, "refs"));
     fs.writeFileSync(path.join(evil, "HEAD"), "ref: refs/heads/main\n");
-    fs.writeFileSync(path.join(evil, "config"), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n[filter "x"]\n\tclean = touch ${marker}; cat\n`);
+    fs.writeFileSync(
+      path.join(evil, "config"),
+      `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n[filter "x"]\n\tclean = touch ${marker}; cat\n`,
+    );
     fs.writeFileSync(path.join(sb.root, ".gitattributes"), "*.txt filter=x\n");
     try {
       const r = await run({ argv: ["git", "add", "../sub/f.txt"], cwd: "evil" });
@@ -226,7 +273,10 @@ describe("exec allowlist bypasses (each must fail)", () => {
     expect(r).toMatchObject({ exit_code: 0, stderr: "" });
     expect(fs.existsSync(marker)).toBe(false);
     // control: plain git runs the same hook
-    const plain = Bun.spawnSync(["git", "commit", "-q", "--allow-empty", "-m", "y"], { cwd: sb.root, env: { PATH: process.env.PATH!, HOME: sb.base } });
+    const plain = Bun.spawnSync(["git", "commit", "-q", "--allow-empty", "-m", "y"], {
+      cwd: sb.root,
+      env: { PATH: process.env.PATH!, HOME: sb.base },
+    });
     expect(plain.exitCode).toBe(0);
     expect(fs.existsSync(marker)).toBe(true);
     fs.rmSync(path.join(sb.root, ".git"), { recursive: true });
@@ -278,10 +328,27 @@ describe("exec processes", () => {
   });
 
   test("a per-call timeout can't exceed the configured one", async () => {
-    const tool = createExecTool({ root: sb.root, allow: ["bun"], searchPath: SEARCH_PATH, isolation: "off", timeoutMs: 1000, warn: () => {} });
-    const rt = createRuntime({ root: sb.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
+    const tool = createExecTool({
+      root: sb.root,
+      allow: ["bun"],
+      searchPath: SEARCH_PATH,
+      isolation: "off",
+      timeoutMs: 1000,
+      warn: () => {},
+    });
+    const rt = createRuntime({
+      root: sb.root,
+      builtins: false,
+      tools: [tool as never],
+      logger: createLogger({ level: "error", sink: () => {} }),
+    });
     // asks for 10 minutes; the configured second applies (otherwise this test would hit its own timeout)
-    const env = await rt.dispatchCall({ id: "t", tool: "exec", arguments: { argv: ["bun", "-e", "setInterval(() => {}, 1000)"], timeout_ms: 600_000 }, shape: "agentcore" });
+    const env = await rt.dispatchCall({
+      id: "t",
+      tool: "exec",
+      arguments: { argv: ["bun", "-e", "setInterval(() => {}, 1000)"], timeout_ms: 600_000 },
+      shape: "agentcore",
+    });
     expect(env.result).toMatchObject({ timed_out: true, signal: "SIGKILL", exit_code: null });
   });
 });
@@ -293,7 +360,9 @@ describe("exec creation", () => {
     expect(() => createExecTool({ ...base, allow: ["no-such-program-xyz"] })).toThrow(/not found on PATH/);
     expect(() => createExecTool({ ...base, allow: [] })).toThrow(/empty/);
     const noBwrap = [path.dirname(SEARCH_PATH[0]!) + "/.bin"];
-    expect(() => createExecTool({ root: sb.root, allow: ["bun"], searchPath: noBwrap, isolation: "required", warn: () => {} })).toThrow(/bubblewrap/);
+    expect(() => createExecTool({ root: sb.root, allow: ["bun"], searchPath: noBwrap, isolation: "required", warn: () => {} })).toThrow(
+      /bubblewrap/,
+    );
     const seen: string[] = [];
     createExecTool({ root: sb.root, allow: ["bun"], searchPath: noBwrap, isolation: "auto", warn: (m) => seen.push(m) });
     expect(seen.some((m) => m.includes("without isolation"))).toBe(true);
@@ -308,20 +377,46 @@ describe("exec programs inside the root", () => {
     fs.chmodSync(path.join(bin, "lint"), 0o755);
     try {
       const seen: string[] = [];
-      const tool = createExecTool({ root: sb.root, allow: ["lint", "ls"], env: ["PATH"], searchPath: [bin, ...SEARCH_PATH], sourceEnv: { PATH: `${bin}:/usr/bin:/bin` }, isolation: "off", warn: (m) => seen.push(m) });
+      const tool = createExecTool({
+        root: sb.root,
+        allow: ["lint", "ls"],
+        env: ["PATH"],
+        searchPath: [bin, ...SEARCH_PATH],
+        sourceEnv: { PATH: `${bin}:/usr/bin:/bin` },
+        isolation: "off",
+        warn: (m) => seen.push(m),
+      });
       expect(seen.filter((m) => m.includes("inside the root"))).toEqual([
         `exec allows lint (${path.join(bin, "lint")}), found inside the root: write_file, apply_patch and commands can rewrite it, so the allowlist does not restrict what runs`,
         `the PATH that commands get holds ${bin}, inside the root: programs a command looks up there can be rewritten by write_file and apply_patch`,
       ]);
       // the danger it warns about: the file tools can rewrite the program, which keeps its mode bits
-      const rt = createRuntime({ root: sb.root, builtins: false, tools: [tool as never, ...workspaceTools({ write_file: true }, sb.root)], logger: createLogger({ level: "error", sink: () => {} }) });
-      const w = await rt.dispatchCall({ id: "w", tool: "write_file", arguments: { path: "tools/lint", content: "#!/bin/sh\necho rewritten\n" }, shape: "agentcore" });
+      const rt = createRuntime({
+        root: sb.root,
+        builtins: false,
+        tools: [tool as never, ...workspaceTools({ write_file: true }, sb.root)],
+        logger: createLogger({ level: "error", sink: () => {} }),
+      });
+      const w = await rt.dispatchCall({
+        id: "w",
+        tool: "write_file",
+        arguments: { path: "tools/lint", content: "#!/bin/sh\necho rewritten\n" },
+        shape: "agentcore",
+      });
       expect(w.success).toBe(true);
       const r = await rt.dispatchCall({ id: "x", tool: "exec", arguments: { argv: ["lint"] }, shape: "agentcore" });
       expect((r.result as R).stdout).toBe("rewritten\n");
       // programs outside the root and an outside PATH: no such warning
       const quiet: string[] = [];
-      createExecTool({ root: sb.root, allow: ["ls"], env: ["PATH"], searchPath: SEARCH_PATH, sourceEnv: { PATH: "/usr/bin:/bin" }, isolation: "off", warn: (m) => quiet.push(m) });
+      createExecTool({
+        root: sb.root,
+        allow: ["ls"],
+        env: ["PATH"],
+        searchPath: SEARCH_PATH,
+        sourceEnv: { PATH: "/usr/bin:/bin" },
+        isolation: "off",
+        warn: (m) => quiet.push(m),
+      });
       expect(quiet.filter((m) => m.includes("inside the root"))).toEqual([]);
     } finally {
       fs.rmSync(bin, { recursive: true, force: true });
@@ -332,10 +427,22 @@ describe("exec programs inside the root", () => {
 describe("exec option rules (unit)", () => {
   test("tar: -I and -F refused also inside bundled short options and old-style first arguments", async () => {
     const { checkArguments } = await import("../../../src/tools/workspace/rules.ts");
-    for (const args of [["-I", "sh"], ["-xvIsh", "-f", "a.tar"], ["xIf", "sh", "a.tar"], ["--use-compress-program=sh", "-xf", "a.tar"], ["-cf", "a.tar", "--checkpoint-action=exec=sh", "x"], ["-xF", "x"]]) {
+    for (const args of [
+      ["-I", "sh"],
+      ["-xvIsh", "-f", "a.tar"],
+      ["xIf", "sh", "a.tar"],
+      ["--use-compress-program=sh", "-xf", "a.tar"],
+      ["-cf", "a.tar", "--checkpoint-action=exec=sh", "x"],
+      ["-xF", "x"],
+    ]) {
       expect(() => checkArguments("tar", args)).toThrow(/not allowed/);
     }
-    for (const args of [["-xvf", "a.tar"], ["-czf", "out.tgz", "src"], ["tf", "a.tar"], ["--totals", "-cf", "a.tar", "x"]]) {
+    for (const args of [
+      ["-xvf", "a.tar"],
+      ["-czf", "out.tgz", "src"],
+      ["tf", "a.tar"],
+      ["--totals", "-cf", "a.tar", "x"],
+    ]) {
       expect(() => checkArguments("tar", args)).not.toThrow();
     }
   });
@@ -355,7 +462,13 @@ describe("exec option rules (unit)", () => {
       ["find", ["-fprintf", "/tmp/x", "%p"]],
     ];
     for (const [program, args] of refused) expect(() => checkArguments(program, args)).toThrow(/not allowed/);
-    for (const [program, args] of [["fd", ["-H", "name"]], ["sort", ["-r", "f"]], ["rg", ["--hidden", "x"]], ["find", [".", "-name", "*.ts"]], ["ls", ["--exec"]]] as [string, string[]][]) {
+    for (const [program, args] of [
+      ["fd", ["-H", "name"]],
+      ["sort", ["-r", "f"]],
+      ["rg", ["--hidden", "x"]],
+      ["find", [".", "-name", "*.ts"]],
+      ["ls", ["--exec"]],
+    ] as [string, string[]][]) {
       expect(() => checkArguments(program, args)).not.toThrow();
     }
   });

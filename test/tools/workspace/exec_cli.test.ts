@@ -41,7 +41,10 @@ describe("TAR_OPTIONS, a program in disguise", () => {
   const attack = () => ({ TAR_OPTIONS: `--checkpoint=1 --checkpoint-action="exec=touch ${marker()}"` });
 
   test("the attack is real: plain tar runs the command TAR_OPTIONS names", () => {
-    const r = Bun.spawnSync(["tar", "-cf", path.join(base, "control.tar"), "a.txt"], { cwd: root, env: { PATH: process.env.PATH!, ...attack() } });
+    const r = Bun.spawnSync(["tar", "-cf", path.join(base, "control.tar"), "a.txt"], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, ...attack() },
+    });
     expect(r.exitCode).toBe(0);
     expect(fs.existsSync(marker())).toBe(true);
     fs.rmSync(marker());
@@ -96,7 +99,10 @@ describe("exec limits through the binary", () => {
 
   test("a bounded fork bomb ends with RESOURCE_LIMIT (exit 1) and leaves no process behind", async () => {
     const marker = `agentcore-cli-forkbomb-${process.pid}`;
-    const cfg = config({ tools: { exec: { allow: ["bash"], env: ["PATH"], timeout_ms: 20_000, limits: { processes: 16, cpu_seconds: 10 } } } }, "bomb.json");
+    const cfg = config(
+      { tools: { exec: { allow: ["bash"], env: ["PATH"], timeout_ms: 20_000, limits: { processes: 16, cpu_seconds: 10 } } } },
+      "bomb.json",
+    );
     // at most 2^8 processes by construction, each a 30 s sleep named after the marker
     const bomb = `f() { if [ "$1" -gt 0 ]; then f $(($1 - 1)) & f $(($1 - 1)) & fi; exec -a ${marker} sleep 30; }; f 7`;
     const r = run([binaryPath(), "--config", cfg, "execute", call({ argv: ["bash", "-c", bomb] })]);
@@ -110,22 +116,45 @@ describe("exec limits through the binary", () => {
 
   test("deno run -A: the same fork bomb ends the same way; without -A, start-up warns that processes and memory_bytes are not enforced", async () => {
     const marker = `agentcore-deno-forkbomb-${process.pid}`;
-    const cfg = config({ tools: { exec: { allow: ["bash", "ls"], env: ["PATH"], timeout_ms: 20_000, limits: { processes: 16, cpu_seconds: 10 } } } }, "bomb-deno.json");
+    const cfg = config(
+      { tools: { exec: { allow: ["bash", "ls"], env: ["PATH"], timeout_ms: 20_000, limits: { processes: 16, cpu_seconds: 10 } } } },
+      "bomb-deno.json",
+    );
     const bomb = `f() { if [ "$1" -gt 0 ]; then f $(($1 - 1)) & f $(($1 - 1)) & fi; exec -a ${marker} sleep 30; }; f 7`;
     const deno = path.join(REPO, "node_modules/.bin/deno");
     const main = path.join(REPO, "src/cli/main.ts");
-    const r = run([deno, "run", "-A", main, "--config", cfg, "execute", call({ argv: ["bash", "-c", bomb] })], { DENO_NO_UPDATE_CHECK: "1" });
+    const r = run([deno, "run", "-A", main, "--config", cfg, "execute", call({ argv: ["bash", "-c", bomb] })], {
+      DENO_NO_UPDATE_CHECK: "1",
+    });
     expect(r.status).toBe(1);
     expect(JSON.parse(r.stdout).error).toMatchObject({ code: "RESOURCE_LIMIT", details: { limit: "processes", max: 16 } });
     expect(await waitGone(marker)).toEqual([]);
-    const q = run([deno, "run", "--allow-read", "--allow-env", "--allow-write", "--allow-run", main, "--config", cfg, "execute", call({ argv: ["ls"] })], { DENO_NO_UPDATE_CHECK: "1" });
+    const q = run(
+      [
+        deno,
+        "run",
+        "--allow-read",
+        "--allow-env",
+        "--allow-write",
+        "--allow-run",
+        main,
+        "--config",
+        cfg,
+        "execute",
+        call({ argv: ["ls"] }),
+      ],
+      { DENO_NO_UPDATE_CHECK: "1" },
+    );
     expect(q.status).toBe(0);
     expect(q.stderr).toContain("exec can't enforce the processes and memory_bytes limits");
   }, 120_000);
 });
 
 function git(cwd: string, ...args: string[]) {
-  const r = Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: base } });
+  const r = Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: base },
+  });
   if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
 }
 
@@ -134,27 +163,67 @@ const which = (name: string) => Bun.which(name);
 describe("exec's environment: npm_config_* in any case, program variables, XDG_* and GNUPGHOME", () => {
   test("npm reads npm_config_* in any case, so the denylist does too; compilers' and runtimes' program variables are refused", async () => {
     const { envDenial } = await import("../../../src/tools/workspace/rules.ts");
-    for (const n of ["npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", "Npm_Config_script_shell", "nPM_cONFIG_node_options", "NODE_REPL_EXTERNAL_MODULE", "OPENSSL_MODULES", "GCC_EXEC_PREFIX", "COMPILER_PATH", "GOFLAGS", "GOENV", "RUSTC", "RUSTDOC", "RUSTC_WORKSPACE_WRAPPER"]) {
+    for (const n of [
+      "npm_config_script_shell",
+      "NPM_CONFIG_SCRIPT_SHELL",
+      "Npm_Config_script_shell",
+      "nPM_cONFIG_node_options",
+      "NODE_REPL_EXTERNAL_MODULE",
+      "OPENSSL_MODULES",
+      "GCC_EXEC_PREFIX",
+      "COMPILER_PATH",
+      "GOFLAGS",
+      "GOENV",
+      "RUSTC",
+      "RUSTDOC",
+      "RUSTC_WORKSPACE_WRAPPER",
+    ]) {
       expect([n, envDenial(n)]).not.toEqual([n, null]);
     }
     expect(envDenial("npm_configx")).toBeNull();
   });
 
-  test.skipIf(which("npm") === null)("the case attack is real (npm takes Npm_Config_foo as foo), and the binary refuses it at start-up", () => {
-    const r = Bun.spawnSync(["npm", "config", "get", "foo"], { cwd: base, env: { PATH: process.env.PATH!, HOME: base, Npm_Config_foo: "from-mixed-case" } });
-    expect(r.stdout.toString().trim()).toBe("from-mixed-case");
-    const cfg = path.join(base, "npm-case.json");
-    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "Npm_Config_script_shell"] } } }));
-    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"] } })]);
-    expect(out.status).toBe(2);
-    expect(out.stderr).toContain('"tools.exec.env[1]": environment variable "Npm_Config_script_shell" can\'t be allowlisted');
-  }, 120_000);
+  test.skipIf(which("npm") === null)(
+    "the case attack is real (npm takes Npm_Config_foo as foo), and the binary refuses it at start-up",
+    () => {
+      const r = Bun.spawnSync(["npm", "config", "get", "foo"], {
+        cwd: base,
+        env: { PATH: process.env.PATH!, HOME: base, Npm_Config_foo: "from-mixed-case" },
+      });
+      expect(r.stdout.toString().trim()).toBe("from-mixed-case");
+      const cfg = path.join(base, "npm-case.json");
+      fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "Npm_Config_script_shell"] } } }));
+      const out = run([
+        binaryPath(),
+        "--root",
+        root,
+        "--config",
+        cfg,
+        "execute",
+        JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"] } }),
+      ]);
+      expect(out.status).toBe(2);
+      expect(out.stderr).toContain('"tools.exec.env[1]": environment variable "Npm_Config_script_shell" can\'t be allowlisted');
+    },
+    120_000,
+  );
 
   test("a call can't set any XDG_* variable nor GNUPGHOME, allowlisted or not (they name where configuration is read)", () => {
     const cfg = path.join(base, "xdg.json");
-    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "XDG_CONFIG_DIRS", "GNUPGHOME"], isolation: "off" } } }));
+    fs.writeFileSync(
+      cfg,
+      JSON.stringify({ tools: { exec: { allow: ["ls"], env: ["PATH", "XDG_CONFIG_DIRS", "GNUPGHOME"], isolation: "off" } } }),
+    );
     for (const name of ["XDG_CONFIG_DIRS", "GNUPGHOME"]) {
-      const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"], env: { [name]: root } } })]);
+      const out = run([
+        binaryPath(),
+        "--root",
+        root,
+        "--config",
+        cfg,
+        "execute",
+        JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["ls"], env: { [name]: root } } }),
+      ]);
       const env = JSON.parse(out.stdout);
       expect(env.success).toBe(false);
       expect(env.error.code).toBe("COMMAND_NOT_ALLOWED");
@@ -165,35 +234,85 @@ describe("exec's environment: npm_config_* in any case, program variables, XDG_*
 
 describe("exec limits: the sandbox's /tmp is memory too", () => {
   const tools = ["sh", "dd", "du"].every((n) => which(n) !== null);
-  test.skipIf(which("bwrap") === null || !tools)("files written to the private /tmp can't hold more than memory_bytes (a tmpfs no VmRSS counts)", () => {
-    const cfg = path.join(base, "tmpfs.json");
-    const mem = 64 * 1024 * 1024;
-    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sh", "dd", "du"], isolation: "required", timeout_ms: 30_000, limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 } } } }));
-    // 12 files of 8 MiB: 96 MiB, each under file_size_bytes, all of it over memory_bytes
-    const script = "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/tmp/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; du -sk /tmp";
-    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } })]);
-    const env = JSON.parse(out.stdout);
-    expect(env.success).toBe(true);
-    expect(env.result.isolated).toBe(true);
-    const written = Number(/written=(\d+)/.exec(env.result.stdout)?.[1]);
-    const kib = Number(/^(\d+)\s+\/tmp/m.exec(env.result.stdout)?.[1]);
-    expect(written).toBeLessThan(12);
-    expect(kib * 1024).toBeLessThan(mem + mem / 16); // du counts the folder and block slack too
-  }, 120_000);
+  test.skipIf(which("bwrap") === null || !tools)(
+    "files written to the private /tmp can't hold more than memory_bytes (a tmpfs no VmRSS counts)",
+    () => {
+      const cfg = path.join(base, "tmpfs.json");
+      const mem = 64 * 1024 * 1024;
+      fs.writeFileSync(
+        cfg,
+        JSON.stringify({
+          tools: {
+            exec: {
+              allow: ["sh", "dd", "du"],
+              isolation: "required",
+              timeout_ms: 30_000,
+              limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 },
+            },
+          },
+        }),
+      );
+      // 12 files of 8 MiB: 96 MiB, each under file_size_bytes, all of it over memory_bytes
+      const script =
+        "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/tmp/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; du -sk /tmp";
+      const out = run([
+        binaryPath(),
+        "--root",
+        root,
+        "--config",
+        cfg,
+        "execute",
+        JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } }),
+      ]);
+      const env = JSON.parse(out.stdout);
+      expect(env.success).toBe(true);
+      expect(env.result.isolated).toBe(true);
+      const written = Number(/written=(\d+)/.exec(env.result.stdout)?.[1]);
+      const kib = Number(/^(\d+)\s+\/tmp/m.exec(env.result.stdout)?.[1]);
+      expect(written).toBeLessThan(12);
+      expect(kib * 1024).toBeLessThan(mem + mem / 16); // du counts the folder and block slack too
+    },
+    120_000,
+  );
 
-  test.skipIf(which("bwrap") === null || !tools)("nor /dev (bubblewrap's --dev is a tmpfs): /dev/shm is as small, /dev itself read-only, /dev/null still writable", () => {
-    const cfg = path.join(base, "devshm.json");
-    const mem = 64 * 1024 * 1024;
-    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sh", "dd", "du"], isolation: "required", timeout_ms: 30_000, limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 } } } }));
-    const script = "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/dev/shm/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; " +
-      "dd if=/dev/zero of=/dev/extra bs=1024 count=1 2>/dev/null && echo dev-writable; echo x > /dev/null && echo null-ok";
-    const out = run([binaryPath(), "--root", root, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } })]);
-    const env = JSON.parse(out.stdout);
-    expect(env.success).toBe(true);
-    expect(Number(/written=(\d+)/.exec(env.result.stdout)?.[1])).toBeLessThan(12);
-    expect(env.result.stdout).not.toContain("dev-writable");
-    expect(env.result.stdout).toContain("null-ok");
-  }, 120_000);
+  test.skipIf(which("bwrap") === null || !tools)(
+    "nor /dev (bubblewrap's --dev is a tmpfs): /dev/shm is as small, /dev itself read-only, /dev/null still writable",
+    () => {
+      const cfg = path.join(base, "devshm.json");
+      const mem = 64 * 1024 * 1024;
+      fs.writeFileSync(
+        cfg,
+        JSON.stringify({
+          tools: {
+            exec: {
+              allow: ["sh", "dd", "du"],
+              isolation: "required",
+              timeout_ms: 30_000,
+              limits: { processes: 16, memory_bytes: mem, file_size_bytes: 9 * 1024 * 1024, cpu_seconds: 20 },
+            },
+          },
+        }),
+      );
+      const script =
+        "n=0; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/dev/shm/f$i bs=1048576 count=8 2>/dev/null && n=$((n+1)); done; echo written=$n; " +
+        "dd if=/dev/zero of=/dev/extra bs=1024 count=1 2>/dev/null && echo dev-writable; echo x > /dev/null && echo null-ok";
+      const out = run([
+        binaryPath(),
+        "--root",
+        root,
+        "--config",
+        cfg,
+        "execute",
+        JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["sh", "-c", script] } }),
+      ]);
+      const env = JSON.parse(out.stdout);
+      expect(env.success).toBe(true);
+      expect(Number(/written=(\d+)/.exec(env.result.stdout)?.[1])).toBeLessThan(12);
+      expect(env.result.stdout).not.toContain("dev-writable");
+      expect(env.result.stdout).toContain("null-ok");
+    },
+    120_000,
+  );
 });
 
 describe("exec: git options that write where they name", () => {
@@ -215,7 +334,15 @@ describe("exec: git options that write where they name", () => {
     const cfg = path.join(base, "apply.json");
     fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["git"], isolation: "off" } } }));
     for (const opt of ["--build-fake-ancestor", "--build-f", "--bu"]) {
-      const out = run([binaryPath(), "--root", repo, "--config", cfg, "execute", JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["git", "apply", `${opt}=${outside}`, "p.diff"] } })]);
+      const out = run([
+        binaryPath(),
+        "--root",
+        repo,
+        "--config",
+        cfg,
+        "execute",
+        JSON.stringify({ id: "1", tool: "exec", arguments: { argv: ["git", "apply", `${opt}=${outside}`, "p.diff"] } }),
+      ]);
       const env = JSON.parse(out.stdout);
       expect([opt, env.success, env.error?.code]).toEqual([opt, false, "COMMAND_NOT_ALLOWED"]);
       expect(fs.existsSync(outside)).toBe(false);

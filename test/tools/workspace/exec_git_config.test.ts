@@ -47,7 +47,11 @@ beforeEach(() => {
 
 /** git run directly (no exec), with the test's HOME: how an unprotected git behaves. */
 function plain(args: string[], cwd = root) {
-  const r = Bun.spawnSync(["git", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: home, GIT_CONFIG_NOSYSTEM: "1" }, stdin: "ignore" });
+  const r = Bun.spawnSync(["git", ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: home, GIT_CONFIG_NOSYSTEM: "1" },
+    stdin: "ignore",
+  });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -59,7 +63,14 @@ const ctx = (): ToolContext => ({ signal: new AbortController().signal }) as unk
 
 type Result = { exit_code: number | null; stdout: string; stderr: string };
 async function execGit(args: string[], opts: { cwd?: string } = {}): Promise<Result> {
-  const tool = createExecTool({ root, allow: ["git"], isolation: "off", searchPath: SEARCH_PATH, sourceEnv: { PATH: process.env.PATH!, HOME: home }, warn: () => {} });
+  const tool = createExecTool({
+    root,
+    allow: ["git"],
+    isolation: "off",
+    searchPath: SEARCH_PATH,
+    sourceEnv: { PATH: process.env.PATH!, HOME: home },
+    warn: () => {},
+  });
   return (await tool.handler({ argv: ["git", ...args], ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}) }, ctx())) as Result;
 }
 
@@ -135,7 +146,11 @@ describe("filters the repository names never run", () => {
   test("an include of a file in the work tree (which a checkout or stash apply rewrites while git runs) or of one git writes (COMMIT_EDITMSG) is refused, naming the fix", async () => {
     fs.writeFileSync(path.join(root, "inc.cfg"), `[filter "inc"]\n\tclean = ${evil}\n`);
     fs.writeFileSync(path.join(root, ".gitattributes"), "*.txt filter=inc\n");
-    for (const [section, target] of [["include", "../inc.cfg"], ['includeIf "onbranch:nope"', "../inc.cfg"], ["include", "COMMIT_EDITMSG"]] as const) {
+    for (const [section, target] of [
+      ["include", "../inc.cfg"],
+      ['includeIf "onbranch:nope"', "../inc.cfg"],
+      ["include", "COMMIT_EDITMSG"],
+    ] as const) {
       const cfg = path.join(root, ".git", "config");
       const before = fs.readFileSync(cfg, "utf8");
       fs.appendFileSync(cfg, `[${section}]\n\tpath = ${target}\n`);
@@ -227,7 +242,12 @@ describe("filters the repository names never run", () => {
     expect((await execGit(["commit", "-q", "--allow-empty", "-m", "e"])).exit_code).toBe(0);
     expect((await execGit(["status", "--ignore-submodules=all"])).exit_code).toBe(0);
     expect(ran()).toBe(false);
-    for (const args of [["status", "--ignore-submodules=none"], ["diff", "--ignore-sub=dirty"], ["checkout", "--recurse-submodules", "HEAD"], ["grep", "--recurse", "x"]]) {
+    for (const args of [
+      ["status", "--ignore-submodules=none"],
+      ["diff", "--ignore-sub=dirty"],
+      ["checkout", "--recurse-submodules", "HEAD"],
+      ["grep", "--recurse", "x"],
+    ]) {
       const e = await refusal(args);
       expect(e.code).toBe("COMMAND_NOT_ALLOWED");
     }

@@ -110,7 +110,11 @@ for (const isolation of modes) {
 
 describe("exec limits from the configuration", () => {
   test("a limit set alone (processes: 4) is enforced, the others keep their defaults", async () => {
-    const sb = sandbox({ exec: { allow: ["bash"], env: ["PATH"], isolation: "off", timeout_ms: 20_000, limits: { processes: 4 } } }, "agentcore-limits-", { searchPath: SEARCH_PATH, warn: () => {} });
+    const sb = sandbox(
+      { exec: { allow: ["bash"], env: ["PATH"], isolation: "off", timeout_ms: 20_000, limits: { processes: 4 } } },
+      "agentcore-limits-",
+      { searchPath: SEARCH_PATH, warn: () => {} },
+    );
     sandboxes.push(sb);
     const marker = `agentcore-five-${process.pid}`;
     const env = await sb.call("exec", { argv: ["bash", "-c", `for i in 1 2 3 4 5 6 7 8; do (exec -a ${marker} sleep 30) & done; wait`] });
@@ -122,30 +126,52 @@ describe("exec limits from the configuration", () => {
 
 describe("exec limits from the library", () => {
   test("out-of-range limits throw at creation, naming the limit", () => {
-    for (const [limits, name] of [[{ processes: 0 }, "processes"], [{ memoryBytes: 1.5 }, "memory_bytes"], [{ fileSizeBytes: -1 }, "file_size_bytes"], [{ cpuSeconds: Number.NaN }, "cpu_seconds"]] as const) {
-      expect(() => createExecTool({ root: os.tmpdir(), allow: ["ls"], searchPath: SEARCH_PATH, isolation: "off", warn: () => {}, limits })).toThrow(`exec limits.${name} must be a positive integer`);
+    for (const [limits, name] of [
+      [{ processes: 0 }, "processes"],
+      [{ memoryBytes: 1.5 }, "memory_bytes"],
+      [{ fileSizeBytes: -1 }, "file_size_bytes"],
+      [{ cpuSeconds: Number.NaN }, "cpu_seconds"],
+    ] as const) {
+      expect(() =>
+        createExecTool({ root: os.tmpdir(), allow: ["ls"], searchPath: SEARCH_PATH, isolation: "off", warn: () => {}, limits }),
+      ).toThrow(`exec limits.${name} must be a positive integer`);
     }
   });
 });
 
 describe("the command's pids cgroup", () => {
-  test.skipIf(pidsCgroupBase() === null)("a process that left the session (setsid) dies with the command; the cgroup is removed", async () => {
-    const sb = sandbox({ exec: { allow: ["bash"], env: ["PATH"], isolation: "off", timeout_ms: 20_000 } }, "agentcore-limits-", { searchPath: SEARCH_PATH, warn: () => {} });
-    sandboxes.push(sb);
-    const marker = `agentcore-setsid-${process.pid}`;
-    const env = await sb.call("exec", { argv: ["bash", "-c", `setsid -f bash -c 'exec -a ${marker} sleep 30'; sleep 0.5; echo started`] });
-    expect(env.error).toBeNull();
-    expect(env.result).toMatchObject({ exit_code: 0, stdout: "started\n" });
-    expect(await waitGone(marker)).toEqual([]);
-    expect(fs.readdirSync(pidsCgroupBase()!).filter((n) => n.startsWith(`agentcore-${process.pid}-`))).toEqual([]);
-  });
+  test.skipIf(pidsCgroupBase() === null)(
+    "a process that left the session (setsid) dies with the command; the cgroup is removed",
+    async () => {
+      const sb = sandbox({ exec: { allow: ["bash"], env: ["PATH"], isolation: "off", timeout_ms: 20_000 } }, "agentcore-limits-", {
+        searchPath: SEARCH_PATH,
+        warn: () => {},
+      });
+      sandboxes.push(sb);
+      const marker = `agentcore-setsid-${process.pid}`;
+      const env = await sb.call("exec", {
+        argv: ["bash", "-c", `setsid -f bash -c 'exec -a ${marker} sleep 30'; sleep 0.5; echo started`],
+      });
+      expect(env.error).toBeNull();
+      expect(env.result).toMatchObject({ exit_code: 0, stdout: "started\n" });
+      expect(await waitGone(marker)).toEqual([]);
+      expect(fs.readdirSync(pidsCgroupBase()!).filter((n) => n.startsWith(`agentcore-${process.pid}-`))).toEqual([]);
+    },
+  );
 });
 
 describe("the process census", () => {
   test("counts a command's processes, grandchildren and re-parented orphans included, and not threads", async () => {
     const marker = `agentcore-census-${process.pid}`;
     // bash starts 3 sleepers in a subshell that exits (they are orphans, re-parented), then 2 of its own
-    const child = Bun.spawn(["bash", "-c", `( for i in 1 2 3; do exec -a ${marker} sleep 30 & done ); for i in 1 2; do (exec -a ${marker} sleep 30) & done; echo ready; wait`], { stdout: "pipe", detached: true } as never);
+    const child = Bun.spawn(
+      [
+        "bash",
+        "-c",
+        `( for i in 1 2 3; do exec -a ${marker} sleep 30 & done ); for i in 1 2; do (exec -a ${marker} sleep 30) & done; echo ready; wait`,
+      ],
+      { stdout: "pipe", detached: true } as never,
+    );
     try {
       const reader = child.stdout.getReader();
       await reader.read();
@@ -169,7 +195,10 @@ describe("the process census", () => {
     try {
       await new Promise((r) => (worker.onmessage = r));
       own.update(); // reads the pids handed out since, the worker's new threads among them
-      const threads = fs.readdirSync("/proc/self/task").map(Number).filter((t) => t !== process.pid);
+      const threads = fs
+        .readdirSync("/proc/self/task")
+        .map(Number)
+        .filter((t) => t !== process.pid);
       expect(threads.length).toBeGreaterThan(0);
       expect(own.members.has(process.pid)).toBe(true);
       expect(threads.filter((t) => own.members.has(t))).toEqual([]);

@@ -20,7 +20,11 @@ const sample = (e: { name: string; prefix?: true }) => (e.prefix === true ? `${e
 
 let sb: Sandbox;
 beforeAll(() => {
-  sb = sandbox({ exec: { allow: ["git", "ls"], env: ["PATH", "HOME", "LANG"], isolation: "off", timeout_ms: 20_000 } }, "agentcore-rules-", { searchPath: SEARCH_PATH, warn: () => {} });
+  sb = sandbox(
+    { exec: { allow: ["git", "ls"], env: ["PATH", "HOME", "LANG"], isolation: "off", timeout_ms: 20_000 } },
+    "agentcore-rules-",
+    { searchPath: SEARCH_PATH, warn: () => {} },
+  );
 });
 afterAll(() => sb.cleanup());
 
@@ -30,26 +34,50 @@ describe("the environment denylist, every entry", () => {
     expect(new Set(names).size).toBe(names.length);
     for (const e of ENV_DENYLIST) expect(e.reason.length).toBeGreaterThan(10);
     // the issue's list is covered
-    for (const n of ["TAR_OPTIONS", "GCONV_PATH", "ZIPOPT", "RIPGREP_CONFIG_PATH", "LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV", "PYTHONSTARTUP", "NODE_OPTIONS", "PERL5OPT", "GIT_SSH_COMMAND", "GIT_CONFIG_PARAMETERS", "LESSOPEN", "PAGER", "EDITOR"]) {
+    for (const n of [
+      "TAR_OPTIONS",
+      "GCONV_PATH",
+      "ZIPOPT",
+      "RIPGREP_CONFIG_PATH",
+      "LD_PRELOAD",
+      "LD_AUDIT",
+      "BASH_ENV",
+      "ENV",
+      "PYTHONSTARTUP",
+      "NODE_OPTIONS",
+      "PERL5OPT",
+      "GIT_SSH_COMMAND",
+      "GIT_CONFIG_PARAMETERS",
+      "LESSOPEN",
+      "PAGER",
+      "EDITOR",
+    ]) {
       expect(envDenial(n)).not.toBeNull();
     }
   });
 
-  test.each(ENV_DENYLIST.map((e) => [sample(e), e] as const))("%s: refused by the config (naming the key), at creation and per call", async (name, entry) => {
-    expect(envDenial(name)).toBe(entry.reason);
-    expect(envNameAllowed(name)).toBe(false);
-    expect(FORBIDDEN_ENV.some((re) => re.test(name))).toBe(true);
-    // the config file check names the key, the variable and the reason
-    const config = { exec: { allow: ["ls"], env: ["PATH", name] } };
-    expect(() => parseToolsConfig(config)).toThrow(ToolsConfigError);
-    expect(() => parseToolsConfig(config)).toThrow(`"tools.exec.env[1]": environment variable "${name}" can't be allowlisted: ${entry.reason}`);
-    // the library refuses it too
-    expect(() => createExecTool({ root: sb.root, allow: ["ls"], env: ["PATH", name], searchPath: SEARCH_PATH, isolation: "off", warn: () => {} })).toThrow(`"${name}" can't be allowlisted`);
-    // and a call can't set it
-    const env = await sb.call("exec", { argv: ["ls"], env: { [name]: "x" } });
-    expect(code(env)).toBe("COMMAND_NOT_ALLOWED");
-    expect(env.error?.details).toEqual({ env: name });
-  });
+  test.each(ENV_DENYLIST.map((e) => [sample(e), e] as const))(
+    "%s: refused by the config (naming the key), at creation and per call",
+    async (name, entry) => {
+      expect(envDenial(name)).toBe(entry.reason);
+      expect(envNameAllowed(name)).toBe(false);
+      expect(FORBIDDEN_ENV.some((re) => re.test(name))).toBe(true);
+      // the config file check names the key, the variable and the reason
+      const config = { exec: { allow: ["ls"], env: ["PATH", name] } };
+      expect(() => parseToolsConfig(config)).toThrow(ToolsConfigError);
+      expect(() => parseToolsConfig(config)).toThrow(
+        `"tools.exec.env[1]": environment variable "${name}" can't be allowlisted: ${entry.reason}`,
+      );
+      // the library refuses it too
+      expect(() =>
+        createExecTool({ root: sb.root, allow: ["ls"], env: ["PATH", name], searchPath: SEARCH_PATH, isolation: "off", warn: () => {} }),
+      ).toThrow(`"${name}" can't be allowlisted`);
+      // and a call can't set it
+      const env = await sb.call("exec", { argv: ["ls"], env: { [name]: "x" } });
+      expect(code(env)).toBe("COMMAND_NOT_ALLOWED");
+      expect(env.error?.details).toEqual({ env: name });
+    },
+  );
 
   test("docs/workspace-tools.md lists every entry (prefixes as NAME*), and nothing that is not one", () => {
     const docs = fs.readFileSync(path.join(import.meta.dir, "../../../docs/workspace-tools.md"), "utf8");
@@ -61,11 +89,27 @@ describe("the environment denylist, every entry", () => {
   });
 
   test("names that merely resemble entries pass: the prefixes and names are exact", () => {
-    for (const n of ["LANG", "LC_ALL", "TERM", "TZ", "HOME", "PATH", "XLD_PRELOAD", "MY_GIT_THING", "ENVIRONMENT", "CCACHE_DIR", "PAGERX", "ZIPPY", "TAR_OPTION"]) {
+    for (const n of [
+      "LANG",
+      "LC_ALL",
+      "TERM",
+      "TZ",
+      "HOME",
+      "PATH",
+      "XLD_PRELOAD",
+      "MY_GIT_THING",
+      "ENVIRONMENT",
+      "CCACHE_DIR",
+      "PAGERX",
+      "ZIPPY",
+      "TAR_OPTION",
+    ]) {
       expect(envDenial(n)).toBeNull();
       expect(() => parseToolsConfig({ exec: { allow: ["ls"], env: [n] } })).not.toThrow();
     }
-    expect(() => parseToolsConfig({ exec: { allow: ["ls"], env: ["A-B"] } })).toThrow('"tools.exec.env[0]" must be an environment variable name');
+    expect(() => parseToolsConfig({ exec: { allow: ["ls"], env: ["A-B"] } })).toThrow(
+      '"tools.exec.env[0]" must be an environment variable name',
+    );
   });
 });
 
@@ -120,7 +164,13 @@ describe("git's abbreviation rule", () => {
       expect(text.error).toBeNull();
       expect(text.result).toMatchObject({ exit_code: 0 });
       expect((text.result as { stdout: string }).stdout).toContain("+one\0three");
-      for (const argv of [["git", "diff", "--textc"], ["git", "diff", "--textconv"], ["git", "diff", "--ext-diff"], ["git", "cat-file", "--text", "HEAD:bin.dat"], ["git", "init", `--t=${sb.base}`]]) {
+      for (const argv of [
+        ["git", "diff", "--textc"],
+        ["git", "diff", "--textconv"],
+        ["git", "diff", "--ext-diff"],
+        ["git", "cat-file", "--text", "HEAD:bin.dat"],
+        ["git", "init", `--t=${sb.base}`],
+      ]) {
         const env = await sb.call("exec", { argv });
         expect(code(env)).toBe("COMMAND_NOT_ALLOWED");
         expect(env.error?.details).toMatchObject({ argv_index: 2 });
@@ -132,7 +182,11 @@ describe("git's abbreviation rule", () => {
 
   test("plain git reads cat-file --text as --textconv (why it stays refused there)", () => {
     const dir = fs.mkdtempSync(path.join(sb.base, "g-"));
-    const g = (...a: string[]) => Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...a], { cwd: dir, env: { PATH: process.env.PATH!, HOME: sb.base } });
+    const g = (...a: string[]) =>
+      Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...a], {
+        cwd: dir,
+        env: { PATH: process.env.PATH!, HOME: sb.base },
+      });
     g("init", "-q");
     fs.writeFileSync(path.join(dir, "f"), "x\n");
     fs.writeFileSync(path.join(dir, ".gitattributes"), "f diff=up\n");
@@ -148,11 +202,10 @@ describe("git's abbreviation rule", () => {
 describe("exec: git option abbreviations down to one letter", () => {
   let sb: Sandbox;
   beforeAll(() => {
-    sb = sandbox(
-      { write_file: true, exec: { allow: ["git"], isolation: "off", timeout_ms: 20_000 } },
-      "agentcore-ws-",
-      { searchPath: SEARCH_PATH, warn: () => {} },
-    );
+    sb = sandbox({ write_file: true, exec: { allow: ["git"], isolation: "off", timeout_ms: 20_000 } }, "agentcore-ws-", {
+      searchPath: SEARCH_PATH,
+      warn: () => {},
+    });
   });
   afterAll(() => sb.cleanup());
 
@@ -166,7 +219,11 @@ describe("exec: git option abbreviations down to one letter", () => {
     ]) {
       expect((await sb.call("write_file", { path: p, content })).success).toBe(true);
     }
-    for (const argv of [["git", "init", "--t=tpl", "sub"], ["git", "init", "--t", "tpl", "sub"], ["git", "init", "--te=tpl", "sub"]]) {
+    for (const argv of [
+      ["git", "init", "--t=tpl", "sub"],
+      ["git", "init", "--t", "tpl", "sub"],
+      ["git", "init", "--te=tpl", "sub"],
+    ]) {
       const env = await sb.call("exec", { argv });
       expect(env.error?.code).toBe("COMMAND_NOT_ALLOWED");
       expect(env.error?.details).toMatchObject({ argv_index: 2 });
@@ -180,10 +237,21 @@ describe("exec: git option abbreviations down to one letter", () => {
 
   test("one-letter abbreviations of other denied options are refused too; ordinary options are not", async () => {
     const { checkArguments } = await import("../../../src/tools/workspace/rules.ts");
-    for (const [program, args] of [["git", ["init", "--t=x"]], ["git", ["log", "--u=x"]], ["tar", ["--t=sh", "-xf", "a.tar"]], ["sort", ["--c=sh", "f"]]] as [string, string[]][]) {
+    for (const [program, args] of [
+      ["git", ["init", "--t=x"]],
+      ["git", ["log", "--u=x"]],
+      ["tar", ["--t=sh", "-xf", "a.tar"]],
+      ["sort", ["--c=sh", "f"]],
+    ] as [string, string[]][]) {
       expect(() => checkArguments(program, args)).toThrow(/not allowed/);
     }
-    for (const [program, args] of [["git", ["init", "-q", "sub"]], ["git", ["log", "--oneline", "-3"]], ["git", ["init", "--bare", "x"]], ["tar", ["-cf", "a.tar", "x"]], ["git", ["log", "--", "--t=x"]]] as [string, string[]][]) {
+    for (const [program, args] of [
+      ["git", ["init", "-q", "sub"]],
+      ["git", ["log", "--oneline", "-3"]],
+      ["git", ["init", "--bare", "x"]],
+      ["tar", ["-cf", "a.tar", "x"]],
+      ["git", ["log", "--", "--t=x"]],
+    ] as [string, string[]][]) {
       expect(() => checkArguments(program, args)).not.toThrow();
     }
   });

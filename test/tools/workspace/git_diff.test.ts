@@ -15,7 +15,10 @@ let sb: Sandbox;
 let marker: string;
 
 function git(...args: string[]): string {
-  const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: sb.root, env: { PATH: process.env.PATH!, HOME: sb.base } });
+  const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], {
+    cwd: sb.root,
+    env: { PATH: process.env.PATH!, HOME: sb.base },
+  });
   if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
   return r.stdout.toString();
 }
@@ -110,7 +113,10 @@ describe("git_diff", () => {
     const big = sandbox({ git_diff: true }, "agentcore-subroot-");
     try {
       const g = (...a: string[]) => {
-        const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...a], { cwd: big.base, env: { PATH: process.env.PATH!, HOME: big.base } });
+        const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...a], {
+          cwd: big.base,
+          env: { PATH: process.env.PATH!, HOME: big.base },
+        });
         if (r.exitCode !== 0) throw new Error(r.stderr.toString());
       };
       fs.writeFileSync(path.join(big.root, "in.txt"), "in\n");
@@ -150,7 +156,10 @@ describe("git_diff", () => {
       fs.writeFileSync(path.join(bare.root, "HEAD"), "ref: refs/heads/main\n");
       fs.mkdirSync(path.join(bare.root, "objects"));
       fs.mkdirSync(path.join(bare.root, "refs"));
-      fs.writeFileSync(path.join(bare.root, "config"), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ${bare.outside}\n[filter "x"]\n\tclean = touch ${mark}; cat\n`);
+      fs.writeFileSync(
+        path.join(bare.root, "config"),
+        `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ${bare.outside}\n[filter "x"]\n\tclean = touch ${mark}; cat\n`,
+      );
       fs.writeFileSync(path.join(bare.outside, ".gitattributes"), "* filter=x\n");
       const env = await bare.call("git_diff", { mode: "status" });
       expect(code(env)).toBe("GIT_FAILED");

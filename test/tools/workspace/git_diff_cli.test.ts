@@ -27,7 +27,10 @@ function run(argv: string[], extraEnv: Record<string, string> = {}) {
 }
 
 function git(cwd: string, ...args: string[]) {
-  const r = Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: base } });
+  const r = Bun.spawnSync(["git", "-c", "user.email=a@b", "-c", "user.name=a", ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: base },
+  });
   if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
 }
 
@@ -50,9 +53,12 @@ describe("helpers on a PATH entry inside the root never run", () => {
     fs.writeFileSync(path.join(root, "f.txt"), "a\nb\n");
     const marker = path.join(base, "REPO-GIT-RAN");
     plant("git", marker, "REPO-GIT-SAID\\n", which("git")!);
-    const r = run([binaryPath(), "--root", root, "--tools", "git_diff", "execute", JSON.stringify({ id: "1", tool: "git_diff", arguments: {} })], {
-      PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
-    });
+    const r = run(
+      [binaryPath(), "--root", root, "--tools", "git_diff", "execute", JSON.stringify({ id: "1", tool: "git_diff", arguments: {} })],
+      {
+        PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
+      },
+    );
     expect(r.stdout).not.toContain("REPO-GIT-SAID");
     expect(fs.existsSync(marker)).toBe(false);
     const out = JSON.parse(r.stdout);
@@ -61,21 +67,28 @@ describe("helpers on a PATH entry inside the root never run", () => {
     fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
   }, 120_000);
 
-  test.skipIf(which("bwrap") === null)("exec and git_diff do not run a bwrap found inside the root", () => {
-    const marker = path.join(base, "REPO-BWRAP-RAN");
-    plant("bwrap", marker, "", which("bwrap")!);
-    const cfg = path.join(base, "cfg.json");
-    fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"] } } }));
-    for (const tool of ["exec", "git_diff"]) {
-      const args = tool === "exec" ? { argv: ["ls"] } : {};
-      const r = run([binaryPath(), "--root", root, "--tools", tool, "--config", cfg, "execute", JSON.stringify({ id: "1", tool, arguments: args })], {
-        PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
-      });
-      expect(JSON.parse(r.stdout).success).toBe(true);
-      expect(fs.existsSync(marker)).toBe(false);
-    }
-    fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
-  }, 120_000);
+  test.skipIf(which("bwrap") === null)(
+    "exec and git_diff do not run a bwrap found inside the root",
+    () => {
+      const marker = path.join(base, "REPO-BWRAP-RAN");
+      plant("bwrap", marker, "", which("bwrap")!);
+      const cfg = path.join(base, "cfg.json");
+      fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["ls"] } } }));
+      for (const tool of ["exec", "git_diff"]) {
+        const args = tool === "exec" ? { argv: ["ls"] } : {};
+        const r = run(
+          [binaryPath(), "--root", root, "--tools", tool, "--config", cfg, "execute", JSON.stringify({ id: "1", tool, arguments: args })],
+          {
+            PATH: `${path.join(root, "bin")}:${process.env.PATH!}`,
+          },
+        );
+        expect(JSON.parse(r.stdout).success).toBe(true);
+        expect(fs.existsSync(marker)).toBe(false);
+      }
+      fs.rmSync(path.join(root, "bin"), { recursive: true, force: true });
+    },
+    120_000,
+  );
 });
 
 describe("git_diff: symlinks deep inside .git", () => {
@@ -123,7 +136,8 @@ describe("git_diff: symlinks deep inside .git", () => {
     }
 
     // a ref that is a symlink to another repository's ref: refused too
-    for (const f of fs.readdirSync(path.join(hostile, ".git", "objects", "pack"))) fs.rmSync(path.join(hostile, ".git", "objects", "pack", f));
+    for (const f of fs.readdirSync(path.join(hostile, ".git", "objects", "pack")))
+      fs.rmSync(path.join(hostile, ".git", "objects", "pack", f));
     fs.rmSync(path.join(hostile, ".git", "refs", "heads", "x"));
     fs.symlinkSync(path.join(secret, ".git", "packed-refs"), path.join(hostile, ".git", "refs", "heads", "y"));
     const y = await gitDiff(hostile, { mode: "status" });
@@ -161,12 +175,17 @@ describe("git_diff: symlinks deep inside .git", () => {
     fs.renameSync(path.join(hostile, "objs"), path.join(hostile, ".git", "objects"));
     fs.rmSync(path.join(hostile, ".git", "objects", "pack"));
     fs.mkdirSync(path.join(hostile, ".git", "objects", "pack"));
-    for (const f of fs.readdirSync(stash)) if (!fs.lstatSync(path.join(stash, f)).isSymbolicLink()) fs.renameSync(path.join(stash, f), path.join(hostile, ".git", "objects", "pack", f));
+    for (const f of fs.readdirSync(stash))
+      if (!fs.lstatSync(path.join(stash, f)).isSymbolicLink())
+        fs.renameSync(path.join(stash, f), path.join(hostile, ".git", "objects", "pack", f));
     fs.rmSync(stash, { recursive: true });
     fs.rmSync(path.join(hostile, ".git", "refs", "heads", "x"));
 
     // symlinks that stay inside the repository are fine
-    const head = fs.readFileSync(path.join(hostile, ".git", "refs", "heads", fs.readdirSync(path.join(hostile, ".git", "refs", "heads"))[0]!), "utf8");
+    const head = fs.readFileSync(
+      path.join(hostile, ".git", "refs", "heads", fs.readdirSync(path.join(hostile, ".git", "refs", "heads"))[0]!),
+      "utf8",
+    );
     fs.writeFileSync(path.join(hostile, ".git", "refs", "heads", "real"), head);
     fs.symlinkSync("real", path.join(hostile, ".git", "refs", "heads", "alias"));
     const ok = await gitDiff(hostile, { mode: "ref", ref: "alias" });
@@ -188,14 +207,28 @@ describe("git_diff: a crafted index", () => {
     git(repo, "commit", "-qm", "i");
     const idx = path.join(repo, ".git", "index");
     const bytes = fs.readFileSync(idx);
-    const body = Buffer.from(bytes.subarray(0, bytes.length - 20).toString("latin1").replace(fake, evil), "latin1");
+    const body = Buffer.from(
+      bytes
+        .subarray(0, bytes.length - 20)
+        .toString("latin1")
+        .replace(fake, evil),
+      "latin1",
+    );
     const sum = new Bun.CryptoHasher("sha1").update(body).digest();
     fs.writeFileSync(idx, Buffer.concat([body, sum]));
     // the attack is real: plain git shows the outside file's content
     const plain = Bun.spawnSync(["git", "diff"], { cwd: repo, env: { PATH: process.env.PATH!, HOME: base } }).stdout.toString();
     expect(plain).toContain("+root:");
     for (const args of [{}, { mode: "status" }, { mode: "ref", ref: "HEAD" }]) {
-      const r = run([binaryPath(), "--root", repo, "--tools", "git_diff", "execute", JSON.stringify({ id: "1", tool: "git_diff", arguments: args })]);
+      const r = run([
+        binaryPath(),
+        "--root",
+        repo,
+        "--tools",
+        "git_diff",
+        "execute",
+        JSON.stringify({ id: "1", tool: "git_diff", arguments: args }),
+      ]);
       expect(r.stdout).not.toContain("root:");
       expect(r.stdout).not.toContain(`AM ${evil}`);
       const out = JSON.parse(r.stdout);

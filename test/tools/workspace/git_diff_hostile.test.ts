@@ -26,10 +26,19 @@ import { code, sandbox, type Sandbox } from "./helpers.ts";
 
 setDefaultTimeout(120_000);
 
-const MODES: Record<string, unknown>[] = [{ mode: "status" }, {}, { mode: "staged" }, { mode: "ref", ref: "HEAD" }, { mode: "ref", ref: "HEAD", stat: true }];
+const MODES: Record<string, unknown>[] = [
+  { mode: "status" },
+  {},
+  { mode: "staged" },
+  { mode: "ref", ref: "HEAD" },
+  { mode: "ref", ref: "HEAD", stat: true },
+];
 
 function gitIn(cwd: string, home: string, ...args: string[]): string {
-  const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, env: { PATH: process.env.PATH!, HOME: home } });
+  const r = Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: home },
+  });
   if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
   return r.stdout.toString();
 }
@@ -184,7 +193,8 @@ const ATTACKS: Attack[] = [
     arm: (sb, _cmd, marker) => {
       const hooks = path.join(sb.root, "myhooks");
       fs.mkdirSync(hooks);
-      for (const h of ["post-index-change", "reference-transaction", "fsmonitor-watchman"]) fs.writeFileSync(path.join(hooks, h), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+      for (const h of ["post-index-change", "reference-transaction", "fsmonitor-watchman"])
+        fs.writeFileSync(path.join(hooks, h), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
       sb.git("config", "core.hooksPath", hooks);
       sb.git("config", "core.fsmonitor", path.join(hooks, "fsmonitor-watchman"));
     },
@@ -196,7 +206,9 @@ const ATTACKS: Attack[] = [
 let gitOnly: string;
 beforeAll(() => {
   gitOnly = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gitonly-")));
-  const git = pathDirs().map((d) => path.join(d, "git")).find((p) => fs.existsSync(p))!;
+  const git = pathDirs()
+    .map((d) => path.join(d, "git"))
+    .find((p) => fs.existsSync(p))!;
   fs.symlinkSync(git, path.join(gitOnly, "git"));
 });
 afterAll(() => fs.rmSync(gitOnly, { recursive: true, force: true }));
@@ -224,7 +236,8 @@ for (const variant of ["bubblewrap when it works here", "no bubblewrap"]) {
           expect(texts.join("")).not.toContain("PWNED");
           // control: the same repository makes plain git run the program
           if (attack.control !== null) {
-            for (const argv of attack.control) Bun.spawnSync(["git", ...argv], { cwd: sb.root, env: { PATH: process.env.PATH!, HOME: sb.base } });
+            for (const argv of attack.control)
+              Bun.spawnSync(["git", ...argv], { cwd: sb.root, env: { PATH: process.env.PATH!, HOME: sb.base } });
             expect(fs.existsSync(marker)).toBe(true);
           }
         } finally {
@@ -354,11 +367,19 @@ describe("git_diff: a git directory elsewhere is refused", () => {
       const tools = await import("../../../src/tools/workspace/index.ts");
       const { createRuntime } = await import("../../../src/runtime/index.ts");
       const { createLogger } = await import("../../../src/core/logger.ts");
-      const rt = createRuntime({ root: path.join(sb.root, "wt"), tools: tools.workspaceTools({ git_diff: true }, path.join(sb.root, "wt")), logger: createLogger({ level: "error", sink: () => {} }) });
+      const rt = createRuntime({
+        root: path.join(sb.root, "wt"),
+        tools: tools.workspaceTools({ git_diff: true }, path.join(sb.root, "wt")),
+        logger: createLogger({ level: "error", sink: () => {} }),
+      });
       const env = await rt.dispatchCall({ id: "w", tool: "git_diff", arguments: { mode: "status" }, shape: "agentcore" } as never);
       expect(code(env)).toBe("GIT_FAILED");
       expect(env.error?.details).toMatchObject({ refused: true, reason: "gitdir_outside" });
-      const main = createRuntime({ root: other, tools: tools.workspaceTools({ git_diff: true }, other), logger: createLogger({ level: "error", sink: () => {} }) });
+      const main = createRuntime({
+        root: other,
+        tools: tools.workspaceTools({ git_diff: true }, other),
+        logger: createLogger({ level: "error", sink: () => {} }),
+      });
       const ok = await main.dispatchCall({ id: "m", tool: "git_diff", arguments: { mode: "status" }, shape: "agentcore" } as never);
       expect(ok.error).toBeNull();
     } finally {
@@ -400,7 +421,11 @@ describe("git_diff: a git directory elsewhere is refused", () => {
         try {
           ({ envs, texts } = await everyMode(sb));
           expectNoLeak(texts);
-          for (const env of envs) expect({ name, details: env.error?.details }).toMatchObject({ name, details: { refused: true, reason: "gitdir_entry_outside" } });
+          for (const env of envs)
+            expect({ name, details: env.error?.details }).toMatchObject({
+              name,
+              details: { refused: true, reason: "gitdir_entry_outside" },
+            });
         } finally {
           fs.rmSync(p);
           if (fs.existsSync(keep)) fs.renameSync(keep, p);
@@ -411,17 +436,20 @@ describe("git_diff: a git directory elsewhere is refused", () => {
     }
   });
 
-  test.skipIf(process.getuid?.() !== 0)("a repository owned by another user is refused, as git itself would (needs root to chown)", async () => {
-    const sb = repoSandbox("agentcore-gdowner-");
-    try {
-      fs.chownSync(path.join(sb.root, ".git"), 4242, 4242);
-      const env = await sb.call("git_diff", { mode: "status" });
-      expect(env.error?.details).toMatchObject({ refused: true, reason: "dubious_ownership" });
-      expect(env.error?.message).toContain("run agentcore as its owner");
-    } finally {
-      sb.cleanup();
-    }
-  });
+  test.skipIf(process.getuid?.() !== 0)(
+    "a repository owned by another user is refused, as git itself would (needs root to chown)",
+    async () => {
+      const sb = repoSandbox("agentcore-gdowner-");
+      try {
+        fs.chownSync(path.join(sb.root, ".git"), 4242, 4242);
+        const env = await sb.call("git_diff", { mode: "status" });
+        expect(env.error?.details).toMatchObject({ refused: true, reason: "dubious_ownership" });
+        expect(env.error?.message).toContain("run agentcore as its owner");
+      } finally {
+        sb.cleanup();
+      }
+    },
+  );
 });
 
 describe("git_diff through the compiled binary", () => {
@@ -464,7 +492,12 @@ describe("git_diff through the compiled binary", () => {
       GIT_PAGER: "touch PWNED-ENV; cat",
     };
     // with bubblewrap when it works here, and with a PATH that holds git alone (no bubblewrap)
-    for (const [mode, PATH] of [["status", process.env.PATH!], ["worktree", process.env.PATH!], ["status", gitOnly], ["worktree", gitOnly]] as const) {
+    for (const [mode, PATH] of [
+      ["status", process.env.PATH!],
+      ["worktree", process.env.PATH!],
+      ["status", gitOnly],
+      ["worktree", gitOnly],
+    ] as const) {
       const r = agentcore(repo, { id: "1", tool: "git_diff", arguments: { mode } }, { ...hostileEnv, PATH });
       expect(r.status).toBe(0);
       const env = JSON.parse(r.stdout);
@@ -504,7 +537,13 @@ describe("git_diff through the compiled binary", () => {
 const bwrap = detectBwrap(pathDirs());
 describe("git_diff under bubblewrap", () => {
   test("bwrap arguments: nothing writable; what lies under the private /tmp (repository, root, private git directory, git) is bound back read-only", () => {
-    const args = gitBwrapArgs({ top: "/tmp/base/repo", gitdir: "/tmp/base/repo/.git" }, "/tmp/agentcore-gitdir-x", "/tmp/base/repo/sub", "/usr/bin/git", ["status"]).join(" ");
+    const args = gitBwrapArgs(
+      { top: "/tmp/base/repo", gitdir: "/tmp/base/repo/.git" },
+      "/tmp/agentcore-gitdir-x",
+      "/tmp/base/repo/sub",
+      "/usr/bin/git",
+      ["status"],
+    ).join(" ");
     expect(args).toContain("--ro-bind / / ");
     expect(args).toContain("--tmpfs /tmp ");
     expect(args).toContain("--ro-bind /tmp/base/repo /tmp/base/repo ");
@@ -519,30 +558,38 @@ describe("git_diff under bubblewrap", () => {
     expect(high).toContain("--ro-bind /tmp/tools /tmp/tools ");
   });
 
-  test.skipIf(bwrap === null)(`git runs inside bwrap when it works here${bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : ""}`, async () => {
-    const wrapDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gdbwrap-")));
-    const log = path.join(wrapDir, "log");
-    try {
-      // a bwrap that records its arguments, then runs the real one
-      fs.writeFileSync(path.join(wrapDir, "bwrap"), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${bwrap}' "$@"\n`, { mode: 0o755 });
-      const sb = repoSandbox("agentcore-gdiso-", { searchPath: [wrapDir, ...pathDirs()] });
+  test.skipIf(bwrap === null)(
+    `git runs inside bwrap when it works here${bwrap === null ? " (SKIPPED: bubblewrap is missing or not working on this machine)" : ""}`,
+    async () => {
+      const wrapDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-gdbwrap-")));
+      const log = path.join(wrapDir, "log");
       try {
-        sb.git("config", "filter.x=y.clean", `touch ${path.join(sb.base, "PWNED")}; cat`);
-        attrs(sb, "*.txt filter=x=y\n");
-        const env = await sb.call("git_diff", {});
-        expect(env.error).toBeNull();
-        expect((env.result as { output: string }).output).toContain("+changed\n");
-        const lines = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes(" diff --no-ext-diff"));
-        expect(lines.length).toBe(1);
-        expect(lines[0]).toContain("--unshare-all");
-        expect(lines[0]).toContain(`--ro-bind ${sb.root} ${sb.root}`);
-        expect(lines[0]).not.toMatch(/--bind /);
-        expect(fs.existsSync(path.join(sb.base, "PWNED"))).toBe(false);
+        // a bwrap that records its arguments, then runs the real one
+        fs.writeFileSync(path.join(wrapDir, "bwrap"), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${bwrap}' "$@"\n`, {
+          mode: 0o755,
+        });
+        const sb = repoSandbox("agentcore-gdiso-", { searchPath: [wrapDir, ...pathDirs()] });
+        try {
+          sb.git("config", "filter.x=y.clean", `touch ${path.join(sb.base, "PWNED")}; cat`);
+          attrs(sb, "*.txt filter=x=y\n");
+          const env = await sb.call("git_diff", {});
+          expect(env.error).toBeNull();
+          expect((env.result as { output: string }).output).toContain("+changed\n");
+          const lines = fs
+            .readFileSync(log, "utf8")
+            .split("\n")
+            .filter((l) => l.includes(" diff --no-ext-diff"));
+          expect(lines.length).toBe(1);
+          expect(lines[0]).toContain("--unshare-all");
+          expect(lines[0]).toContain(`--ro-bind ${sb.root} ${sb.root}`);
+          expect(lines[0]).not.toMatch(/--bind /);
+          expect(fs.existsSync(path.join(sb.base, "PWNED"))).toBe(false);
+        } finally {
+          sb.cleanup();
+        }
       } finally {
-        sb.cleanup();
+        fs.rmSync(wrapDir, { recursive: true, force: true });
       }
-    } finally {
-      fs.rmSync(wrapDir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

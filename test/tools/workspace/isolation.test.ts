@@ -58,43 +58,64 @@ console.log(JSON.stringify(out));`;
 }
 
 describe("exec isolation under bubblewrap", () => {
-  test.skipIf(bwrap === null)(`cannot write outside the root (system, other folders, .git, .agentcore); can write inside${SKIP}`, async () => {
-    const targets = [
-      path.join(iso.outside, "pwned.txt"),
-      path.join(iso.base, "pwned.txt"),
-      "/etc/agentcore-pwned",
-      "/usr/agentcore-pwned",
-      path.join(iso.root, ".git", "hooks", "pre-commit"),
-      path.join(iso.root, ".agentcore", "config.json"),
-      path.join(iso.root, "inside.txt"),
-    ];
-    const r = await runIn(iso, ["bun", "-e", writer(targets)]);
-    expect(r.isolated).toBe(true);
-    const res = JSON.parse(r.stdout) as Record<string, string>;
-    expect(res[path.join(iso.root, "inside.txt")]).toBe("ok");
-    // /tmp is a private tmpfs inside the sandbox: a write under the host's
-    // /tmp (here iso.base) may succeed there but never reaches the host.
-    for (const t of targets.slice(0, 6)) if (t !== path.join(iso.base, "pwned.txt")) expect(res[t]).not.toBe("ok");
-    expect(res[path.join(iso.outside, "pwned.txt")]).toBe("ENOENT");
-    expect(res["/etc/agentcore-pwned"]).toBe("EROFS");
-    expect(res[path.join(iso.root, ".git", "hooks", "pre-commit")]).toBe("EROFS");
-    for (const t of targets.slice(0, 6)) expect(fs.existsSync(t)).toBe(false);
-    expect(fs.readFileSync(path.join(iso.root, "inside.txt"), "utf8")).toBe("pwned");
+  test.skipIf(bwrap === null)(
+    `cannot write outside the root (system, other folders, .git, .agentcore); can write inside${SKIP}`,
+    async () => {
+      const targets = [
+        path.join(iso.outside, "pwned.txt"),
+        path.join(iso.base, "pwned.txt"),
+        "/etc/agentcore-pwned",
+        "/usr/agentcore-pwned",
+        path.join(iso.root, ".git", "hooks", "pre-commit"),
+        path.join(iso.root, ".agentcore", "config.json"),
+        path.join(iso.root, "inside.txt"),
+      ];
+      const r = await runIn(iso, ["bun", "-e", writer(targets)]);
+      expect(r.isolated).toBe(true);
+      const res = JSON.parse(r.stdout) as Record<string, string>;
+      expect(res[path.join(iso.root, "inside.txt")]).toBe("ok");
+      // /tmp is a private tmpfs inside the sandbox: a write under the host's
+      // /tmp (here iso.base) may succeed there but never reaches the host.
+      for (const t of targets.slice(0, 6)) if (t !== path.join(iso.base, "pwned.txt")) expect(res[t]).not.toBe("ok");
+      expect(res[path.join(iso.outside, "pwned.txt")]).toBe("ENOENT");
+      expect(res["/etc/agentcore-pwned"]).toBe("EROFS");
+      expect(res[path.join(iso.root, ".git", "hooks", "pre-commit")]).toBe("EROFS");
+      for (const t of targets.slice(0, 6)) expect(fs.existsSync(t)).toBe(false);
+      expect(fs.readFileSync(path.join(iso.root, "inside.txt"), "utf8")).toBe("pwned");
 
-    // control: unisolated, the same command writes outside the root
-    const outsideTarget = path.join(open.outside, "pwned.txt");
-    const c = await runIn(open, ["bun", "-e", writer([outsideTarget])]);
-    expect(c.isolated).toBe(false);
-    expect(JSON.parse(c.stdout)).toEqual({ [outsideTarget]: "ok" });
-    expect(fs.existsSync(outsideTarget)).toBe(true);
-  });
+      // control: unisolated, the same command writes outside the root
+      const outsideTarget = path.join(open.outside, "pwned.txt");
+      const c = await runIn(open, ["bun", "-e", writer([outsideTarget])]);
+      expect(c.isolated).toBe(false);
+      expect(JSON.parse(c.stdout)).toEqual({ [outsideTarget]: "ok" });
+      expect(fs.existsSync(outsideTarget)).toBe(true);
+    },
+  );
 
   test.skipIf(bwrap === null)(`agentcore's config file inside the root is read-only in the sandbox${SKIP}`, async () => {
     const cfg = path.join(iso.root, "agentcore.jsonc");
     fs.writeFileSync(cfg, "{}");
-    const tool = createExecTool({ root: iso.root, allow: ["bun"], env: ["PATH"], searchPath: SEARCH_PATH, isolation: "required", warn: () => {}, protect: [cfg] });
-    const rt = createRuntime({ root: iso.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
-    const env = await rt.dispatchCall({ id: "c", tool: "exec", arguments: { argv: ["bun", "-e", writer([cfg, path.join(iso.root, "other.json")])] }, shape: "agentcore" });
+    const tool = createExecTool({
+      root: iso.root,
+      allow: ["bun"],
+      env: ["PATH"],
+      searchPath: SEARCH_PATH,
+      isolation: "required",
+      warn: () => {},
+      protect: [cfg],
+    });
+    const rt = createRuntime({
+      root: iso.root,
+      builtins: false,
+      tools: [tool as never],
+      logger: createLogger({ level: "error", sink: () => {} }),
+    });
+    const env = await rt.dispatchCall({
+      id: "c",
+      tool: "exec",
+      arguments: { argv: ["bun", "-e", writer([cfg, path.join(iso.root, "other.json")])] },
+      shape: "agentcore",
+    });
     expect(JSON.parse((env.result as R).stdout)).toEqual({ [cfg]: "EROFS", [path.join(iso.root, "other.json")]: "ok" });
     expect(fs.readFileSync(cfg, "utf8")).toBe("{}");
   });
@@ -138,32 +159,39 @@ s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
   afterAll(() => {
     if (runDir !== null) fs.rmSync(runDir, { recursive: true, force: true });
   });
-  test.skipIf(bwrap === null || runDir === null)(`cannot connect to a host Unix socket under /run${bwrap === null ? SKIP : runDir === null ? " (SKIPPED: /run is not writable here)" : ""}`, async () => {
-    const sock = path.join(runDir!, "host.sock");
-    let connections = 0;
-    const server = net.createServer((s) => {
-      connections++;
-      s.end("hello from the host\n");
-    });
-    await new Promise<void>((resolve) => server.listen(sock, resolve));
-    const script = `const s = require("node:net").connect(${JSON.stringify(sock)});
+  test.skipIf(bwrap === null || runDir === null)(
+    `cannot connect to a host Unix socket under /run${bwrap === null ? SKIP : runDir === null ? " (SKIPPED: /run is not writable here)" : ""}`,
+    async () => {
+      const sock = path.join(runDir!, "host.sock");
+      let connections = 0;
+      const server = net.createServer((s) => {
+        connections++;
+        s.end("hello from the host\n");
+      });
+      await new Promise<void>((resolve) => server.listen(sock, resolve));
+      const script = `const s = require("node:net").connect(${JSON.stringify(sock)});
 s.on("data", (d) => { console.log("got " + d); process.exit(0); });
 s.on("error", (e) => { console.log("error " + e.code); process.exit(3); });`;
-    try {
-      const r = await runIn(iso, ["bun", "-e", script]);
-      expect(r.stdout).toBe("error ENOENT\n");
-      expect(connections).toBe(0);
-      // control: unisolated it connects
-      const c = await runIn(open, ["bun", "-e", script]);
-      expect(c.stdout).toStartWith("got hello from the host");
-      expect(connections).toBe(1);
-    } finally {
-      server.close();
-    }
-  });
+      try {
+        const r = await runIn(iso, ["bun", "-e", script]);
+        expect(r.stdout).toBe("error ENOENT\n");
+        expect(connections).toBe(0);
+        // control: unisolated it connects
+        const c = await runIn(open, ["bun", "-e", script]);
+        expect(c.stdout).toStartWith("got hello from the host");
+        expect(connections).toBe(1);
+      } finally {
+        server.close();
+      }
+    },
+  );
 
   test.skipIf(bwrap === null)(`cannot see host processes (new PID namespace)${SKIP}`, async () => {
-    const pids = (out: string) => out.split("\n").filter((l) => /^\d+$/.test(l)).map(Number);
+    const pids = (out: string) =>
+      out
+        .split("\n")
+        .filter((l) => /^\d+$/.test(l))
+        .map(Number);
     const r = await runIn(iso, ["ls", "/proc"]);
     const inside = pids(r.stdout);
     expect(inside.length).toBeGreaterThan(0);
@@ -201,9 +229,26 @@ describe("exec isolation: programs that live under /tmp", () => {
       fs.symlinkSync(path.join("..", "pkg", "bin", "say"), path.join(link, "say"));
       const args = bwrapArgs(iso.root, iso.root, path.join(link, "say"), ["x"]);
       expect(args.join(" ")).toContain(`--ro-bind ${link} ${link} --ro-bind ${real} ${real}`);
-      const tool = createExecTool({ root: iso.root, allow: ["say"], env: ["PATH"], searchPath: [link, ...SEARCH_PATH], isolation: "required", warn: () => {} });
-      const rt = createRuntime({ root: iso.root, builtins: false, tools: [tool as never], logger: createLogger({ level: "error", sink: () => {} }) });
-      const env = await rt.dispatchCall({ id: "c", tool: "exec", arguments: { argv: ["say", "hello", "from", "tmp"] }, shape: "agentcore" });
+      const tool = createExecTool({
+        root: iso.root,
+        allow: ["say"],
+        env: ["PATH"],
+        searchPath: [link, ...SEARCH_PATH],
+        isolation: "required",
+        warn: () => {},
+      });
+      const rt = createRuntime({
+        root: iso.root,
+        builtins: false,
+        tools: [tool as never],
+        logger: createLogger({ level: "error", sink: () => {} }),
+      });
+      const env = await rt.dispatchCall({
+        id: "c",
+        tool: "exec",
+        arguments: { argv: ["say", "hello", "from", "tmp"] },
+        shape: "agentcore",
+      });
       expect(env.error).toBeNull();
       expect(env.result as R).toMatchObject({ exit_code: 0, stdout: "hello from tmp\n", isolated: true });
     } finally {

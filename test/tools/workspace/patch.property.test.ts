@@ -18,12 +18,16 @@ const dir = tmp("agentcore-patchprop-");
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const line = fc.constantFrom("a", "b", "c", "", "x y", "é");
-const text = fc.tuple(fc.array(line, { maxLength: 14 }), fc.boolean()).map(([lines, eol]) => (lines.length === 0 ? "" : lines.join("\n") + (eol ? "\n" : "")));
+const text = fc
+  .tuple(fc.array(line, { maxLength: 14 }), fc.boolean())
+  .map(([lines, eol]) => (lines.length === 0 ? "" : lines.join("\n") + (eol ? "\n" : "")));
 
 function diffU(a: string, b: string, context: number): string {
   fs.writeFileSync(path.join(dir, "old"), a);
   fs.writeFileSync(path.join(dir, "new"), b);
-  const r = spawnSync("diff", [`-U${context}`, "--label", "a/f", "--label", "b/f", path.join(dir, "old"), path.join(dir, "new")], { encoding: "utf8" });
+  const r = spawnSync("diff", [`-U${context}`, "--label", "a/f", "--label", "b/f", path.join(dir, "old"), path.join(dir, "new")], {
+    encoding: "utf8",
+  });
   return r.stdout;
 }
 

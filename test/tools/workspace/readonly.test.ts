@@ -169,7 +169,9 @@ describe("grep", () => {
       { path: "src/a.ts", line: 2, text: "// TODO: fix a" },
       { path: "src/b.ts", line: 2, text: "const todo = 'todo';" },
     ]);
-    expect((await grep({ pattern: "a = 1;", literal: true })).matches).toEqual([{ path: "src/a.ts", line: 1, text: "export const a = 1;" }]);
+    expect((await grep({ pattern: "a = 1;", literal: true })).matches).toEqual([
+      { path: "src/a.ts", line: 1, text: "export const a = 1;" },
+    ]);
     expect((await grep({ pattern: "(", literal: true, path: "README.md" })).matches).toEqual([]);
     expect((await grep({ pattern: "^hello", path: "README.md" })).matches).toEqual([{ path: "README.md", line: 2, text: "hello world" }]);
   });
@@ -263,8 +265,10 @@ describe("glob pruning", () => {
 describe("grep: alternatives in groups are not matched inline", () => {
   test("isLinearPattern: a quantifier or two groups of alternatives go to the worker; words, top-level alternation and one group stay inline", async () => {
     const { isLinearPattern } = await import("../../../src/tools/workspace/grep.ts");
-    for (const p of ["(a|a)".repeat(19) + "b", "(a|a)(a|a)b", "((a|b)|c)", "(?:x|y)[)](?:z|w)", "a+", "x{2}"]) expect(isLinearPattern(p)).toBe(false);
-    for (const p of ["TODO", "foo|bar", "(foo)bar", "^(foo|bar|baz)\\b", "[(|]x(y|z)", "\\(a|b\\)(c|d)", "^import ", "a\\.b"]) expect(isLinearPattern(p)).toBe(true);
+    for (const p of ["(a|a)".repeat(19) + "b", "(a|a)(a|a)b", "((a|b)|c)", "(?:x|y)[)](?:z|w)", "a+", "x{2}"])
+      expect(isLinearPattern(p)).toBe(false);
+    for (const p of ["TODO", "foo|bar", "(foo)bar", "^(foo|bar|baz)\\b", "[(|]x(y|z)", "\\(a|b\\)(c|d)", "^import ", "a\\.b"])
+      expect(isLinearPattern(p)).toBe(true);
   });
 
   test("under deno run, a runaway match answers TIMEOUT and the process exits: (a|a)x19 b (was matched inline for minutes) and (a+)+$ (the stuck Web Worker kept deno running)", () => {
@@ -277,10 +281,26 @@ describe("grep: alternatives in groups are not matched inline", () => {
       const cfg = path.join(dir, "c.jsonc");
       fs.writeFileSync(cfg, JSON.stringify({ root: dir, tools: { grep: { timeout_ms: 1500 } } }));
       const repo = path.join(import.meta.dir, "../../..");
-      for (const [pattern, where] of [["(a|a)".repeat(19) + "b", "alt"], ["(a+)+$", "nest"]]) {
+      for (const [pattern, where] of [
+        ["(a|a)".repeat(19) + "b", "alt"],
+        ["(a+)+$", "nest"],
+      ]) {
         const call = JSON.stringify({ id: "g", tool: "grep", arguments: { pattern, path: where } });
         // killed after 100 s at the latest; the assertion is only that it exited by itself with status 1
-        const r = Bun.spawnSync([path.join(repo, "node_modules/.bin/deno"), "run", "--allow-read", "--allow-env", path.join(repo, "src/cli/main.ts"), "--config", cfg, "execute", call], { cwd: repo, timeout: 100_000 });
+        const r = Bun.spawnSync(
+          [
+            path.join(repo, "node_modules/.bin/deno"),
+            "run",
+            "--allow-read",
+            "--allow-env",
+            path.join(repo, "src/cli/main.ts"),
+            "--config",
+            cfg,
+            "execute",
+            call,
+          ],
+          { cwd: repo, timeout: 100_000 },
+        );
         expect(r.signalCode ?? null).toBeNull();
         expect(r.exitCode).toBe(1);
         expect(JSON.parse(r.stdout.toString()).error).toMatchObject({ code: "TIMEOUT", details: { timeout_ms: 1500 } });

@@ -125,7 +125,14 @@ describe("write_file escapes (each must fail)", () => {
   });
 
   test("writing into .git/hooks, .git/config, .agentcore (any case)", async () => {
-    for (const p of [".git/hooks/pre-commit", ".git/config", ".GIT/hooks/post-checkout", "sub/.git/hooks/x", ".agentcore/config.json", ".git"]) {
+    for (const p of [
+      ".git/hooks/pre-commit",
+      ".git/config",
+      ".GIT/hooks/post-checkout",
+      "sub/.git/hooks/x",
+      ".agentcore/config.json",
+      ".git",
+    ]) {
       const env = await sb.call("write_file", { path: p, content: "#!/bin/sh\ntouch /tmp/pwned\n" });
       expect(code(env)).toBe("PATH_PROTECTED");
     }
@@ -201,11 +208,17 @@ describe("agentcore's own files inside the root", () => {
       logger: createLogger({ level: "error", sink: () => {} }),
       // given relative to the working directory and through a symlinked folder: both are canonicalised
       tools: workspaceTools({ write_file: true, apply_patch: true }, sb.root, {
-        protect: [path.relative(process.cwd(), path.join(sb.root, "agentcore.jsonc")), path.join(sb.root, "logs", "history.jsonl"), path.join(sb.outside, "elsewhere.json")],
+        protect: [
+          path.relative(process.cwd(), path.join(sb.root, "agentcore.jsonc")),
+          path.join(sb.root, "logs", "history.jsonl"),
+          path.join(sb.outside, "elsewhere.json"),
+        ],
       }),
     });
     const call = (tool: string, args: Record<string, unknown>) => rt.dispatchCall({ id: "p", tool, arguments: args, shape: "agentcore" });
-    expect(code(await call("write_file", { path: "agentcore.jsonc", content: '{"tools":{"exec":{"allow":["sh"]}}}' }))).toBe("PATH_PROTECTED");
+    expect(code(await call("write_file", { path: "agentcore.jsonc", content: '{"tools":{"exec":{"allow":["sh"]}}}' }))).toBe(
+      "PATH_PROTECTED",
+    );
     expect(code(await call("write_file", { path: "./agentcore.jsonc", content: "x" }))).toBe("PATH_PROTECTED");
     expect(code(await call("apply_patch", { edits: [{ path: "agentcore.jsonc", old: "{}", new: "{ }" }] }))).toBe("PATH_PROTECTED");
     expect(code(await call("write_file", { path: "logs/history.jsonl", content: "forged" }))).toBe("PATH_PROTECTED");
