@@ -6,21 +6,14 @@
  */
 import { serializeEnvelope } from "../../runtime/envelope_io.ts";
 import type { Envelope } from "../../core/envelope.ts";
+import { JSON_ERROR_CODES } from "../../core/errors.ts";
 import { LineFramer, isBlank, type Line } from "../../core/lines.ts";
 import { isNdjsonType, readBody } from "../body.ts";
 import { HttpError, JSON_HEADERS } from "../errors.ts";
 import { subApp, type AppDeps } from "./deps.ts";
 
-const CALL_INPUT_CODES = new Set([
-  "JSON_PARSE",
-  "JSON_DEPTH",
-  "JSON_SIZE",
-  "JSON_DUPLICATE_KEY",
-  "JSON_ENCODING",
-  "JSON_NUMBER_RANGE",
-  "JSON_FORBIDDEN_KEY",
-  "INVALID_CALL",
-]);
+/** Codes that mean the call itself was malformed: every strict-core code, and INVALID_CALL. */
+const CALL_INPUT_CODES: ReadonlySet<string> = new Set([...JSON_ERROR_CODES, "INVALID_CALL"]);
 
 /** The JSON headers as one `Headers` object: a Response copies it several times faster than a record. */
 const CALL_HEADERS = new Headers(JSON_HEADERS);
