@@ -487,6 +487,14 @@ const SESSIONS_COMMON = {
   json: { type: "boolean", help: "print JSON instead of text" },
 } as const satisfies OptionTable;
 
+/** The new branch's name, for fork, rollback and retry. */
+const NEW_BRANCH_NAME = { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" } as const;
+/** fork's and rollback's branch options: the new name and the branch the RECORD is looked up on. */
+const NEW_BRANCH_AT_RECORD = {
+  name: NEW_BRANCH_NAME,
+  branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
+} as const;
+
 /** Each `sessions` subcommand's options: one table per subcommand. */
 export const SESSIONS_SUBCOMMANDS = {
   list: { ...SESSIONS_COMMON },
@@ -495,19 +503,17 @@ export const SESSIONS_SUBCOMMANDS = {
   fork: {
     ...SESSIONS_COMMON,
     from: { type: "string", arg: "RECORD", help: "the record to branch at: r7, a record id or its first characters (default: the head)" },
-    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
-    branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
+    ...NEW_BRANCH_AT_RECORD,
   },
   rollback: {
     ...SESSIONS_COMMON,
     to: { type: "string", arg: "RECORD", help: "the record to roll back to (required): r7, a record id or its first characters" },
-    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
-    branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
+    ...NEW_BRANCH_AT_RECORD,
   },
   retry: {
     ...SESSIONS_COMMON,
     run: { type: "string", arg: "RUN", help: "the run to retry (required): its id or first characters; the branch starts just before it" },
-    name: { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" },
+    name: NEW_BRANCH_NAME,
     branch: { type: "string", arg: "B", help: "the branch to start from (default: the one the run was on, main when it was)" },
   },
   recover: {
