@@ -1,0 +1,113 @@
+/**
+ * The chat REPL's view of agent events: streamed text, one line per tool
+ * call (its outcome on the same line unless something was printed in
+ * between), progress below it, the plan after the update_plan line that
+ * changed it, and notes for skills, steering, compaction and runs that end
+ * otherwise than with an answer.
+ *
+ * @module
+ */
+import type { AgentEvent } from "../../agent/index.ts";
+import { PLAN_TOOL_NAME, renderPlan, type Plan } from "../../agent/plan.ts";
+import { argsSummary, outcomeText, runStatusLine } from "./render.ts";
+import type { Screen } from "./screen.ts";
+
+/** Why an automatic compaction happened. */
+const COMPACTION_WHY: Readonly<Record<string, string>> = {
+  overflow: " (the server said the context is full)",
+  pressure: " (the history outgrew --context-window)",
+};
+
+export class ChatEvents {
+  /** When each running tool call started (for its `✓ N ms`). */
+  readonly #started = new Map<string, number>();
+  /** The tool call whose line the cursor is still on. */
+  #openTool: string | null = null;
+  #textOpen = false;
+  /** The plan to draw after the update_plan line that produced it. */
+  #pendingPlan: Plan | null = null;
+
+  /** `planning()`: whether the plan tool is on (its progress is drawn as a checklist, not a line). */
+  constructor(
+    private readonly screen: Screen,
+    private readonly planning: () => boolean,
+  ) {}
+
+  /** Something else printed a line (an approval question): a tool's outcome goes on a line of its own. */
+  interrupted(): void {
+    this.#openTool = null;
+  }
+
+  /** The plan tool accepted `plan`: it is drawn once its call's line is complete. */
+  planChanged(plan: Plan): void {
+    this.#pendingPlan = plan;
+  }
+
+  /** The agent sink. */
+  readonly sink = (event: AgentEvent): void => {
+    const screen = this.screen;
+    switch (event.kind) {
+      case "assistant_text_delta":
+        this.#textOpen = true;
+        this.#openTool = null;
+        screen.write(event.delta);
+        break;
+      case "message_completed":
+        if (this.#textOpen) screen.endLine();
+        this.#textOpen = false;
+        break;
+      case "tool_started":
+        this.#started.set(event.tool_call.id, performance.now());
+        screen.begin(`→ ${event.tool_call.name} ${argsSummary(event.tool_call.arguments)}`.trimEnd());
+        this.#openTool = event.tool_call.id;
+        break;
+      case "tool_progressed":
+        if (event.tool_call.name === PLAN_TOOL_NAME && this.planning()) break; // drawn after the line
+        screen.line(`    … ${event.update.message.replace(/[\r\n]+/g, " ")}`);
+        this.#openTool = null;
+        break;
+      case "tool_completed": {
+        const t0 = this.#started.get(event.tool_call.id);
+        this.#started.delete(event.tool_call.id);
+        const status = outcomeText(event.result, t0 === undefined ? null : performance.now() - t0);
+        if (this.#openTool === event.tool_call.id) screen.write(` ${status}\n`);
+        else screen.line(`→ ${event.tool_call.name} ${argsSummary(event.tool_call.arguments)} ${status}`);
+        this.#openTool = null;
+        if (event.tool_call.name === PLAN_TOOL_NAME && this.#pendingPlan !== null) {
+          for (const l of renderPlan(this.#pendingPlan)) screen.line(l);
+          this.#pendingPlan = null;
+        }
+        break;
+      }
+      case "skill_activated":
+        screen.line(`[skill ${event.name} is active]`);
+        break;
+      case "steering_applied":
+        screen.line(`[steering applied before turn ${event.target_turn}: ${JSON.stringify(event.control.content)}]`);
+        break;
+      case "steering_discarded":
+        screen.line(`[steering dropped (${event.reason}): ${JSON.stringify(event.control.content)}]`);
+        break;
+      case "compaction_completed": {
+        const r = event.result;
+        const why = COMPACTION_WHY[r.trigger] ?? "";
+        screen.line(
+          r.status === "completed"
+            ? `[compacted${why}: ${r.messages_before} messages → ${r.messages_after}]`
+            : `[nothing to compact yet${why}: the last turn is always kept]`,
+        );
+        break;
+      }
+      case "compaction_failed":
+        screen.line(`[compaction ${event.result.status}: ${event.result.error ?? "no reason given"}]`);
+        break;
+      case "agent_finished": {
+        const line = runStatusLine(event.result);
+        if (line !== null) screen.line(line);
+        break;
+      }
+      default:
+        break;
+    }
+  };
+}
