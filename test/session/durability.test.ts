@@ -239,26 +239,7 @@ describe("torn first records", () => {
 });
 
 describe("branch claims", () => {
-  for (const kind of ["jsonl", "memory"] as const) {
-    test(`${kind}: one holder per branch; other branches and sessions are free; released, it can be taken again`, async () => {
-      const storage = kind === "jsonl" ? new JsonlSessionStorage(tmp()) : new MemorySessionStorage();
-      const a = await storage.claimBranch("s", "main", "test a");
-      const err = await storage.claimBranch("s", "main", "test b").catch((e) => e);
-      expect(err).toBeInstanceOf(SessionBranchBusyError);
-      expect(err).toMatchObject({ sessionId: "s", branchId: "main", pid: process.pid, holder: "test a" });
-      expect(err.message).toContain(`session 's' branch 'main' is in use by process ${process.pid} (test a`);
-      expect(await storage.branchOwner("s", "main")).toBe(process.pid);
-      const other = await storage.claimBranch("s", "exp");
-      const otherSession = await storage.claimBranch("t", "main");
-      a.release();
-      a.release(); // idempotent
-      expect(await storage.branchOwner("s", "main")).toBeNull();
-      (await storage.claimBranch("s", "main")).release();
-      other.release();
-      otherSession.release();
-    });
-  }
-
+  // one holder per branch, on every storage: storage-contract.ts
   test("jsonl: the claim is a file next to the journal; another instance sees it; a claim whose pid is dead is taken over", async () => {
     const dir = tmp();
     const a = new JsonlSessionStorage(dir);

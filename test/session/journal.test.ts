@@ -1,15 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { createAgent } from "../../src/agent/index.ts";
-import { ScriptedModel } from "../../src/providers/scripted.ts";
-import { createRuntime } from "../../src/runtime/runtime.ts";
 import {
   JsonlSessionStorage,
   MemorySessionStorage,
-  restoreSession,
-  SessionConflictError,
-  SessionRecorder,
   SessionSchemaVersionError,
   SessionSerializationError,
   sessionMessages,
@@ -139,28 +133,6 @@ describe("JsonlSessionStorage", () => {
     expect((await new JsonlSessionStorage(dir).records("s1")).map((r) => r.revision)).toEqual([1]);
   });
 
-  test("conditional append against a stale head raises SessionConflictError", async () => {
-    const dir = tmp();
-    const a = new JsonlSessionStorage(dir);
-    const b = new JsonlSessionStorage(dir);
-    const first = await a.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
-    const seen = (await b.head("s1"))!;
-    expect(seen.record_id).toBe(first.record_id);
-    await a.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2), {
-      expectedHeadId: first.record_id,
-      checkHead: true,
-    });
-    const err = await b
-      .append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "y" } }, 3), {
-        expectedHeadId: seen.record_id,
-        checkHead: true,
-      })
-      .catch((e) => e);
-    expect(err).toBeInstanceOf(SessionConflictError);
-    expect(err.message).toContain("Session branch 'main' head changed from");
-    expect((await b.records("s1")).length).toBe(2);
-  });
-
   test("invalid drafts are rejected before any file is created", async () => {
     const dir = path.join(tmp(), "sub");
     const store = new JsonlSessionStorage(dir);
@@ -174,104 +146,4 @@ describe("JsonlSessionStorage", () => {
   });
 });
 
-describe("tree API", () => {
-  for (const kind of ["memory", "jsonl"] as const) {
-    test(`${kind}: fork, rollback, retry with the original task, save/load`, async () => {
-      const store = kind === "memory" ? new MemorySessionStorage() : new JsonlSessionStorage(tmp());
-      const { a, f1, b } = await twoRuns(store);
-      const fork = await store.fork("s1", { branchId: "exp" });
-      expect(fork.branch).toMatchObject({ branch_id: "exp", intent: "fork", source_branch_id: "main" });
-      expect(sessionMessages(fork.session).length).toBe(4);
-      const rb = await store.rollback("s1", f1.record_id, { branchId: "rolled" });
-      expect(sessionMessages(rb.session).map((m) => m.content)).toEqual(["first task", "one"]);
-      const retry = await store.prepareRetry("s1", "r2");
-      expect(retry.task).toBe("second task");
-      expect(retry.retried_run_id).toBe("r2");
-      expect(retry.checkout.branch.base_record_id).toBe(b.parent_id);
-      expect(retry.checkout.branch.branch_id).toMatch(/^retry-[0-9a-f]{12}$/);
-      expect(sessionMessages(retry.checkout.session).map((m) => m.content)).toEqual(["first task", "one"]);
-      const root = await store.prepareRetry("s1", "r1", { branchId: "again" });
-      expect(root.task).toBe("first task");
-      expect(root.checkout.head?.parent_id).toBeNull();
-      expect(root.checkout.session.entries).toEqual([]);
-      await expect(store.fork("s1", { branchId: "exp" })).rejects.toThrow("already exists");
-      await expect(store.rollback("s1", "missing")).rejects.toThrow("does not exist");
-      // main is never rewritten; the branch continues from its base
-      await store.append({ ...draft("run_started", { run_id: "r3", task: "on the branch" }, 1, "rolled") });
-      expect((await store.checkout("s1", "main"))!.head!.revision).toBe(6);
-      expect((await store.listBranches("s1")).map((x) => x.branch_id)).toEqual([
-        "main",
-        "exp",
-        "rolled",
-        retry.checkout.branch.branch_id,
-        "again",
-      ]);
-      const audit = await store.checkout("s1", "main", a.record_id);
-      expect(audit!.session.runs[0].result).toBeNull();
-      const cp = await store.save((await store.load("s1"))!);
-      expect(cp.type).toBe("checkpoint");
-      expect(sessionMessages((await store.load("s1"))!).length).toBe(4);
-      await expect(store.append(draft("run_started", { run_id: "r4", task: "t" }, 1, "nope"))).rejects.toThrow("unknown branch");
-    });
-  }
-});
-
-describe("recorder and restore", () => {
-  const script = () => [
-    {
-      content: null,
-      tool_calls: [{ id: "c1", name: "echo", arguments: '{"message":"hi"}' }],
-      usage: { input_tokens: 10, output_tokens: 5 },
-    },
-    { content: "done", usage: { input_tokens: 20, output_tokens: 2 } },
-    { content: "continued", usage: { input_tokens: 30, output_tokens: 2 } },
-  ];
-
-  test("the recorder keeps user, assistant and tool messages; continue after restore in a new agent", async () => {
-    const dir = tmp();
-    const model = new ScriptedModel(script());
-    const recorder = new SessionRecorder("s1", new JsonlSessionStorage(dir));
-    const agent = createAgent({ agentId: "agent-a", model, runtime: createRuntime(), sinks: [recorder] });
-    const r = await agent.run("echo hi");
-    expect(r.status).toBe("completed");
-    expect(recorder.errors).toEqual([]);
-    await agent.shutdown();
-
-    const storage = new JsonlSessionStorage(dir);
-    const records = await storage.records("s1");
-    expect(records.map((x) => x.type)).toEqual([
-      "run_started",
-      "message_appended",
-      "messages_appended",
-      "message_appended",
-      "run_finished",
-    ]);
-    expect(records[1].data.message).toMatchObject({ role: "assistant", usage: { input_tokens: 10 } });
-    const checkout = (await storage.checkout("s1"))!;
-    expect(sessionMessages(checkout.session).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-
-    // a restart: new agent, new model (the rest of the script), restore, continue
-    const model2 = new ScriptedModel(script().slice(2));
-    const agent2 = createAgent({
-      agentId: "agent-a",
-      model: model2,
-      runtime: createRuntime(),
-      sinks: [new SessionRecorder("s1", storage)],
-    });
-    expect(agent2.canContinue).toBe(false);
-    restoreSession(agent2, checkout);
-    expect(agent2.lastResult?.output).toBe("done");
-    expect(agent2.canContinue).toBe(true);
-    const r2 = await agent2.continueRun();
-    expect(r2.output).toBe("continued");
-    expect(model2.requests[0].messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    const after = (await new JsonlSessionStorage(dir).checkout("s1"))!;
-    expect(after.session.runs.map((x) => x.intent)).toEqual(["task", "continue"]);
-    expect(sessionMessages(after.session).at(-1)).toMatchObject({ role: "assistant", content: "continued" });
-    await agent2.shutdown();
-
-    const other = createAgent({ agentId: "agent-b", model: new ScriptedModel([]), runtime: createRuntime() });
-    expect(() => restoreSession(other, after)).toThrow("belongs to agent 'agent-a'");
-    await other.shutdown();
-  });
-});
+// fork/rollback/retry, stale heads, restore and recovery for every storage: storage-contract.ts (storage-*.test.ts).

@@ -10,26 +10,19 @@ import { setRemedyWording } from "../../src/session/remedy.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import {
-  INTERRUPTED_RUN_ERROR,
-  JsonlSessionStorage,
   MemorySessionStorage,
   restoreSession,
   SessionNotFoundError,
-  SessionRecorder,
-  SessionRunActiveError,
   SessionUnfinishedRunError,
   SessionValidationError,
   type JournalStorage,
   type SessionRecordDraft,
 } from "../../src/session/index.ts";
-import { tmpPerTest } from "../support/tmp.ts";
 
 // the library's wording (a CLI main() run in this process would have installed its own)
 beforeEach(() => {
   setRemedyWording(null);
 });
-
-const tmp = tmpPerTest("agentcore-recover-");
 
 const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
   session_id: "s1",
@@ -78,65 +71,8 @@ async function crashed(storage: JournalStorage): Promise<void> {
   await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "b", content: "ok" }] }, 11));
 }
 
+// Closing an interrupted run, and a run still going, on every storage: storage-contract.ts.
 describe("JournalStorage.recoverRuns", () => {
-  for (const [name, make] of [
-    ["memory", () => new MemorySessionStorage()],
-    ["jsonl", () => new JsonlSessionStorage(tmp())],
-  ] as const) {
-    test(`${name}: closes the run, answers the unanswered call, keeps sequences in order; a second call is a no-op`, async () => {
-      const storage = make();
-      await crashed(storage);
-      const out = await storage.recoverRuns("s1", { reason: "test" });
-      expect(out.session_id).toBe("s1");
-      expect(out.branch_id).toBe("main");
-      expect(out.recovered).toHaveLength(1);
-      const [r] = out.recovered;
-      expect(r!.run_id).toBe("r1");
-      expect(r!.cancelled_tool_calls).toEqual(["c"]);
-      expect(r!.result).toMatchObject({
-        status: "cancelled",
-        stop_reason: "external_abort",
-        turns: 2,
-        output: null,
-        error: `${INTERRUPTED_RUN_ERROR} (test)`,
-      });
-      // usage: the first message's report; the second's is malformed, so it counts as unreported
-      expect(r!.result.usage).toMatchObject({
-        input_tokens: 10,
-        output_tokens: 2,
-        total_tokens: 12,
-        request_count: 2,
-        reported_request_count: 1,
-        complete: false,
-      });
-
-      const records = await storage.records("s1");
-      expect(records.map((x) => [x.type, x.sequence])).toEqual([
-        ["run_started", 1],
-        ["message_appended", 3],
-        ["messages_appended", 5],
-        ["message_appended", 9],
-        ["messages_appended", 11],
-        ["messages_appended", 12],
-        ["run_finished", 13],
-      ]);
-      expect(records[5]!.data.messages).toEqual([
-        {
-          role: "tool",
-          tool_call_id: "c",
-          content: JSON.stringify({ status: "cancelled", tool: "echo", error: `${INTERRUPTED_RUN_ERROR} (test)` }),
-        },
-      ]);
-      expect(records[6]!.record_id).toBe(r!.record_id);
-      expect(out.head_id).toBe(r!.record_id);
-      const session = (await storage.load("s1"))!;
-      expect(session.runs[0]!.result).toEqual(r!.result);
-
-      expect((await storage.recoverRuns("s1")).recovered).toEqual([]);
-      expect(await storage.records("s1")).toHaveLength(7);
-    });
-  }
-
   test("unknown session and branch are SessionNotFoundError; another branch is recovered on its own", async () => {
     const storage = new MemorySessionStorage();
     await expect(storage.recoverRuns("nope")).rejects.toThrow(SessionNotFoundError);
@@ -168,53 +104,6 @@ describe("JournalStorage.recoverRuns", () => {
     await expect(storage.rollback("s1", mid)).rejects.toThrow("choose a record before the run started");
     expect((await storage.fork("s1", { branchId: "ok" })).branch.branch_id).toBe("ok");
   });
-});
-
-describe("a run that is still going is never recovered", () => {
-  for (const [name, make] of [
-    [
-      "memory",
-      () => {
-        const m = new MemorySessionStorage();
-        return [m, m] as const;
-      },
-    ],
-    [
-      "jsonl (another storage instance)",
-      () => {
-        const d = tmp();
-        return [new JsonlSessionStorage(d), new JsonlSessionStorage(d)] as const;
-      },
-    ],
-  ] as const) {
-    test(`${name}: SessionRunActiveError while the recorder's run goes on; nothing written; fine once it finished`, async () => {
-      const [recorded, other] = make();
-      const agent = createAgent({
-        agentId: "agent-a",
-        model: new ScriptedModel([{ content: "late", delay_ms: 600_000 }]),
-        runtime: createRuntime(),
-        sinks: [new SessionRecorder("s1", recorded)],
-      });
-      const done = agent.run("slow");
-      for (let i = 0; i < 400 && (await other.records("s1")).length === 0; i++) await Bun.sleep(10);
-      expect((await other.records("s1")).map((r) => r.type)).toEqual(["run_started"]);
-      let err: unknown;
-      try {
-        await other.recoverRuns("s1");
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(SessionRunActiveError);
-      expect((err as SessionRunActiveError).pid).toBe(process.pid);
-      expect((err as Error).message).toContain("is still going in process");
-      expect(await other.records("s1")).toHaveLength(1);
-      agent.abort("test over");
-      expect((await done).status).toBe("cancelled");
-      await agent.shutdown();
-      expect((await other.recoverRuns("s1")).recovered).toEqual([]);
-      expect(await other.runOwner("s1", (await other.records("s1"))[0]!.data.run_id as string)).toBeNull();
-    });
-  }
 });
 
 describe("restoreSession after a crash", () => {

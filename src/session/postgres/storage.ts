@@ -1,0 +1,556 @@
+/**
+ * Session journals in PostgreSQL: the tables of `./migrations.ts`, written
+ * through `pg` (node-postgres), which is loaded only when a storage opens.
+ *
+ * A write transaction locks the session's row (`SELECT … FOR UPDATE`), so
+ * the writers of one session, in any process on any machine, take turns;
+ * it brings this instance's cached index of the session up to date by
+ * reading only the records after the revision it holds, runs the tree
+ * operation, inserts the records it wrote and moves `last_revision`, then
+ * commits. Revisions are allocated inside that transaction: a head that
+ * moved meanwhile is the same SessionConflictError as with JSONL. Records are
+ * never updated in place (a trigger refuses it).
+ *
+ * Branch claims and live-run marks are leases: a row naming the holder (this
+ * storage instance, `host:pid:uuid`), its pid and host, and an expiry that
+ * the holder renews while it holds it. An expired lease is stale and taken
+ * over; so is one whose holder ran on this host under a pid that is gone
+ * (a SIGKILLed process on the same machine need not wait for the expiry).
+ *
+ * @module
+ */
+import { hostname } from "node:os";
+import type { Pool, PoolClient } from "pg";
+import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "../journal.ts";
+import { pidAlive } from "../lock.ts";
+import {
+  JOURNAL_SCHEMA_VERSION,
+  SessionBranchBusyError,
+  SessionConflictError,
+  SessionError,
+  SessionSchemaVersionError,
+  SessionSerializationError,
+  SessionStorageError,
+  SessionValidationError,
+  type SessionRecord,
+} from "../types.ts";
+import { appliedVersions, checkKnown, LATEST_VERSION, migrate, MigrationError, type MigrationResult } from "./migrations.ts";
+
+/** Options of {@link PostgresSessionStorage.open}. */
+export interface PostgresSessionStorageOptions {
+  /** Apply missing migrations when opening (default true); false: refuse a database that lacks them. */
+  migrate?: boolean;
+  /** How long a lease (branch claim, run mark) lasts without renewal. Default 15 000 ms. */
+  leaseMs?: number;
+  /** Most connections in the pool. Default 10. */
+  maxConnections?: number;
+  /** Told of the migrations applied while opening. */
+  onMigrate?: (result: MigrationResult) => void;
+}
+
+/** `postgres://user:***@host/db` → the URL without its password (for messages). */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/(\/\/[^:/@]*):[^@]*@/, "$1:***@");
+  }
+}
+
+/** Whether a store spec names PostgreSQL (`postgres://` or `postgresql://`). */
+export function isPostgresUrl(spec: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(spec);
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+]);
+
+/** A pg or socket error as a SessionStorageError naming the store and what to check. */
+export function storageError(url: string, what: string, e: unknown): SessionStorageError {
+  if (e instanceof SessionError) return e;
+  const err = e as { code?: string; message?: string };
+  const where = redactUrl(url);
+  const msg = err?.message ?? String(e);
+  let hint: string;
+  if (err?.code !== undefined && CONNECTION_CODES.has(err.code))
+    hint = "check that the PostgreSQL server is running and accepts TCP connections at that host and port";
+  else if (err?.code === "28P01" || err?.code === "28000") hint = "check the user and password in the URL (and pg_hba.conf)";
+  else if (err?.code === "3D000") hint = "check the database name in the URL, or create it (createdb)";
+  else if (err?.code === "42P01" || err?.code === "3F000")
+    hint = "the agentcore tables are missing: run agentcore store migrate --store URL";
+  else if (/timeout|terminat|Connection/i.test(msg)) hint = "check that the PostgreSQL server is running and reachable";
+  else hint = "check the server's log";
+  return new SessionStorageError(`PostgreSQL store ${where}: ${what}: ${msg}; ${hint}`);
+}
+
+interface Cached {
+  index: JournalIndex;
+}
+
+interface LeaseRow {
+  holder_id: string;
+  holder: string | null;
+  pid: number;
+  host: string;
+  since: Date | string;
+  live: boolean;
+}
+
+/**
+ * Durable sessions in a PostgreSQL database, shared by every process and
+ * machine that opens the same database. Open with
+ * {@link PostgresSessionStorage.open}; `close()` ends its connections.
+ */
+export class PostgresSessionStorage extends JournalStorage {
+  /** The store's URL (with its password, if any: print {@link redactUrl} of it). */
+  readonly url: string;
+  /** This instance as a lease holder: `host:pid:uuid`. */
+  readonly holderId: string;
+  readonly leaseMs: number;
+  readonly #pool: Pool;
+  readonly #cache = new Map<string, Cached>();
+  /** Per-session queues: the transactions of one session through this instance take turns. */
+  readonly #tails = new Map<string, Promise<unknown>>();
+  /** Leases this instance holds (renewed by the timer). */
+  readonly #claims = new Set<string>();
+  readonly #marks = new Set<string>();
+  readonly #pending = new Set<Promise<unknown>>();
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #closed = false;
+
+  private constructor(url: string, pool: Pool, leaseMs: number) {
+    super();
+    this.url = url;
+    this.#pool = pool;
+    this.leaseMs = leaseMs;
+    this.holderId = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
+  }
+
+  /**
+   * Connect to the store at `url` (loads `pg`), check it answers, and apply
+   * missing migrations (unless `migrate: false`, which refuses a database
+   * that lacks some). Throws SessionStorageError naming the URL (without its
+   * password) and what to check.
+   */
+  static async open(url: string, options: PostgresSessionStorageOptions = {}): Promise<PostgresSessionStorage> {
+    const leaseMs = options.leaseMs ?? 15_000;
+    if (!Number.isFinite(leaseMs) || leaseMs < 100) throw new SessionValidationError(`leaseMs must be at least 100, got ${leaseMs}`);
+    let pg: typeof import("pg");
+    try {
+      pg = (await import("pg")).default as unknown as typeof import("pg");
+    } catch (e) {
+      throw new SessionStorageError(
+        `PostgreSQL store ${redactUrl(url)}: cannot load the PostgreSQL client (the pg package): ${(e as Error).message}; install it with npm install pg`,
+      );
+    }
+    let pool: Pool;
+    try {
+      pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 10_000 });
+    } catch (e) {
+      throw storageError(url, "cannot use the URL", e);
+    }
+    // An idle connection the server drops must not crash the process; the next query reconnects.
+    pool.on("error", () => {});
+    const storage = new PostgresSessionStorage(url, pool, leaseMs);
+    try {
+      const client = await storage.#connect("cannot connect");
+      try {
+        if (options.migrate === false) {
+          const have = await appliedVersions(client);
+          checkKnown(have);
+          const missing = LATEST_VERSION - (have.length === 0 ? 0 : Math.max(...have));
+          if (missing > 0 || have.length < LATEST_VERSION)
+            throw new SessionStorageError(
+              `PostgreSQL store ${redactUrl(url)}: its agentcore schema is at version ${have.length === 0 ? "none" : Math.max(...have)}, this build needs ${LATEST_VERSION}: run agentcore store migrate --store URL`,
+            );
+        } else {
+          const result = await migrate(client);
+          options.onMigrate?.(result);
+        }
+      } finally {
+        client.release();
+      }
+    } catch (e) {
+      await pool.end().catch(() => {});
+      if (e instanceof MigrationError) throw new SessionStorageError(`PostgreSQL store ${redactUrl(url)}: ${e.message}`);
+      throw storageError(url, "cannot open", e);
+    }
+    return storage;
+  }
+
+  async #connect(what: string): Promise<PoolClient> {
+    if (this.#closed) throw new SessionStorageError(`PostgreSQL store ${redactUrl(this.url)}: the storage is closed`);
+    try {
+      return await this.#pool.connect();
+    } catch (e) {
+      throw storageError(this.url, what, e);
+    }
+  }
+
+  async #query<R = Record<string, unknown>>(what: string, text: string, values: unknown[] = []): Promise<R[]> {
+    const client = await this.#connect(what);
+    try {
+      return (await client.query(text, values)).rows as R[];
+    } catch (e) {
+      throw storageError(this.url, what, e);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Run `op` after the session's earlier transactions through this instance. */
+  #queued<T>(sessionId: string, op: () => Promise<T>): Promise<T> {
+    const prev = this.#tails.get(sessionId) ?? Promise.resolve();
+    const run = prev.then(op, op);
+    const tail = run.catch(() => {});
+    this.#tails.set(sessionId, tail);
+    void tail.then(() => {
+      if (this.#tails.get(sessionId) === tail) this.#tails.delete(sessionId);
+    });
+    return run;
+  }
+
+  protected async transact<T>(
+    sessionId: string,
+    fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T,
+    readOnly: boolean,
+  ): Promise<T> {
+    checkNoNul(sessionId, "session id");
+    return await this.#queued(sessionId, async () => {
+      const client = await this.#connect(`cannot ${readOnly ? "read" : "write"} session '${sessionId}'`);
+      let began = false;
+      try {
+        if (readOnly) {
+          const cached = await this.#catchUp(client, sessionId, null);
+          return fn(cached.index, () => {
+            throw new Error("read-only");
+          });
+        }
+        await client.query("BEGIN");
+        began = true;
+        await client.query("INSERT INTO agentcore.sessions (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING", [sessionId]);
+        const row = await client.query("SELECT last_revision FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE", [sessionId]);
+        const last = Number(row.rows[0]!.last_revision);
+        const cached = await this.#catchUp(client, sessionId, last);
+        const written: SessionRecord[] = [];
+        const result = fn(cached.index, (record) => {
+          checkText(record);
+          cached.index.add(record); // validates by applying
+          written.push(record);
+        });
+        if (written.length === 0) {
+          await client.query("ROLLBACK");
+          return result;
+        }
+        for (const r of written) {
+          const line = serializeRecord(r);
+          // jsonb holds no U+0000: such data stays in `line` only.
+          const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
+          await client.query(
+            "INSERT INTO agentcore.records (session_id, revision, record_id, parent_id, branch_id, type, line, data, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            [sessionId, r.revision, r.record_id, r.parent_id, r.branch_id, r.type, line, data, r.time ?? null],
+          );
+        }
+        const agent = cached.index.agentId;
+        await client.query("UPDATE agentcore.sessions SET last_revision = $2, agent_id = COALESCE(agent_id, $3) WHERE session_id = $1", [
+          sessionId,
+          cached.index.records.length,
+          agent,
+        ]);
+        await client.query("COMMIT");
+        return result;
+      } catch (e) {
+        this.#cache.delete(sessionId);
+        if (began) await client.query("ROLLBACK").catch(() => {});
+        if ((e as { code?: string }).code === "23505")
+          throw new SessionConflictError(`session '${sessionId}' was written by another process at the same time; read it again and retry`);
+        throw storageError(this.url, `cannot ${readOnly ? "read" : "write"} session '${sessionId}'`, e);
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  /** Bring the cached index up to date: read only the records after its revision (up to `last` when given). */
+  async #catchUp(client: PoolClient, sessionId: string, last: number | null): Promise<Cached> {
+    let cached = this.#cache.get(sessionId);
+    if (cached === undefined || (last !== null && cached.index.records.length > last)) {
+      cached = { index: new JournalIndex(sessionId) };
+      this.#cache.set(sessionId, cached);
+    }
+    const have = cached.index.records.length;
+    if (last !== null && have === last) return cached;
+    const rows = await client.query(
+      "SELECT revision, line FROM agentcore.records WHERE session_id = $1 AND revision > $2 ORDER BY revision",
+      [sessionId, have],
+    );
+    const where = `PostgreSQL store ${redactUrl(this.url)}, session '${sessionId}'`;
+    try {
+      for (const row of rows.rows as { revision: string; line: string }[]) {
+        const revision = Number(row.revision);
+        let value: unknown;
+        try {
+          value = JSON.parse(row.line);
+        } catch (e) {
+          throw new SessionSerializationError(`${where}: revision ${revision} is not JSON: ${(e as Error).message}`);
+        }
+        const problem = envelopeProblem(value);
+        if (problem !== null) {
+          const v = (value as { journal_schema_version?: unknown } | null)?.journal_schema_version;
+          if (value !== null && typeof value === "object" && v !== JOURNAL_SCHEMA_VERSION)
+            throw new SessionSchemaVersionError(
+              `${where}: revision ${revision}: unsupported journal_schema_version ${JSON.stringify(v)}; expected ${JOURNAL_SCHEMA_VERSION}`,
+            );
+          throw new SessionSerializationError(`${where}: invalid record at revision ${revision}: ${problem}`);
+        }
+        try {
+          cached.index.add(value as SessionRecord);
+        } catch (e) {
+          if (e instanceof SessionValidationError) throw new SessionSerializationError(`${where}: revision ${revision}: ${e.message}`);
+          throw e;
+        }
+      }
+      if (last !== null && cached.index.records.length !== last)
+        throw new SessionSerializationError(`${where}: holds ${cached.index.records.length} record(s), but its last revision is ${last}`);
+    } catch (e) {
+      this.#cache.delete(sessionId);
+      throw e;
+    }
+    return cached;
+  }
+
+  async listSessions(): Promise<string[]> {
+    const rows = await this.#query<{ session_id: string }>(
+      "cannot list sessions",
+      "SELECT session_id FROM agentcore.sessions WHERE last_revision > 0",
+    );
+    return rows.map((r) => r.session_id).sort();
+  }
+
+  override async exists(sessionId: string): Promise<boolean> {
+    const id = normalizeId(sessionId);
+    const rows = await this.#query(
+      "cannot read the sessions",
+      "SELECT 1 FROM agentcore.sessions WHERE session_id = $1 AND last_revision > 0",
+      [id],
+    );
+    return rows.length > 0;
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  /** Whether a lease row names a holder that still counts: not expired, and not a gone process of this host. */
+  #alive(row: LeaseRow): boolean {
+    if (!row.live) return false;
+    if (row.holder_id === this.holderId) return true;
+    if (row.host === hostname() && !pidAlive(row.pid)) return false;
+    return true;
+  }
+
+  #interval(): string {
+    return `${Math.round(this.leaseMs)} milliseconds`;
+  }
+
+  #renewLater(): void {
+    if (this.#timer !== null || this.#closed) return;
+    this.#timer = setInterval(() => void this.#renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#claims.size === 0 && this.#marks.size === 0) {
+      if (this.#timer !== null) clearInterval(this.#timer);
+      this.#timer = null;
+      return;
+    }
+    const op = (async () => {
+      try {
+        await this.#query(
+          "cannot renew leases",
+          "UPDATE agentcore.branch_claims SET expires_at = now() + $2::interval WHERE holder_id = $1",
+          [this.holderId, this.#interval()],
+        );
+        await this.#query("cannot renew leases", "UPDATE agentcore.run_marks SET expires_at = now() + $2::interval WHERE holder_id = $1", [
+          this.holderId,
+          this.#interval(),
+        ]);
+      } catch {
+        /* the next tick tries again; a lease that expires meanwhile is lost */
+      }
+    })();
+    this.#track(op);
+    await op;
+  }
+
+  #track(p: Promise<unknown>): void {
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+  }
+
+  async #settle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  /**
+   * Take a branch for a run: a lease row, inserted or taken over from a
+   * stale holder in one statement. Throws {@link SessionBranchBusyError}
+   * while another live holder (any process, any machine) has it.
+   */
+  override async claimBranch(sessionId: string, branchId = "main", holder: string | null = null): Promise<BranchClaim> {
+    const id = normalizeId(sessionId);
+    checkNoNul(id, "session id");
+    checkNoNul(branchId, "branch id");
+    await this.#settle(); // a release of this instance still on its way
+    const what = `cannot take branch '${branchId}' of session '${id}'`;
+    for (let attempt = 0; ; attempt++) {
+      const taken = await this.#query<{ holder_id: string }>(
+        what,
+        `INSERT INTO agentcore.branch_claims AS c (session_id, branch_id, holder_id, holder, pid, host, since, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, now(), now() + $7::interval)
+         ON CONFLICT (session_id, branch_id) DO UPDATE SET holder_id = EXCLUDED.holder_id, holder = EXCLUDED.holder, pid = EXCLUDED.pid,
+           host = EXCLUDED.host, since = EXCLUDED.since, expires_at = EXCLUDED.expires_at
+         WHERE c.expires_at < now()
+         RETURNING holder_id`,
+        [id, branchId, this.holderId, holder, process.pid, hostname(), this.#interval()],
+      );
+      if (taken.length > 0) break;
+      const rows = await this.#query<LeaseRow>(
+        what,
+        "SELECT holder_id, holder, pid, host, since, expires_at > now() AS live FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2",
+        [id, branchId],
+      );
+      const row = rows[0];
+      if (row === undefined) continue; // released meanwhile
+      if (this.#alive(row)) {
+        const since = new Date(row.since).toISOString();
+        const who = row.host === hostname() ? row.holder : [row.holder, `on ${row.host}`].filter((x) => x !== null).join(" ");
+        throw new SessionBranchBusyError(busyMessage(id, branchId, row.pid, who, since), id, branchId, row.pid, who, since);
+      }
+      if (attempt >= 20)
+        throw new SessionStorageError(`PostgreSQL store ${redactUrl(this.url)}: ${what}: its stale claim cannot be taken over`);
+      // A holder on this host whose process is gone: stale before its expiry.
+      await this.#query(what, "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2 AND holder_id = $3", [
+        id,
+        branchId,
+        row.holder_id,
+      ]);
+    }
+    const key = `${id}\u0000${branchId}`;
+    this.#claims.add(key);
+    this.#renewLater();
+    let released = false;
+    return {
+      sessionId: id,
+      branchId,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#claims.delete(key);
+        this.#track(
+          this.#query(
+            "cannot release a branch",
+            "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2 AND holder_id = $3",
+            [id, branchId, this.holderId],
+          ).catch(() => {}),
+        );
+      },
+    };
+  }
+
+  /** The pid of the live holder of the branch (in any process, on any host), or null. */
+  override async branchOwner(sessionId: string, branchId = "main"): Promise<number | null> {
+    await this.#settle();
+    const rows = await this.#query<LeaseRow>(
+      "cannot read branch claims",
+      "SELECT holder_id, holder, pid, host, since, expires_at > now() AS live FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2",
+      [normalizeId(sessionId), branchId],
+    );
+    const row = rows[0];
+    return row !== undefined && this.#alive(row) ? row.pid : null;
+  }
+
+  protected override async breakBranchClaim(sessionId: string, branchId: string): Promise<void> {
+    await this.#query("cannot clear a branch claim", "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2", [
+      normalizeId(sessionId),
+      branchId,
+    ]);
+    this.#claims.delete(`${normalizeId(sessionId)}\u0000${branchId}`);
+  }
+
+  override async markRunLive(sessionId: string, runId: string): Promise<void> {
+    const id = normalizeId(sessionId);
+    checkNoNul(runId, "run id");
+    await this.#query(
+      `cannot mark run ${runId} live`,
+      `INSERT INTO agentcore.run_marks (session_id, run_id, holder_id, pid, host, since, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now(), now() + $6::interval)
+       ON CONFLICT (session_id, run_id) DO UPDATE SET holder_id = EXCLUDED.holder_id, pid = EXCLUDED.pid, host = EXCLUDED.host,
+         since = EXCLUDED.since, expires_at = EXCLUDED.expires_at`,
+      [id, runId, this.holderId, process.pid, hostname(), this.#interval()],
+    );
+    this.#marks.add(`${id}\u0000${runId}`);
+    this.#renewLater();
+  }
+
+  override async clearRunLive(sessionId: string, runId: string): Promise<void> {
+    const id = normalizeId(sessionId);
+    this.#marks.delete(`${id}\u0000${runId}`);
+    await this.#query(`cannot clear the mark of run ${runId}`, "DELETE FROM agentcore.run_marks WHERE session_id = $1 AND run_id = $2", [
+      id,
+      runId,
+    ]);
+  }
+
+  /** The pid of the live process running `runId` (any process, any host), or null. */
+  override async runOwner(sessionId: string, runId: string): Promise<number | null> {
+    const rows = await this.#query<LeaseRow>(
+      "cannot read run marks",
+      "SELECT holder_id, NULL AS holder, pid, host, since, expires_at > now() AS live FROM agentcore.run_marks WHERE session_id = $1 AND run_id = $2",
+      [normalizeId(sessionId), runId],
+    );
+    const row = rows[0];
+    return row !== undefined && this.#alive(row) ? row.pid : null;
+  }
+
+  /**
+   * Give back this instance's leases and end its connections (idempotent).
+   * A process that exits without it leaves its leases to expire.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#settle();
+    await Promise.allSettled([...this.#tails.values()]);
+    try {
+      await this.#query("cannot release leases", "DELETE FROM agentcore.branch_claims WHERE holder_id = $1", [this.holderId]);
+      await this.#query("cannot release leases", "DELETE FROM agentcore.run_marks WHERE holder_id = $1", [this.holderId]);
+    } catch {
+      /* they expire */
+    }
+    this.#closed = true;
+    this.#claims.clear();
+    this.#marks.clear();
+    await this.#pool.end().catch(() => {});
+  }
+}
+
+/** PostgreSQL's text holds no U+0000: refuse such an id up front with a clear error. */
+function checkNoNul(value: string, what: string): void {
+  if (value.includes("\u0000")) throw new SessionValidationError(`the PostgreSQL store cannot hold a ${what} containing U+0000`);
+}
+
+function checkText(record: SessionRecord): void {
+  checkNoNul(record.session_id, "session id");
+  checkNoNul(record.branch_id, "branch id");
+}

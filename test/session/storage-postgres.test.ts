@@ -1,0 +1,345 @@
+// The storage contract (storage-contract.ts) for PostgresSessionStorage
+// against a real PostgreSQL server (test/support/postgres.ts: AGENTCORE_TEST_PG,
+// or a private cluster; required under CI=true), a fresh database per test;
+// "another instance" is a second storage with its own pool, as another daemon
+// has. Then what only a shared database has: two daemons appending to one
+// branch at once, leases that expire and are taken over, a lease left by a
+// SIGKILLed process, records that cannot be changed in place, and the
+// migrations.
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { LATEST_VERSION, MIGRATIONS, migrate, MigrationError, type Migration } from "../../src/session/postgres/migrations.ts";
+import { PostgresSessionStorage, redactUrl } from "../../src/session/postgres/storage.ts";
+import {
+  SessionBranchBusyError,
+  SessionConflictError,
+  SessionSerializationError,
+  SessionStorageError,
+  SessionValidationError,
+} from "../../src/session/index.ts";
+import { createDatabase, dropDatabase, pgUrl, skipMessage } from "../support/postgres.ts";
+import { tmp } from "../support/tmp.ts";
+import { draft, storageContract, twoRuns } from "./storage-contract.ts";
+
+const server = await pgUrl();
+if (server === null) console.log(`skip: the PostgreSQL store tests: ${skipMessage}`);
+
+const databases: string[] = [];
+afterAll(async () => {
+  for (const db of databases) await dropDatabase(db).catch(() => {});
+});
+async function database(): Promise<string> {
+  const db = (await createDatabase())!;
+  databases.push(db);
+  return db;
+}
+
+const open: PostgresSessionStorage[] = [];
+async function storage(url: string, options: Parameters<typeof PostgresSessionStorage.open>[1] = {}): Promise<PostgresSessionStorage> {
+  const s = await PostgresSessionStorage.open(url, options);
+  open.push(s);
+  return s;
+}
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+});
+
+async function sql<T = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const { default: pg } = await import("pg");
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(text, values)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+if (server !== null) {
+  storageContract("postgres", {
+    open: async () => {
+      const db = await database();
+      const first = await PostgresSessionStorage.open(db);
+      return { storage: first, another: () => PostgresSessionStorage.open(db) };
+    },
+    close: (s) => (s as PostgresSessionStorage).close(),
+  });
+}
+
+describe.skipIf(server === null)("postgres: several daemons on one database", () => {
+  test("two storages on separate pools append to the same branch at once with checkHead: exactly one wins, the other gets SessionConflictError", async () => {
+    const db = await database();
+    const a = await storage(db);
+    const b = await storage(db);
+    let head = (await a.append(draft("run_started", { run_id: "r1", task: "t" }, 1))).record_id;
+    for (let round = 0; round < 25; round++) {
+      const msg = (who: string) =>
+        draft("message_appended", { run_id: "r1", message: { role: "assistant", content: `${who} ${round}` } }, round + 2);
+      const outcomes = await Promise.allSettled([
+        a.append(msg("a"), { expectedHeadId: head, checkHead: true }),
+        b.append(msg("b"), { expectedHeadId: head, checkHead: true }),
+      ]);
+      const won = outcomes.filter((o) => o.status === "fulfilled");
+      const lost = outcomes.filter((o) => o.status === "rejected");
+      expect({ round, won: won.length }).toEqual({ round, won: 1 });
+      expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(SessionConflictError);
+      head = (won[0] as PromiseFulfilledResult<{ record_id: string }>).value.record_id;
+    }
+    const records = await (await storage(db)).records("s1");
+    expect(records.map((r) => r.revision)).toEqual(Array.from({ length: 26 }, (_, i) => i + 1));
+    for (let i = 1; i < records.length; i++) expect(records[i]!.parent_id).toBe(records[i - 1]!.record_id);
+  });
+
+  test("without checkHead, concurrent appends from two pools get contiguous revisions (the session row orders them)", async () => {
+    const db = await database();
+    const a = await storage(db);
+    const b = await storage(db);
+    await a.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
+    const each = 40;
+    const write = (s: PostgresSessionStorage, who: string) =>
+      Promise.all(
+        Array.from({ length: each }, (_, i) =>
+          s.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: `${who}${i}` } }, 2)),
+        ),
+      );
+    await Promise.all([write(a, "a"), write(b, "b")]);
+    const records = await (await storage(db)).records("s1");
+    expect(records.map((r) => r.revision)).toEqual(Array.from({ length: 1 + 2 * each }, (_, i) => i + 1));
+    const rows = await sql<{ last_revision: string }>(db, "SELECT last_revision FROM agentcore.sessions WHERE session_id = 's1'");
+    expect(Number(rows[0]!.last_revision)).toBe(1 + 2 * each);
+  });
+
+  test("a lease is renewed while held; an expired one (its holder stopped renewing) is taken over; owner answers across instances", async () => {
+    const db = await database();
+    const a = await storage(db, { leaseMs: 600 });
+    const b = await storage(db, { leaseMs: 600 });
+    const claim = await a.claimBranch("s", "main", "daemon a");
+    await a.markRunLive("s", "run-1");
+    await Bun.sleep(1500); // well past one lease: a renews it
+    expect(await b.claimBranch("s", "main").catch((e) => e)).toBeInstanceOf(SessionBranchBusyError);
+    expect(await b.branchOwner("s", "main")).toBe(process.pid);
+    expect(await b.runOwner("s", "run-1")).toBe(process.pid);
+    claim.release();
+    // a holder on another machine that stopped renewing: live until its expiry, then stale
+    await sql(
+      db,
+      "UPDATE agentcore.branch_claims SET holder_id = 'elsewhere:1:x', host = 'elsewhere', pid = 1, expires_at = now() + interval '400 milliseconds' WHERE session_id = 's'",
+    );
+    await sql(
+      db,
+      "INSERT INTO agentcore.branch_claims (session_id, branch_id, holder_id, holder, pid, host, expires_at) VALUES ('s', 'main', 'elsewhere:1:x', 'agentcore serve', 1, 'elsewhere', now() + interval '400 milliseconds') ON CONFLICT DO NOTHING",
+    );
+    await sql(
+      db,
+      "UPDATE agentcore.run_marks SET holder_id = 'elsewhere:1:x', host = 'elsewhere', pid = 1, expires_at = now() + interval '400 milliseconds'",
+    );
+    const busy = await b.claimBranch("s", "main").catch((e) => e);
+    expect(busy).toBeInstanceOf(SessionBranchBusyError);
+    expect(busy.message).toContain("in use by process 1 (agentcore serve on elsewhere");
+    expect(await b.runOwner("s", "run-1")).toBe(1);
+    let taken = null;
+    for (let i = 0; i < 200 && taken === null; i++) {
+      taken = await b.claimBranch("s", "main", "daemon b").catch(() => null);
+      if (taken === null) await Bun.sleep(20);
+    }
+    expect(taken).not.toBeNull();
+    let owner = await b.runOwner("s", "run-1");
+    for (let i = 0; i < 200 && owner !== null; i++) {
+      await Bun.sleep(20);
+      owner = await b.runOwner("s", "run-1");
+    }
+    expect(owner).toBeNull();
+    const rows = await sql<{ holder_id: string }>(db, "SELECT holder_id FROM agentcore.branch_claims");
+    expect(rows).toEqual([{ holder_id: b.holderId }]);
+    taken!.release();
+  });
+
+  test("a SIGKILLed process leaves its leases: stale at once on the same host (its pid is gone), so nothing blocks forever", async () => {
+    const db = await database();
+    const dir = tmp("agentcore-pg-kill-");
+    const script = path.join(dir, "hold.ts");
+    fs.writeFileSync(
+      script,
+      `import { PostgresSessionStorage } from ${JSON.stringify(path.resolve(import.meta.dir, "../../src/session/postgres/storage.ts"))};
+const s = await PostgresSessionStorage.open(process.argv[2], { leaseMs: 3_600_000 });
+await s.claimBranch("s", "main", "child");
+await s.markRunLive("s", "run-1");
+console.log("held");
+setInterval(() => {}, 1000);
+`,
+    );
+    const child = Bun.spawn([process.execPath, script, db], { stdout: "pipe", stderr: "inherit" });
+    const reader = child.stdout.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain("held");
+    const b = await storage(db);
+    expect(await b.branchOwner("s", "main")).toBe(child.pid);
+    expect(await b.claimBranch("s", "main").catch((e) => e)).toBeInstanceOf(SessionBranchBusyError);
+    child.kill("SIGKILL");
+    await child.exited;
+    // the lease has an hour to run, but its holder is gone
+    expect(await b.branchOwner("s", "main")).toBeNull();
+    expect(await b.runOwner("s", "run-1")).toBeNull();
+    (await b.claimBranch("s", "main", "after")).release();
+  });
+});
+
+describe.skipIf(server === null)("postgres: records are never changed in place", () => {
+  test("UPDATE, DELETE and TRUNCATE of records are refused by the database; the journal's lines are exactly the JSONL lines", async () => {
+    const db = await database();
+    const s = await storage(db);
+    await twoRuns(s);
+    for (const stmt of [
+      "UPDATE agentcore.records SET line = 'x' WHERE revision = 1",
+      "DELETE FROM agentcore.records WHERE revision = 6",
+      "TRUNCATE agentcore.records",
+    ]) {
+      const err = await sql(db, stmt).catch((e) => e);
+      expect({ stmt, message: String(err?.message) }).toEqual({
+        stmt,
+        message: expect.stringContaining("agentcore.records is append-only"),
+      });
+    }
+    const rows = await sql<{ line: string; data: unknown; type: string }>(
+      db,
+      "SELECT line, data, type FROM agentcore.records ORDER BY revision",
+    );
+    const records = await s.records("s1");
+    const { serializeRecord } = await import("../../src/session/journal.ts");
+    expect(rows.map((r) => r.line)).toEqual(records.map((r) => serializeRecord(r)));
+    expect(rows.map((r) => r.data)).toEqual(records.map((r) => r.data));
+    // no UPDATE of records anywhere in the storage's SQL
+    const source = fs.readFileSync(path.resolve(import.meta.dir, "../../src/session/postgres/storage.ts"), "utf8");
+    expect(source).not.toMatch(/UPDATE\s+agentcore\.records/i);
+  });
+
+  test("data a jsonb column cannot hold (U+0000 in a string) round-trips through the line; a NUL in a session id is refused clearly", async () => {
+    const db = await database();
+    const s = await storage(db);
+    await s.append(draft("run_started", { run_id: "r1", task: "nul \u0000 here" }, 1));
+    const fresh = await storage(db);
+    expect((await fresh.records("s1"))[0]!.data.task).toBe("nul \u0000 here");
+    expect(await sql(db, "SELECT data FROM agentcore.records")).toEqual([{ data: null }]);
+    const err = await s.append(draft("run_started", { run_id: "r1", task: "t" }, 1, "main", "bad\u0000id")).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionValidationError);
+    expect(err.message).toContain("U+0000");
+  });
+
+  test("a record inserted behind the storage's back that breaks the journal is a clear error naming the session and revision", async () => {
+    const db = await database();
+    const s = await storage(db);
+    await twoRuns(s);
+    await sql(db, "UPDATE agentcore.sessions SET last_revision = 7 WHERE session_id = 's1'");
+    await sql(
+      db,
+      `INSERT INTO agentcore.records (session_id, revision, record_id, branch_id, type, line) VALUES ('s1', 7, 'zz', 'main', 'run_started', '{"not":"a record"}')`,
+    );
+    const err = await (await storage(db)).records("s1").catch((e) => e);
+    expect(err).toBeInstanceOf(SessionSerializationError);
+    expect(err.message).toContain("session 's1'");
+    expect(err.message).toContain("revision 7");
+  });
+});
+
+describe.skipIf(server === null)("postgres: migrations", () => {
+  test("a fresh database gets every step once, in order; a second run applies nothing; the tables are there", async () => {
+    const db = await database();
+    const applied: number[][] = [];
+    await storage(db, { onMigrate: (r) => applied.push(r.applied.map((m) => m.version)) });
+    await storage(db, { onMigrate: (r) => applied.push(r.applied.map((m) => m.version)) });
+    expect(applied).toEqual([MIGRATIONS.map((m) => m.version), []]);
+    const rows = await sql<{ version: number; name: string }>(db, "SELECT version, name FROM agentcore.schema_migrations ORDER BY version");
+    expect(rows.map((r) => [r.version, r.name])).toEqual(MIGRATIONS.map((m) => [m.version, m.name]));
+    const tables = await sql<{ table_name: string }>(
+      db,
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'agentcore' ORDER BY table_name",
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(["branch_claims", "history", "records", "run_marks", "schema_migrations", "sessions"]);
+  });
+
+  test("four clients migrating one fresh database at once: each step applied exactly once (the advisory lock)", async () => {
+    const db = await database();
+    const { default: pg } = await import("pg");
+    const clients = Array.from({ length: 4 }, () => new pg.Client({ connectionString: db }));
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      const results = await Promise.all(clients.map((c) => migrate(c)));
+      const all = results.flatMap((r) => r.applied.map((m) => m.version)).sort();
+      expect(all).toEqual(MIGRATIONS.map((m) => m.version));
+      for (const r of results) expect(r.version).toBe(LATEST_VERSION);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
+  test("a database newer than this build is refused, naming the versions, and left as it is", async () => {
+    const db = await database();
+    await storage(db);
+    await sql(db, "INSERT INTO agentcore.schema_migrations (version, name) VALUES (99, 'from the future')");
+    const err = await PostgresSessionStorage.open(db).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionStorageError);
+    expect(err.message).toContain("version(s) 99, newer than this build knows");
+    expect(err.message).toContain(`1 to ${LATEST_VERSION}`);
+    const { default: pg } = await import("pg");
+    const c = new pg.Client({ connectionString: db });
+    await c.connect();
+    try {
+      expect(await migrate(c).catch((e) => e)).toBeInstanceOf(MigrationError);
+    } finally {
+      await c.end();
+    }
+    expect((await sql(db, "SELECT version FROM agentcore.schema_migrations")).length).toBe(LATEST_VERSION + 1);
+  });
+
+  test("a step that fails is rolled back whole and named; the steps before it stay", async () => {
+    const db = await database();
+    const steps: Migration[] = [
+      ...MIGRATIONS,
+      { version: LATEST_VERSION + 1, name: "broken", sql: "CREATE TABLE agentcore.extra (a int); SELECT no_such_function();" },
+    ];
+    const { default: pg } = await import("pg");
+    const c = new pg.Client({ connectionString: db });
+    await c.connect();
+    try {
+      const err = await migrate(c, steps).catch((e) => e);
+      expect(err).toBeInstanceOf(MigrationError);
+      expect(err.message).toContain(`migration ${LATEST_VERSION + 1} (broken) failed`);
+    } finally {
+      await c.end();
+    }
+    expect((await sql(db, "SELECT version FROM agentcore.schema_migrations")).length).toBe(LATEST_VERSION);
+    expect(await sql(db, "SELECT to_regclass('agentcore.extra') AS t")).toEqual([{ t: null }]);
+  });
+
+  test("migrate: false refuses a database that lacks the tables, saying to run agentcore store migrate", async () => {
+    const db = await database();
+    const err = await PostgresSessionStorage.open(db, { migrate: false }).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionStorageError);
+    expect(err.message).toContain("agentcore store migrate");
+  });
+});
+
+describe("postgres: connection errors", () => {
+  test("an unreachable server is a SessionStorageError naming the URL without its password and what to check", async () => {
+    // a port nothing listens on: a listener opened and closed again
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = probe.port;
+    probe.stop(true);
+    const err = await PostgresSessionStorage.open(`postgres://agent:s3cret@127.0.0.1:${port}/db`).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionStorageError);
+    expect(err.message).toContain(`postgres://agent:***@127.0.0.1:${port}/db`);
+    expect(err.message).not.toContain("s3cret");
+    expect(err.message).toContain("check that the PostgreSQL server is running");
+    expect(redactUrl("postgresql://u:p@h/d")).toBe("postgresql://u:***@h/d");
+  });
+
+  test.skipIf(server === null)("a database that does not exist says to check the name or create it", async () => {
+    const u = new URL(server!);
+    u.pathname = "/no_such_db_here";
+    const err = await PostgresSessionStorage.open(u.toString()).catch((e) => e);
+    expect(err).toBeInstanceOf(SessionStorageError);
+    expect(err.message).toContain("no_such_db_here");
+    expect(err.message).toContain("check the database name");
+  });
+});
