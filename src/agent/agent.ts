@@ -25,7 +25,7 @@ import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
-import { AgentCancelledError, RepeatedToolCallError, ToolExecutor } from "./tools.ts";
+import { AgentCancelledError, RepeatedToolCallError, type ResumeDecision, ToolExecutor } from "./tools.ts";
 import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop } from "./loop.ts";
 import { CompactionFailedError, type CompactionOptions, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
 import {
@@ -73,11 +73,25 @@ export interface AgentOptions {
   /** Context pressure and compaction; off when absent. */
   compaction?: CompactionOptions;
   /**
+   * Calls that need an approval do not wait for the approver: the request is
+   * announced (`approval_requested`, journaled by a session recorder), the
+   * turn's other calls settle, and the run ends `suspended` /
+   * `awaiting_approval`. Answer it in the journal and `resumeRun()` later.
+   * Default false (a per-run `RunOptions` overrides it).
+   */
+  suspendOnApproval?: boolean;
+  /**
    * Skills: a catalog from `discoverSkills()`. Each model request then
    * carries the skills index, and the active skill's files while one is
    * active (both only in the request, never in the history). See `src/skills`.
    */
   skills?: SkillCatalog;
+}
+
+/** Options of one run (`run`, `continueRun`, `resumeRun`). */
+export interface RunOptions {
+  /** Overrides the agent's `suspendOnApproval` for this run. */
+  suspendOnApproval?: boolean;
 }
 
 /** An accepted (or refused) follow-up. */
@@ -139,6 +153,7 @@ export class Agent {
   readonly #followUpCapacity: number;
   readonly #followUpPolicy: FollowUpFailurePolicy;
   readonly #compaction: ResolvedCompaction | null;
+  readonly #suspendOnApproval: boolean;
   /** Bumped on every history change (to detect changes during a compaction). */
   #historyVersion = 0;
 
@@ -188,6 +203,9 @@ export class Agent {
       throw new TypeError(`followUpFailurePolicy must be "discard" or "continue"`);
     }
     this.#compaction = resolveCompaction(options.compaction);
+    if (options.suspendOnApproval !== undefined && typeof options.suspendOnApproval !== "boolean")
+      throw new TypeError("createAgent: suspendOnApproval must be a boolean");
+    this.#suspendOnApproval = options.suspendOnApproval === true;
     const sk = options.skills;
     if (sk !== undefined && !(sk instanceof SkillCatalog)) {
       throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
@@ -243,10 +261,10 @@ export class Agent {
   // Runs
 
   /** Run a task (appended as a user message). Waits for earlier runs on this agent. */
-  run(task: string): Promise<AgentRunResult> {
+  run(task: string, options: RunOptions = {}): Promise<AgentRunResult> {
     if (typeof task !== "string" || task.trim().length === 0) return Promise.reject(new TypeError("task must be a non-empty string"));
     if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
-    return this.#operation(() => this.#execute(task));
+    return this.#operation(() => this.#execute(task, options));
   }
 
   /** Why `continueRun()` would be rejected now, or null when it would start. */
@@ -265,10 +283,52 @@ export class Agent {
   }
 
   /** Resume the conversation without a new user message. Throws ContinueRejectedError. */
-  continueRun(): Promise<AgentRunResult> {
+  continueRun(options: RunOptions = {}): Promise<AgentRunResult> {
     const reason = this.continueRejectionReason;
     if (reason !== null) return Promise.reject(new ContinueRejectedError(reason));
-    return this.#operation(() => this.#execute(null));
+    return this.#operation(() => this.#execute(null, options));
+  }
+
+  /**
+   * The tool calls a suspended run left without an answer (the last
+   * assistant message's calls with no tool message), in order.
+   */
+  get suspendedCalls(): { id: string; name: string; arguments: string }[] {
+    return unansweredCalls(this.#messages);
+  }
+
+  /** Why `resumeRun()` would be rejected now, or null. */
+  get resumeRejectionReason(): ContinueRejectedReason | null {
+    if (this.#shuttingDown) return "agent_shutting_down";
+    if (this.isActive) return "agent_active";
+    const last = this.#lastResult;
+    if (last === null) return "no_previous_run";
+    if (last.stop_reason !== "awaiting_approval") return "not_suspended";
+    return null;
+  }
+
+  /**
+   * Resume a run that ended `awaiting_approval` (restored from a session, or
+   * this agent's own last run), as `continueRun()` does: a new run without a
+   * user message, which first settles the calls the suspended turn left
+   * unanswered: a call answered in `decisions` with `approved: true` runs
+   * (the policy is asked again, but its approver is not: a deny rule still
+   * refuses), `approved: false` gives the model the policy's rejection
+   * payload `{"status":"rejected","tool",…,"reason",…}` and the run goes on;
+   * a call with no answer goes through the policy as a new one (a read-only
+   * call interrupted by a crash runs again; one that still needs an approval
+   * suspends the run again). Then the loop goes on. The front ends refuse to
+   * resume while an approval is unanswered. Throws ContinueRejectedError.
+   */
+  resumeRun(
+    decisions: ReadonlyMap<string, ResumeDecision> | Readonly<Record<string, ResumeDecision>> = {},
+    options: RunOptions = {},
+  ): Promise<AgentRunResult> {
+    const reason = this.resumeRejectionReason;
+    if (reason !== null) return Promise.reject(new ContinueRejectedError(reason));
+    const map = decisions instanceof Map ? new Map(decisions) : new Map(Object.entries(decisions as Record<string, ResumeDecision>));
+    const calls = this.suspendedCalls;
+    return this.#operation(() => this.#execute(null, options, { calls, decisions: map }));
   }
 
   /**
@@ -454,7 +514,11 @@ export class Agent {
   // -------------------------------------------------------------------------
   // The run
 
-  async #execute(task: string | null): Promise<AgentRunResult> {
+  async #execute(
+    task: string | null,
+    options: RunOptions = {},
+    resume?: { calls: readonly { id: string; name: string; arguments: string }[]; decisions: ReadonlyMap<string, ResumeDecision> },
+  ): Promise<AgentRunResult> {
     const op: ActiveOperation = {
       controller: new AbortController(),
       abortReason: DEFAULT_ABORT_REASON,
@@ -496,6 +560,8 @@ export class Agent {
           counters,
           signal: op.controller.signal,
           abortReason: () => op.abortReason,
+          suspendOnApproval: options.suspendOnApproval ?? this.#suspendOnApproval,
+          ...(resume !== undefined ? { resume } : {}),
           drainSteering: () => op.steering.splice(0),
           hasSteering: () => op.steering.length > 0,
           emit: (e) => emitter.emit(e),
@@ -656,6 +722,25 @@ export class Agent {
     this.#activeSkill = skill;
     await this.#emitter.emit({ kind: "skill_activated", name: skill.name, path: skill.path, trigger });
   }
+}
+
+/** The calls of the last assistant message with tool calls that no later tool message answers. */
+function unansweredCalls(messages: readonly AgentMessage[]): { id: string; name: string; arguments: string }[] {
+  let last = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) return [];
+  const answered = new Set<string>();
+  for (const m of messages.slice(last + 1)) if (m.role === "tool") answered.add(m.tool_call_id);
+  const calls = (messages[last] as { tool_calls: { id: string; function: { name: string; arguments: string } }[] }).tool_calls;
+  return calls
+    .filter((c) => typeof c?.id === "string" && !answered.has(c.id))
+    .map((c) => ({ id: c.id, name: String(c.function?.name ?? ""), arguments: String(c.function?.arguments ?? "") }));
 }
 
 /** Every assistant tool call id has a later tool message. */

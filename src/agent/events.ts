@@ -16,6 +16,7 @@ export type {
   AgentEventPayload,
   AgentEventSink,
   AgentEventSource,
+  ApprovalRequestInfo,
   ToolProgressUpdate,
 } from "../context/events.ts";
 

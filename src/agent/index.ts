@@ -60,6 +60,7 @@ export type {
   BehaviorDecision,
   CompactionOptions,
   FollowUpHandle,
+  RunOptions,
   TurnSnapshot,
 } from "./agent.ts";
 export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } from "./events.ts";
@@ -73,6 +74,7 @@ export type {
   ToolProgressUpdate,
 } from "./events.ts";
 export { SKIPPED_AFTER_TERMINAL } from "./tools.ts";
+export type { ResumeDecision } from "./tools.ts";
 export { canonicalJson } from "../core/canonical.ts";
 export {
   AgentRunError,

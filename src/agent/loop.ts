@@ -23,7 +23,7 @@ import {
 import { toolCallArguments } from "../providers/toolcalls.ts";
 import type { CompactionPreparation, CompactionStatus, CompactionTrigger } from "../context/types.ts";
 import type { EventEmitter } from "./events.ts";
-import { AgentCancelledError, type ToolExecutor } from "./tools.ts";
+import { AgentCancelledError, type ResumeDecision, type ToolBatchResult, type ToolExecutor } from "./tools.ts";
 import type {
   AgentMessage,
   AgentRunResult,
@@ -109,6 +109,14 @@ export interface LoopContext {
   readonly counters: { turns: number };
   readonly signal: AbortSignal;
   abortReason(): string;
+  /** Calls that need an approval suspend the run (`awaiting_approval`) instead of asking. */
+  readonly suspendOnApproval?: boolean;
+  /**
+   * A resumed run: the suspended turn's unanswered calls, settled before the
+   * first model request (approved ones run, denied ones get the rejection
+   * payload, the others go through the policy again), with turn 0.
+   */
+  readonly resume?: { calls: readonly ModelToolCall[]; decisions: ReadonlyMap<string, ResumeDecision> };
   /** Take the steering messages queued since the last safe point. */
   drainSteering(): ControlInput[];
   hasSteering(): boolean;
@@ -167,6 +175,22 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
   const { policy, signal, usage, counters, emit } = ctx;
   const reason = ctx.abortReason;
   const state = { noToolResponses: 0 };
+  const batchOptions = { suspendOnApproval: ctx.suspendOnApproval === true };
+
+  if (ctx.resume !== undefined && ctx.resume.calls.length > 0) {
+    const calls = ctx.resume.calls;
+    const tr = await ctx.executor.executeAll(
+      calls,
+      calls.map(toolCallArguments),
+      0,
+      signal,
+      reason,
+      { agentId: ctx.agentId, runId: ctx.runId, turn: 0 },
+      { ...batchOptions, decisions: ctx.resume.decisions },
+    );
+    const end = batchEnd(tr, 0, usage, reason);
+    if (end !== null) return end;
+  }
 
   for (let step = 0; step < policy.maxSteps; step++) {
     if (signal.aborted) throw new AgentCancelledError(reason());
@@ -211,15 +235,17 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
         }
       } else {
         state.noToolResponses = 0;
-        const tr = await ctx.executor.executeAll(response.tool_calls, answer.args, turn, signal, reason, {
-          agentId: ctx.agentId,
-          runId: ctx.runId,
+        const tr = await ctx.executor.executeAll(
+          response.tool_calls,
+          answer.args,
           turn,
-        });
-        if (tr.cancelled) throw new AgentCancelledError(reason());
-        if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
-        if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
-        if (tr.control === "cancel") return result("cancelled", "tool_cancelled", turn, usage, tr.output, "tool execution was cancelled");
+          signal,
+          reason,
+          { agentId: ctx.agentId, runId: ctx.runId, turn },
+          batchOptions,
+        );
+        const end = batchEnd(tr, turn, usage, reason);
+        if (end !== null) return end;
       }
     } finally {
       await emit({ kind: "turn_completed", turn });
@@ -257,6 +283,19 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
     null,
     `agent '${ctx.agentId}' did not finish within ${policy.maxSteps} ${policy.maxSteps === 1 ? "step" : "steps"}`,
   );
+}
+
+/** The run's result when a tool batch ends it (a terminal control, calls left awaiting approval), else null; throws on cancel. */
+function batchEnd(tr: ToolBatchResult, turn: number, usage: UsageAccumulator, reason: () => string): AgentRunResult | null {
+  if (tr.cancelled) throw new AgentCancelledError(reason());
+  if (tr.control === "complete") return result("completed", "tool_completion", turn, usage, tr.output);
+  if (tr.control === "reject") return result("rejected", "tool_rejected", turn, usage, tr.output, "tool execution was rejected");
+  if (tr.control === "cancel") return result("cancelled", "tool_cancelled", turn, usage, tr.output, "tool execution was cancelled");
+  if (tr.suspended !== undefined && tr.suspended.length > 0) {
+    const n = tr.suspended.length;
+    return result("suspended", "awaiting_approval", turn, usage, null, `${n} tool call(s) await approval: ${tr.suspended.join(", ")}`);
+  }
+  return null;
 }
 
 function budgetFailure(policy: RuntimePolicy, usage: UsageAccumulator, turns: number): AgentRunResult | null {

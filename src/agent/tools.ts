@@ -15,7 +15,8 @@ import type { ModelToolCall } from "../providers/types.ts";
 import type { Envelope } from "../core/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolControl } from "../tools/definition.ts";
-import type { RunInfo } from "../runtime/middleware/types.ts";
+import { type ApprovalHooks, AWAITING_APPROVAL, type RunInfo } from "../runtime/middleware/types.ts";
+import { redactArguments } from "../runtime/middleware/approval.ts";
 import { invalidArgumentsPayload } from "../runtime/middleware/validation.ts";
 import { rejectionPayload } from "../runtime/middleware/policy.ts";
 import type { ArgumentError } from "../tools/schema.ts";
@@ -37,6 +38,24 @@ export interface ToolBatchResult {
   control: ToolControl;
   output: string | null;
   cancelled: boolean;
+  /** Ids of the calls left waiting for an approval (suspend): they have no tool message yet. */
+  suspended?: string[];
+}
+
+/** An answer given to a suspended call's approval, used when the run resumes. */
+export interface ResumeDecision {
+  approved: boolean;
+  reason?: string | null;
+  /** The rule that asked (named in a denial's payload). */
+  ruleId?: string | null;
+}
+
+/** How one batch treats approvals. */
+export interface BatchOptions {
+  /** Calls that need an approval are not asked for: they wait (suspend) and the run ends `awaiting_approval`. */
+  suspendOnApproval?: boolean;
+  /** Answers given to suspended calls, by call id (a resumed run): approved ones run, denied ones get the rejection payload. */
+  decisions?: ReadonlyMap<string, ResumeDecision>;
 }
 
 /** Reason given to the calls skipped after a terminal read-only result. */
@@ -105,6 +124,8 @@ function errorContent(tool: string, code: string, error: string, extra?: Record<
 interface CallOutcome {
   message: ToolMessage;
   result: ToolCallResult;
+  /** Left waiting for an approval: no tool message, no tool_completed. */
+  suspended?: boolean;
 }
 
 /**
@@ -115,6 +136,10 @@ export class ToolExecutor {
   readonly guard: RepeatGuard;
   /** The current batch's run info, passed to middleware as `ctx.run`. */
   #runInfo: RunInfo | undefined = undefined;
+  /** The current batch's approval options. */
+  #batch: BatchOptions = {};
+  /** Calls of the current batch left waiting for an approval. */
+  #suspended: PreparedCall[] = [];
 
   constructor(
     private readonly runtime: Runtime,
@@ -141,8 +166,35 @@ export class ToolExecutor {
     signal: AbortSignal,
     abortReason: () => string,
     run?: RunInfo,
+    options: BatchOptions = {},
   ): Promise<ToolBatchResult> {
     this.#runInfo = run;
+    this.#batch = options;
+    this.#suspended = [];
+    const r = await this.#executeAll(calls, args, turn, signal, abortReason);
+    const waiting = this.#suspended;
+    this.#suspended = [];
+    if (waiting.length === 0) return r;
+    // Only a run that goes on to its end of turn suspends; otherwise the waiting calls get their answer now.
+    if (r.cancelled) await this.#settleCancelled(waiting, turn, abortReason(), false);
+    else if (r.control !== "continue")
+      await this.settleNotRun(
+        waiting.map((p) => p.call),
+        turn,
+        "not run: the run ended before this call's approval was answered",
+        false,
+      );
+    else r.suspended = waiting.map((p) => p.call.id);
+    return r;
+  }
+
+  async #executeAll(
+    calls: readonly ModelToolCall[],
+    args: readonly ParseResult[],
+    turn: number,
+    signal: AbortSignal,
+    abortReason: () => string,
+  ): Promise<ToolBatchResult> {
     const prepared = calls.map((c, i) => prepare(c, args[i]!));
     let i = 0;
     // End of a read-only group that must run one by one (it would trip the repeat guard).
@@ -215,6 +267,10 @@ export class ToolExecutor {
   }
 
   async #commit(p: PreparedCall, turn: number, out: CallOutcome): Promise<void> {
+    if (out.suspended === true) {
+      this.#suspended.push(p);
+      return;
+    }
     this.append(out.message);
     await this.emitter.emit({ kind: "tool_completed", turn, tool_call: p.call, result: out.result });
   }
@@ -225,9 +281,9 @@ export class ToolExecutor {
    * message `{"status":"not_run","tool":…,"error":reason}`, so every call
    * still has its answer. The repeat guard and middleware never see them.
    */
-  async settleNotRun(calls: readonly ModelToolCall[], turn: number, reason: string): Promise<void> {
+  async settleNotRun(calls: readonly ModelToolCall[], turn: number, reason: string, announce = true): Promise<void> {
     for (const call of calls) {
-      await this.emitter.emit({ kind: "tool_started", turn, tool_call: call });
+      if (announce) await this.emitter.emit({ kind: "tool_started", turn, tool_call: call });
       const out = outcome(call, JSON.stringify({ status: "not_run", tool: call.name, error: reason }), "continue", reason, false);
       this.append(out.message);
       await this.emitter.emit({ kind: "tool_completed", turn, tool_call: call, result: out.result });
@@ -235,11 +291,44 @@ export class ToolExecutor {
   }
 
   /** Settle calls that will not run: ToolStarted + ToolCompleted each, with a cancelled tool message. */
-  async #settleCancelled(calls: readonly PreparedCall[], turn: number, reason: string): Promise<void> {
+  async #settleCancelled(calls: readonly PreparedCall[], turn: number, reason: string, announce = true): Promise<void> {
     for (const p of calls) {
-      await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      if (announce) await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
       await this.#commit(p, turn, cancelledOutcome(p.call, reason));
     }
+  }
+
+  /** The approval hooks of one call: its request and answer become events (a session journals them). */
+  #approvalHooks(call: ModelToolCall, turn: number, given: ResumeDecision | undefined): ApprovalHooks {
+    return {
+      ...(this.#batch.suspendOnApproval === true ? { suspend: true } : {}),
+      ...(given !== undefined ? { given: { approved: given.approved, ...(given.reason ? { reason: given.reason } : {}) } } : {}),
+      requested: async (request, suspended) => {
+        let preview: unknown;
+        try {
+          preview = redactArguments(request.arguments);
+        } catch {
+          preview = "(arguments cannot be shown)";
+        }
+        await this.emitter.emit({
+          kind: "approval_requested",
+          turn,
+          tool_call: call,
+          request: { tool: request.tool, effect: request.effect, rule_id: request.ruleId, reason: request.reason, arguments: preview },
+          suspended,
+        });
+      },
+      decided: async (_request, d) => {
+        await this.emitter.emit({
+          kind: "approval_decided",
+          turn,
+          tool_call_id: call.id,
+          approved: d.approved,
+          reason: d.reason,
+          decided_by: d.decidedBy,
+        });
+      },
+    };
   }
 
   /** Parse check, dispatch, progress; never throws. */
@@ -266,6 +355,12 @@ export class ToolExecutor {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       return fail("INVALID_ARGUMENTS", `tool arguments must be a JSON object, got ${describe(value)}`);
     }
+    const given = this.#batch.decisions?.get(call.id);
+    if (given !== undefined && !given.approved) {
+      // A denial answered while the run was suspended: the model gets the policy's payload and the run goes on.
+      const why = typeof given.reason === "string" && given.reason.length > 0 ? given.reason : "tool execution approval was denied";
+      return outcome(call, JSON.stringify(rejectionPayload(call.name, why, given.ruleId ?? null)), "continue", why, false);
+    }
 
     let control: ToolControl = "continue";
     let open = true;
@@ -274,6 +369,7 @@ export class ToolExecutor {
       signal,
       {
         ...(this.#runInfo !== undefined ? { run: this.#runInfo } : {}),
+        approval: this.#approvalHooks(call, turn, given),
         onControl: (c) => {
           control = c;
         },
@@ -298,6 +394,7 @@ export class ToolExecutor {
     }
     const e = env.error!;
     if (e.code === "CANCELLED" && signal.aborted) return cancelledOutcome(call, abortReason());
+    if (e.code === AWAITING_APPROVAL) return { ...outcome(call, "", "continue", e.message, false), suspended: true };
     if (e.code === "INVALID_ARGUMENTS" && Array.isArray(e.details.errors)) {
       // Non-terminal §6 payload: the model sees which members are wrong, never their values.
       const payload = invalidArgumentsPayload(call.name, e.details.errors as ArgumentError[], e.details.truncated === true);

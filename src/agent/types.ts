@@ -33,7 +33,7 @@ export const CONTINUABLE_STOP_REASONS: ReadonlySet<StopReason> = new Set<StopRea
 ]);
 
 /** The agent's coarse state: `running` while a run is active, else the last run's status (or `idle`). */
-export type AgentStatus = "idle" | "running" | "completed" | "failed" | "cancelled" | "rejected";
+export type AgentStatus = "idle" | "running" | "completed" | "failed" | "cancelled" | "rejected" | "suspended";
 
 export type ControlStatus = "accepted" | "agent_idle" | "queue_full" | "run_closing";
 export type FollowUpFailurePolicy = "discard" | "continue";
@@ -43,7 +43,8 @@ export type ContinueRejectedReason =
   | "agent_shutting_down"
   | "no_previous_run"
   | "unsupported_stop_reason"
-  | "incomplete_tool_state";
+  | "incomplete_tool_state"
+  | "not_suspended";
 
 /** `continue` lets the run go on; `stop` ends it as `completed` / `behavior_stop`. */
 export type BehaviorAction = "continue" | "stop";

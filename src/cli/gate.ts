@@ -35,7 +35,7 @@ export const APPROVE_ALL_WARNING =
 export const APPROVE_ALL_REASON = "approved by --approve-all";
 
 /** An approver that approves everything (for `--approve-all`). */
-export const approveAll: ToolApprover = () => Promise.resolve({ approved: true, reason: APPROVE_ALL_REASON });
+export const approveAll: ToolApprover = () => Promise.resolve({ approved: true, reason: APPROVE_ALL_REASON, decidedBy: "approve_all" });
 
 /** What {@link gateMiddleware} needs to know about the command. */
 export interface GateSettings {

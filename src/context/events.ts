@@ -43,6 +43,14 @@ export type AgentEventPayload =
   | { kind: "tool_started"; turn: number; tool_call: ModelToolCall }
   | { kind: "tool_progressed"; turn: number; tool_call: ModelToolCall; update: ToolProgressUpdate }
   | { kind: "tool_completed"; turn: number; tool_call: ModelToolCall; result: ToolCallResult }
+  /**
+   * A call needs an approval, before anyone is asked (a session journals it
+   * first). `arguments` is a redacted preview; `suspended`: nobody is asked,
+   * the run ends `awaiting_approval` once the turn's other calls settle.
+   */
+  | { kind: "approval_requested"; turn: number; tool_call: ModelToolCall; request: ApprovalRequestInfo; suspended: boolean }
+  /** The answer to an `approval_requested` (in process; a suspended one is answered in the journal). */
+  | { kind: "approval_decided"; turn: number; tool_call_id: string; approved: boolean; reason: string | null; decided_by: string }
   | { kind: "turn_completed"; turn: number }
   | { kind: "agent_finished"; result: AgentRunResult };
 
@@ -65,9 +73,21 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "tool_started",
   "tool_progressed",
   "tool_completed",
+  "approval_requested",
+  "approval_decided",
   "turn_completed",
   "agent_finished",
 ];
+
+/** What an approval request says about its call (snake_case, as journaled). */
+export interface ApprovalRequestInfo {
+  tool: string;
+  effect: "read_only" | "side_effecting";
+  rule_id: string | null;
+  reason: string | null;
+  /** A redacted preview of the arguments (secret-looking keys replaced, long strings clipped). */
+  arguments: unknown;
+}
 
 /** The envelope: correlation fields, then the payload's fields. Frozen. */
 export type AgentEvent = Readonly<{ agent_id: string; run_id: string; sequence: number } & AgentEventPayload>;

@@ -12,14 +12,18 @@ import type { ModelUsage } from "./types.ts";
 import type { ToolMessage } from "./messages.ts";
 
 /** How a run ended. */
-export type RunStatus = "completed" | "failed" | "cancelled" | "rejected";
-export const RUN_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "rejected"];
+export type RunStatus = "completed" | "failed" | "cancelled" | "rejected" | "suspended";
+/** `suspended`: the run stopped at a safe boundary to wait for an answer it will not wait for in process (stop reason `awaiting_approval`); resume it later. */
+export const RUN_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "rejected", "suspended"];
 
 /**
  * Why a run ended: the legacy list, in its order, with two of our own after
  * `empty_response`: `max_tokens` (the model's answer was cut off at its
  * output-token limit, finish_reason `length`) and `content_filter` (the
- * provider's filter stopped the answer).
+ * provider's filter stopped the answer). Last, `awaiting_approval`: a call
+ * needs an approval and the run was told to suspend rather than wait
+ * (`suspendOnApproval`); the request is journaled, the turn's other calls
+ * settled, and the run resumes once it is answered (status `suspended`).
  */
 export type StopReason =
   | "text_response"
@@ -38,7 +42,8 @@ export type StopReason =
   | "usage_unavailable"
   | "context_overflow"
   | "compaction_failed"
-  | "runtime_error";
+  | "runtime_error"
+  | "awaiting_approval";
 export const STOP_REASONS: readonly StopReason[] = [
   "text_response",
   "tool_completion",
@@ -57,6 +62,7 @@ export const STOP_REASONS: readonly StopReason[] = [
   "context_overflow",
   "compaction_failed",
   "runtime_error",
+  "awaiting_approval",
 ];
 
 export type ControlInputKind = "steering" | "follow_up";

@@ -8,7 +8,7 @@
  */
 import type { ToolContext, ToolControl } from "../tools/definition.ts";
 import type { Logger } from "../core/logger.ts";
-import type { RunInfo } from "./middleware/types.ts";
+import type { ApprovalHooks, RunInfo } from "./middleware/types.ts";
 
 /**
  * Optional per-call observers a lower-level caller (the agent loop) passes to
@@ -21,6 +21,8 @@ export interface CallHooks {
   onControl?(control: ToolControl): void;
   /** Where the call comes from (the agent loop passes its agent id, run id and turn); middleware see it as `ctx.run`. */
   run?: RunInfo;
+  /** The caller's part in the call's approval; middleware see it as `ctx.approval`. */
+  approval?: ApprovalHooks;
 }
 
 export class CallContext implements ToolContext {

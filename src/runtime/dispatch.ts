@@ -325,6 +325,7 @@ function runChain(
     signal: callSignal,
     progress: (message, data) => cctx.progress(message, data),
     run: hooks?.run,
+    ...(hooks?.approval !== undefined ? { approval: hooks.approval } : {}),
   };
 
   // The innermost step: the handler, with its timeout; cancelled through ctx.signal.

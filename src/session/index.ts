@@ -18,6 +18,7 @@ export { JsonlSessionStorage, type JsonlSessionStorageOptions, type UnreadableJo
 export { SessionRecorder, recordDraft } from "./recorder.ts";
 export { restoreSession } from "./restore.ts";
 export {
+  INTERRUPTED_CALL_ERROR,
   INTERRUPTED_RUN_ERROR,
   interruptedRunDrafts,
   recoverCommand,
@@ -46,3 +47,4 @@ export {
   SessionReferenceError,
   sourceBranchFor,
 } from "./manage.ts";
+export { type ApprovalAnswer, decideApproval, resumeDecisions, SessionApprovalError } from "./approvals.ts";

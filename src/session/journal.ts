@@ -511,13 +511,20 @@ export abstract class JournalStorage {
           return { session_id: id, branch_id: branchId, recovered: [], head_id: null };
         if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
         const recovered: RecoveredRun[] = [];
-        for (const run of interruptedRunDrafts(b.projection, branchId, options.reason)) {
+        for (const run of interruptedRunDrafts(b.projection, branchId, options.reason, options.toolEffect)) {
           let last: SessionRecord | null = null;
           for (const draft of run.drafts) {
             last = index.build(draft, b.head_id);
             write(last);
           }
-          recovered.push({ run_id: run.run_id, cancelled_tool_calls: run.cancelled, result: run.result, record_id: last!.record_id });
+          recovered.push({
+            run_id: run.run_id,
+            cancelled_tool_calls: run.cancelled,
+            interrupted_tool_calls: run.interrupted,
+            resumable_tool_calls: run.resumable,
+            result: run.result,
+            record_id: last!.record_id,
+          });
         }
         return { session_id: id, branch_id: branchId, recovered, head_id: b.head_id };
       },

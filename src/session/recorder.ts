@@ -1,7 +1,9 @@
 /**
  * `SessionRecorder`: an agent event sink that journals a run. Only
  * agent_started, agent_continued, message_completed, steering_applied,
- * tool_completed, agent_finished and completed compactions become records;
+ * tool_completed, approval_requested, approval_decided, agent_finished and
+ * completed compactions become records (an approval request is written
+ * before anyone is asked: the policy waits for this sink);
  * deltas, progress, pressure and discarded steering are not persisted. Each
  * record is a conditional append against the branch head the recorder just
  * read, so a concurrent writer on the same branch surfaces as a
@@ -91,6 +93,35 @@ export function recordDraft(
       return { ...base, type: "messages_appended", data: { run_id: runId, messages: event.result.messages.map((m) => ({ ...m })) } };
     case "agent_finished":
       return { ...base, type: "run_finished", data: { run_id: runId, result: structuredClone(event.result) } };
+    case "approval_requested": {
+      const r = event.request;
+      return {
+        ...base,
+        type: "approval_requested",
+        data: {
+          run_id: runId,
+          tool_call_id: event.tool_call.id,
+          tool: r.tool,
+          effect: r.effect,
+          rule_id: r.rule_id,
+          reason: r.reason,
+          arguments: structuredClone(r.arguments ?? null),
+          suspended: event.suspended,
+        },
+      };
+    }
+    case "approval_decided":
+      return {
+        ...base,
+        type: "approval_decided",
+        data: {
+          run_id: runId,
+          tool_call_id: event.tool_call_id,
+          approved: event.approved,
+          reason: event.reason,
+          decided_by: event.decided_by,
+        },
+      };
     case "compaction_completed": {
       const r = event.result;
       if (r.status !== "completed" || messages === undefined) return null;

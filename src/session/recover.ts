@@ -29,11 +29,19 @@ import type { Projection, SessionRecordDraft } from "./types.ts";
 /** The `error` of a recovered run's result (a reason may be appended). */
 export const INTERRUPTED_RUN_ERROR = "run interrupted: its process ended before the run finished";
 
+/** The `error` of the tool message a recovery gives a call that may have started (status `interrupted`). */
+export const INTERRUPTED_CALL_ERROR =
+  "interrupted: the process running this call ended before its result was recorded, so its outcome is unknown (it may or may not have taken effect); check before calling it again";
+
 /** One run closed by a recovery. */
 export interface RecoveredRun {
   run_id: string;
   /** Ids of the tool calls answered as cancelled. */
   cancelled_tool_calls: string[];
+  /** Ids of the calls answered `interrupted` (they may have started; their outcome is unknown). */
+  interrupted_tool_calls: string[];
+  /** Ids of the calls left for a resume: approvals that wait or were answered, read-only calls to run again. */
+  resumable_tool_calls: string[];
   /** The result written in its run_finished record. */
   result: AgentRunResult;
   /** The run_finished record's id. */
@@ -56,6 +64,12 @@ export interface RecoverOptions {
   reason?: string;
   /** Recover even when a run's process looks alive (see JournalStorage.recoverRuns). */
   force?: boolean;
+  /**
+   * The effect of a tool by name (the registry the run resumes with), for
+   * calls the journal has no approval request of: a read-only one is run
+   * again on resume. Absent: such calls are treated as side-effecting.
+   */
+  toolEffect?: (tool: string) => "read_only" | "side_effecting" | undefined;
 }
 
 const nonNegative = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
@@ -98,10 +112,19 @@ export function interruptedRunDrafts(
   p: Projection,
   branchId: string,
   reason?: string,
-): { run_id: string; drafts: SessionRecordDraft[]; cancelled: string[]; result: AgentRunResult }[] {
+  toolEffect?: RecoverOptions["toolEffect"],
+): {
+  run_id: string;
+  drafts: SessionRecordDraft[];
+  cancelled: string[];
+  interrupted: string[];
+  resumable: string[];
+  result: AgentRunResult;
+}[] {
   const s = p.session;
   const out = [];
   const error = reason === undefined || reason.trim() === "" ? INTERRUPTED_RUN_ERROR : `${INTERRUPTED_RUN_ERROR} (${reason.trim()})`;
+  const approvals = new Map((s.approvals ?? []).map((a) => [a.tool_call_id, a]));
   for (const run of s.runs) {
     if (run.result !== null) continue;
     const messages = s.entries.filter((e) => e.run_id === run.run_id).map((e) => e.message);
@@ -109,12 +132,30 @@ export function interruptedRunDrafts(
     const base = { session_id: s.session_id, agent_id: s.agent_id, branch_id: branchId };
     const drafts: SessionRecordDraft[] = [];
     const open = unansweredToolCalls(messages);
-    if (open.length > 0) {
-      const answers = open.map((c) => ({
-        role: "tool",
-        tool_call_id: c.id,
-        content: JSON.stringify({ status: "cancelled", tool: c.name, error }),
-      }));
+    // The crash rules: a call whose approval waits (or was answered) never
+    // started, or is settled by its answer; a read-only call may run again;
+    // any other call may have started, so it is never replayed.
+    const resumable: string[] = [];
+    const interrupted: { id: string; name: string }[] = [];
+    let involvesApproval = false;
+    for (const c of open) {
+      const a = approvals.get(c.id);
+      if (a !== undefined) involvesApproval = true;
+      const effect = a?.effect ?? toolEffect?.(c.name);
+      if (a !== undefined && (a.decision === null || a.decision.approved === false)) resumable.push(c.id);
+      else if (effect === "read_only") resumable.push(c.id);
+      else interrupted.push(c);
+    }
+    const suspend = involvesApproval || resumable.length > 0;
+    const cancelled = suspend ? [] : open;
+    const answers = suspend
+      ? interrupted.map((c) => ({
+          role: "tool",
+          tool_call_id: c.id,
+          content: JSON.stringify({ status: "interrupted", tool: c.name, error: INTERRUPTED_CALL_ERROR }),
+        }))
+      : open.map((c) => ({ role: "tool", tool_call_id: c.id, content: JSON.stringify({ status: "cancelled", tool: c.name, error }) }));
+    if (answers.length > 0) {
       drafts.push({ ...base, sequence: ++seq, type: "messages_appended", data: { run_id: run.run_id, messages: answers } });
     }
     const usage = new UsageAccumulator();
@@ -125,16 +166,31 @@ export function interruptedRunDrafts(
       usage.beginRequest();
       usage.record(storedUsage(m.usage));
     }
-    const result: AgentRunResult = {
-      status: "cancelled",
-      stop_reason: "external_abort",
-      turns,
-      output: null,
-      error,
-      usage: usage.snapshot(),
-    };
+    const waiting = resumable.filter((id) => approvals.get(id)?.decision === null);
+    const result: AgentRunResult = suspend
+      ? {
+          status: "suspended",
+          stop_reason: "awaiting_approval",
+          turns,
+          output: null,
+          error:
+            `${error}; it waits to be resumed` +
+            (waiting.length > 0 ? ` (${waiting.length} tool call(s) await approval: ${waiting.join(", ")})` : "") +
+            (interrupted.length > 0
+              ? ` (${interrupted.length} call(s) interrupted, outcome unknown: ${interrupted.map((c) => c.id).join(", ")})`
+              : ""),
+          usage: usage.snapshot(),
+        }
+      : { status: "cancelled", stop_reason: "external_abort", turns, output: null, error, usage: usage.snapshot() };
     drafts.push({ ...base, sequence: ++seq, type: "run_finished", data: { run_id: run.run_id, result } });
-    out.push({ run_id: run.run_id, drafts, cancelled: open.map((c) => c.id), result });
+    out.push({
+      run_id: run.run_id,
+      drafts,
+      cancelled: cancelled.map((c) => c.id),
+      interrupted: suspend ? interrupted.map((c) => c.id) : [],
+      resumable,
+      result,
+    });
   }
   return out;
 }

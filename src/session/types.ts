@@ -22,7 +22,9 @@ export type SessionRecordKind =
   | "messages_appended"
   | "steering_applied"
   | "compaction_applied"
-  | "run_finished";
+  | "run_finished"
+  | "approval_requested"
+  | "approval_decided";
 
 export const SESSION_RECORD_KINDS: readonly SessionRecordKind[] = [
   "checkpoint",
@@ -34,6 +36,8 @@ export const SESSION_RECORD_KINDS: readonly SessionRecordKind[] = [
   "steering_applied",
   "compaction_applied",
   "run_finished",
+  "approval_requested",
+  "approval_decided",
 ];
 
 /** One journal line. */
@@ -91,6 +95,26 @@ export interface SessionCompaction {
   messages: AgentMessage[];
 }
 
+/**
+ * An approval a branch waits for, or one answered whose call has no tool
+ * message yet (a suspended run to resume): from its `approval_requested`
+ * record until a tool message answers the call.
+ */
+export interface SessionApproval {
+  run_id: string;
+  tool_call_id: string;
+  tool: string;
+  effect: "read_only" | "side_effecting";
+  rule_id: string | null;
+  reason: string | null;
+  /** The redacted argument preview journaled with the request. */
+  arguments: unknown;
+  /** When it was requested (the record's time; null in a journal without times). */
+  requested_at: string | null;
+  /** The answer, or null while it waits. */
+  decision: { approved: boolean; reason: string | null; decided_by: string | null; decided_at: string | null } | null;
+}
+
 /** The projection of a branch: what an agent needs to resume. Never holds system prompts. */
 export interface AgentSession {
   session_id: string;
@@ -98,6 +122,13 @@ export interface AgentSession {
   entries: SessionEntry[];
   runs: SessionRun[];
   compactions: SessionCompaction[];
+  /** Approvals of calls not answered yet (absent when there are none; see {@link SessionApproval}). */
+  approvals?: SessionApproval[];
+}
+
+/** The approvals of a session that wait for an answer. */
+export function pendingApprovals(session: AgentSession): SessionApproval[] {
+  return (session.approvals ?? []).filter((a) => a.decision === null);
 }
 
 export interface SessionBranch {
@@ -301,6 +332,7 @@ export function sessionFromDocument(doc: unknown): AgentSession {
     entries: s.entries,
     runs: s.runs,
     compactions: s.compactions,
+    ...(Array.isArray(s.approvals) && s.approvals.length > 0 ? { approvals: s.approvals } : {}),
   });
 }
 
@@ -394,6 +426,71 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       openRun(runId);
       for (const m of ms as AgentMessage[]) s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m) });
       p.lastSeq.set(runId, record.sequence);
+      if (s.approvals !== undefined) {
+        const answered = new Set(
+          (ms as AgentMessage[]).filter((m) => m.role === "tool").map((m) => (m as { tool_call_id: string }).tool_call_id),
+        );
+        s.approvals = s.approvals.filter((a) => !answered.has(a.tool_call_id));
+        if (s.approvals.length === 0) delete s.approvals;
+      }
+      return;
+    }
+    case "approval_requested": {
+      const runId = str(record, "run_id");
+      const callId = str(record, "tool_call_id");
+      const tool = str(record, "tool");
+      const effect = record.data.effect;
+      if (effect !== "read_only" && effect !== "side_effecting") fail(record, 'data.effect must be "read_only" or "side_effecting"');
+      const ruleId = record.data.rule_id ?? null;
+      const reason = record.data.reason ?? null;
+      if (ruleId !== null && typeof ruleId !== "string") fail(record, "data.rule_id must be a string or null");
+      if (reason !== null && typeof reason !== "string") fail(record, "data.reason must be a string or null");
+      openRun(runId);
+      if ((s.approvals ?? []).some((a) => a.tool_call_id === callId)) fail(record, `call ${callId} already has an approval request`);
+      const asked = s.entries.some(
+        (e) =>
+          e.run_id === runId &&
+          e.message.role === "assistant" &&
+          Array.isArray(e.message.tool_calls) &&
+          e.message.tool_calls.some((c) => c?.id === callId),
+      );
+      if (!asked) fail(record, `run ${runId} has no tool call ${callId}`);
+      (s.approvals ??= []).push({
+        run_id: runId,
+        tool_call_id: callId,
+        tool,
+        effect: effect as SessionApproval["effect"],
+        rule_id: ruleId as string | null,
+        reason: reason as string | null,
+        arguments: structuredClone(record.data.arguments ?? null),
+        requested_at: recordTime(record),
+        decision: null,
+      });
+      p.lastSeq.set(runId, record.sequence);
+      return;
+    }
+    case "approval_decided": {
+      const callId = str(record, "tool_call_id");
+      const approved = record.data.approved;
+      if (typeof approved !== "boolean") fail(record, "data.approved must be a boolean");
+      const reason = record.data.reason ?? null;
+      const by = record.data.decided_by ?? null;
+      if (reason !== null && typeof reason !== "string") fail(record, "data.reason must be a string or null");
+      if (by !== null && typeof by !== "string") fail(record, "data.decided_by must be a string or null");
+      const approval = (s.approvals ?? []).find((a) => a.tool_call_id === callId);
+      if (approval === undefined) fail(record, `no approval of call ${callId} waits on this branch`);
+      if (approval!.decision !== null) fail(record, `the approval of call ${callId} was already answered`);
+      // In a run still going (an answer given in process), the run's order holds.
+      if (p.openRuns.has(approval!.run_id)) {
+        openRun(approval!.run_id);
+        p.lastSeq.set(approval!.run_id, record.sequence);
+      }
+      approval!.decision = {
+        approved: approved as boolean,
+        reason: reason as string | null,
+        decided_by: by as string | null,
+        decided_at: recordTime(record),
+      };
       return;
     }
     case "steering_applied": {

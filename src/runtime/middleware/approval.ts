@@ -34,6 +34,8 @@ export interface ToolApprovalRequest {
 export interface ToolApprovalDecision {
   approved: boolean;
   reason?: string;
+  /** Who answered (`terminal`, `approve_all`, `client`, …), journaled with the decision; default `approver`. */
+  decidedBy?: string;
 }
 
 /** The programmatic approver. Must settle (or be interrupted by `signal`). */
@@ -173,11 +175,11 @@ export function createTtyApprover(options: TtyApproverOptions = {}): ToolApprove
       };
       const answer = (line: string) => {
         const a = line.trim().toLowerCase();
-        if (a === "y" || a === "yes") finish({ approved: true });
+        if (a === "y" || a === "yes") finish({ approved: true, decidedBy: "terminal" });
         else if (a === "a" || a === "always") {
           always.add(scope);
-          finish({ approved: true, reason: "approved for this tool in this run" });
-        } else finish({ approved: false, reason: "denied by the operator" });
+          finish({ approved: true, reason: "approved for this tool in this run", decidedBy: "terminal" });
+        } else finish({ approved: false, reason: "denied by the operator", decidedBy: "terminal" });
       };
       const takeLine = (): boolean => {
         const nl = buffered.indexOf("\n");

@@ -15,7 +15,15 @@ export {
   validationMessage,
   VALIDATION_MESSAGES,
 } from "./validation.ts";
-export { isPolicyMiddleware, limitReason, policyFromConfig, REASONS, rejectionPayload, rejectOutcome, ruleBasedPolicy } from "./policy.ts";
+export {
+  isPolicyMiddleware,
+  limitReason,
+  policyFromConfig,
+  REASONS,
+  rejectionPayload,
+  rejectOutcome,
+  ruleBasedPolicy,
+} from "./policy.ts";
 export type { PolicyAction, PolicyConfig, RuleBasedPolicyOptions, ToolPolicyRule } from "./policy.ts";
 export { createTtyApprover, DEFAULT_APPROVAL_TIMEOUT_MS, frozenCopy, REDACTED, redactArguments, SECRET_KEY_PATTERN } from "./approval.ts";
 export type {
@@ -26,4 +34,5 @@ export type {
   ToolApprover,
   TtyApproverOptions,
 } from "./approval.ts";
-export type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./types.ts";
+export type { ApprovalHooks, CallDecision, RunInfo, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./types.ts";
+export { AWAITING_APPROVAL } from "./types.ts";

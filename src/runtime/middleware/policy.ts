@@ -19,10 +19,10 @@
  */
 import { raceSignal } from "../abort.ts";
 import { failureEnvelope } from "../envelope_io.ts";
-import type { CallDecision, ToolCallContext, ToolCallOutcome, ToolMiddleware } from "./types.ts";
+import { AWAITING_APPROVAL, type CallDecision, type ToolCallContext, type ToolCallOutcome, type ToolMiddleware } from "./types.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { ToolEffect } from "../../tools/definition.ts";
-import { frozenCopy, type ToolApprover } from "./approval.ts";
+import { frozenCopy, type ToolApprovalRequest, type ToolApprover } from "./approval.ts";
 
 export type PolicyAction = "allow" | "deny" | "require_approval";
 const ACTIONS: readonly PolicyAction[] = ["allow", "deny", "require_approval"];
@@ -200,54 +200,96 @@ export function ruleBasedPolicy(options: RuleBasedPolicyOptions): ToolMiddleware
       return next(ctx);
     }
     // require_approval
-    if (approver === undefined) {
+    const hooks = ctx.approval;
+    const request: ToolApprovalRequest = {
+      tool: ctx.tool,
+      effect: ctx.definition.effect ?? "side_effecting",
+      arguments: frozenCopy(ctx.arguments),
+      toolCallId: ctx.toolCallId,
+      reason: reason ?? null,
+      ruleId,
+      ...(ctx.run !== undefined ? { run: ctx.run } : {}),
+    };
+    const suspend = hooks?.suspend === true && hooks.given === undefined;
+    if (approver === undefined && hooks?.given === undefined && !suspend) {
       decide({ action, by, reason: REASONS.noApprover });
       return rejectOutcome(ctx, REASONS.noApprover, ruleId);
     }
-    let answer: unknown;
-    try {
-      const request = {
-        tool: ctx.tool,
-        effect: ctx.definition.effect ?? "side_effecting",
-        arguments: frozenCopy(ctx.arguments),
-        toolCallId: ctx.toolCallId,
-        reason: reason ?? null,
-        ruleId,
-        ...(ctx.run !== undefined ? { run: ctx.run } : {}),
-      };
-      answer = await raceSignal(approver(request, ctx.signal), ctx.signal, () => ctx.signal.reason ?? new Error("aborted"));
-    } catch (err) {
-      if (ctx.signal.aborted) {
-        // Interrupted by the call's cancel or timeout: the call is cancelled, not refused.
-        decide({ action, by, reason: "approval interrupted" });
-        return {
-          envelope: failureEnvelope(
-            ctx.toolCallId,
-            ctx.tool,
-            "CANCELLED",
-            "call cancelled while waiting for approval",
-            {},
-            performance.now(),
-          ),
-          control: "continue",
-        };
+    // The request is announced (journaled) before anyone is asked; an earlier answer is not asked again.
+    if (hooks?.given === undefined && hooks?.requested !== undefined) {
+      try {
+        await hooks.requested(request, suspend);
+      } catch (err) {
+        logger?.error("tool approval request could not be recorded", {
+          tool: ctx.tool,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        decide({ action, by, approved: false, reason: REASONS.approverFailed });
+        return rejectOutcome(ctx, REASONS.approverFailed, ruleId);
       }
-      logger?.error("tool approval failed", { tool: ctx.tool, error: err instanceof Error ? err.message : String(err) });
-      decide({ action, by, approved: false, reason: REASONS.approverFailed });
-      return rejectOutcome(ctx, REASONS.approverFailed, ruleId);
+    }
+    if (suspend) {
+      decide({ action, by, reason: "awaiting approval" });
+      const details: Record<string, unknown> = typeof ruleId === "string" ? { rule_id: ruleId } : {};
+      return {
+        envelope: failureEnvelope(ctx.toolCallId, ctx.tool, AWAITING_APPROVAL, "the call awaits an approval", details, performance.now()),
+        control: "continue",
+      };
+    }
+    const decided = async (approved: boolean, why: string | null, decidedBy: string): Promise<void> => {
+      if (hooks?.given !== undefined || hooks?.decided === undefined) return;
+      try {
+        await hooks.decided(request, { approved, reason: why, decidedBy });
+      } catch (err) {
+        logger?.error("tool approval decision could not be recorded", {
+          tool: ctx.tool,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    };
+    let answer: unknown;
+    if (hooks?.given !== undefined) answer = hooks.given;
+    else {
+      try {
+        answer = await raceSignal(approver!(request, ctx.signal), ctx.signal, () => ctx.signal.reason ?? new Error("aborted"));
+      } catch (err) {
+        if (ctx.signal.aborted) {
+          // Interrupted by the call's cancel or timeout: the call is cancelled, not refused.
+          decide({ action, by, reason: "approval interrupted" });
+          return {
+            envelope: failureEnvelope(
+              ctx.toolCallId,
+              ctx.tool,
+              "CANCELLED",
+              "call cancelled while waiting for approval",
+              {},
+              performance.now(),
+            ),
+            control: "continue",
+          };
+        }
+        logger?.error("tool approval failed", { tool: ctx.tool, error: err instanceof Error ? err.message : String(err) });
+        decide({ action, by, approved: false, reason: REASONS.approverFailed });
+        await decided(false, REASONS.approverFailed, "policy");
+        return rejectOutcome(ctx, REASONS.approverFailed, ruleId);
+      }
     }
     if (typeof answer !== "object" || answer === null || typeof (answer as { approved?: unknown }).approved !== "boolean") {
       decide({ action, by, approved: false, reason: REASONS.invalidApproval });
+      await decided(false, REASONS.invalidApproval, "policy");
       return rejectOutcome(ctx, REASONS.invalidApproval, ruleId);
     }
-    const a = answer as { approved: boolean; reason?: unknown };
+    const a = answer as { approved: boolean; reason?: unknown; decidedBy?: unknown };
     const aReason = typeof a.reason === "string" && a.reason.length > 0 ? a.reason : undefined;
+    const decidedBy = typeof a.decidedBy === "string" && a.decidedBy.length > 0 ? a.decidedBy : "approver";
     if (!a.approved) {
       const why = aReason ?? reason ?? REASONS.approvalDenied;
       decide({ action, by, approved: false, reason: why });
+      await decided(false, why, decidedBy);
       return rejectOutcome(ctx, why, ruleId);
     }
     decide({ action, by, approved: true, ...(aReason !== undefined ? { reason: aReason } : {}) });
+    await decided(true, aReason ?? null, decidedBy);
     return next(ctx);
   };
   return Object.assign(middleware, { [POLICY_BRAND]: true });

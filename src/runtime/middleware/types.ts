@@ -19,6 +19,7 @@
 import type { ToolControl } from "../../tools/definition.ts";
 import type { RegisteredTool } from "../../tools/registry.ts";
 import type { Envelope } from "../../core/envelope.ts";
+import type { ToolApprovalDecision, ToolApprovalRequest } from "./approval.ts";
 
 /** Where a call comes from when the agent loop runs it. */
 export interface RunInfo {
@@ -26,6 +27,24 @@ export interface RunInfo {
   readonly runId: string;
   readonly turn: number;
 }
+
+/**
+ * How the caller (the agent loop) takes part in a call's approval; absent
+ * elsewhere, where the approver decides alone. The policy middleware awaits
+ * `requested` before anyone is asked (the agent journals the request there),
+ * and `decided` once the approver answered.
+ */
+export interface ApprovalHooks {
+  requested?(request: ToolApprovalRequest, suspended: boolean): Promise<void>;
+  decided?(request: ToolApprovalRequest, decision: { approved: boolean; reason: string | null; decidedBy: string }): Promise<void>;
+  /** Ask nobody: the call is answered `AWAITING_APPROVAL` (not run), after `requested`. */
+  suspend?: boolean;
+  /** An answer given earlier (a resumed run): used instead of asking, and not announced again. */
+  given?: ToolApprovalDecision;
+}
+
+/** The envelope error code of a call left waiting for an approval (`ApprovalHooks.suspend`). */
+export const AWAITING_APPROVAL = "AWAITING_APPROVAL";
 
 /** Whether a call was allowed to run, and who decided. Set by the policy middleware. */
 export interface CallDecision {
@@ -56,6 +75,8 @@ export interface ToolCallContext {
   readonly run?: RunInfo;
   /** Filled in by the policy middleware; read by audit/history. */
   decision?: CallDecision;
+  /** The caller's part in the call's approval (the agent loop's journal, suspend, an earlier answer). */
+  readonly approval?: ApprovalHooks;
 }
 
 /** The outcome of one call through the chain: its envelope and its control. */

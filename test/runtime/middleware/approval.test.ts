@@ -75,7 +75,7 @@ describe("TTY approver, in process", () => {
     const p = approver(request(), new AbortController().signal);
     await Promise.resolve();
     input.type("y\n");
-    expect(await p).toEqual({ approved: true });
+    expect(await p).toEqual({ approved: true, decidedBy: "terminal" });
     expect(out()).toContain('tool "wire" (side_effecting)');
     expect(out()).toContain("[y]es / [n]o / [a]lways for this tool in this run");
     expect(out()).toContain(`"secret_key":"${REDACTED}"`);
