@@ -13,6 +13,8 @@
  *   `ModelCompactor`).
  * - Sessions: `SessionRecorder`, `JsonlSessionStorage`,
  *   `MemorySessionStorage`, `restoreSession`.
+ * - Errors: `AgentcoreError`, the base class of every error agentcore throws,
+ *   with a stable `code`.
  *
  * Everything else is a subpath (see docs/library.md): `agentcore/testing`
  * (`ScriptedModel`, a scripted OpenAI-compatible server), `agentcore/workspace`
@@ -38,6 +40,9 @@
  *
  * @module
  */
+
+// Errors: every error agentcore throws is an AgentcoreError with a stable `code` (docs/errors.md).
+export { AgentcoreError } from "./core/errors.ts";
 
 // The strict JSON core and tool-call shapes.
 export { JsonStreamValidator, parseStrict, validateStrict } from "./core/index.ts";

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { summaryMessage, summaryOf } from "../context/builder.ts";
 import type { Compactor } from "../context/compactor.ts";
 import type { CompactionPolicy } from "../context/policy.ts";
@@ -84,7 +85,8 @@ export function resolveCompaction(c: CompactionOptions | undefined): ResolvedCom
 }
 
 /** An automatic compaction failed: the run ends `failed` / `compaction_failed`. */
-export class CompactionFailedError extends Error {
+export class CompactionFailedError extends AgentcoreError {
+  readonly code: string = "COMPACTION_FAILED";
   override name = "CompactionFailedError";
 }
 

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { AgentEvent, AgentEventPayload, AgentEventSink, AgentEventSource } from "../context/events.ts";
 
@@ -29,7 +30,8 @@ export interface EventStreamOptions {
 }
 
 /** Thrown from an `events()` iterator whose consumer fell more than `bufferSize` events behind. */
-export class EventBufferOverflowError extends Error {
+export class EventBufferOverflowError extends AgentcoreError {
+  readonly code: string = "AGENT_EVENT_BUFFER_OVERFLOW";
   override name = "EventBufferOverflowError";
   constructor(readonly bufferSize: number) {
     super(`event subscriber fell more than ${bufferSize} events behind; subscription closed`);

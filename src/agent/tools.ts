@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { canonicalJson } from "../core/canonical.ts";
 import type { ParseResult } from "../core/errors.ts";
 import type { ModelToolCall } from "../providers/types.ts";
@@ -24,12 +25,14 @@ import type { EventEmitter } from "./events.ts";
 import type { RuntimePolicy, ToolCallResult, ToolMessage } from "./types.ts";
 
 /** Thrown when the repeat guard refuses a call. */
-export class RepeatedToolCallError extends Error {
+export class RepeatedToolCallError extends AgentcoreError {
+  readonly code: string = "TOOL_CALL_REPEATED";
   override name = "RepeatedToolCallError";
 }
 
 /** Thrown (inside the agent) when the run's signal aborted. */
-export class AgentCancelledError extends Error {
+export class AgentCancelledError extends AgentcoreError {
+  readonly code: string = "AGENT_CANCELLED";
   override name = "AgentCancelledError";
 }
 

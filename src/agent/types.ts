@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { AgentRunResult, ControlInput, StopReason } from "../providers/run.ts";
 
 export type { ToolControl } from "../tools/definition.ts";
@@ -55,7 +56,8 @@ export function runSucceeded(result: AgentRunResult): boolean {
 }
 
 /** Thrown by {@link assertRunSucceeded}; carries the result. */
-export class AgentRunError extends Error {
+export class AgentRunError extends AgentcoreError {
+  readonly code: string = "AGENT_RUN_NOT_COMPLETED";
   override name = "AgentRunError";
   constructor(readonly result: AgentRunResult) {
     super(`agent run ${result.status} (${result.stop_reason})${result.error ? `: ${result.error}` : ""}`);
@@ -79,7 +81,8 @@ export interface ControlReceipt {
 // Errors
 
 /** Thrown by `continueRun()`; `reason` says why. */
-export class ContinueRejectedError extends Error {
+export class ContinueRejectedError extends AgentcoreError {
+  readonly code: string = "AGENT_CONTINUE_REJECTED";
   override name = "ContinueRejectedError";
   constructor(readonly reason: ContinueRejectedReason) {
     super(`continue run was rejected: ${reason}`);
@@ -87,7 +90,8 @@ export class ContinueRejectedError extends Error {
 }
 
 /** `FollowUpHandle.wait()` rejects with this when the follow-up was not accepted. */
-export class FollowUpRejectedError extends Error {
+export class FollowUpRejectedError extends AgentcoreError {
+  readonly code: string = "AGENT_FOLLOW_UP_REJECTED";
   override name = "FollowUpRejectedError";
   constructor(readonly receipt: ControlReceipt) {
     super(`follow-up was not accepted: ${receipt.status}`);
@@ -95,7 +99,8 @@ export class FollowUpRejectedError extends Error {
 }
 
 /** `FollowUpHandle.wait()` rejects with this when an accepted follow-up was dropped before it ran. */
-export class FollowUpDiscardedError extends Error {
+export class FollowUpDiscardedError extends AgentcoreError {
+  readonly code: string = "AGENT_FOLLOW_UP_DISCARDED";
   override name = "FollowUpDiscardedError";
   constructor(readonly reason: FollowUpDiscardReason) {
     super(`follow-up was discarded: ${reason}`);

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import * as path from "node:path";
 import type { Agent, AgentEvent } from "../agent/index.ts";
 import { ModelConfigError } from "../providers/config.ts";
@@ -71,12 +72,14 @@ export interface AgentFlags {
  * skill, a model setting, an unknown branch): exit status 2, the message
  * alone, without the usage hint.
  */
-export class AgentSetupError extends Error {
+export class AgentSetupError extends AgentcoreError {
+  readonly code: string = "SETUP_FAILED";
   override name = "AgentSetupError";
 }
 
 /** A usage problem of agent or chat (flags that do not go together, an empty value): exit status 2 with the usage hint. */
 export class AgentUsageError extends AgentSetupError {
+  override readonly code: string = "USAGE";
   override name = "AgentUsageError";
 }
 
@@ -85,7 +88,8 @@ export class AgentUsageError extends AgentSetupError {
  * unfinished): exit status 2, and the message names the fix; not a usage
  * error, so no usage hint.
  */
-export class AgentSessionStateError extends Error {
+export class AgentSessionStateError extends AgentcoreError {
+  readonly code: string = "SESSION_UNAVAILABLE";
   override name = "AgentSessionStateError";
 }
 

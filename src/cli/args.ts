@@ -13,7 +13,7 @@
  * @module
  */
 
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { AgentcoreError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 
 /** One option of a command. */
 export interface OptionSpec {
@@ -64,7 +64,8 @@ export interface CommandSpec {
  * a missing argument, an unknown command): printed with a pointer to the
  * command's help, exit status 2. Every other error is printed without it.
  */
-export class UsageError extends Error {
+export class UsageError extends AgentcoreError {
+  readonly code: string = "USAGE";
   override name = "UsageError";
   /** The command whose help the hint names (`agent`, `sessions show`); empty for the overview. */
   readonly command: string;

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { HISTORY_OPTIONS, parseCommandLine, renderHelp, usageText } from "./args.ts";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "../host/settings.ts";
@@ -43,7 +44,8 @@ export interface HistoryCommandIO {
 }
 
 /** A usage problem of `history`: exit status 2. */
-export class HistoryUsageError extends Error {
+export class HistoryUsageError extends AgentcoreError {
+  readonly code: string = "USAGE";
   override name = "HistoryUsageError";
 }
 

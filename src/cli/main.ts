@@ -14,7 +14,7 @@
 import { openSync, readSync, readFileSync, closeSync, fstatSync, statSync } from "node:fs";
 import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { AgentcoreError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { installProcessHost } from "../host/process.ts";
@@ -25,7 +25,8 @@ import type { ToolApprover } from "../runtime/middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
 import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware/types.ts";
 import { LineFramer, isBlank, type Line } from "../core/lines.ts";
-import { LineWriter, OutputClosedError, OutputError, outputFailure, PIPE_CLOSED_STATUS } from "./output.ts";
+import { LineWriter, OutputError, outputFailure } from "./output.ts";
+import { exitFor } from "./exit.ts";
 import { Progress } from "./progress.ts";
 import type { AgentFlags } from "./agent.ts";
 import type { ChatFlags } from "./chat.ts";
@@ -348,7 +349,8 @@ async function* chunks(source: string): AsyncGenerator<Uint8Array> {
 }
 
 /** The input file could not be opened or read: exit status 2. */
-class InputError extends Error {
+export class InputError extends AgentcoreError {
+  readonly code: string = "INPUT_UNREADABLE";
   override name = "InputError";
 }
 
@@ -675,28 +677,10 @@ export async function main(argv: string[]): Promise<number> {
     out.flush();
     return status;
   } catch (e) {
-    // A usage problem (a flag's value, a flag the combination does not allow): the hint names this command's help.
-    if (e instanceof UsageError) return usage(e.message, e.command || name);
-    if (e instanceof Error && e.name === "AgentUsageError") return usage(e.message, name);
-    // Not usage problems (a bad script, skill, session, model setting; a session a crash left
-    // with an unfinished run): the message names the fix, and --help would not help.
-    if (e instanceof Error && (e.name === "AgentSetupError" || e.name === "AgentSessionStateError")) {
-      process.stderr.write(`agentcore: ${e.message}\n`);
-      return 2;
-    }
-    // stdout's reader went away (`agentcore run … | head`): stop quietly, as git does.
-    if (e instanceof OutputClosedError) return PIPE_CLOSED_STATUS;
-    if (e instanceof ConfigError || e instanceof InputError || e instanceof OutputError) {
-      try {
-        out.flush();
-      } catch {
-        // the output itself is what failed; the message below is all we can give
-      }
-      process.stderr.write(`agentcore: ${e.message}\n`);
-      return 2;
-    }
-    process.stderr.write(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
-    return 2;
+    // By the error's code (src/cli/exit.ts): a usage problem gets the hint to this command's help; a bad
+    // script, skill, session, model setting, config or input says what to fix (the results so far are
+    // flushed first); a closed pipe stops quietly, as git does; anything else is an internal error.
+    return exitFor(e, { command: name, beforeMessage: () => out.flush() });
   } finally {
     // Stop the MCP servers (and wait for their processes) before exiting.
     await Promise.all(mcpClosers.splice(0).map((close) => close()));

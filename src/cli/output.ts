@@ -15,10 +15,12 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { writeSync } from "node:fs";
 
 /** Writing to the output failed; nothing more can be delivered. */
-export class OutputError extends Error {
+export class OutputError extends AgentcoreError {
+  readonly code: string = "OUTPUT_FAILED";
   override name = "OutputError";
 }
 
@@ -28,6 +30,7 @@ export class OutputError extends Error {
  * {@link PIPE_CLOSED_STATUS} and prints nothing.
  */
 export class OutputClosedError extends OutputError {
+  override readonly code: string = "OUTPUT_CLOSED";
   override name = "OutputClosedError";
 }
 

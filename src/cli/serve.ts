@@ -9,7 +9,7 @@
  */
 import { statSync } from "node:fs";
 import * as path from "node:path";
-import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { AgentcoreError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
@@ -17,10 +17,11 @@ import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type RunningDaemon, type ShutdownMode } from "../server/serve.ts";
-import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, TokenError, type CommittedDaemonToken } from "../server/token.ts";
+import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, type CommittedDaemonToken } from "../server/token.ts";
 import { ConfigError, loadConfig, type FileConfig } from "../host/settings.ts";
 import type { LineWriter } from "./output.ts";
 import { expectArguments, intOption, parseCommandLine, renderHelp, SERVE_OPTIONS, usageText } from "./args.ts";
+import { exitKind } from "./exit.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError } from "../skills/catalog.ts";
 
@@ -55,7 +56,11 @@ function failed(message: string): number {
   return 2;
 }
 
-class ServeUsageError extends Error {}
+/** A flag problem of serve: the message and the pointer to its help. */
+export class ServeUsageError extends AgentcoreError {
+  readonly code: string = "USAGE";
+  override name = "ServeUsageError";
+}
 
 function int(flag: string, raw: string | undefined, min: number, max: number): number | undefined {
   if (raw === undefined) return undefined;
@@ -219,15 +224,11 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`,
     );
   } catch (e) {
-    // only a flag problem gets the pointer to --help; a config, token or listen problem says what to fix
-    if (e instanceof ServeUsageError) return fail(e.message);
-    if (
-      e instanceof ConfigError ||
-      e instanceof TokenError ||
-      (e instanceof Error && (e.name === "ListenError" || e.name === "HistoryError" || e instanceof TypeError || e instanceof RangeError))
-    ) {
-      return failed((e as Error).message);
-    }
+    // by the error's code (src/cli/exit.ts): only a flag problem gets the pointer to --help; a config,
+    // token, listen or history-log problem says what to fix, as does a TypeError or RangeError of the set-up
+    const kind = exitKind(e);
+    if (kind === "usage") return fail((e as Error).message);
+    if (kind === "message" || e instanceof TypeError || e instanceof RangeError) return failed((e as Error).message);
     throw e;
   }
   return await signals!.done;

@@ -1,5 +1,6 @@
 /**
- * Error and limit types shared by every entry point of the strict JSON core.
+ * Error and limit types shared by every entry point of the strict JSON core,
+ * and {@link AgentcoreError}, the base class of every error agentcore throws.
  *
  * Codes are stable wire strings (UPPER_SNAKE). Offsets are 0-based UTF-8 byte
  * offsets into the text that was validated; `line` and `column` are 1-based and
@@ -7,6 +8,37 @@
  *
  * @module
  */
+
+/**
+ * The base class of every error agentcore throws. `code` is stable and part of
+ * the public API (UPPER_SNAKE, e.g. `CONFIG_INVALID`, `SESSION_CONFLICT`; the
+ * table in docs/errors.md lists them): branch on it rather than on the class
+ * name or the message. Each subclass has a code of its own, except the
+ * families whose code is the error's own wire value (`ToolError`, the daemon's
+ * `HttpError`: an envelope code; `SkillError`: what is wrong with the skill).
+ * `name` stays the class name.
+ *
+ * @example
+ * ```ts
+ * import { AgentcoreError, modelConfigFromEnv } from "agentcore";
+ *
+ * try {
+ *   modelConfigFromEnv({ MODEL_URL: "not a url" });
+ * } catch (e) {
+ *   if (!(e instanceof AgentcoreError)) throw e;
+ *   console.log(e.code); // MODEL_CONFIG_INVALID
+ * }
+ * ```
+ */
+export abstract class AgentcoreError extends Error {
+  /** The stable code of this error (see docs/errors.md). */
+  abstract readonly code: string;
+}
+
+/** Whether `e` is an {@link AgentcoreError}, and when `code` is given, one with that code. */
+export function isAgentcoreError(e: unknown, code?: string): e is AgentcoreError {
+  return e instanceof AgentcoreError && (code === undefined || e.code === code);
+}
 
 /** Public error codes the core can produce. */
 export const JSON_ERROR_CODES = [

@@ -6,5 +6,6 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../agent/index.ts";
 export * from "../agent/plan.ts";

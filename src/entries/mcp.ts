@@ -6,4 +6,5 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../mcp/index.ts";

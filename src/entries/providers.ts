@@ -7,4 +7,5 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../providers/index.ts";

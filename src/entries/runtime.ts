@@ -5,5 +5,6 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../runtime/index.ts";
 export * from "../runtime/middleware/index.ts";

@@ -8,4 +8,5 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../server/index.ts";

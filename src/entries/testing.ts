@@ -25,6 +25,7 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export { parseScript, ScriptError, ScriptedModel, SCRIPTED_FINISH_REASONS, validateScriptedTurn } from "../providers/scripted.ts";
 export type {
   RecordedRequest,

@@ -18,4 +18,5 @@
  *
  * @module
  */
+export { AgentcoreError, isAgentcoreError } from "../core/errors.ts";
 export * from "../tools/workspace/index.ts";

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { createAgent, type Agent, type AgentEventSink } from "../agent/index.ts";
 import { createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, planFromMessages, type Plan, type PlanTracker } from "../agent/plan.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
@@ -51,7 +52,8 @@ export interface RunSpec {
 }
 
 /** A setup problem of the spec the front end words for its users (a plan tool already registered). */
-export class RunSpecError extends Error {
+export class RunSpecError extends AgentcoreError {
+  readonly code: string = "RUN_SPEC_INVALID";
   override name = "RunSpecError";
   constructor(
     message: string,

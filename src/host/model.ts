@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import {
   MODEL_PRESETS,
   ModelConfigError,
@@ -41,7 +42,8 @@ export interface ModelSpec {
 }
 
 /** What is wrong with a model spec: `part` names it; `config` is the library's error for a model setting. */
-export class ModelSpecError extends Error {
+export class ModelSpecError extends AgentcoreError {
+  readonly code: string = "MODEL_SPEC_INVALID";
   override name = "ModelSpecError";
   constructor(
     message: string,

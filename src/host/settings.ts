@@ -38,6 +38,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
@@ -65,7 +66,8 @@ export interface FileConfig {
 }
 
 /** A config problem; the CLI prints it and exits 2. */
-export class ConfigError extends Error {
+export class ConfigError extends AgentcoreError {
+  readonly code: string = "CONFIG_INVALID";
   override name = "ConfigError";
 }
 

@@ -25,6 +25,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Logger } from "../core/logger.ts";
 import { ToolRegistrationError, ToolRegistry } from "../tools/registry.ts";
@@ -33,7 +34,8 @@ import type { McpServerConfig } from "./config.ts";
 import { boundedText, McpToolHandler, type SkippedMcpTool } from "./client.ts";
 
 /** A configured MCP server could not be used; the message names it. */
-export class McpStartupError extends Error {
+export class McpStartupError extends AgentcoreError {
+  readonly code: string = "MCP_STARTUP_FAILED";
   override name = "McpStartupError";
 }
 

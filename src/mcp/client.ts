@@ -31,6 +31,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import {
   Client,
   SdkError,
@@ -65,7 +66,8 @@ export function stderrReport(t: StdioTransport): string {
 }
 
 /** The server could not be started or did not complete the MCP handshake in time. */
-export class McpConnectError extends Error {
+export class McpConnectError extends AgentcoreError {
+  readonly code: string = "MCP_CONNECT_FAILED";
   override name = "McpConnectError";
   readonly server: string;
   constructor(server: string, message: string) {

@@ -29,6 +29,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { resolve, dirname } from "node:path";
 import type { ToolEffect } from "../tools/definition.ts";
 
@@ -76,7 +77,8 @@ export interface McpServerConfig {
 }
 
 /** A problem in the `mcpServers` section; the message names the key. */
-export class McpConfigError extends Error {
+export class McpConfigError extends AgentcoreError {
+  readonly code: string = "MCP_CONFIG_INVALID";
   override name = "McpConfigError";
 }
 

@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { statSync } from "node:fs";
 import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from "@modelcontextprotocol/client";
@@ -58,12 +59,14 @@ export function serverEnvironment(extra: Record<string, string> = {}): Record<st
 }
 
 /** The server broke the protocol (malformed or oversized message). */
-export class McpProtocolError extends Error {
+export class McpProtocolError extends AgentcoreError {
+  readonly code: string = "MCP_PROTOCOL_VIOLATION";
   override name = "McpProtocolError";
 }
 
 /** `send()` found the server gone (or the transport closed): nothing was written. */
-export class McpNotConnectedError extends Error {
+export class McpNotConnectedError extends AgentcoreError {
+  readonly code: string = "MCP_NOT_CONNECTED";
   override name = "McpNotConnectedError";
 }
 

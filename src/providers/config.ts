@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { readEnv } from "../core/logger.ts";
 
 /** Settings of one OpenAI-compatible chat model. */
@@ -65,7 +66,8 @@ export interface ModelConfigOverrides extends Partial<ModelConfig> {
 }
 
 /** A configuration problem; the message names the setting and what is wrong, never a key's value. */
-export class ModelConfigError extends Error {
+export class ModelConfigError extends AgentcoreError {
+  readonly code: string = "MODEL_CONFIG_INVALID";
   override name = "ModelConfigError";
   /**
    * The setting at fault, as this module names it: a {@link ModelConfig}

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { parseStrict } from "../core/index.ts";
 import { abortReason } from "./errors.ts";
 import { abortableSleep } from "./retry.ts";
@@ -81,7 +82,8 @@ export interface RecordedRequest {
 }
 
 /** A script that does not have the expected shape; the message names the line (or turn). */
-export class ScriptError extends Error {
+export class ScriptError extends AgentcoreError {
+  readonly code: string = "MODEL_SCRIPT_INVALID";
   override name = "ScriptError";
 }
 

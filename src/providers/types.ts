@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { JsonError, ParseResult } from "../core/errors.ts";
 
 /**
@@ -129,7 +130,8 @@ export const MODEL_ERROR_KINDS: readonly ModelErrorKind[] = [
 ];
 
 /** A normalised provider failure. */
-export class ModelProviderError extends Error {
+export class ModelProviderError extends AgentcoreError {
+  readonly code: string = "MODEL_REQUEST_FAILED";
   override name = "ModelProviderError";
   readonly kind: ModelErrorKind;
   /** True once any delta of the response had been exposed; such failures are never retried. */

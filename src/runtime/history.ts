@@ -37,7 +37,7 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseStrict } from "../core/index.ts";
-import { HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { AgentcoreError, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import type { ToolEffect } from "../tools/definition.ts";
 import { thrownToEnvelope } from "./dispatch.ts";
 import { elapsedMs } from "./envelope_io.ts";
@@ -97,7 +97,8 @@ export interface HistoryFilter {
 }
 
 /** A history file could not be opened, written or read, or holds a corrupt line. */
-export class HistoryError extends Error {
+export class HistoryError extends AgentcoreError {
+  readonly code: string = "HISTORY_LOG_FAILED";
   override name = "HistoryError";
   /** The log file. */
   readonly path: string;

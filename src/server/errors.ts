@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { Envelope, ErrorCode } from "../core/envelope.ts";
 import { serializeEnvelope } from "../runtime/envelope_io.ts";
 
@@ -47,7 +48,7 @@ export function jsonResponse(value: unknown, status = 200, headers: Record<strin
  * A request the handler refuses. Thrown inside route handlers and turned into
  * an {@link errorResponse} by the app's error handler.
  */
-export class HttpError extends Error {
+export class HttpError extends AgentcoreError {
   override name = "HttpError";
   constructor(
     readonly status: number,

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import * as fs from "node:fs";
 import * as net from "node:net";
 
@@ -38,7 +39,8 @@ export interface Listening {
 }
 
 /** A listening problem (address in use, bad socket path…). */
-export class ListenError extends Error {
+export class ListenError extends AgentcoreError {
+  readonly code: string = "LISTEN_FAILED";
   override name = "ListenError";
 }
 

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -23,7 +24,8 @@ export const TOKEN_ENV = "AGENTCORE_TOKEN";
 export const MIN_TOKEN_LENGTH = 32;
 
 /** A problem with the state directory or the token (the CLI exits 2). */
-export class TokenError extends Error {
+export class TokenError extends AgentcoreError {
+  readonly code: string = "TOKEN_SETUP_FAILED";
   override name = "TokenError";
 }
 

@@ -24,6 +24,7 @@ import {
 
 /** An answer that cannot be given: the call waits for none on this branch, or its run is still going. */
 export class SessionApprovalError extends SessionValidationError {
+  override readonly code: string = "SESSION_APPROVAL_REFUSED";
   override name = "SessionApprovalError";
   constructor(
     message: string,

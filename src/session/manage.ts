@@ -23,6 +23,7 @@ export const MIN_ID_PREFIX = 4;
  * `candidates` holds the matching ids when the reference is ambiguous.
  */
 export class SessionReferenceError extends SessionValidationError {
+  override readonly code: string = "SESSION_REFERENCE_UNRESOLVED";
   override name = "SessionReferenceError";
   constructor(
     message: string,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { AgentMessage } from "../providers/messages.ts";
 import type { AgentRunResult } from "../providers/run.ts";
 import type { SessionRemedy } from "./remedy.ts";
@@ -153,13 +154,15 @@ export interface SessionRetry {
   retried_run_id: string;
 }
 
-export class SessionError extends Error {
+export class SessionError extends AgentcoreError {
+  readonly code: string = "SESSION_FAILED";
   override name = "SessionError";
   /** What gets the session out of this error, as data (its message words it: `src/session/remedy.ts`); null when the message names none. */
   remedy: SessionRemedy | null = null;
 }
 /** A journal that cannot be read: names the file and the line. */
 export class SessionSerializationError extends SessionError {
+  override readonly code: string = "SESSION_JOURNAL_UNREADABLE";
   override name = "SessionSerializationError";
   constructor(
     message: string,
@@ -171,14 +174,17 @@ export class SessionSerializationError extends SessionError {
 }
 /** A journal written with a journal_schema_version this code does not read. */
 export class SessionSchemaVersionError extends SessionSerializationError {
+  override readonly code: string = "SESSION_SCHEMA_UNSUPPORTED";
   override name = "SessionSchemaVersionError";
 }
 /** A record that breaks the journal's rules (ids, parents, branches, runs). */
 export class SessionValidationError extends SessionError {
+  override readonly code: string = "SESSION_INVALID";
   override name = "SessionValidationError";
 }
 /** A conditional append found the branch head moved. */
 export class SessionConflictError extends SessionError {
+  override readonly code: string = "SESSION_CONFLICT";
   override name = "SessionConflictError";
 }
 /**
@@ -187,6 +193,7 @@ export class SessionConflictError extends SessionError {
  * with `JournalStorage.recoverRuns()` (`agentcore sessions recover`).
  */
 export class SessionUnfinishedRunError extends SessionValidationError {
+  override readonly code: string = "SESSION_RUN_UNFINISHED";
   override name = "SessionUnfinishedRunError";
   constructor(
     message: string,
@@ -200,10 +207,12 @@ export class SessionUnfinishedRunError extends SessionValidationError {
 }
 /** The session, or its branch, does not exist. */
 export class SessionNotFoundError extends SessionValidationError {
+  override readonly code: string = "SESSION_NOT_FOUND";
   override name = "SessionNotFoundError";
 }
 /** A recovery found the run still going (its process is alive): nothing was written. */
 export class SessionRunActiveError extends SessionConflictError {
+  override readonly code: string = "SESSION_RUN_ACTIVE";
   override name = "SessionRunActiveError";
   constructor(
     message: string,
@@ -220,6 +229,7 @@ export class SessionRunActiveError extends SessionConflictError {
  * `agentcore agent`), `since` when it took the branch (ISO-8601, or null).
  */
 export class SessionBranchBusyError extends SessionConflictError {
+  override readonly code: string = "SESSION_BRANCH_BUSY";
   override name = "SessionBranchBusyError";
   constructor(
     message: string,
@@ -234,10 +244,12 @@ export class SessionBranchBusyError extends SessionConflictError {
   }
 }
 export class SessionLockTimeoutError extends SessionError {
+  override readonly code: string = "SESSION_LOCK_TIMEOUT";
   override name = "SessionLockTimeoutError";
 }
 /** An I/O failure; the journal's previous content is preserved. */
 export class SessionStorageError extends SessionError {
+  override readonly code: string = "SESSION_STORAGE_FAILED";
   override name = "SessionStorageError";
 }
 

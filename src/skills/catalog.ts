@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { readFileSync, statSync } from "node:fs";
 
 /** Largest SKILL.md, template.md or examples/sample.md that is read (bytes). */
@@ -27,7 +28,7 @@ export type SkillErrorCode =
   | "duplicate_name";
 
 /** A problem with a skills root or one skill. `file` is absolute; `line`/`column` are 1-based positions in it. */
-export class SkillError extends Error {
+export class SkillError extends AgentcoreError {
   override name = "SkillError";
   constructor(
     readonly code: SkillErrorCode,

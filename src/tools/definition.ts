@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import type { ErrorCode } from "../core/envelope.ts";
 import type { Logger } from "../core/logger.ts";
 
@@ -126,7 +127,7 @@ export type AnyToolDefinition = ToolDefinition<never>;
  * Thrown by handlers to fail a call with a specific error code. `message` and
  * `details` end up in the envelope verbatim, so never put secrets in them.
  */
-export class ToolError extends Error {
+export class ToolError extends AgentcoreError {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown>;
 

@@ -9,11 +9,13 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import { type JsonSchema, TOOL_NAME_PATTERN, type ToolContext, type ToolDefinition, type ToolEffect } from "./definition.ts";
 import { type ArgumentValidator, SchemaCompiler, type SchemaCompilerOptions } from "./schema.ts";
 
 /** Thrown by {@link ToolRegistry.register}; the message names the tool. */
-export class ToolRegistrationError extends Error {
+export class ToolRegistrationError extends AgentcoreError {
+  readonly code: string = "TOOL_REGISTRATION_FAILED";
   /** The offending tool name as given (may be empty or not a string). */
   readonly tool: unknown;
   constructor(tool: unknown, message: string) {

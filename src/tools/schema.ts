@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../core/errors.ts";
 import Ajv07 from "ajv";
 import Ajv2019 from "ajv/dist/2019.js";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -45,7 +46,8 @@ export type ArgumentCheck = { ok: true } | { ok: false; errors: ArgumentError[];
 export type ArgumentValidator = (args: Record<string, unknown>) => ArgumentCheck;
 
 /** Thrown when a schema can't be compiled (or names an unsupported draft). */
-export class SchemaCompileError extends Error {
+export class SchemaCompileError extends AgentcoreError {
+  readonly code: string = "SCHEMA_INVALID";
   constructor(message: string) {
     super(message);
     this.name = "SchemaCompileError";

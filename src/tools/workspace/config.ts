@@ -20,11 +20,13 @@
  *
  * @module
  */
+import { AgentcoreError } from "../../core/errors.ts";
 import type { WorkspaceToolsOptions } from "./options.ts";
 import { envDenial } from "./rules.ts";
 
 /** A bad `tools` section or `--tools` list; the message names the key. */
-export class ToolsConfigError extends Error {
+export class ToolsConfigError extends AgentcoreError {
+  readonly code: string = "TOOLS_CONFIG_INVALID";
   override name = "ToolsConfigError";
 }
 

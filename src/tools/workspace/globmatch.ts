@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { AgentcoreError } from "../../core/errors.ts";
 
 export const MAX_GLOB_LENGTH = 1024;
 export const MAX_ALTERNATIVES = 64;
@@ -23,7 +24,8 @@ type Tok = { t: "lit"; c: string } | { t: "any" } | { t: "star" } | { t: "class"
 type Seg = "**" | Tok[];
 
 /** A pattern problem; `message` says what and where. */
-export class GlobSyntaxError extends Error {
+export class GlobSyntaxError extends AgentcoreError {
+  readonly code: string = "GLOB_PATTERN_INVALID";
   override name = "GlobSyntaxError";
 }
 
