@@ -476,6 +476,16 @@ export const SKILLS_OPTIONS = {
   json: { type: "boolean", help: 'print {"root", "skills": [{"name", "description", "path", "template", "sample"}]}' },
 } as const satisfies OptionTable;
 
+export const STORE_OPTIONS = {
+  ...HELP_OPTION,
+  store: {
+    type: "string",
+    arg: "URL",
+    help: "the store: a postgres:// (postgresql://) URL (default: AGENTCORE_STORE)",
+  },
+  json: { type: "boolean", help: 'print {"store", "applied": [{"version", "name"}], "version"}' },
+} as const satisfies OptionTable;
+
 /** Options every `sessions` subcommand takes. */
 const SESSIONS_COMMON = {
   ...HELP_OPTION,
@@ -651,6 +661,7 @@ export const COMMANDS = {
   serve: { summary: "run the local API daemon (HTTP, JSON and SSE on 127.0.0.1:8787)", options: SERVE_OPTIONS },
   skills: { summary: "list the skills a task can activate with $name", options: SKILLS_OPTIONS },
   history: { summary: "read an execution history log", options: HISTORY_OPTIONS },
+  store: { summary: "set up a PostgreSQL store: apply its migrations", options: STORE_OPTIONS },
   mcp: { summary: "serve the registered tools to an MCP client over stdio", options: MCP_OPTIONS },
 } as const;
 

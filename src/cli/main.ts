@@ -476,7 +476,7 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 // ---------------------------------------------------------------- main
 
 /** Commands that parse their own options, so options written before them are moved after them. */
-const SELF_PARSING = new Set(["history", "sessions", "serve", "skills"]);
+const SELF_PARSING = new Set(["history", "sessions", "serve", "skills", "store"]);
 /** Options that take a value in some command (the token after them is not a command). */
 const VALUE_OPTIONS = valueOptions();
 
@@ -562,7 +562,9 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "serve") return (await import("./serve.ts")).cmdServe(args, { out });
   // `skills` as well (it loads the yaml parser).
   if (command === "skills") return (await import("./skills.ts")).cmdSkills(args, { out });
-  const name = command as Exclude<CommandName, "history" | "sessions" | "serve" | "skills">;
+  // `store` too (it loads the PostgreSQL client only for a postgres:// store).
+  if (command === "store") return (await import("./store.ts")).cmdStore(args, { out });
+  const name = command as Exclude<CommandName, "history" | "sessions" | "serve" | "skills" | "store">;
   let values: Record<string, string | boolean | undefined>;
   let rest: string[];
   try {
