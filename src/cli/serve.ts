@@ -7,18 +7,13 @@
  *
  * @module
  */
-import { statSync } from "node:fs";
 import * as path from "node:path";
-import { AgentcoreError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
-import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
-import type { ToolMiddleware } from "../runtime/middleware/types.ts";
-import type { AnyToolDefinition } from "../tools/definition.ts";
-import { selectTools, workspaceTools } from "../tools/workspace/index.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../server/body.ts";
+import { AgentcoreError, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { isLoopbackBind } from "../server/guard.ts";
 import { SHUTDOWN_MODES, startDaemon, type RunningDaemon, type ShutdownMode } from "../server/serve.ts";
 import { defaultStateDir, prepareDaemonToken, TOKEN_ENV, type CommittedDaemonToken } from "../server/token.ts";
-import { ConfigError, loadConfig, type FileConfig } from "../host/settings.ts";
+import { ConfigError, resolveSettings, SettingsFlagError, type HostSettings } from "../host/settings.ts";
+import { runtimeOptionsFrom } from "../host/runtime.ts";
 import type { LineWriter } from "./output.ts";
 import { expectArguments, intOption, parseCommandLine, renderHelp, SERVE_OPTIONS, usageText } from "./args.ts";
 import { exitKind } from "./exit.ts";
@@ -95,51 +90,33 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     if (v.unix === "") throw new ServeUsageError("--unix needs a path");
     const mode = (v["on-shutdown"] ?? "abort") as ShutdownMode;
     if (!SHUTDOWN_MODES.includes(mode)) throw new ServeUsageError(`--on-shutdown must be abort or finish, got '${v["on-shutdown"]}'`);
-    const configPath = v.config ?? process.env.AGENTCORE_CONFIG;
-    const file: FileConfig = configPath ? loadConfig(configPath) : {};
-    const root = v.root ?? file.root;
-    if (root !== undefined) {
-      let ok = false;
-      try {
-        ok = statSync(root).isDirectory();
-      } catch {
-        /* reported below */
-      }
-      if (!ok) throw new ServeUsageError(`--root ${root}: not a folder`);
+    let settings: HostSettings;
+    try {
+      settings = resolveSettings({
+        config: v.config,
+        root: v.root,
+        maxInputBytes: int("--max-input-bytes", v["max-input-bytes"], 1, HARD_MAX_BYTES),
+        maxDepth: int("--max-depth", v["max-depth"], 1, HARD_MAX_DEPTH),
+        tools: v.tools,
+        skillsDir: v.skills,
+      });
+    } catch (e) {
+      if (e instanceof SettingsFlagError) throw new ServeUsageError(e.message);
+      throw e;
     }
-    const maxBytes = int("--max-input-bytes", v["max-input-bytes"], 1, HARD_MAX_BYTES) ?? file.max_input_bytes ?? DEFAULT_MAX_BYTES;
-    const maxDepth = int("--max-depth", v["max-depth"], 1, HARD_MAX_DEPTH) ?? file.max_depth ?? DEFAULT_MAX_DEPTH;
+    const root = settings.root;
     const host = v.host ?? "127.0.0.1";
     const port = int("--port", v.port, 0, 65535) ?? 8787;
-    const middleware: ToolMiddleware[] = [];
-    if (file.history !== undefined) middleware.push(historyMiddleware(HistoryLog.open(file.history)));
-    let toolOptions = file.tools;
-    if (v.tools !== undefined) {
-      try {
-        toolOptions = selectTools(v.tools, file.tools);
-      } catch (e) {
-        throw new ServeUsageError((e as Error).message);
-      }
-    }
-    let tools: AnyToolDefinition[] = [];
-    if (toolOptions !== undefined) {
-      try {
-        // agentcore's own files stay out of the tools' reach when they lie inside the root
-        const protect = [configPath, file.history].filter((p): p is string => p !== undefined);
-        tools = workspaceTools(toolOptions, root ?? process.cwd(), { protect });
-      } catch (e) {
-        throw new ConfigError(`tools: ${(e as Error).message}`);
-      }
-    }
+    const runtimeOptions = runtimeOptionsFrom(settings);
     if (v.skills !== undefined && v.skills.trim() === "") throw new ServeUsageError("--skills must not be empty");
     let skills;
     try {
-      skills = await loadCliSkills(v.skills ?? file.skills_dir, root ?? process.cwd());
+      skills = await loadCliSkills(settings.skillsDir, root ?? process.cwd());
     } catch (e) {
       if (e instanceof SkillError) throw new ConfigError(e.message);
       throw e;
     }
-    const mcpServers = file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined;
+    const mcpServers = settings.mcpServers;
     // The token files are written only once the daemon listens (their name
     // needs the port it got): a start that fails must not replace the token
     // of a daemon that is already running.
@@ -153,16 +130,9 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         token: pendingToken.token,
         allowedHosts,
         allowedOrigins: v["allow-origin"] ?? [],
-        runtimeOptions: {
-          root,
-          tools,
-          limits: { maxBytes, maxDepth },
-          maxFileBytes: file.max_file_bytes,
-          defaultTimeoutMs: file.default_timeout_ms,
-          middleware,
-        },
-        policy: file.policy,
-        approvalTimeoutMs: int("--approval-timeout-ms", v["approval-timeout-ms"], 1, 86_400_000) ?? file.policy?.approval_timeout_ms,
+        runtimeOptions,
+        policy: settings.policy,
+        approvalTimeoutMs: int("--approval-timeout-ms", v["approval-timeout-ms"], 1, 86_400_000) ?? settings.policy?.approval_timeout_ms,
         maxBodyBytes: int("--max-body-bytes", v["max-body-bytes"], 1, HARD_MAX_BYTES),
         maxConcurrent: int("--max-concurrent", v["max-concurrent"], 1, 1_000_000),
         maxActiveRuns: int("--max-active-runs", v["max-active-runs"], 1, 100_000),

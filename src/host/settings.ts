@@ -3,8 +3,10 @@
  * `AGENTCORE_CONFIG`), read the same way by every front end (the CLI's
  * commands and `agentcore serve`).
  *
- * Comments and trailing commas are allowed. Unknown keys and wrong types are
- * errors that name the key, so a typo never silently falls back to a default.
+ * Comments and trailing commas are allowed. The file is checked against the
+ * published JSON Schema (`CONFIG_SCHEMA` in config-schema.ts, `schema/agentcore.config.schema.json`):
+ * unknown keys and wrong types are errors that name the file, line, column
+ * and key, so a typo never silently falls back to a default.
  *
  * ```jsonc
  * {
@@ -41,9 +43,12 @@
 import { AgentcoreError } from "../core/errors.ts";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { parse, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
-import type { PolicyConfig } from "../runtime/middleware/policy.ts";
-import { parseToolsConfig, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
+import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
+import { parsePolicyConfig, PolicyConfigError, type PolicyConfig } from "../runtime/middleware/policy.ts";
+import { checkSettings } from "../tools/settings-check.ts";
+import { validate as validateTopLevel } from "./config.validator.generated.ts";
+import { parseToolsConfig, selectTools, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH } from "../core/errors.ts";
 import { McpConfigError, parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
 
 /** Settings read from the config file. Every field is optional. */
@@ -56,7 +61,9 @@ export interface FileConfig {
   /** The execution history log (JSONL); relative paths are resolved from the config file's folder. */
   history?: string;
   /** Tool policy; its presence turns the policy middleware on. */
-  policy?: PolicyConfig & { approval_timeout_ms?: number };
+  policy?: PolicyConfig & { approval_timeout_ms?: number; on_approval?: "wait" | "suspend" };
+  /** Where sessions, history and approvals are kept: a folder (resolved from the config file's folder) or a `postgres://` URL. */
+  store?: string;
   /** Workspace tools to enable (list_dir, glob, grep, git_diff, write_file, apply_patch, exec) and their settings. */
   tools?: WorkspaceToolsOptions;
   /** The skills folder (resolved from the config file's folder); it must exist when used. */
@@ -70,8 +77,6 @@ export class ConfigError extends AgentcoreError {
   readonly code: string = "CONFIG_INVALID";
   override name = "ConfigError";
 }
-
-const INTEGER_KEYS = ["max_input_bytes", "max_depth", "max_file_bytes", "default_timeout_ms"] as const;
 
 /** Line and column (1-based; a column counts characters, not bytes) of `offset` in `text`. */
 function position(text: string, offset: number): { line: number; col: number; lineStart: number } {
@@ -248,7 +253,51 @@ function duplicateKey(text: string): { offset: number; message: string } | null 
   return found;
 }
 
-/** Read and check a config file. Throws {@link ConfigError} with the file, position and key. */
+/** The offset a problem at `path` points at: the key itself for a key problem, else its value (or its container). */
+function offsetOf(text: string, path: readonly (string | number)[], atKey: boolean): number | null {
+  const root = parseTree(text, [], { allowTrailingComma: true, disallowComments: false });
+  if (root === undefined) return null;
+  const node = findNodeAtLocation(root, [...path]);
+  if (node === undefined) return null;
+  if (atKey && node.parent?.type === "property") return node.parent.children?.[0]?.offset ?? node.offset;
+  return node.offset;
+}
+
+/** `FILE:LINE:COL: message` and the excerpt, or `FILE: message` when the place can't be found. */
+function placed(path: string, text: string, where: readonly (string | number)[], atKey: boolean, message: string): ConfigError {
+  const at = offsetOf(text, where, atKey);
+  return new ConfigError(at === null ? `${path}: ${message}` : `${path}:${lineColumn(text, at)}: ${message}\n${excerpt(text, at)}`);
+}
+
+/** A problem found in the file: where (a path into the value) and what. */
+interface Placed {
+  path: (string | number)[];
+  atKey: boolean;
+  message: string;
+}
+
+/** A section's own parser (its schema and the rules between keys that a schema can't say), its problem placed under the section's key. */
+function section<T>(key: string, check: () => T, problems: Placed[]): T | undefined {
+  try {
+    return check();
+  } catch (e) {
+    if (e instanceof ToolsConfigError || e instanceof McpConfigError || e instanceof PolicyConfigError) {
+      problems.push({ path: [key, ...e.path], atKey: e.atKey, message: e.message });
+      return undefined;
+    }
+    throw e;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Read and check a config file against the config schema (`CONFIG_SCHEMA` in
+ * config-schema.ts: the top level here, each section by its own parser). Throws
+ * {@link ConfigError} naming the file, the line and column, and the key.
+ */
 export function loadConfig(path: string): FileConfig {
   let bytes: Uint8Array;
   try {
@@ -276,121 +325,113 @@ export function loadConfig(path: string): FileConfig {
     throw new ConfigError(`${path}: the top level must be an object`);
   }
   const raw = value as Record<string, unknown>;
+  const problems: Placed[] = [];
+  const top = checkSettings(validateTopLevel, value, "");
+  if (top !== null) problems.push(top);
+  const here = dirname(path);
   const out: FileConfig = {};
-  for (const key of Object.keys(raw)) {
-    const v = raw[key];
-    if (key === "root") {
-      if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "root" must be a non-empty string`);
-      out.root = resolve(dirname(path), v);
-    } else if (key === "policy") {
-      out.policy = parsePolicy(path, v);
-    } else if (key === "tools") {
-      try {
-        out.tools = parseToolsConfig(v);
-      } catch (e) {
-        if (e instanceof ToolsConfigError) throw new ConfigError(`${path}: ${e.message}`);
-        throw e;
-      }
-    } else if (key === "history") {
-      if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "history" must be a non-empty string`);
-      out.history = resolve(dirname(path), v);
-    } else if (key === "mcpServers") {
-      try {
-        out.mcpServers = parseMcpServers(path, v);
-      } catch (e) {
-        if (e instanceof McpConfigError) throw new ConfigError(`${path}: ${e.message}`);
-        throw e;
-      }
-    } else if (key === "skills_dir") {
-      if (typeof v !== "string" || v.length === 0) throw new ConfigError(`${path}: "skills_dir" must be a non-empty string`);
-      out.skills_dir = resolve(dirname(path), v);
-    } else if ((INTEGER_KEYS as readonly string[]).includes(key)) {
-      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
-        throw new ConfigError(`${path}: "${key}" must be a positive integer`);
-      }
-      out[key as (typeof INTEGER_KEYS)[number]] = v;
-    } else {
-      throw new ConfigError(
-        `${path}: unknown key "${key}" (known: root, ${INTEGER_KEYS.join(", ")}, history, policy, tools, skills_dir, mcpServers)`,
-      );
-    }
+  // each section checks itself; with problems in several places, the first in the file is reported
+  if (isObject(raw.policy)) out.policy = section("policy", () => parsePolicyConfig(raw.policy), problems);
+  if (isObject(raw.tools)) out.tools = section("tools", () => parseToolsConfig(raw.tools), problems);
+  if (isObject(raw.mcpServers)) out.mcpServers = section("mcpServers", () => parseMcpServers(path, raw.mcpServers), problems);
+  if (problems.length > 0) {
+    const offsets = problems.map((p) => offsetOf(text, p.path, p.atKey) ?? Number.MAX_SAFE_INTEGER);
+    const first = offsets.indexOf(Math.min(...offsets));
+    const p = problems[first]!;
+    throw placed(path, text, p.path, p.atKey, p.message);
+  }
+  for (const key of ["max_input_bytes", "max_depth", "max_file_bytes", "default_timeout_ms"] as const) {
+    if (raw[key] !== undefined) out[key] = raw[key] as number;
+  }
+  for (const key of ["root", "history", "skills_dir"] as const) {
+    if (raw[key] !== undefined) out[key] = resolve(here, raw[key] as string);
+  }
+  if (raw.store !== undefined) {
+    const store = raw.store as string;
+    out.store = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(store) ? store : resolve(here, store);
   }
   return out;
 }
 
-const POLICY_ACTIONS = ["allow", "deny", "require_approval"] as const;
-const RULE_KEYS = ["id", "action", "tools", "effects", "max_calls_per_run", "reason"];
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
+/**
+ * What a front end's flags say, already parsed (the CLI turns `--max-depth 9`
+ * into `maxDepth: 9` and reports a malformed value itself). Every field is
+ * optional: what is absent comes from the config file, then the default.
+ */
+export interface SettingsOverrides {
+  /** `--config FILE`; without it `AGENTCORE_CONFIG`, then no file. */
+  config?: string;
+  root?: string;
+  maxInputBytes?: number;
+  maxDepth?: number;
+  history?: string;
+  /** `--tools LIST`: exactly these workspace tools, with their configured settings. */
+  tools?: string;
+  skillsDir?: string;
+  /** `--store`; without it `AGENTCORE_STORE`, then the config's `store`. */
+  store?: string;
 }
 
-function stringList(path: string, where: string, v: unknown, allowed?: readonly string[]): string[] {
-  if (!Array.isArray(v) || v.some((x) => typeof x !== "string" || x.length === 0)) {
-    throw new ConfigError(`${path}: "${where}" must be an array of non-empty strings`);
-  }
-  if (allowed !== undefined) {
-    const bad = v.find((x) => !allowed.includes(x as string));
-    if (bad !== undefined)
-      throw new ConfigError(`${path}: "${where}": unknown value ${JSON.stringify(bad)} (known: ${allowed.join(", ")})`);
-  }
-  return v as string[];
+/** The settings a front end runs with: the config file's, with the flags over them, and the defaults. */
+export interface HostSettings {
+  /** The config file read, if any (kept out of the workspace tools' reach). */
+  configPath?: string;
+  root?: string;
+  maxBytes: number;
+  maxDepth: number;
+  maxFileBytes?: number;
+  defaultTimeoutMs?: number;
+  policy?: FileConfig["policy"];
+  history?: string;
+  store?: string;
+  tools?: WorkspaceToolsOptions;
+  skillsDir?: string;
+  mcpServers?: FileConfig["mcpServers"];
 }
 
-/** Check the `policy` section: rules without predicates (those exist only in code). */
-function parsePolicy(path: string, v: unknown): NonNullable<FileConfig["policy"]> {
-  if (!isObject(v)) throw new ConfigError(`${path}: "policy" must be an object`);
-  const out: NonNullable<FileConfig["policy"]> = {};
-  for (const key of Object.keys(v)) {
-    const x = v[key];
-    if (key === "default") {
-      if (!(POLICY_ACTIONS as readonly unknown[]).includes(x))
-        throw new ConfigError(`${path}: "policy.default" must be one of ${POLICY_ACTIONS.join(", ")}`);
-      out.default = x as PolicyConfig["default"];
-    } else if (key === "default_reason") {
-      if (typeof x !== "string" || x.length === 0) throw new ConfigError(`${path}: "policy.default_reason" must be a non-empty string`);
-      out.default_reason = x;
-    } else if (key === "approval_timeout_ms") {
-      if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1)
-        throw new ConfigError(`${path}: "policy.approval_timeout_ms" must be a positive integer`);
-      out.approval_timeout_ms = x;
-    } else if (key === "rules") {
-      if (!Array.isArray(x)) throw new ConfigError(`${path}: "policy.rules" must be an array`);
-      const ids = new Set<string>();
-      out.rules = x.map((r, i) => {
-        const at = `policy.rules[${i}]`;
-        if (!isObject(r)) throw new ConfigError(`${path}: "${at}" must be an object`);
-        const unknown = Object.keys(r).find((k) => !RULE_KEYS.includes(k));
-        if (unknown !== undefined) throw new ConfigError(`${path}: "${at}": unknown key "${unknown}" (known: ${RULE_KEYS.join(", ")})`);
-        if (typeof r.id !== "string" || r.id.length === 0) throw new ConfigError(`${path}: "${at}.id" must be a non-empty string`);
-        if (ids.has(r.id)) throw new ConfigError(`${path}: "${at}.id": duplicate rule id "${r.id}"`);
-        ids.add(r.id);
-        if (!(POLICY_ACTIONS as readonly unknown[]).includes(r.action))
-          throw new ConfigError(`${path}: "${at}.action" must be one of ${POLICY_ACTIONS.join(", ")}`);
-        const rule: NonNullable<PolicyConfig["rules"]>[number] = { id: r.id, action: r.action as (typeof POLICY_ACTIONS)[number] };
-        if (r.tools !== undefined) rule.tools = stringList(path, `${at}.tools`, r.tools);
-        if (r.effects !== undefined)
-          rule.effects = stringList(path, `${at}.effects`, r.effects, ["read_only", "side_effecting"]) as (
-            | "read_only"
-            | "side_effecting"
-          )[];
-        if (r.max_calls_per_run !== undefined) {
-          const m = r.max_calls_per_run;
-          if (typeof m !== "number" || !Number.isSafeInteger(m) || m < 1)
-            throw new ConfigError(`${path}: "${at}.max_calls_per_run" must be a positive integer`);
-          if (r.action === "deny") throw new ConfigError(`${path}: "${at}.max_calls_per_run" is not allowed on a deny rule`);
-          rule.max_calls_per_run = m;
-        }
-        if (r.reason !== undefined) {
-          if (typeof r.reason !== "string" || r.reason.length === 0)
-            throw new ConfigError(`${path}: "${at}.reason" must be a non-empty string`);
-          rule.reason = r.reason;
-        }
-        return rule;
-      });
-    } else {
-      throw new ConfigError(`${path}: unknown key "policy.${key}" (known: default, default_reason, approval_timeout_ms, rules)`);
+/** A flag's value that the settings refuse (`--tools` naming no known tool): a usage problem of that flag. */
+export class SettingsFlagError extends ConfigError {
+  override name = "SettingsFlagError";
+  constructor(
+    message: string,
+    readonly flag: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The flags over the config file over the defaults, the one merge every
+ * front end (the CLI's commands, `serve`) uses. Throws {@link ConfigError}
+ * for a bad file and {@link SettingsFlagError} for a flag value the settings
+ * refuse.
+ */
+export function resolveSettings(
+  flags: SettingsOverrides,
+  env: Record<string, string | undefined> = globalThis.process?.env ?? {},
+): HostSettings {
+  const configPath = flags.config ?? env.AGENTCORE_CONFIG;
+  const file: FileConfig = configPath !== undefined && configPath !== "" ? loadConfig(configPath) : {};
+  const s: HostSettings = {
+    root: flags.root ?? file.root,
+    maxBytes: flags.maxInputBytes ?? file.max_input_bytes ?? DEFAULT_MAX_BYTES,
+    maxDepth: flags.maxDepth ?? file.max_depth ?? DEFAULT_MAX_DEPTH,
+    maxFileBytes: file.max_file_bytes,
+    defaultTimeoutMs: file.default_timeout_ms,
+    policy: file.policy,
+    history: flags.history ?? file.history,
+    store: flags.store ?? (env.AGENTCORE_STORE || undefined) ?? file.store,
+    tools: file.tools,
+    skillsDir: flags.skillsDir ?? file.skills_dir,
+    mcpServers: file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined,
+  };
+  if (configPath !== undefined && configPath !== "") s.configPath = configPath;
+  if (flags.tools !== undefined) {
+    try {
+      s.tools = selectTools(flags.tools, file.tools);
+    } catch (e) {
+      throw new SettingsFlagError((e as Error).message, "--tools");
     }
   }
-  return out;
+  return s;
 }

@@ -32,6 +32,8 @@
 import { AgentcoreError } from "../core/errors.ts";
 import { resolve, dirname } from "node:path";
 import type { ToolEffect } from "../tools/definition.ts";
+import { checkSettings, type SettingsSchema } from "../tools/settings-check.ts";
+import { validate as validateServers } from "./config.validator.generated.ts";
 
 /** Defaults of the per-server limits. */
 export const MCP_DEFAULTS = Object.freeze({
@@ -80,79 +82,73 @@ export interface McpServerConfig {
 export class McpConfigError extends AgentcoreError {
   readonly code: string = "MCP_CONFIG_INVALID";
   override name = "McpConfigError";
+  /**
+   * @param path keys and indexes from the section to the offending value (for the config loader's line and column)
+   * @param atKey the problem is that key's name itself
+   */
+  constructor(
+    message: string,
+    readonly path: (string | number)[] = [],
+    readonly atKey = false,
+  ) {
+    super(message);
+  }
 }
 
-const SERVER_KEYS = [
-  "command",
-  "args",
-  "env",
-  "cwd",
-  "url",
-  "headers",
-  "type",
-  "prefix",
-  "effect",
-  "tools",
-  "include",
-  "exclude",
-  "timeout_ms",
-  "connect_timeout_ms",
-  "max_result_bytes",
-] as const;
 const EFFECTS = ["read_only", "side_effecting"] as const;
-const TYPES = ["stdio", "http", "sse"] as const;
-/** Server keys and prefixes become part of tool names. */
-const NAME_RE = /^[A-Za-z0-9_-]{1,32}$/;
+const NAME_PATTERN = "^[A-Za-z0-9_-]{1,32}$";
+const NAME_WORDS = "server names must be 1 to 32 letters, digits, '_' or '-'";
+const STRINGS = { type: "array", items: { type: "string" } } as const;
+const STRING_MAP = { type: "object", additionalProperties: { type: "string" } } as const;
+const TIMEOUT = { type: "integer", minimum: 1, maximum: MCP_MAX_TIMEOUT_MS, "x-unit": "milliseconds, about 24.8 days" } as const;
+const EFFECT = { enum: EFFECTS } as const;
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+/** The JSON Schema (draft-07) of one `mcpServers` entry; the rules between keys are checked in code. */
+const SERVER_SCHEMA: SettingsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    command: { description: "stdio: the program to start (no shell).", type: "string", minLength: 1 },
+    args: { description: "stdio: its arguments; ${NAME} is replaced by the environment variable.", ...STRINGS },
+    env: { description: "stdio: variables added to the minimal inherited environment.", ...STRING_MAP },
+    cwd: { description: "stdio: working directory, relative to the config file's folder.", type: "string", minLength: 1 },
+    url: { description: "HTTP: the server's endpoint (http: or https:).", type: "string", minLength: 1 },
+    headers: { description: "HTTP: request headers; ${NAME} is replaced by the environment variable.", ...STRING_MAP },
+    type: { description: "stdio (implied by command), http (implied by url) or sse.", enum: ["stdio", "http", "sse"] },
+    prefix: {
+      description: 'Tool names become <prefix>__<tool>; default the server key; "" keeps the server\'s names.',
+      type: "string",
+      pattern: "^([A-Za-z0-9_-]{1,32})?$",
+      "x-message": "must be \"\" or 1 to 32 letters, digits, '_' or '-'",
+    },
+    effect: { description: "Effect of this server's tools unless overridden in tools.", ...EFFECT },
+    tools: {
+      description: "Per-tool overrides, keyed by the server's own tool name.",
+      type: "object",
+      additionalProperties: { type: "object", additionalProperties: false, properties: { effect: EFFECT } },
+    },
+    include: { description: "Only these tools (the server's names).", ...STRINGS },
+    exclude: { description: "All tools but these (the server's names).", ...STRINGS },
+    timeout_ms: { description: "Per call.", ...TIMEOUT },
+    connect_timeout_ms: { description: "Start-up and initialize.", ...TIMEOUT },
+    max_result_bytes: { description: "Larger results are truncated (and flagged).", type: "integer", minimum: 1024 },
+  },
+};
+
+/** The JSON Schema (draft-07) of the `mcpServers` section; part of the config file's published schema. */
+export const MCP_SERVERS_SCHEMA: SettingsSchema = {
+  type: "object",
+  propertyNames: { pattern: NAME_PATTERN, "x-message": NAME_WORDS },
+  additionalProperties: SERVER_SCHEMA,
+};
 
 /** Replace `${NAME}` with the environment variable; unset → error naming `where`. */
-function expand(value: string, where: string, env: Record<string, string | undefined>): string {
+function expand(value: string, where: string, env: Record<string, string | undefined>, path: (string | number)[]): string {
   return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
     const v = env[name];
-    if (v === undefined) throw new McpConfigError(`"${where}": environment variable ${name} is not set`);
+    if (v === undefined) throw new McpConfigError(`"${where}": environment variable ${name} is not set`, path);
     return v;
   });
-}
-
-function str(v: unknown, where: string, allowEmpty = false): string {
-  if (typeof v !== "string" || (!allowEmpty && v.length === 0))
-    throw new McpConfigError(`"${where}" must be a ${allowEmpty ? "" : "non-empty "}string`);
-  return v;
-}
-
-function strList(v: unknown, where: string): string[] {
-  if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) throw new McpConfigError(`"${where}" must be an array of strings`);
-  return v as string[];
-}
-
-function strMap(v: unknown, where: string): Record<string, string> {
-  if (!isObject(v)) throw new McpConfigError(`"${where}" must be an object of strings`);
-  const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== "string") throw new McpConfigError(`"${where}.${k}" must be a string`);
-    out[k] = x;
-  }
-  return out;
-}
-
-function posInt(v: unknown, where: string): number {
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw new McpConfigError(`"${where}" must be a positive integer`);
-  return v;
-}
-
-/** A timeout in ms: a positive integer a timer can wait for (longer ones would fire at once). */
-function timeoutMs(v: unknown, where: string): number {
-  const n = posInt(v, where);
-  if (n > MCP_MAX_TIMEOUT_MS) throw new McpConfigError(`"${where}" must be at most ${MCP_MAX_TIMEOUT_MS} (about 24.8 days)`);
-  return n;
-}
-
-function effect(v: unknown, where: string): ToolEffect {
-  if (!(EFFECTS as readonly unknown[]).includes(v)) throw new McpConfigError(`"${where}" must be one of ${EFFECTS.join(", ")}`);
-  return v as ToolEffect;
 }
 
 /**
@@ -165,81 +161,64 @@ export function parseMcpServers(
   value: unknown,
   env: Record<string, string | undefined> = globalThis.process?.env ?? {},
 ): Record<string, McpServerConfig> {
-  if (!isObject(value)) throw new McpConfigError(`"mcpServers" must be an object`);
+  const problem = checkSettings(validateServers, value, "mcpServers");
+  if (problem !== null) throw new McpConfigError(problem.message, problem.path, problem.atKey);
   const out: Record<string, McpServerConfig> = {};
-  for (const [name, raw] of Object.entries(value)) {
+  for (const [name, checked] of Object.entries(value as Record<string, Record<string, unknown>>)) {
     const at = `mcpServers.${name}`;
-    if (!NAME_RE.test(name)) throw new McpConfigError(`"${at}": server names must be 1 to 32 letters, digits, '_' or '-'`);
-    if (!isObject(raw)) throw new McpConfigError(`"${at}" must be an object`);
-    const unknown = Object.keys(raw).find((k) => !(SERVER_KEYS as readonly string[]).includes(k));
-    if (unknown !== undefined) throw new McpConfigError(`"${at}": unknown key "${unknown}" (known: ${SERVER_KEYS.join(", ")})`);
+    const raw = structuredClone(checked);
+    const fail = (message: string, key?: string): never => {
+      throw new McpConfigError(message, key === undefined ? [name] : [name, key]);
+    };
     const c: McpServerConfig = {};
-    if (raw.command !== undefined) c.command = str(raw.command, `${at}.command`);
+    if (raw.command !== undefined) c.command = raw.command as string;
     if (raw.url !== undefined) {
-      const u = expand(str(raw.url, `${at}.url`), `${at}.url`, env);
-      let parsed: URL;
+      const u = expand(raw.url as string, `${at}.url`, env, [name, "url"]);
+      let parsed: URL | null = null;
       try {
         parsed = new URL(u);
       } catch {
-        throw new McpConfigError(`"${at}.url" is not a valid URL`);
+        fail(`"${at}.url" is not a valid URL`, "url");
       }
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-        throw new McpConfigError(`"${at}.url" must be an http: or https: URL`);
+      if (parsed!.protocol !== "http:" && parsed!.protocol !== "https:") fail(`"${at}.url" must be an http: or https: URL`, "url");
       c.url = u;
     }
-    if ((c.command === undefined) === (c.url === undefined)) {
-      throw new McpConfigError(`"${at}" needs exactly one of "command" (stdio) or "url" (HTTP)`);
-    }
+    if ((c.command === undefined) === (c.url === undefined)) fail(`"${at}" needs exactly one of "command" (stdio) or "url" (HTTP)`);
     if (raw.type !== undefined) {
-      if (!(TYPES as readonly unknown[]).includes(raw.type)) throw new McpConfigError(`"${at}.type" must be one of ${TYPES.join(", ")}`);
       c.type = raw.type as McpServerConfig["type"];
-      if ((c.type === "stdio") !== (c.command !== undefined)) {
-        throw new McpConfigError(`"${at}.type" is "${c.type}" but the server has ${c.command !== undefined ? '"command"' : '"url"'}`);
-      }
+      if ((c.type === "stdio") !== (c.command !== undefined))
+        fail(`"${at}.type" is "${c.type}" but the server has ${c.command !== undefined ? '"command"' : '"url"'}`, "type");
     }
-    const stdioOnly = ["args", "env", "cwd"] as const;
-    const httpOnly = ["headers"] as const;
-    for (const k of c.command !== undefined ? httpOnly : stdioOnly) {
+    for (const k of c.command !== undefined ? ["headers"] : ["args", "env", "cwd"]) {
       if (raw[k] !== undefined)
-        throw new McpConfigError(`"${at}.${k}" applies to ${c.command !== undefined ? "HTTP (url)" : "stdio (command)"} servers only`);
+        fail(`"${at}.${k}" applies to ${c.command !== undefined ? "HTTP (url)" : "stdio (command)"} servers only`, k);
     }
-    if (raw.args !== undefined) c.args = strList(raw.args, `${at}.args`).map((a, i) => expand(a, `${at}.args[${i}]`, env));
-    if (raw.env !== undefined) {
-      c.env = Object.fromEntries(Object.entries(strMap(raw.env, `${at}.env`)).map(([k, v]) => [k, expand(v, `${at}.env.${k}`, env)]));
-    }
-    if (raw.cwd !== undefined) c.cwd = resolve(dirname(configPath), str(raw.cwd, `${at}.cwd`));
-    if (raw.headers !== undefined) {
-      c.headers = Object.fromEntries(
-        Object.entries(strMap(raw.headers, `${at}.headers`)).map(([k, v]) => [k, expand(v, `${at}.headers.${k}`, env)]),
+    if (raw.args !== undefined) c.args = (raw.args as string[]).map((a, i) => expand(a, `${at}.args[${i}]`, env, [name, "args", i]));
+    if (raw.env !== undefined)
+      c.env = Object.fromEntries(
+        Object.entries(raw.env as Record<string, string>).map(([k, v]) => [k, expand(v, `${at}.env.${k}`, env, [name, "env", k])]),
       );
-    }
-    if (raw.prefix !== undefined) {
-      const p = str(raw.prefix, `${at}.prefix`, true);
-      if (p !== "" && !NAME_RE.test(p)) throw new McpConfigError(`"${at}.prefix" must be "" or 1 to 32 letters, digits, '_' or '-'`);
-      c.prefix = p;
-    }
-    if (raw.effect !== undefined) c.effect = effect(raw.effect, `${at}.effect`);
+    if (raw.cwd !== undefined) c.cwd = resolve(dirname(configPath), raw.cwd as string);
+    if (raw.headers !== undefined)
+      c.headers = Object.fromEntries(
+        Object.entries(raw.headers as Record<string, string>).map(([k, v]) => [
+          k,
+          expand(v, `${at}.headers.${k}`, env, [name, "headers", k]),
+        ]),
+      );
+    if (raw.prefix !== undefined) c.prefix = raw.prefix as string;
+    if (raw.effect !== undefined) c.effect = raw.effect as ToolEffect;
     if (raw.tools !== undefined) {
-      if (!isObject(raw.tools)) throw new McpConfigError(`"${at}.tools" must be an object keyed by tool name`);
       c.tools = {};
-      for (const [tool, o] of Object.entries(raw.tools)) {
-        const tat = `${at}.tools.${tool}`;
-        if (!isObject(o)) throw new McpConfigError(`"${tat}" must be an object`);
-        const bad = Object.keys(o).find((k) => k !== "effect");
-        if (bad !== undefined) throw new McpConfigError(`"${tat}": unknown key "${bad}" (known: effect)`);
-        const v = o.effect === undefined ? {} : { effect: effect(o.effect, `${tat}.effect`) };
+      for (const [tool, o] of Object.entries(raw.tools as Record<string, { effect?: ToolEffect }>)) {
+        const v = o.effect === undefined ? {} : { effect: o.effect };
         Object.defineProperty(c.tools, tool, { value: v, enumerable: true, writable: true, configurable: true });
       }
     }
-    if (raw.include !== undefined) c.include = strList(raw.include, `${at}.include`);
-    if (raw.exclude !== undefined) c.exclude = strList(raw.exclude, `${at}.exclude`);
-    if (c.include !== undefined && c.exclude !== undefined) throw new McpConfigError(`"${at}": use "include" or "exclude", not both`);
-    if (raw.timeout_ms !== undefined) c.timeout_ms = timeoutMs(raw.timeout_ms, `${at}.timeout_ms`);
-    if (raw.connect_timeout_ms !== undefined) c.connect_timeout_ms = timeoutMs(raw.connect_timeout_ms, `${at}.connect_timeout_ms`);
-    if (raw.max_result_bytes !== undefined) {
-      c.max_result_bytes = posInt(raw.max_result_bytes, `${at}.max_result_bytes`);
-      if (c.max_result_bytes < 1024) throw new McpConfigError(`"${at}.max_result_bytes" must be at least 1024`);
-    }
+    if (raw.include !== undefined) c.include = raw.include as string[];
+    if (raw.exclude !== undefined) c.exclude = raw.exclude as string[];
+    if (c.include !== undefined && c.exclude !== undefined) fail(`"${at}": use "include" or "exclude", not both`, "exclude");
+    for (const k of ["timeout_ms", "connect_timeout_ms", "max_result_bytes"] as const) if (raw[k] !== undefined) c[k] = raw[k] as number;
     // defineProperty: a key such as "__proto__" stays an ordinary key
     Object.defineProperty(out, name, { value: c, enumerable: true, writable: true, configurable: true });
   }

@@ -162,8 +162,16 @@ describe("config limits above the hard caps", () => {
   // Before: a usage error ("Run 'agentcore --help'") that did not name the file
   // or the key's spelling, unlike every other config check.
   test.each([
-    ["max_depth", 4097, 'cfg.jsonc: "max_depth" must be at most 4096'],
-    ["max_input_bytes", 268435457, 'cfg.jsonc: "max_input_bytes" must be at most 268435456'],
+    [
+      "max_depth",
+      4097,
+      'cfg.jsonc:1:16: "max_depth" must be an integer from 1 to 4096\n    1 | { "max_depth": 4097 }\n      |                ^',
+    ],
+    [
+      "max_input_bytes",
+      268435457,
+      'cfg.jsonc:1:22: "max_input_bytes" must be an integer from 1 to 268435456 (bytes)\n    1 | { "max_input_bytes": 268435457 }\n      |                      ^',
+    ],
   ])("%s: %d is a config error naming the file and the key, exit 2, no usage hint", (key, value, message) => {
     writeFileSync(join(work, "cfg.jsonc"), `{ "${key}": ${value} }`);
     const r = run(["--config", "cfg.jsonc", "execute", '{"tool":"echo","arguments":{}}']);

@@ -70,8 +70,8 @@ describe("parseMcpServers", () => {
     expect(err({ s: "npx" })).toBe('"mcpServers.s" must be an object');
     expect(err({ s: {} })).toBe('"mcpServers.s" needs exactly one of "command" (stdio) or "url" (HTTP)');
     expect(err({ s: { command: "x", url: "http://h/" } })).toBe('"mcpServers.s" needs exactly one of "command" (stdio) or "url" (HTTP)');
-    expect(err({ s: { command: "x", comand: "y" } })).toStartWith('"mcpServers.s": unknown key "comand" (known: command, args,');
-    expect(err({ s: { command: "x", args: ["a", 1] } })).toBe('"mcpServers.s.args" must be an array of strings');
+    expect(err({ s: { command: "x", comand: "y" } })).toStartWith('unknown key "mcpServers.s.comand" (known: command, args,');
+    expect(err({ s: { command: "x", args: ["a", 1] } })).toBe('"mcpServers.s.args[1]" must be a string');
     expect(err({ s: { command: "x", args: "a b" } })).toBe('"mcpServers.s.args" must be an array of strings');
     expect(err({ s: { command: "x", env: { A: 1 } } })).toBe('"mcpServers.s.env.A" must be a string');
     expect(err({ s: { command: "x", headers: {} } })).toBe('"mcpServers.s.headers" applies to HTTP (url) servers only');
@@ -84,21 +84,23 @@ describe("parseMcpServers", () => {
     expect(err({ s: { command: "x", tools: { t: { effect: "pure" } } } })).toBe(
       '"mcpServers.s.tools.t.effect" must be one of read_only, side_effecting',
     );
-    expect(err({ s: { command: "x", tools: { t: { timeout: 1 } } } })).toBe(
-      '"mcpServers.s.tools.t": unknown key "timeout" (known: effect)',
-    );
+    expect(err({ s: { command: "x", tools: { t: { timeout: 1 } } } })).toBe('unknown key "mcpServers.s.tools.t.timeout" (known: effect)');
     expect(err({ s: { command: "x", include: ["a"], exclude: ["b"] } })).toBe('"mcpServers.s": use "include" or "exclude", not both');
-    expect(err({ s: { command: "x", timeout_ms: 0 } })).toBe('"mcpServers.s.timeout_ms" must be a positive integer');
-    expect(err({ s: { command: "x", connect_timeout_ms: 1.5 } })).toBe('"mcpServers.s.connect_timeout_ms" must be a positive integer');
+    expect(err({ s: { command: "x", timeout_ms: 0 } })).toBe(
+      '"mcpServers.s.timeout_ms" must be an integer from 1 to 2147483647 (milliseconds, about 24.8 days)',
+    );
+    expect(err({ s: { command: "x", connect_timeout_ms: 1.5 } })).toBe(
+      '"mcpServers.s.connect_timeout_ms" must be an integer from 1 to 2147483647 (milliseconds, about 24.8 days)',
+    );
     // a timer cannot wait longer than 2^31-1 ms: a larger value would fire at once, not never
     expect(err({ s: { command: "x", timeout_ms: 2_147_483_648 } })).toBe(
-      '"mcpServers.s.timeout_ms" must be at most 2147483647 (about 24.8 days)',
+      '"mcpServers.s.timeout_ms" must be an integer from 1 to 2147483647 (milliseconds, about 24.8 days)',
     );
     expect(err({ s: { url: "http://h/", connect_timeout_ms: Number.MAX_SAFE_INTEGER } })).toBe(
-      '"mcpServers.s.connect_timeout_ms" must be at most 2147483647 (about 24.8 days)',
+      '"mcpServers.s.connect_timeout_ms" must be an integer from 1 to 2147483647 (milliseconds, about 24.8 days)',
     );
     expect(parse({ s: { command: "x", timeout_ms: 2_147_483_647 } }).s!.timeout_ms).toBe(2_147_483_647);
-    expect(err({ s: { command: "x", max_result_bytes: 100 } })).toBe('"mcpServers.s.max_result_bytes" must be at least 1024');
+    expect(err({ s: { command: "x", max_result_bytes: 100 } })).toBe('"mcpServers.s.max_result_bytes" must be an integer of at least 1024');
     expect(err({ s: { command: "x", prefix: "a__b c" } })).toBe(`"mcpServers.s.prefix" must be "" or 1 to 32 letters, digits, '_' or '-'`);
     expect(err({ s: { command: "x", args: ["${NOPE}"] } })).toBe('"mcpServers.s.args[0]": environment variable NOPE is not set');
     expect(err({ s: { url: "http://h/", headers: { A: "${NOPE}" } } })).toBe(

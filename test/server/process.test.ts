@@ -333,7 +333,7 @@ describe("agentcore serve (child process)", () => {
       [["--unix", "/tmp/x.sock", "--port", "1"], "--unix replaces --host and --port"],
       [["--on-shutdown", "later"], "--on-shutdown must be abort or finish"],
       [["--bogus"], "unknown option --bogus"],
-      [["--root", "/nonexistent-dir-xyz"], "not a folder"],
+      [["--root", "/nonexistent-dir-xyz"], "root /nonexistent-dir-xyz: no such folder"],
       [["--allow-origin", "evil"], "not an http(s) origin"],
       [["--allow-host", "two words"], "is not a host name"],
       [["--tools", "rm_rf"], "unknown tool"],

@@ -18,6 +18,9 @@ export {
 export {
   isPolicyMiddleware,
   limitReason,
+  parsePolicyConfig,
+  POLICY_CONFIG_SCHEMA,
+  PolicyConfigError,
   policyFromConfig,
   REASONS,
   rejectionPayload,

@@ -17,12 +17,15 @@
  *
  * @module
  */
+import { AgentcoreError } from "../../core/errors.ts";
 import { raceSignal } from "../abort.ts";
 import { failureEnvelope } from "../envelope_io.ts";
 import { AWAITING_APPROVAL, type CallDecision, type ToolCallContext, type ToolCallOutcome, type ToolMiddleware } from "./types.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { ToolEffect } from "../../tools/definition.ts";
 import { frozenCopy, type ToolApprovalRequest, type ToolApprover } from "./approval.ts";
+import { checkSettings, type SettingsSchema } from "../../tools/settings-check.ts";
+import { validate as validatePolicy } from "./policy.validator.generated.ts";
 
 export type PolicyAction = "allow" | "deny" | "require_approval";
 const ACTIONS: readonly PolicyAction[] = ["allow", "deny", "require_approval"];
@@ -307,6 +310,95 @@ export interface PolicyConfig {
     max_calls_per_run?: number;
     reason?: string;
   }[];
+}
+
+const NON_EMPTY = { type: "string", minLength: 1 } as const;
+
+/**
+ * The JSON Schema (draft-07) of a {@link PolicyConfig} as the config file
+ * writes it (its `policy` section, which also holds the front ends'
+ * `approval_timeout_ms` and `on_approval`); part of the config file's
+ * published schema.
+ */
+export const POLICY_CONFIG_SCHEMA: SettingsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    default: { description: "The action when no rule matches.", enum: ACTIONS, default: "deny" },
+    default_reason: { description: "The reason given when the default action refuses.", ...NON_EMPTY },
+    approval_timeout_ms: {
+      description: "How long the terminal approver waits for an answer before it denies.",
+      type: "integer",
+      minimum: 1,
+      maximum: 2_147_483_647,
+      "x-unit": "milliseconds",
+    },
+    on_approval: {
+      description: 'What a run does when a call needs approval: "wait" for the answer, or "suspend" (journal the request and stop).',
+      enum: ["wait", "suspend"],
+      default: "wait",
+    },
+    rules: {
+      description: "Ordered; the first rule that matches decides.",
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["id", "action"],
+        properties: {
+          id: { description: "unique among the rules", ...NON_EMPTY },
+          action: { description: "allow, deny or require_approval", enum: ACTIONS },
+          tools: { description: "The tool names this rule matches (any tool when absent).", type: "array", items: NON_EMPTY },
+          effects: {
+            description: "The effects this rule matches (any when absent).",
+            type: "array",
+            items: { enum: ["read_only", "side_effecting"] },
+          },
+          max_calls_per_run: { description: "At most this many calls per run match (not on a deny rule).", type: "integer", minimum: 1 },
+          reason: { description: "Shown with the decision.", ...NON_EMPTY },
+        },
+      },
+    },
+  },
+};
+
+/** A bad policy section; `path` leads from the section to the offending value. */
+export class PolicyConfigError extends AgentcoreError {
+  readonly code: string = "POLICY_CONFIG_INVALID";
+  override name = "PolicyConfigError";
+  constructor(
+    message: string,
+    readonly path: (string | number)[] = [],
+    readonly atKey = false,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Check a policy section (an untrusted JSON value) against
+ * {@link POLICY_CONFIG_SCHEMA}, then the rules the schema can't say (rule ids
+ * are unique; no `max_calls_per_run` on a deny rule). Returns a copy.
+ */
+export function parsePolicyConfig(
+  value: unknown,
+  where = "policy",
+): PolicyConfig & { approval_timeout_ms?: number; on_approval?: "wait" | "suspend" } {
+  const problem = checkSettings(validatePolicy, value, where);
+  if (problem !== null) throw new PolicyConfigError(problem.message, problem.path, problem.atKey);
+  const config = structuredClone(value) as PolicyConfig & { approval_timeout_ms?: number; on_approval?: "wait" | "suspend" };
+  const ids = new Set<string>();
+  (config.rules ?? []).forEach((r, i) => {
+    if (ids.has(r.id)) throw new PolicyConfigError(`"${where}.rules[${i}].id": duplicate rule id "${r.id}"`, ["rules", i, "id"]);
+    ids.add(r.id);
+    if (r.max_calls_per_run !== undefined && r.action === "deny")
+      throw new PolicyConfigError(`"${where}.rules[${i}].max_calls_per_run" is not allowed on a deny rule`, [
+        "rules",
+        i,
+        "max_calls_per_run",
+      ]);
+  });
+  return config;
 }
 
 /** Build the policy middleware from a config section. */

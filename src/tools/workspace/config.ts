@@ -23,11 +23,24 @@
 import { AgentcoreError } from "../../core/errors.ts";
 import type { WorkspaceToolsOptions } from "./options.ts";
 import { envDenial } from "./rules.ts";
+import { checkSettings, type SettingsSchema } from "../settings-check.ts";
+import { validate as validateTools } from "./config.validator.generated.ts";
 
 /** A bad `tools` section or `--tools` list; the message names the key. */
 export class ToolsConfigError extends AgentcoreError {
   readonly code: string = "TOOLS_CONFIG_INVALID";
   override name = "ToolsConfigError";
+  /**
+   * @param path keys and indexes from the section to the offending value (for the config loader's line and column)
+   * @param atKey the problem is that key's name itself (an unknown key)
+   */
+  constructor(
+    message: string,
+    readonly path: (string | number)[] = [],
+    readonly atKey = false,
+  ) {
+    super(message);
+  }
 }
 
 type Kind = "posint" | "timeout" | "strings" | "isolation" | "limits";
@@ -64,77 +77,87 @@ export const EXEC_LIMIT_RANGES: Readonly<Record<string, readonly [number, number
   cpu_seconds: [1, 2 ** 31 - 1, "seconds"],
 };
 
-function checkLimits(x: unknown, at: string): void {
-  if (!isObject(x)) throw new ToolsConfigError(`"${at}" must be an object with any of ${Object.keys(EXEC_LIMIT_RANGES).join(", ")}`);
-  for (const key of Object.keys(x)) {
-    const range = Object.hasOwn(EXEC_LIMIT_RANGES, key) ? EXEC_LIMIT_RANGES[key] : undefined;
-    if (range === undefined) throw new ToolsConfigError(`unknown key "${at}.${key}" (known: ${Object.keys(EXEC_LIMIT_RANGES).join(", ")})`);
-    const v = x[key];
-    const [min, max, unit] = range;
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max) {
-      throw new ToolsConfigError(`"${at}.${key}" must be an integer from ${min} to ${max} (${unit})`);
-    }
-  }
-}
+const ENV_NAME_WORDS = "must be an environment variable name (letters, digits, _; not starting with a digit)";
 
-/** Check a `tools` section (an untrusted JSON value). */
+const KIND_SCHEMA: Record<Kind, SettingsSchema> = {
+  posint: { type: "integer", minimum: 1 },
+  timeout: { type: "integer", minimum: 1, maximum: MAX_TIMEOUT_MS, "x-unit": "milliseconds" },
+  strings: { type: "array", items: { type: "string", minLength: 1 } },
+  isolation: { enum: ["auto", "required", "off"] },
+  limits: {
+    type: "object",
+    additionalProperties: false,
+    properties: Object.fromEntries(
+      Object.entries(EXEC_LIMIT_RANGES).map(([key, [min, max, unit]]) => [
+        key,
+        { type: "integer", minimum: min, maximum: max, "x-unit": unit },
+      ]),
+    ),
+  },
+};
+
+const DESCRIPTIONS: Record<string, string> = {
+  list_dir: "List a folder under the root.",
+  glob: "Find files by glob pattern.",
+  grep: "Search file contents with a regular expression.",
+  git_diff: "Show the repository's changes (git runs in a private git directory; see docs/workspace-tools.md).",
+  write_file: "Create or replace a file under the root.",
+  apply_patch: "Apply a unified diff under the root.",
+  exec: "Run an allowlisted program (no shell), under bubblewrap when available.",
+  allow: "the programs exec may run",
+  env: "environment variables passed through to the program",
+};
+
+/**
+ * The JSON Schema (draft-07) of the `tools` section, built from the same
+ * table the tools read; part of the config file's published schema.
+ */
+export const TOOLS_CONFIG_SCHEMA: SettingsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: Object.fromEntries(
+    Object.entries(SPEC).map(([tool, spec]) => {
+      const settings: Record<string, unknown> = {
+        type: "object",
+        additionalProperties: false,
+        properties: Object.fromEntries(
+          Object.entries(spec).map(([key, kind]) => {
+            const s: Record<string, unknown> = { ...KIND_SCHEMA[kind] };
+            if (DESCRIPTIONS[key] !== undefined) s.description = DESCRIPTIONS[key];
+            if (key === "env") s.items = { type: "string", minLength: 1, pattern: "^[A-Za-z_][A-Za-z0-9_]*$", "x-message": ENV_NAME_WORDS };
+            return [key, s];
+          }),
+        ),
+      };
+      const entry: Record<string, unknown> = { description: DESCRIPTIONS[tool], ...settings, type: ["boolean", "object"] };
+      if (tool === "exec") {
+        entry.required = ["allow"];
+        entry.not = { const: true };
+        entry["x-message"] = 'needs an object with an "allow" list of program names';
+      } else entry["x-message"] = "must be true, false or an object";
+      return [tool, entry];
+    }),
+  ),
+};
+
+/** Check a `tools` section (an untrusted JSON value). The error's `path` leads to the offending key. */
 export function parseToolsConfig(value: unknown, where = "tools"): WorkspaceToolsOptions {
-  if (!isObject(value)) throw new ToolsConfigError(`"${where}" must be an object`);
-  const out: Record<string, unknown> = {};
-  for (const tool of Object.keys(value)) {
-    const spec = SPEC[tool];
-    if (!Object.hasOwn(SPEC, tool) || spec === undefined) {
-      throw new ToolsConfigError(`unknown key "${where}.${tool}" (known: ${Object.keys(SPEC).join(", ")})`);
-    }
-    const v = value[tool];
-    if (typeof v === "boolean") {
-      if (tool === "exec" && v) throw new ToolsConfigError(`"${where}.exec" needs an object with an "allow" list of program names`);
-      out[tool] = v;
-      continue;
-    }
-    if (!isObject(v)) throw new ToolsConfigError(`"${where}.${tool}" must be true, false or an object`);
-    const settings: Record<string, unknown> = {};
-    for (const key of Object.keys(v)) {
-      const kind = Object.hasOwn(spec, key) ? spec[key] : undefined;
-      const at = `${where}.${tool}.${key}`;
-      if (kind === undefined) throw new ToolsConfigError(`unknown key "${at}" (known: ${Object.keys(spec).join(", ")})`);
-      const x = v[key];
-      if (kind === "posint") {
-        if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw new ToolsConfigError(`"${at}" must be a positive integer`);
-      } else if (kind === "timeout") {
-        if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1 || x > MAX_TIMEOUT_MS) {
-          throw new ToolsConfigError(`"${at}" must be a positive integer of at most ${MAX_TIMEOUT_MS} (milliseconds)`);
-        }
-      } else if (kind === "strings") {
-        if (!Array.isArray(x)) throw new ToolsConfigError(`"${at}" must be an array of strings`);
-        x.forEach((s, i) => {
-          if (typeof s !== "string" || s.length === 0) throw new ToolsConfigError(`"${at}[${i}]" must be a non-empty string`);
-        });
-      } else if (kind === "limits") {
-        checkLimits(x, at);
-      } else if (x !== "auto" && x !== "required" && x !== "off") {
-        throw new ToolsConfigError(`"${at}" must be "auto", "required" or "off"`);
-      }
-      settings[key] = x;
-    }
-    if (tool === "exec" && Array.isArray(settings.env)) {
-      (settings.env as string[]).forEach((name, i) => {
-        const why = envDenial(name);
-        if (why !== null)
-          throw new ToolsConfigError(
-            `"${where}.exec.env[${i}]": environment variable "${name}" can't be allowlisted: ${why} (remove it from the list)`,
-          );
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
-          throw new ToolsConfigError(
-            `"${where}.exec.env[${i}]" must be an environment variable name (letters, digits, _; not starting with a digit)`,
-          );
-      });
-    }
-    if (tool === "exec" && settings.allow === undefined)
-      throw new ToolsConfigError(`"${where}.exec.allow" is required (the programs exec may run)`);
-    out[tool] = settings;
+  const problem = checkSettings(validateTools, value, where);
+  if (problem !== null) throw new ToolsConfigError(problem.message, problem.path, problem.atKey);
+  const v = value as Record<string, unknown>;
+  const exec = v.exec as Record<string, unknown> | boolean | undefined;
+  if (isObject(exec) && Array.isArray(exec.env)) {
+    (exec.env as string[]).forEach((name, i) => {
+      const why = envDenial(name);
+      if (why !== null)
+        throw new ToolsConfigError(
+          `"${where}.exec.env[${i}]": environment variable "${name}" can't be allowlisted: ${why} (remove it from the list)`,
+          ["exec", "env", i],
+        );
+    });
   }
-  return out as WorkspaceToolsOptions;
+  // a copy, so the caller's object can't change the checked settings later
+  return structuredClone(value) as WorkspaceToolsOptions;
 }
 
 /**

@@ -101,7 +101,7 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
   test("bad policy sections exit 2 naming the key", () => {
     for (const [policy, needle] of [
       [{ default: "maybe" }, '"policy.default"'],
-      [{ rules: [{ id: "a", action: "allow", when: "x" }] }, 'unknown key "when"'],
+      [{ rules: [{ id: "a", action: "allow", when: "x" }] }, 'unknown key "policy.rules[0].when"'],
       [{ rules: [{ id: "a", action: "deny", max_calls_per_run: 1 }] }, "not allowed on a deny rule"],
       [
         {
@@ -112,7 +112,10 @@ describe("CLI: the config file's policy section (issue 4 §3)", () => {
         },
         "duplicate rule id",
       ],
-      [{ rules: [{ id: "a", action: "allow", effects: ["writes"] }] }, '"policy.rules[0].effects"'],
+      [
+        { rules: [{ id: "a", action: "allow", effects: ["writes"] }] },
+        '"policy.rules[0].effects[0]" must be one of read_only, side_effecting',
+      ],
       [{ nope: 1 }, '"policy.nope"'],
     ] as const) {
       const cfg = withConfig(policy);

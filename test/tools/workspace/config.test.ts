@@ -44,7 +44,7 @@ describe("parseToolsConfig", () => {
       [{ exec: {} }, '"tools.exec.allow" is required'],
       [{ exec: { allow: "ls" } }, '"tools.exec.allow" must be an array of strings'],
       [{ exec: { allow: [""] } }, '"tools.exec.allow[0]" must be a non-empty string'],
-      [{ exec: { allow: ["ls"], isolation: true } }, '"tools.exec.isolation" must be "auto", "required" or "off"'],
+      [{ exec: { allow: ["ls"], isolation: true } }, '"tools.exec.isolation" must be one of auto, required, off'],
       [
         { exec: { allow: ["ls"], env: ["PATH", "TAR_OPTIONS"] } },
         '"tools.exec.env[1]": environment variable "TAR_OPTIONS" can\'t be allowlisted: tar takes options from it',
@@ -98,7 +98,7 @@ describe("timeouts a timer can't hold", () => {
       ["exec", { allow: ["ls"] }],
     ] as [string, Record<string, unknown>][]) {
       expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 3_000_000_000 } })).toThrow(
-        `"tools.${tool}.timeout_ms" must be a positive integer of at most 2147483647`,
+        `"tools.${tool}.timeout_ms" must be an integer from 1 to 2147483647`,
       );
       expect(() => parseToolsConfig({ [tool]: { ...settings, timeout_ms: 2_147_483_647 } })).not.toThrow();
     }
@@ -119,7 +119,7 @@ describe("timeouts a timer can't hold", () => {
         '{"id":"g","tool":"grep","arguments":{"pattern":"hel+o"}}',
       ]);
       expect(r.exitCode).toBe(2);
-      expect(r.stderr.toString()).toContain('"tools.grep.timeout_ms" must be a positive integer of at most 2147483647');
+      expect(r.stderr.toString()).toContain('"tools.grep.timeout_ms" must be an integer from 1 to 2147483647');
       expect(r.stdout.toString()).toBe("");
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,98 @@
+/**
+ * One function from settings to a runtime, for every front end: the root
+ * checked, the execution history, the workspace tools (with agentcore's own
+ * files kept out of their reach), the limits, and the MCP servers the config
+ * names. The policy differs by front end (the CLI's gate asks on the
+ * terminal, the daemon parks approvals for HTTP clients), so it comes in as
+ * middleware.
+ *
+ * @module
+ */
+import { statSync } from "node:fs";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
+import type { ToolMiddleware } from "../runtime/middleware/types.ts";
+import type { AnyToolDefinition } from "../tools/definition.ts";
+import { workspaceTools } from "../tools/workspace/index.ts";
+import { ConfigError, type HostSettings } from "./settings.ts";
+
+/** The root is missing or not a folder, the history can't be opened: the settings can't be used as they are. */
+export class SettingsUseError extends ConfigError {
+  override name = "SettingsUseError";
+}
+
+/**
+ * The runtime's options for `settings` (no policy): throws
+ * {@link SettingsUseError} for a root that is not a folder or a history log
+ * that can't be opened, and {@link ConfigError} for workspace tools that
+ * can't be created (exec's program not found, bwrap required but absent).
+ */
+export function runtimeOptionsFrom(settings: HostSettings): RuntimeOptions {
+  const root = settings.root;
+  if (root !== undefined) {
+    let isDir: boolean;
+    try {
+      isDir = statSync(root).isDirectory();
+    } catch {
+      throw new SettingsUseError(`root ${root}: no such folder`);
+    }
+    if (!isDir) throw new SettingsUseError(`root ${root}: not a folder`);
+  }
+  const middleware: ToolMiddleware[] = [];
+  // The history goes first (outermost), so that it also records refused calls.
+  if (settings.history !== undefined) {
+    let log: HistoryLog;
+    try {
+      log = HistoryLog.open(settings.history);
+    } catch (e) {
+      throw new SettingsUseError((e as Error).message);
+    }
+    middleware.push(historyMiddleware(log));
+  }
+  let tools: AnyToolDefinition[] = [];
+  if (settings.tools !== undefined) {
+    try {
+      // agentcore's own files stay out of the tools' reach when they lie inside the root
+      const protect = [settings.configPath, settings.history].filter((p): p is string => p !== undefined);
+      tools = workspaceTools(settings.tools, root ?? process.cwd(), { protect });
+    } catch (e) {
+      throw new ConfigError(`tools: ${(e as Error).message}`);
+    }
+  }
+  return {
+    root,
+    tools,
+    limits: { maxBytes: settings.maxBytes, maxDepth: settings.maxDepth },
+    maxFileBytes: settings.maxFileBytes,
+    defaultTimeoutMs: settings.defaultTimeoutMs,
+    middleware,
+  };
+}
+
+/** A runtime for `settings`, with `policy` (the front end's policy middleware) inside the history. */
+export function runtimeFrom(settings: HostSettings, policy: readonly ToolMiddleware[] = []): Runtime {
+  const options = runtimeOptionsFrom(settings);
+  return createRuntime({ ...options, middleware: [...(options.middleware ?? []), ...policy] });
+}
+
+/**
+ * {@link runtimeFrom}, then, only when the settings name MCP servers, connect
+ * them and register their tools (the MCP code is loaded only then; a signal
+ * during the start-up stops them, see src/host/mcp.ts). Resolves to the
+ * runtime and the function that closes the servers. A server that can't
+ * start, or a tool name collision, is a {@link ConfigError}.
+ */
+export async function runtimeWithMcp(
+  settings: HostSettings,
+  policy: readonly ToolMiddleware[] = [],
+): Promise<{ runtime: Runtime; close: () => Promise<void> }> {
+  const runtime = runtimeFrom(settings, policy);
+  if (settings.mcpServers === undefined) return { runtime, close: async () => {} };
+  const [{ attachMcpServersForCommand }, { McpStartupError }] = await Promise.all([import("./mcp.ts"), import("../mcp/attach.ts")]);
+  try {
+    return { runtime, close: await attachMcpServersForCommand(runtime, settings.mcpServers) };
+  } catch (e) {
+    if (e instanceof McpStartupError) throw new ConfigError(e.message);
+    throw e;
+  }
+}
