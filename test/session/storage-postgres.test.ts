@@ -242,6 +242,69 @@ describe.skipIf(server === null)("postgres: records are never changed in place",
   });
 });
 
+describe.skipIf(server === null)("postgres: the execution history", () => {
+  const rec = (tool: string, time: string, success: boolean, run?: string) => ({
+    v: 1 as const,
+    time,
+    tool,
+    call_id: `c-${tool}-${time}`,
+    effect: "read_only" as const,
+    decision: { action: "allow" as const, by: "rule:0" },
+    duration_ms: 1.5,
+    success,
+    code: success ? null : "TOOL_ERROR",
+    args_sha256: "a".repeat(64),
+    ...(run !== undefined ? { run_id: run, agent_id: "agent-a", turn: 1 } : {}),
+  });
+
+  test("append and read back in order, exactly as the JSONL log holds them, with the filters of agentcore history; append-only", async () => {
+    const db = await database();
+    const s = await storage(db);
+    const h = s.history();
+    const records = [
+      rec("echo", "2026-11-30T08:00:00.000Z", true, "run-1"),
+      rec("read_file", "2026-11-30T09:00:00.000Z", false, "run-1"),
+      rec("echo", "2026-11-30T10:00:00.000Z", false),
+    ];
+    for (const r of records) await h.append(r);
+    expect(await h.read()).toEqual(records);
+    expect(await h.read({ tool: "echo" })).toEqual([records[0], records[2]]);
+    expect(await h.read({ failed: true })).toEqual([records[1], records[2]]);
+    expect(await h.read({ failed: false })).toEqual([records[0]]);
+    expect(await h.read({ since: new Date("2026-11-30T09:00:00.000Z") })).toEqual([records[1], records[2]]);
+    expect(await h.read({ runId: "run-1", failed: true })).toEqual([records[1]]);
+    const lines = await sql<{ line: string }>(db, "SELECT line FROM agentcore.history ORDER BY id");
+    expect(lines.map((l) => l.line)).toEqual(records.map((r) => JSON.stringify(r)));
+    expect(String((await sql(db, "DELETE FROM agentcore.history").catch((e) => e)).message)).toContain("agentcore.history is append-only");
+    expect(h.path).toBe(redactUrl(db));
+  });
+});
+
+describe.skipIf(server === null)("postgres: under Deno", () => {
+  test("a Deno process appends through PostgresSessionStorage (pg from node_modules) and this one reads it back", async () => {
+    const db = await database();
+    const dir = tmp("agentcore-pg-deno-");
+    const script = path.join(dir, "deno.ts");
+    fs.writeFileSync(
+      script,
+      `import { PostgresSessionStorage } from ${JSON.stringify(path.resolve(import.meta.dir, "../../src/session/postgres/storage.ts"))};
+const s = await PostgresSessionStorage.open(Deno.args[0]);
+const r = await s.append({ session_id: "from-deno", agent_id: "agent-a", branch_id: "main", sequence: 1, type: "run_started", data: { run_id: "r1", task: "hi" } });
+console.log(r.revision);
+await s.close();
+`,
+    );
+    const deno = path.resolve(import.meta.dir, "../../node_modules/.bin/deno");
+    const p = Bun.spawnSync([deno, "run", "-A", "--quiet", `--config=${path.resolve(import.meta.dir, "../../deno.json")}`, script, db], {
+      cwd: path.resolve(import.meta.dir, "../.."),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect({ code: p.exitCode, out: p.stdout.toString().trim(), err: p.stderr.toString() }).toEqual({ code: 0, out: "1", err: "" });
+    expect((await (await storage(db)).records("from-deno")).map((r) => r.data.task)).toEqual(["hi"]);
+  });
+});
+
 describe.skipIf(server === null)("postgres: migrations", () => {
   test("a fresh database gets every step once, in order; a second run applies nothing; the tables are there", async () => {
     const db = await database();
