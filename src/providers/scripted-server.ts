@@ -38,13 +38,34 @@ export type Reply =
 
 export type ScriptedReply = Reply & { delayMs?: number };
 
+/** One message of a recorded chat-completions request, as the client sent it. */
+export interface RecordedMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+  [key: string]: unknown;
+}
+
+/** A recorded request's JSON body: the chat-completions fields tests read, and whatever else was sent. */
+export interface RecordedBody {
+  model?: string;
+  messages: RecordedMessage[];
+  tools?: { type: string; function: { name: string; description?: string; parameters?: unknown; [key: string]: unknown } }[];
+  stream?: boolean;
+  stream_options?: unknown;
+  [key: string]: unknown;
+}
+
 /** One request the server received. */
 export interface RecordedHttpRequest {
   method: string;
   url: string;
   headers: Record<string, string | string[] | undefined>;
-  /** Parsed JSON body (or the raw text when not JSON). */
-  body: any;
+  /** The JSON body; a body that was not a JSON object is `{ messages: [] }` here and whole in `text`. */
+  body: RecordedBody;
+  /** The body as received. */
+  text: string;
 }
 
 /** A running scripted server (see {@link startOpenAIServer}). */
@@ -141,13 +162,14 @@ export async function startOpenAIServer(replies: ScriptedReply[] = []): Promise<
     const parts: Buffer[] = [];
     for await (const p of req) parts.push(p as Buffer);
     const text = Buffer.concat(parts).toString("utf8");
-    let body: unknown = text;
+    let body: RecordedBody = { messages: [] };
     try {
-      body = JSON.parse(text);
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) body = { messages: [], ...(parsed as object) };
     } catch {
-      /* keep the text */
+      // not JSON: the text is kept whole in `text`
     }
-    requests.push({ method: req.method ?? "", url: req.url ?? "", headers: { ...req.headers }, body });
+    requests.push({ method: req.method ?? "", url: req.url ?? "", headers: { ...req.headers }, body, text });
 
     if (req.method !== "POST" || !(req.url ?? "").endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" });

@@ -187,7 +187,7 @@ describe("OpenAIModelAdapter: streaming", () => {
       { type: "function", function: { name: "read_file", description: "Read a file", parameters: readFile.parameters } },
       { type: "function", function: { name: "write_file", description: "Read a file", parameters: readFile.parameters, strict: true } },
     ]);
-    expect("strict" in server.requests[0].body.tools[0].function).toBe(false);
+    expect("strict" in server.requests[0].body.tools![0]!.function).toBe(false);
   });
 
   test("a tool call split across chunks at awkward points (inside a key, inside a \\u escape, between surrogate halves)", async () => {
