@@ -61,7 +61,7 @@ const INVOCATIONS: [string, string[]][] = [
   ]),
 ];
 
-describe("item 14: each command takes exactly its flags, and has its own --help", () => {
+describe("each command takes exactly its flags, and has its own --help", () => {
   test("agent --json is refused (exit 2), naming where --json applies", () => {
     const r = run(["agent", "--json", "--script", script, "hello"]);
     expectUsage(r, "agent", "--json applies to 'tools', 'sessions', 'skills' and 'history' only, not to 'agent'");
@@ -156,7 +156,7 @@ describe("item 14: each command takes exactly its flags, and has its own --help"
   });
 });
 
-describe("item 15: what is wrong, in a sentence, with the nearest flag or command", () => {
+describe("what is wrong, in a sentence, with the nearest flag or command", () => {
   test("mistyped flags suggest the nearest one of that command", () => {
     expectUsage(run(["agent", "--scirpt", script, "x"]), "agent", "unknown option --scirpt; did you mean --script?");
     expectUsage(
@@ -222,7 +222,7 @@ describe("item 15: what is wrong, in a sentence, with the nearest flag or comman
   });
 });
 
-describe("item 17: only usage errors point at --help", () => {
+describe("only usage errors point at --help", () => {
   test("a bad SKILL.md: the file and what is wrong, no usage hint", () => {
     const skills = join(work, "bad-skills");
     mkdirSync(join(skills, "broken"), { recursive: true });
@@ -293,7 +293,7 @@ describe("item 17: only usage errors point at --help", () => {
   });
 });
 
-describe("item 18: messages name the flag or variable, not the library's field", () => {
+describe("messages name the flag or variable, not the library's field", () => {
   test("--model-url that is not a URL is named as --model-url (not baseURL)", () => {
     const r = run(["agent", "--model", "m", "--model-url", "not a url", "x"]);
     expect(r.stderr).toBe('agentcore: --model-url is not a valid URL: "not a url"\n');
