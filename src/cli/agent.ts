@@ -27,7 +27,16 @@ import type { Runtime } from "../runtime/index.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
-import { SessionBranchBusyError, SessionError, SessionStorageError, SessionUnfinishedRunError } from "../session/types.ts";
+import {
+  pendingApprovals,
+  type SessionApproval,
+  SessionBranchBusyError,
+  SessionError,
+  SessionStorageError,
+  SessionUnfinishedRunError,
+  unfinishedRuns,
+} from "../session/types.ts";
+import { resumeDecisions } from "../session/approvals.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
 import { SkillError, type SkillCatalog } from "../skills/catalog.ts";
@@ -59,6 +68,12 @@ export interface AgentFlags {
   sessionsDir?: string;
   /** continueRun() after restoring the session, instead of a new task. */
   continue?: boolean;
+  /** resumeRun() a run that ended awaiting_approval, with the answers journaled since (--resume). */
+  resume?: boolean;
+  /** --suspend-on-approval: a call that needs approval ends the run awaiting_approval instead of asking (needs --session). */
+  suspendOnApproval?: boolean;
+  /** The config's policy.on_approval is "suspend" (applies to runs with a session). */
+  suspendByConfig?: boolean;
   /** Register the update_plan tool and ask the model to plan first (default true; --no-plan). */
   plan?: boolean;
   /** Skills folder (--skills, else the config's skills_dir); default: .agentcore/skills under the root when it exists. */
@@ -144,6 +159,40 @@ export async function claimSessionBranch(storage: JournalStorage, sessionId: str
 /** Reports a torn journal line cut off before a write, on stderr (`prefix`: the command). */
 export function reportRepair(prefix: string): (r: JournalRepair) => void {
   return (r) => process.stderr.write(`${prefix}: ${repairMessage(r)}\n`);
+}
+
+/** Exit status of a run that suspended awaiting an approval (neither success, 0, nor failure, 1). */
+export const SUSPENDED_STATUS = 3;
+
+/** The commands that answer the approvals a session branch waits for, one line each. */
+export function approvalLines(sessionId: string, branch: string, pending: readonly SessionApproval[], dirArgs = ""): string[] {
+  const b = branch !== "main" ? ` --branch ${shellWord(branch)}` : "";
+  return pending.map(
+    (a) =>
+      `  call ${a.tool_call_id}: ${terminalLine(a.tool)} (${a.effect})${a.reason ? `: ${terminalLine(a.reason)}` : ""}; answer: agentcore sessions approve ${shellWord(sessionId)} ${shellWord(a.tool_call_id)}${b}${dirArgs}  (or deny)`,
+  );
+}
+
+/**
+ * `--resume` on a branch whose run a crash left unfinished (its process gone:
+ * the branch claim would have failed otherwise): close it under the crash
+ * rules first, with this runtime's tool effects (a read-only call runs
+ * again, a side-effecting one that may have started is answered
+ * interrupted). A run still alive elsewhere is an {@link AgentSessionStateError}.
+ */
+async function recoverForResume(storage: JournalStorage, runtime: Runtime, sessionId: string, branch: string): Promise<void> {
+  const c = await storage.checkout(sessionId, branch);
+  if (c === null || unfinishedRuns(c.session).length === 0) return;
+  try {
+    await storage.recoverRuns(sessionId, {
+      branch,
+      reason: "recovered by 'agentcore agent --resume'",
+      toolEffect: (name) => runtime.registry.get(name)?.effect,
+    });
+  } catch (e) {
+    if (e instanceof SessionError) throw new AgentSessionStateError(e.message);
+    throw e;
+  }
 }
 
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
@@ -325,6 +374,11 @@ export function rejectionNote(output: string | null): string {
   return `agentcore: ${terminalLine(tool)} was refused: ${terminalLine(reason)}.${hint}`;
 }
 
+/** The --sessions-dir of the flags as printed commands repeat it (empty for the default). */
+function dirArgsOf(flags: Pick<AgentFlags, "sessionsDir">): string {
+  return flags.sessionsDir !== undefined ? ` --sessions-dir ${shellWord(flags.sessionsDir)}` : "";
+}
+
 /** Run the agent command; resolves to the exit status. */
 export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
   const claims: BranchClaim[] = [];
@@ -340,9 +394,17 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   if (flags.events !== undefined && flags.events !== "jsonl") {
     throw new AgentUsageError(`--events takes 'jsonl', got '${flags.events}'`);
   }
-  if (flags.continue === true) {
-    if (flags.session === undefined) throw new AgentUsageError("--continue needs --session ID");
+  if (flags.continue === true && flags.resume === true)
+    throw new AgentUsageError(
+      "--continue and --resume do not go together: --resume goes on with a suspended run, --continue after a finished one",
+    );
+  if (flags.continue === true || flags.resume === true) {
+    if (flags.session === undefined) throw new AgentUsageError(`${flags.resume === true ? "--resume" : "--continue"} needs --session ID`);
   } else if (flags.task.trim() === "") throw new AgentUsageError("the task must not be empty");
+  if (flags.suspendOnApproval === true && flags.session === undefined)
+    throw new AgentUsageError(
+      "--suspend-on-approval needs --session ID: the approval request is journaled there, and answered there later",
+    );
   if (flags.session === undefined && (flags.branch !== undefined || flags.sessionsDir !== undefined)) {
     throw new AgentUsageError("--branch and --sessions-dir need --session ID");
   }
@@ -355,6 +417,8 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), {
       onRepair: reportRepair("agentcore"),
     });
+    // --resume after a crash: the run its process left open is closed under the crash rules first.
+    if (flags.resume === true) await recoverForResume(storage, runtime, flags.session, branch);
     // Before the first model request: a second agent on this branch stops here, having done nothing.
     claims.push(await claimSessionBranch(storage, flags.session, branch, "agentcore agent"));
     try {
@@ -366,7 +430,28 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     }
     if (checkout === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, flags.session, branch));
     if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
+    if (flags.resume === true) {
+      const last = checkout?.session.runs.at(-1)?.result ?? null;
+      const where = `session '${flags.session}'${branch !== "main" ? ` branch '${branch}'` : ""}`;
+      if (last === null || last.stop_reason !== "awaiting_approval") {
+        throw new AgentSetupError(
+          last === null
+            ? `${where} has no run to resume`
+            : `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,
+        );
+      }
+      const pending = pendingApprovals(checkout!.session);
+      if (pending.length > 0) {
+        throw new AgentSessionStateError(
+          [
+            `${where} cannot resume yet: ${pending.length} approval(s) wait for an answer:`,
+            ...approvalLines(flags.session, branch, pending, dirArgsOf(flags)),
+          ].join("\n"),
+        );
+      }
+    }
   }
+  const suspendOnApproval = flags.session !== undefined && (flags.suspendOnApproval === true || flags.suspendByConfig === true);
   const skills = await setupSkills(runtime, flags);
   // Say why nothing happens while a failed request waits for its retry.
   const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
@@ -471,7 +556,13 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   const endingListeners = ENDING_SIGNALS.map(([name, status]) => [name, () => onEnding(name, status)] as const);
   for (const [name, listener] of endingListeners) process.on(name, listener);
   try {
-    const result = flags.continue === true ? await agent.continueRun() : await agent.run(flags.task);
+    const runOptions = { suspendOnApproval };
+    const result =
+      flags.resume === true
+        ? await agent.resumeRun(resumeDecisions(checkout!.session), runOptions)
+        : flags.continue === true
+          ? await agent.continueRun(runOptions)
+          : await agent.run(flags.task, runOptions);
     // Text cut short (an abort mid-answer) still ends its line.
     if (textOpen) output("", true);
     if (outputError !== null) throw outputError;
@@ -485,6 +576,20 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
           : `agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`,
       );
       return 2;
+    }
+    if (result.status === "suspended") {
+      // Not a failure: the run waits in the journal for its answers (and the process may go).
+      const c = storage === null ? null : await storage.checkout(flags.session!, branch).catch(() => null);
+      const pending = c === null ? [] : pendingApprovals(c.session);
+      stderr.write(
+        [
+          `agentcore: run suspended (awaiting_approval): ${pending.length} tool call(s) wait for approval in session '${flags.session}'${branch !== "main" ? ` branch '${branch}'` : ""}`,
+          ...approvalLines(flags.session!, branch, pending, dirArgsOf(flags)),
+          `  then go on with: agentcore agent --session ${shellWord(flags.session!)}${branch !== "main" ? ` --branch ${shellWord(branch)}` : ""}${dirArgsOf(flags)} --resume`,
+        ].join("\n") + "\n",
+      );
+      const endedS = endedBy as { status: number } | null;
+      return endedS !== null ? endedS.status : SUSPENDED_STATUS;
     }
     if (flags.events === undefined && result.status !== "completed") {
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${terminalLine(result.error)}` : ""}\n`);

@@ -439,6 +439,16 @@ export const AGENT_OPTIONS = {
     help: "the model's context window in tokens (at least 1024; default: no automatic compaction):\na quarter is kept free, and when the history outgrows the rest (or the server reports an\noverflow) the model summarises every turn but the latest",
   },
   continue: { type: "boolean", section: "Session", help: "continue the session's last run instead of a new task (no TASK)" },
+  resume: {
+    type: "boolean",
+    section: "Session",
+    help: "go on with the session's suspended run (awaiting_approval) once its approvals are answered:\napproved calls run, denied ones get the rejection (no TASK)",
+  },
+  "suspend-on-approval": {
+    type: "boolean",
+    section: "Session",
+    help: 'a call that needs approval journals its request and ends the run (exit 3) instead of asking;\nanswer with agentcore sessions approve|deny, then --resume (config: policy.on_approval "suspend")',
+  },
 } as const satisfies OptionTable;
 
 export const CHAT_OPTIONS = {
@@ -536,6 +546,20 @@ export const SESSIONS_SUBCOMMANDS = {
     ...SESSIONS_COMMON,
     yes: { type: "boolean", help: "confirm: without it nothing is deleted" },
     force: { type: "boolean", help: "delete even while a run is still going (when that pid is not agentcore)" },
+  },
+  approvals: {
+    ...SESSIONS_COMMON,
+    branch: { type: "string", arg: "B", help: "the branch whose approvals to list (default main)" },
+  },
+  approve: {
+    ...SESSIONS_COMMON,
+    branch: { type: "string", arg: "B", help: "the branch the call waits on (default main)" },
+    reason: { type: "string", arg: "TEXT", help: "why (journaled with the answer)" },
+  },
+  deny: {
+    ...SESSIONS_COMMON,
+    branch: { type: "string", arg: "B", help: "the branch the call waits on (default main)" },
+    reason: { type: "string", arg: "TEXT", help: "why (journaled, and what the model is told)" },
   },
 } as const satisfies Record<string, OptionTable>;
 

@@ -600,6 +600,9 @@ export async function main(argv: string[]): Promise<number> {
         if (values.continue === true) {
           if (rest.length > 0)
             throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
+        } else if (values.resume === true) {
+          if (rest.length > 0)
+            throw new UsageError(`agent --resume takes no task: it goes on with the session's suspended run (got '${shown(rest[0]!)}')`);
         } else expectArguments(name, rest, 1, 1, "exactly one argument: the task in quotes, or - for stdin");
         break;
     }
@@ -646,6 +649,9 @@ export async function main(argv: string[]): Promise<number> {
           task,
           events: values.events as string | undefined,
           continue: values.continue === true,
+          resume: values.resume === true,
+          suspendOnApproval: values["suspend-on-approval"] === true,
+          suspendByConfig: settings.policy?.on_approval === "suspend",
         };
         if (typeof values["context-window"] === "string") flags.contextWindow = contextWindowFlag(values["context-window"]);
         // Loaded on demand: the agent pulls in the model providers (and the

@@ -5,6 +5,7 @@
  *   list | show ID [--branch B] | tree ID | fork ID [--from RECORD] [--name B] [--branch B]
  *   | rollback ID --to RECORD [--name B] [--branch B] | retry ID --run RUN [--name B] [--branch B]
  *   | recover ID [--branch B] [--force] | delete ID --yes [--force]
+ *   | approvals ID [--branch B] | approve ID CALL [--reason TEXT] [--branch B] | deny ID CALL [--reason TEXT] [--branch B]
  *
  * A RECORD is its revision as `r7`, its id, or a unique prefix of the id (at
  * least 4 characters); a RUN its id or a unique prefix (src/session/manage.ts).
@@ -45,6 +46,7 @@ import {
 } from "../session/manage.ts";
 import {
   emptySession,
+  pendingApprovals,
   type SessionBranch,
   type SessionCheckout,
   SessionConflictError,
@@ -54,6 +56,7 @@ import {
   sessionMessages,
 } from "../session/types.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
+import { decideApproval, SessionApprovalError } from "../session/approvals.ts";
 
 export const SESSIONS_HELP = `Usage:
   agentcore sessions list                               the sessions, the most recently active first, with the
@@ -74,9 +77,15 @@ export const SESSIONS_HELP = `Usage:
                                                         main): each gets a run_finished record (cancelled /
                                                         external_abort, "run interrupted"), and tool calls it left
                                                         unanswered a cancelled answer; nothing to do on a healthy
-                                                        branch. A run whose process is still alive is refused;
+                                                        branch. A run that waited for an approval is suspended
+                                                        instead (awaiting_approval), to approve and --resume.
+                                                        A run whose process is still alive is refused;
                                                         --force recovers it anyway (when that pid is not agentcore),
                                                         and frees the branch from a claim that pid holds
+  agentcore sessions approvals ID [--branch B]          the approvals branch B (default main) waits for: call id,
+                                                        tool, effect, rule, reason, redacted arguments
+  agentcore sessions approve ID CALL [--reason TEXT]    answer the approval call CALL waits for (journaled); then
+  agentcore sessions deny ID CALL [--reason TEXT]       go on with: agentcore agent --session ID --resume
 RECORD is a revision as 'sessions tree' shows it (r7), a record id, or a unique prefix of one (at least
 4 characters); RUN is a run id or a unique prefix ('sessions show' lists the runs). fork, rollback and retry
 start from the branch that holds RECORD or RUN (main when it does; --branch B to insist on B).
@@ -137,9 +146,30 @@ const SUBCOMMAND_HELP: Record<
   recover: {
     usage: ["sessions recover ID [--branch B] [--force]"],
     description:
-      "Close the runs a crash left unfinished on branch B (default main): each gets a run_finished\nrecord (cancelled / external_abort), so the session takes new runs again.",
+      "Close the runs a crash left unfinished on branch B (default main): each gets a run_finished\nrecord (cancelled / external_abort), so the session takes new runs again. A run that waited for\nan approval becomes suspended instead (awaiting_approval): answer it, then agent --resume.",
     examples: ["agentcore sessions recover demo"],
     exit: ["0  recovered, or nothing to do", "2  usage error, no such session, or a run still going in a live process"],
+  },
+  approvals: {
+    usage: ["sessions approvals ID [--branch B] [--json]"],
+    description:
+      "The approvals branch B (default main) of session ID waits for, oldest first: call id, tool, effect,\nrule, reason and the redacted arguments journaled with the request.",
+    examples: ["agentcore sessions approvals demo", "agentcore sessions approvals demo --json"],
+    exit: ["0  listed (none is not an error)", "2  usage error, no such session or branch, or a journal that cannot be read", PIPE_HELP],
+  },
+  approve: {
+    usage: ["sessions approve ID CALL [--reason TEXT] [--branch B]"],
+    description:
+      "Approve the call CALL that waits on branch B (default main) of session ID: the answer is journaled,\nand agentcore agent --session ID --resume runs the call.",
+    examples: ['agentcore sessions approve demo call_1 --reason "checked the diff"'],
+    exit: ["0  answered", "2  usage error, no such session or branch, or CALL waits for no approval there (the error lists those that do)"],
+  },
+  deny: {
+    usage: ["sessions deny ID CALL [--reason TEXT] [--branch B]"],
+    description:
+      "Deny the call CALL that waits on branch B (default main) of session ID: the answer is journaled, and\non --resume the model gets the policy's rejection (with the reason) and the run goes on.",
+    examples: ['agentcore sessions deny demo call_1 --reason "not on a Friday"'],
+    exit: ["0  answered", "2  usage error, no such session or branch, or CALL waits for no approval there (the error lists those that do)"],
   },
   delete: {
     usage: ["sessions delete ID --yes [--force]"],
@@ -209,11 +239,22 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     out.flush();
     return 0;
   }
+  const takesCall = sub === "approve" || sub === "deny";
   const [id, ...extra] = positionals;
+  const call = takesCall ? extra.shift() : undefined;
+  if (takesCall && id !== undefined && call === undefined) {
+    process.stderr.write(
+      usageText(
+        `${sub} needs the session id and the call id: agentcore sessions ${sub} ID CALL (agentcore sessions approvals ID lists them)`,
+        `sessions ${subName}`,
+      ),
+    );
+    return 2;
+  }
   if (extra.length > 0) {
     process.stderr.write(
       usageText(
-        `unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : "one: the session id"}`,
+        `unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : takesCall ? "two: the session id and the call id" : "one: the session id"}`,
         `sessions ${subName}`,
       ),
     );
@@ -401,6 +442,53 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         emit(r, text);
         return 0;
       }
+      case "approvals": {
+        const branch = v.branch ?? "main";
+        const c = await storage.checkout(id!, branch);
+        if (c === null) {
+          const records = await requireRecords(storage, id!);
+          return journalError(`session '${id}' has no branch '${branch}' (${branchList(records)})`);
+        }
+        const pending = pendingApprovals(c.session);
+        const b = branch !== "main" ? ` --branch ${shellWord(branch)}` : "";
+        emit({ session_id: id, branch_id: branch, pending }, [
+          ...(pending.length === 0
+            ? [`session ${visible(id!)} branch ${visible(branch)}: no approval waits`]
+            : [
+                `session ${visible(id!)} branch ${visible(branch)}: ${pending.length} approval(s) wait:`,
+                ...pending.map(
+                  (a) =>
+                    `  ${visible(a.tool_call_id)}  ${visible(a.tool)} (${a.effect})  rule ${visible(a.rule_id ?? "default")}${a.reason ? `  ${JSON.stringify(clip(a.reason, 80))}` : ""}  run ${a.run_id}  ${a.requested_at ?? "-"}\n      arguments ${clip(JSON.stringify(a.arguments) ?? "null", 200)}`,
+                ),
+                `answer: agentcore sessions approve|deny ${shellWord(id!)} CALL${b}${dirArgs} [--reason TEXT]`,
+              ]),
+        ]);
+        return 0;
+      }
+      case "approve":
+      case "deny": {
+        const branch = v.branch ?? "main";
+        if (v.reason !== undefined && v.reason.trim() === "") return subFail("--reason must not be empty (or leave it out)");
+        const { approval } = await decideApproval(storage, id!, call!, {
+          branch,
+          approved: sub === "approve",
+          reason: v.reason ?? null,
+          decidedBy: "agentcore sessions",
+        });
+        const c = await storage.checkout(id!, branch);
+        const left = c === null ? [] : pendingApprovals(c.session);
+        const b = branch !== "main" ? ` --branch ${shellWord(branch)}` : "";
+        emit(
+          { session_id: id, branch_id: branch, tool_call_id: call, approved: sub === "approve", reason: v.reason ?? null, pending: left },
+          [
+            `call ${visible(call!)} (${visible(approval.tool)}) ${sub === "approve" ? "approved" : "denied"}`,
+            left.length > 0
+              ? `${left.length} approval(s) still wait: ${left.map((a) => visible(a.tool_call_id)).join(", ")}`
+              : `go on with: agentcore agent --session ${shellWord(id!)}${b}${dirArgs} --resume`,
+          ],
+        );
+        return 0;
+      }
       case "retry": {
         if (v.run === undefined)
           return subFail("retry needs --run RUN: a run id or its first characters (agentcore sessions show ID lists the runs)");
@@ -466,6 +554,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     // A journal problem, not a usage one: no usage hint (the message says what to do).
     if (e instanceof SessionConflictError && /^branch '.*' already exists$/s.test(e.message)) {
       return journalError(`${e.message}: choose another --name, or leave --name out for a generated one`);
+    }
+    if (e instanceof SessionApprovalError && e.problem === "not_pending") {
+      const b = e.branchId !== "main" ? ` --branch ${shellWord(e.branchId)}` : "";
+      return journalError(`${e.message} (agentcore sessions approvals ${shellWord(e.sessionId)}${b}${dirArgs})`);
     }
     if (e instanceof SessionError) return journalError(e.message);
     throw e;
