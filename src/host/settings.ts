@@ -44,12 +44,12 @@ import { AgentcoreError } from "../core/errors.ts";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type ParseError, visit } from "jsonc-parser";
-import { parsePolicyConfig, PolicyConfigError, type PolicyConfig } from "../runtime/middleware/policy.ts";
-import { checkSettings } from "../tools/settings-check.ts";
+import { parsePolicyConfig, type PolicyConfig } from "../runtime/middleware/policy.ts";
+import { checkSettings, SettingsValueError } from "../tools/settings-check.ts";
 import { validate as validateTopLevel } from "./config.validator.generated.ts";
-import { parseToolsConfig, selectTools, ToolsConfigError, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
+import { parseToolsConfig, selectTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
 import { DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH } from "../core/errors.ts";
-import { McpConfigError, parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
+import { parseMcpServers, type McpServerConfig } from "../mcp/config.ts";
 
 /** Settings read from the config file. Every field is optional. */
 export interface FileConfig {
@@ -281,7 +281,7 @@ function section<T>(key: string, check: () => T, problems: Placed[]): T | undefi
   try {
     return check();
   } catch (e) {
-    if (e instanceof ToolsConfigError || e instanceof McpConfigError || e instanceof PolicyConfigError) {
+    if (e instanceof SettingsValueError) {
       problems.push({ path: [key, ...e.path], atKey: e.atKey, message: e.message });
       return undefined;
     }

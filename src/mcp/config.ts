@@ -29,10 +29,9 @@
  *
  * @module
  */
-import { AgentcoreError } from "../core/errors.ts";
 import { resolve, dirname } from "node:path";
 import type { ToolEffect } from "../tools/definition.ts";
-import { checkSettings, type SettingsSchema } from "../tools/settings-check.ts";
+import { checkSettings, SettingsValueError, type SettingsSchema } from "../tools/settings-check.ts";
 import { validate as validateServers } from "./config.validator.generated.ts";
 
 /** Defaults of the per-server limits. */
@@ -79,20 +78,9 @@ export interface McpServerConfig {
 }
 
 /** A problem in the `mcpServers` section; the message names the key. */
-export class McpConfigError extends AgentcoreError {
+export class McpConfigError extends SettingsValueError {
   readonly code: string = "MCP_CONFIG_INVALID";
   override name = "McpConfigError";
-  /**
-   * @param path keys and indexes from the section to the offending value (for the config loader's line and column)
-   * @param atKey the problem is that key's name itself
-   */
-  constructor(
-    message: string,
-    readonly path: (string | number)[] = [],
-    readonly atKey = false,
-  ) {
-    super(message);
-  }
 }
 
 const EFFECTS = ["read_only", "side_effecting"] as const;

@@ -20,6 +20,7 @@
  * @module
  */
 import type { ErrorObject } from "ajv";
+import { AgentcoreError } from "../core/errors.ts";
 
 /** A draft-07 schema object (kept loose: these are plain JSON values). */
 export type SettingsSchema = { readonly [key: string]: unknown };
@@ -32,6 +33,27 @@ export interface SettingsProblem {
   atKey: boolean;
   /** The words, with the path shown as `root.key[index]`. */
   message: string;
+}
+
+/**
+ * A settings section's problem, with where it is: the family of the
+ * sections' errors (ToolsConfigError, PolicyConfigError, McpConfigError),
+ * whose `path` lets the config loader point at the line and column.
+ */
+export class SettingsValueError extends AgentcoreError {
+  readonly code: string = "SETTINGS_INVALID";
+  override name = "SettingsValueError";
+  /**
+   * @param path keys and indexes from the section to the offending value
+   * @param atKey the problem is that key's name itself (an unknown key)
+   */
+  constructor(
+    message: string,
+    readonly path: (string | number)[] = [],
+    readonly atKey = false,
+  ) {
+    super(message);
+  }
 }
 
 /**

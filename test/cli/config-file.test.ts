@@ -1,38 +1,20 @@
 // The JSONC config file is read as strictly as the calls it governs: bytes
 // that are not UTF-8, repeated keys and `__proto__` are errors with the file
 // and position; a leading byte order mark (as some editors write) is dropped.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ConfigError, loadConfig } from "../../src/host/settings.ts";
+import { loadConfig } from "../../src/host/settings.ts";
 import { binaryPath } from "../support/binary.ts";
-import { tmp } from "../support/tmp.ts";
+import { configError, configFile } from "../support/config.ts";
 
 const MAIN = path.resolve(import.meta.dir, "../../src/cli/main.ts");
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function file(content: string | Uint8Array): string {
-  const d = tmp("agentcore-config-");
-  dirs.push(d);
-  const f = path.join(d, "agentcore.jsonc");
-  fs.writeFileSync(f, content);
-  return f;
-}
+const file = (content: string | Uint8Array) => configFile(content);
 /** The first line of the error (the position and what is wrong; the excerpt follows). */
 function error(f: string): string {
-  return fullError(f).split("\n")[0]!;
+  return configError(f).split("\n")[0]!;
 }
-function fullError(f: string): string {
-  try {
-    loadConfig(f);
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return (e as Error).message;
-  }
-  throw new Error("loadConfig accepted the file");
-}
+const fullError = configError;
 /** `agentcore --config F tools` through the compiled binary. */
 function cli(f: string): { status: number | null; stdout: string; stderr: string } {
   const p = Bun.spawnSync([binaryPath(), "--config", f, "tools"], { stdout: "pipe", stderr: "pipe" });

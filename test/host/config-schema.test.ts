@@ -1,35 +1,18 @@
 // The config file's JSON Schema: published for editors, the one the loader
 // checks with, and its problems placed at the file's line and column.
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import Ajv from "ajv";
 import { CONFIG_SCHEMA, CONFIG_SCHEMA_FILE, configSchemaText, generatedValidators } from "../../src/host/config-schema.ts";
-import { ConfigError, loadConfig } from "../../src/host/settings.ts";
+import { loadConfig } from "../../src/host/settings.ts";
+import { configError, configFile } from "../support/config.ts";
 import { binaryPath } from "../support/binary.ts";
 import { tmp } from "../support/tmp.ts";
 
 const REPO = path.resolve(import.meta.dir, "../..");
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function file(content: string): string {
-  const d = tmp("agentcore-schema-");
-  dirs.push(d);
-  const f = path.join(d, "agentcore.jsonc");
-  fs.writeFileSync(f, content);
-  return f;
-}
-function error(f: string): string {
-  try {
-    loadConfig(f);
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return (e as Error).message;
-  }
-  throw new Error("loadConfig accepted the file");
-}
+const file = (content: string) => configFile(content, "agentcore-schema-");
+const error = configError;
 
 describe("the published schema", () => {
   test("schema/agentcore.config.schema.json is what the loader checks with (run `npm run schema` after changing it)", () => {
@@ -55,7 +38,6 @@ const { loadConfig } = await import(${JSON.stringify(path.join(REPO, "src/host/s
 loadConfig(process.argv[2]);
 console.log(compiled);`;
     const d = tmp("agentcore-schema-probe-");
-    dirs.push(d);
     fs.writeFileSync(path.join(d, "probe.ts"), probe);
     const cfg = path.join(d, "c.jsonc");
     fs.writeFileSync(

@@ -17,14 +17,13 @@
  *
  * @module
  */
-import { AgentcoreError } from "../../core/errors.ts";
 import { raceSignal } from "../abort.ts";
 import { failureEnvelope } from "../envelope_io.ts";
 import { AWAITING_APPROVAL, type CallDecision, type ToolCallContext, type ToolCallOutcome, type ToolMiddleware } from "./types.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { ToolEffect } from "../../tools/definition.ts";
 import { frozenCopy, type ToolApprovalRequest, type ToolApprover } from "./approval.ts";
-import { checkSettings, type SettingsSchema } from "../../tools/settings-check.ts";
+import { checkSettings, SettingsValueError, type SettingsSchema } from "../../tools/settings-check.ts";
 import { validate as validatePolicy } from "./policy.validator.generated.ts";
 
 export type PolicyAction = "allow" | "deny" | "require_approval";
@@ -363,16 +362,9 @@ export const POLICY_CONFIG_SCHEMA: SettingsSchema = {
 };
 
 /** A bad policy section; `path` leads from the section to the offending value. */
-export class PolicyConfigError extends AgentcoreError {
+export class PolicyConfigError extends SettingsValueError {
   readonly code: string = "POLICY_CONFIG_INVALID";
   override name = "PolicyConfigError";
-  constructor(
-    message: string,
-    readonly path: (string | number)[] = [],
-    readonly atKey = false,
-  ) {
-    super(message);
-  }
 }
 
 /**

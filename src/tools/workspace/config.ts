@@ -20,27 +20,15 @@
  *
  * @module
  */
-import { AgentcoreError } from "../../core/errors.ts";
 import type { WorkspaceToolsOptions } from "./options.ts";
 import { envDenial } from "./rules.ts";
-import { checkSettings, type SettingsSchema } from "../settings-check.ts";
+import { checkSettings, SettingsValueError, type SettingsSchema } from "../settings-check.ts";
 import { validate as validateTools } from "./config.validator.generated.ts";
 
 /** A bad `tools` section or `--tools` list; the message names the key. */
-export class ToolsConfigError extends AgentcoreError {
+export class ToolsConfigError extends SettingsValueError {
   readonly code: string = "TOOLS_CONFIG_INVALID";
   override name = "ToolsConfigError";
-  /**
-   * @param path keys and indexes from the section to the offending value (for the config loader's line and column)
-   * @param atKey the problem is that key's name itself (an unknown key)
-   */
-  constructor(
-    message: string,
-    readonly path: (string | number)[] = [],
-    readonly atKey = false,
-  ) {
-    super(message);
-  }
 }
 
 type Kind = "posint" | "timeout" | "strings" | "isolation" | "limits";
