@@ -15,6 +15,7 @@
 import * as path from "node:path";
 import type { JournalRepair, JournalStorage } from "../session/journal.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
+import type { PostgresHistory } from "../session/postgres/history.ts";
 import type { MigrationResult } from "../session/postgres/migrations.ts";
 import { SessionValidationError } from "../session/types.ts";
 
@@ -40,6 +41,8 @@ export interface OpenedStore {
   /** The JSONL folder, or the URL without its password. */
   location: string;
   sessions: JournalStorage;
+  /** PostgreSQL: the execution history in the store (table agentcore.history); null for JSONL, whose history is the file --history names. */
+  history: PostgresHistory | null;
   /** End connections (PostgreSQL); nothing to do for JSONL. */
   close(): Promise<void>;
 }
@@ -62,7 +65,13 @@ export function defaultStoreDir(root?: string): string {
 export async function openStore(spec: string | undefined, options: OpenStoreOptions = {}): Promise<OpenedStore> {
   if (spec === undefined) {
     const dir = path.resolve(options.sessionsDir ?? defaultStoreDir(options.root));
-    return { kind: "jsonl", location: dir, sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }), close: async () => {} };
+    return {
+      kind: "jsonl",
+      location: dir,
+      sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }),
+      history: null,
+      close: async () => {},
+    };
   }
   const text = spec.trim();
   if (text === "")
@@ -74,12 +83,18 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
       onMigrate: options.onMigrate,
       leaseMs: options.leaseMs,
     });
-    return { kind: "postgres", location: redactUrl(text), sessions: storage, close: () => storage.close() };
+    return { kind: "postgres", location: redactUrl(text), sessions: storage, history: storage.history(), close: () => storage.close() };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text))
     throw new SessionValidationError(
       `unsupported store '${text.replace(/\/\/[^@/]*@/, "//…@")}': give a folder for JSONL journals, or a postgres:// (postgresql://) URL`,
     );
   const dir = path.resolve(text);
-  return { kind: "jsonl", location: dir, sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }), close: async () => {} };
+  return {
+    kind: "jsonl",
+    location: dir,
+    sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }),
+    history: null,
+    close: async () => {},
+  };
 }

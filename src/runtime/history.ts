@@ -271,6 +271,17 @@ export interface HistoryMiddlewareOptions {
 }
 
 /**
+ * Where {@link historyMiddleware} appends: a {@link HistoryLog} (a JSONL file,
+ * synchronous), or a store's history (PostgreSQL: `storage.history()`), whose
+ * append resolves once the record is committed.
+ */
+export interface HistorySink {
+  /** Where the records go, for messages (a file, or a store's URL without its password). */
+  readonly path: string;
+  append(record: HistoryRecord): void | Promise<void>;
+}
+
+/**
  * A middleware that records every call in `log`. Put it first in the chain
  * (outermost) so it also records refused calls.
  *
@@ -286,7 +297,7 @@ export interface HistoryMiddlewareOptions {
  * is missing from the history. If `next` throws, a failure record is appended
  * (with the code the dispatcher will give the throw) and the error rethrown.
  */
-export function historyMiddleware(log: HistoryLog, options: HistoryMiddlewareOptions = {}): ToolMiddleware {
+export function historyMiddleware(log: HistorySink, options: HistoryMiddlewareOptions = {}): ToolMiddleware {
   const includeArguments = options.includeArguments === true;
   let logger = options.logger;
   const report = (ctx: ToolCallContext, err: unknown) => {
@@ -313,22 +324,22 @@ export function historyMiddleware(log: HistoryLog, options: HistoryMiddlewareOpt
       outcome = await next(ctx);
     } catch (err) {
       const env = thrownToEnvelope(err, ctx.toolCallId, ctx.tool, start);
-      record(ctx, time, canonical, false, env.error?.code ?? "TOOL_ERROR", elapsedMs(start));
+      await record(ctx, time, canonical, false, env.error?.code ?? "TOOL_ERROR", elapsedMs(start));
       throw err;
     }
     const env = outcome.envelope;
-    record(ctx, time, canonical, env.success, env.error?.code ?? null, elapsedMs(start));
+    await record(ctx, time, canonical, env.success, env.error?.code ?? null, elapsedMs(start));
     return outcome;
   };
 
-  function record(
+  async function record(
     ctx: ToolCallContext,
     time: string,
     canonical: string | null,
     success: boolean,
     code: string | null,
     durationMs: number,
-  ): void {
+  ): Promise<void> {
     if (canonical === null) return; // arguments could not be serialised; already reported
     try {
       const rec: HistoryRecord = {
@@ -349,7 +360,7 @@ export function historyMiddleware(log: HistoryLog, options: HistoryMiddlewareOpt
         rec.agent_id = ctx.run.agentId;
         rec.turn = ctx.run.turn;
       }
-      log.append(rec);
+      await log.append(rec);
     } catch (err) {
       report(ctx, err);
     }

@@ -14,6 +14,7 @@ describe("openStore", () => {
     expect(none.kind).toBe("jsonl");
     expect((none.sessions as JsonlSessionStorage).dir).toBe(path.join(root, ".agentcore", "sessions"));
     expect(none.location).toBe(defaultStoreDir(root));
+    expect(none.history).toBeNull();
     const daemon = await openStore(undefined, { root, sessionsDir: path.join(root, "daemon") });
     expect((daemon.sessions as JsonlSessionStorage).dir).toBe(path.join(root, "daemon"));
     const dir = await openStore(`  ${path.join(root, "elsewhere")}  `);

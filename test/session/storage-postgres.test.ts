@@ -261,6 +261,11 @@ describe.skipIf(server === null)("postgres: the execution history", () => {
     const db = await database();
     const s = await storage(db);
     const h = s.history();
+    const { openStore } = await import("../../src/host/store.ts");
+    const opened = await openStore(db);
+    expect(opened.kind).toBe("postgres");
+    expect(opened.history).not.toBeNull();
+    await opened.close();
     const records = [
       rec("echo", "2026-11-30T08:00:00.000Z", true, "run-1"),
       rec("read_file", "2026-11-30T09:00:00.000Z", false, "run-1"),
@@ -277,6 +282,29 @@ describe.skipIf(server === null)("postgres: the execution history", () => {
     expect(lines.map((l) => l.line)).toEqual(records.map((r) => JSON.stringify(r)));
     expect(String((await sql(db, "DELETE FROM agentcore.history").catch((e) => e)).message)).toContain("agentcore.history is append-only");
     expect(h.path).toBe(redactUrl(db));
+  });
+});
+
+describe.skipIf(server === null)("postgres: the history middleware writes to the store", () => {
+  test("every call through a runtime with historyMiddleware(storage.history()) is a committed row when dispatch returns", async () => {
+    const db = await database();
+    const s = await storage(db);
+    const { createRuntime } = await import("../../src/runtime/runtime.ts");
+    const { historyMiddleware } = await import("../../src/runtime/history.ts");
+    const rt = createRuntime({ middleware: [historyMiddleware(s.history())] });
+    const ok = await rt.dispatch('{"id":"c1","tool":"echo","arguments":{"message":"hi"}}');
+    const bad = await rt.dispatch('{"id":"c2","tool":"read_file","arguments":{"wrong":1}}');
+    expect([ok.success, bad.success]).toEqual([true, false]);
+    // no wait: the rows are there once dispatch resolved
+    const rows = await sql<{ tool: string; call_id: string; success: boolean; code: string | null }>(
+      db,
+      "SELECT tool, call_id, success, code FROM agentcore.history ORDER BY id",
+    );
+    expect(rows).toEqual([
+      { tool: "echo", call_id: "c1", success: true, code: null },
+      { tool: "read_file", call_id: "c2", success: false, code: bad.error!.code },
+    ]);
+    expect((await s.history().read({ failed: true })).map((r) => r.call_id)).toEqual(["c2"]);
   });
 });
 

@@ -113,7 +113,13 @@ export class PostgresSessionStorage extends JournalStorage {
     }
     let pool: Pool;
     try {
-      pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 10_000 });
+      pool = new pg.Pool({
+        connectionString: url,
+        max: options.maxConnections ?? 10,
+        connectionTimeoutMillis: 10_000,
+        // Idle connections do not keep the process alive (a CLI command that forgets close() still exits).
+        allowExitOnIdle: true,
+      });
     } catch (e) {
       throw storageError(url, "cannot use the URL", e);
     }
