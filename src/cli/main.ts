@@ -11,19 +11,19 @@
  *
  * @module
  */
-import { openSync, readSync, readFileSync, closeSync, fstatSync, statSync } from "node:fs";
-import { createRuntime, serializeEnvelope, type Runtime } from "../runtime/index.ts";
+import { openSync, readSync, readFileSync, closeSync, fstatSync } from "node:fs";
+import { serializeEnvelope, type Runtime } from "../runtime/index.ts";
 import type { Envelope } from "../core/envelope.ts";
-import { AgentcoreError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
+import { AgentcoreError, DEFAULT_MAX_BYTES, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { installProcessHost } from "../host/process.ts";
 import { setRemedyWording } from "../session/remedy.ts";
 import { CLI_REMEDY_WORDING } from "./remedy.ts";
-import { loadConfig, ConfigError, type FileConfig } from "../host/settings.ts";
+import { resolveSettings, SettingsFlagError, type HostSettings, type SettingsOverrides } from "../host/settings.ts";
+import { runtimeWithMcp } from "../host/runtime.ts";
 import type { ToolApprover } from "../runtime/middleware/index.ts";
 import { APPROVE_ALL_WARNING, gateMiddleware } from "./gate.ts";
-import type { ToolMiddleware as PolicyMiddleware } from "../runtime/middleware/types.ts";
 import { LineFramer, isBlank, type Line } from "../core/lines.ts";
 import { LineWriter, OutputError, outputFailure } from "./output.ts";
 import { exitFor } from "./exit.ts";
@@ -46,42 +46,17 @@ import {
   valueOptions,
 } from "./args.ts";
 import { MAIN_HELP, overview } from "./help.ts";
-import { selectTools, workspaceTools, type WorkspaceToolsOptions } from "../tools/workspace/index.ts";
-import type { AnyToolDefinition } from "../tools/definition.ts";
-import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
-import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 
-interface Settings {
-  root?: string;
-  maxBytes: number;
-  maxDepth: number;
-  maxFileBytes?: number;
-  defaultTimeoutMs?: number;
-  /** The config file's `policy` section: turns the policy middleware on. */
-  policy?: FileConfig["policy"];
+/** The host's settings, and what the command line adds: who answers approvals. */
+interface Settings extends HostSettings {
   /** The command reads its input from stdin (`-`): no TTY approver then (approval fails closed). */
   stdinIsInput?: boolean;
-  /** --history FILE: the execution history log. */
-  history?: string;
-  /** The config's skills_dir (agent). */
-  skillsDir?: string;
-  /** Workspace tools to register (config "tools" section, or --tools). */
-  tools?: WorkspaceToolsOptions;
-  /** The config file in use (kept out of the workspace tools' reach). */
-  configPath?: string;
   /** agent and chat: side-effecting tools ask first even without a config policy (see gate.ts). */
   defaultGate?: boolean;
   /** --approve-all: approve every call that would ask. */
   approveAll?: boolean;
   /** The command's own approver (the chat REPL's) instead of the TTY approver. */
   approver?: ToolApprover;
-  /** The config's `mcpServers`: connected by {@link runtimeFor}. */
-  mcpServers?: FileConfig["mcpServers"];
-}
-
-function env(name: string): string | undefined {
-  const p = (globalThis as { process?: { env: Record<string, string | undefined> } }).process;
-  return p?.env[name];
 }
 
 /** A flag's value as an integer from 1 to `max` (a usage error names the command in main's catch). */
@@ -96,39 +71,23 @@ function contextWindowFlag(raw: string): number {
   return n;
 }
 
+/** The flags over the config file (the merge is the host's: src/host/settings.ts). */
 function settingsFrom(values: Record<string, string | boolean | undefined>): Settings {
-  const configPath = (values.config as string | undefined) ?? env("AGENTCORE_CONFIG");
-  const file: FileConfig = configPath ? loadConfig(configPath) : {};
-  const s: Settings = {
-    root: file.root,
-    maxBytes: file.max_input_bytes ?? DEFAULT_MAX_BYTES,
-    maxDepth: file.max_depth ?? DEFAULT_MAX_DEPTH,
-    maxFileBytes: file.max_file_bytes,
-    defaultTimeoutMs: file.default_timeout_ms,
-    policy: file.policy,
-    history: file.history,
-    tools: file.tools,
-    configPath,
-    skillsDir: file.skills_dir,
-    mcpServers: file.mcpServers,
-  };
-  // the config file's values: a config error naming the file, like its other checks
-  if (s.maxBytes > HARD_MAX_BYTES) throw new ConfigError(`${configPath}: "max_input_bytes" must be at most ${HARD_MAX_BYTES}`);
-  if (s.maxDepth > HARD_MAX_DEPTH) throw new ConfigError(`${configPath}: "max_depth" must be at most ${HARD_MAX_DEPTH}`);
-  if (typeof values.root === "string") s.root = values.root;
-  if (typeof values["max-input-bytes"] === "string") {
-    s.maxBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);
+  const flags: SettingsOverrides = {};
+  if (typeof values.config === "string") flags.config = values.config;
+  if (typeof values.root === "string") flags.root = values.root;
+  if (typeof values["max-input-bytes"] === "string")
+    flags.maxInputBytes = positiveInt("--max-input-bytes", values["max-input-bytes"], HARD_MAX_BYTES);
+  if (typeof values["max-depth"] === "string") flags.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
+  if (typeof values.history === "string") flags.history = values.history;
+  if (typeof values.tools === "string") flags.tools = values.tools;
+  if (typeof values.store === "string") flags.store = values.store;
+  try {
+    return resolveSettings(flags);
+  } catch (e) {
+    if (e instanceof SettingsFlagError) throw new UsageError(e.message);
+    throw e;
   }
-  if (typeof values["max-depth"] === "string") s.maxDepth = positiveInt("--max-depth", values["max-depth"], HARD_MAX_DEPTH);
-  if (typeof values.history === "string") s.history = values.history;
-  if (typeof values.tools === "string") {
-    try {
-      s.tools = selectTools(values.tools, file.tools);
-    } catch (e) {
-      throw new UsageError((e as Error).message);
-    }
-  }
-  return s;
 }
 
 /** The options `agent` and `chat` share: the model, the session, the plan, skills and the run limits. */
@@ -155,78 +114,20 @@ function modelFlags(
   return flags;
 }
 
-function makeRuntime(s: Settings): Runtime {
-  if (s.root !== undefined) {
-    let isDir: boolean;
-    try {
-      isDir = statSync(s.root).isDirectory();
-    } catch {
-      throw new InputError(`root ${s.root}: no such folder`);
-    }
-    if (!isDir) throw new InputError(`root ${s.root}: not a folder`);
-  }
-  const middleware: ToolMiddleware[] = [];
-  // The history goes first (outermost), so that it also records refused calls.
-  if (s.history !== undefined) middleware.push(historyMiddleware(openHistory(s.history)));
-  let tools: AnyToolDefinition[] = [];
-  if (s.tools !== undefined) {
-    try {
-      // agentcore's own files stay out of the tools' reach when they lie inside the root
-      const protect = [s.configPath, s.history].filter((p): p is string => p !== undefined);
-      tools = workspaceTools(s.tools, s.root ?? process.cwd(), { protect });
-    } catch (e) {
-      throw new ConfigError(`tools: ${(e as Error).message}`);
-    }
-  }
-  return createRuntime({
-    root: s.root,
-    tools,
-    limits: { maxBytes: s.maxBytes, maxDepth: s.maxDepth },
-    maxFileBytes: s.maxFileBytes,
-    defaultTimeoutMs: s.defaultTimeoutMs,
-    middleware: [...middleware, ...policyMiddleware(s)],
-  });
-}
-
 /** Closers of the MCP servers connected by {@link runtimeFor}; run when main() returns. */
 const mcpClosers: (() => Promise<void>)[] = [];
 
 /**
- * {@link makeRuntime}, then, only when the config has `mcpServers`, connect
- * them and register their tools (the MCP code is loaded only then). A server
- * that cannot start, or a tool name collision, is a config error (exit 2).
+ * The host's runtime for the settings, with the command's policy gate (see
+ * gate.ts: the config's policy, or for agent and chat side-effecting tools
+ * ask first; `require_approval` is answered on the terminal, by the chat
+ * REPL, or by --approve-all; with stdin as the command's input, denied), and
+ * the config's MCP servers, stopped when main() returns.
  */
 async function runtimeFor(s: Settings): Promise<Runtime> {
-  const rt = makeRuntime(s);
-  if (s.mcpServers === undefined || Object.keys(s.mcpServers).length === 0) return rt;
-  const [{ attachMcpServersForCommand }, { McpStartupError }] = await Promise.all([import("../host/mcp.ts"), import("../mcp/attach.ts")]);
-  try {
-    // a signal, during the start-up or after it, stops the servers before exiting
-    mcpClosers.push(await attachMcpServersForCommand(rt, s.mcpServers));
-  } catch (e) {
-    if (e instanceof McpStartupError) throw new ConfigError(e.message);
-    throw e;
-  }
-  return rt;
-}
-
-function openHistory(path: string): HistoryLog {
-  try {
-    return HistoryLog.open(path);
-  } catch (e) {
-    throw new InputError((e as Error).message);
-  }
-}
-
-/**
- * The policy middleware: the config's `policy` section, or for agent and chat
- * the default gate (side-effecting tools ask first); see gate.ts.
- * `require_approval` is answered on the terminal (stderr prompt, one line of
- * stdin), by the chat REPL, or by --approve-all; when stdin is the command's
- * input or not a TTY, approval is denied.
- */
-function policyMiddleware(s: Settings): PolicyMiddleware[] {
-  return gateMiddleware(s);
+  const { runtime, close } = await runtimeWithMcp(s, gateMiddleware(s));
+  mcpClosers.push(close);
+  return runtime;
 }
 
 // ---------------------------------------------------------------- tools
