@@ -314,7 +314,7 @@ export class ToolExecutor {
           preview = "(arguments cannot be shown)";
         }
         await this.emitter.emit({
-          kind: "approval_requested",
+          kind: "tool_approval_requested",
           turn,
           tool_call: call,
           request: { tool: request.tool, effect: request.effect, rule_id: request.ruleId, reason: request.reason, arguments: preview },
@@ -323,7 +323,7 @@ export class ToolExecutor {
       },
       decided: async (_request, d) => {
         await this.emitter.emit({
-          kind: "approval_decided",
+          kind: "tool_approval_decided",
           turn,
           tool_call_id: call.id,
           approved: d.approved,

@@ -48,9 +48,9 @@ export type AgentEventPayload =
    * first). `arguments` is a redacted preview; `suspended`: nobody is asked,
    * the run ends `awaiting_approval` once the turn's other calls settle.
    */
-  | { kind: "approval_requested"; turn: number; tool_call: ModelToolCall; request: ApprovalRequestInfo; suspended: boolean }
-  /** The answer to an `approval_requested` (in process; a suspended one is answered in the journal). */
-  | { kind: "approval_decided"; turn: number; tool_call_id: string; approved: boolean; reason: string | null; decided_by: string }
+  | { kind: "tool_approval_requested"; turn: number; tool_call: ModelToolCall; request: ApprovalRequestInfo; suspended: boolean }
+  /** The answer to a `tool_approval_requested` (in process; a suspended one is answered in the journal). */
+  | { kind: "tool_approval_decided"; turn: number; tool_call_id: string; approved: boolean; reason: string | null; decided_by: string }
   | { kind: "turn_completed"; turn: number }
   | { kind: "agent_finished"; result: AgentRunResult };
 
@@ -73,8 +73,8 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "tool_started",
   "tool_progressed",
   "tool_completed",
-  "approval_requested",
-  "approval_decided",
+  "tool_approval_requested",
+  "tool_approval_decided",
   "turn_completed",
   "agent_finished",
 ];

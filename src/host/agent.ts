@@ -49,6 +49,8 @@ export interface RunSpec {
   compaction?: CompactionSpec;
   /** Record the run in this session branch (default branch main). */
   session?: { id: string; branch?: string };
+  /** A call that needs an approval journals its request and ends the run `awaiting_approval` (see `AgentOptions.suspendOnApproval`). */
+  suspendOnApproval?: boolean;
 }
 
 /** A setup problem of the spec the front end words for its users (a plan tool already registered). */
@@ -173,6 +175,7 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
       ...(options.skills != null ? { skills: options.skills } : {}),
       ...(compaction !== undefined ? { compaction } : {}),
       ...(agentId !== undefined ? { agentId } : {}),
+      ...(spec.suspendOnApproval === true ? { suspendOnApproval: true } : {}),
     });
   } catch (e) {
     throw new RunSpecError((e as Error).message, spec.compaction !== undefined ? "compaction" : "agent");

@@ -322,7 +322,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       "/v1/sessions/{session_id}/recover": {
         post: {
           summary:
-            "close the runs a crash left unfinished on a branch (each gets run_finished cancelled/external_abort, 'run interrupted'; unanswered tool calls a cancelled answer); a no-op on a healthy branch",
+            "close the runs a crash left unfinished on a branch (each gets run_finished cancelled/external_abort, 'run interrupted'; unanswered tool calls a cancelled answer); a run that waited for an approval becomes suspended (awaiting_approval) instead, to answer and resume; a no-op on a healthy branch",
           parameters: [idParam("session_id", "session id")],
           requestBody: {
             required: false,
@@ -345,6 +345,49 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
+      "/v1/sessions/{session_id}/approvals": {
+        get: {
+          summary: "the approvals a branch waits for (journaled approval_requested records not answered yet)",
+          parameters: [idParam("session_id", "session id"), { name: "branch", in: "query", schema: { type: "string", default: "main" } }],
+          responses: {
+            "200": {
+              description:
+                "session_id, branch_id, pending: [{run_id, tool_call_id, tool, effect, rule_id, reason, arguments (redacted), requested_at, decision: null}]",
+              content: json({ type: "object" }),
+            },
+            ...errors(404, 504, ...STD),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/approvals/{tool_call_id}": {
+        post: {
+          summary:
+            "answer the approval a suspended run waits for (journaled as approval_decided); then POST /v1/sessions/{session_id}/resume",
+          parameters: [idParam("session_id", "session id"), idParam("tool_call_id", "the call that waits")],
+          requestBody: {
+            required: true,
+            content: json({
+              type: "object",
+              required: ["approved"],
+              properties: { approved: { type: "boolean" }, reason: { type: "string" }, branch: { type: "string", default: "main" } },
+              additionalProperties: false,
+            }),
+          },
+          responses: {
+            "200": { description: "the answer, its record_id, and the call ids still pending", content: json({ type: "object" }) },
+            ...errors(400, 404, 409, 413, 415, 504, ...STD),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/resume": runOp(
+        "go on with the branch's suspended run (stop reason awaiting_approval) once its approvals are answered: approved calls run, denied ones get the policy's rejection payload; a new run, followable at /v1/runs/{run_id}/events",
+        {
+          type: "object",
+          additionalProperties: false,
+          description: "a RunRequest without task and session (the model or script, limits, branch, suspend_on_approval)",
+        },
+        true,
+      ),
       "/mcp": {
         post: {
           summary:
@@ -438,6 +481,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
             session: { type: "string" },
             branch: { type: "string", default: "main" },
             detached: { type: "boolean", default: false, description: "when true, a client disconnect does not abort the run" },
+            suspend_on_approval: {
+              type: "boolean",
+              default: false,
+              description:
+                "needs session: a call that needs an approval is journaled and the run ends awaiting_approval instead of waiting in the queue (answer at POST /v1/sessions/{session_id}/approvals/{tool_call_id}, then resume)",
+            },
             compaction: {
               type: "object",
               required: ["context_window"],

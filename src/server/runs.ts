@@ -28,10 +28,12 @@ import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { SessionRecorder } from "../session/recorder.ts";
+import { resumeDecisions } from "../session/approvals.ts";
 import { buildAgent, type RunSpec } from "../host/agent.ts";
 import { isPresetName, makeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import {
+  pendingApprovals,
   SessionBranchBusyError,
   SessionConflictError,
   SessionError,
@@ -72,6 +74,8 @@ export interface RunRequest {
   branch?: string;
   detached: boolean;
   compaction?: { contextWindow: number; reserveTokens: number; keepRecentTokens: number };
+  /** A call that needs an approval is journaled and ends the run `awaiting_approval` instead of waiting in the queue (needs session). */
+  suspendOnApproval?: boolean;
 }
 
 /** A run as `GET /v1/runs/{id}` shows it. */
@@ -121,6 +125,7 @@ const RUN_KEYS = [
   "branch",
   "detached",
   "compaction",
+  "suspend_on_approval",
 ] as const;
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
@@ -144,6 +149,10 @@ export function parseRunRequest(body: unknown): RunRequest {
   req.session = f.string("session", { max: 200 });
   req.branch = f.string("branch", { max: 200 });
   if (req.branch !== undefined && req.session === undefined) f.fail("branch", "needs session");
+  const suspend = f.bool("suspend_on_approval");
+  if (suspend === true && req.session === undefined)
+    f.fail("suspend_on_approval", "needs session: the approval request is journaled there, and answered there later");
+  if (suspend === true) req.suspendOnApproval = true;
   const rawCompaction = f.body.compaction;
   if (typeof rawCompaction === "number") f.fail("compaction", `must be an object, such as {"context_window": ${rawCompaction}}`);
   const c = f.object("compaction", ["context_window", "reserve_tokens", "keep_recent_tokens"]);
@@ -201,7 +210,25 @@ export function runSpecOfRequest(req: RunRequest): RunSpec {
   if (req.maxRunTokens !== undefined) spec.maxRunTokens = req.maxRunTokens;
   if (req.compaction !== undefined) spec.compaction = { ...req.compaction, auto: false };
   if (req.session !== undefined) spec.session = { id: req.session, branch: req.branch ?? "main" };
+  if (req.suspendOnApproval === true) spec.suspendOnApproval = true;
   return spec;
+}
+
+/**
+ * Check a `POST /v1/sessions/{id}/resume` body: a run request without `task`
+ * and `session` (the session is the path's), `branch` included.
+ */
+export function parseResumeRequest(body: unknown, sessionId: string): RunRequest {
+  const b = body === null || body === undefined ? {} : body;
+  if (typeof b === "object" && !Array.isArray(b)) {
+    for (const k of ["task", "session"]) {
+      if (Object.hasOwn(b, k))
+        throw new HttpError(400, "INVALID_REQUEST", `${k} is not taken here: resume goes on with the session's suspended run`, {
+          location: `/${k}`,
+        });
+    }
+  }
+  return parseRunRequest(typeof b === "object" && !Array.isArray(b) ? { ...b, task: "(resume)", session: sessionId } : b);
 }
 
 /** Map a session-layer error to an HTTP refusal. */
@@ -474,7 +501,7 @@ export class RunManager {
    */
   async begin(
     run: ServerRun,
-    op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" },
+    op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" } | { kind: "resume" },
   ): Promise<{ done: Promise<AgentRunResult | null> }> {
     if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
@@ -491,6 +518,29 @@ export class RunManager {
     if (op.kind === "continue") {
       const reason = run.agent.continueRejectionReason;
       if (reason !== null) throw new HttpError(409, "CONFLICT", `cannot continue run ${run.id}: ${reason}`, { reason });
+    }
+    let decisions: ReturnType<typeof resumeDecisions> | null = null;
+    if (op.kind === "resume") {
+      const s = run.session;
+      if (s === null) throw new HttpError(409, "CONFLICT", `run ${run.id} has no session to resume`, { reason: "no_session" });
+      const reason = run.agent.resumeRejectionReason;
+      if (reason !== null)
+        throw new HttpError(409, "CONFLICT", `session '${s.session_id}' branch '${s.branch}' has no suspended run to resume (${reason})`, {
+          reason,
+        });
+      const c = await s.storage.checkout(s.session_id, s.branch).catch((e) => {
+        throw sessionHttpError(e) ?? e;
+      });
+      const pending = c === null ? [] : pendingApprovals(c.session);
+      if (pending.length > 0) {
+        throw new HttpError(
+          409,
+          "CONFLICT",
+          `session '${s.session_id}' branch '${s.branch}' cannot resume yet: approval(s) wait for an answer: ${pending.map((a) => `${a.tool_call_id} (${a.tool})`).join(", ")}`,
+          { reason: "approvals_pending", pending: pending.map((a) => a.tool_call_id) },
+        );
+      }
+      decisions = resumeDecisions(c!.session);
     }
     if (run.session !== null) {
       const key = this.#leaseKey(run.session);
@@ -521,7 +571,9 @@ export class RunManager {
         ? run.agent.run(op.task)
         : op.kind === "continue"
           ? run.agent.continueRun()
-          : run.agent.compact().then(() => run.agent.lastResult);
+          : op.kind === "resume"
+            ? run.agent.resumeRun(decisions!)
+            : run.agent.compact().then(() => run.agent.lastResult);
     const done = work.finally(async () => {
       await run.agent.waitForIdle();
       run.busy--;

@@ -1,7 +1,8 @@
 /**
  * `SessionRecorder`: an agent event sink that journals a run. Only
  * agent_started, agent_continued, message_completed, steering_applied,
- * tool_completed, approval_requested, approval_decided, agent_finished and
+ * tool_completed, tool_approval_requested, tool_approval_decided (records
+ * approval_requested, approval_decided), agent_finished and
  * completed compactions become records (an approval request is written
  * before anyone is asked: the policy waits for this sink);
  * deltas, progress, pressure and discarded steering are not persisted. Each
@@ -93,7 +94,7 @@ export function recordDraft(
       return { ...base, type: "messages_appended", data: { run_id: runId, messages: event.result.messages.map((m) => ({ ...m })) } };
     case "agent_finished":
       return { ...base, type: "run_finished", data: { run_id: runId, result: structuredClone(event.result) } };
-    case "approval_requested": {
+    case "tool_approval_requested": {
       const r = event.request;
       return {
         ...base,
@@ -110,7 +111,7 @@ export function recordDraft(
         },
       };
     }
-    case "approval_decided":
+    case "tool_approval_decided":
       return {
         ...base,
         type: "approval_decided",

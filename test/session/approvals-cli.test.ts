@@ -433,3 +433,64 @@ describe("crashes: nothing started is lost, nothing side-effecting runs twice", 
     expect(lines(path.join(dir, "count.txt"))).toBe(1);
   }, 60_000);
 });
+
+describe("the daemon: suspend_on_approval, the approval endpoint and resume (a real daemon on loopback)", () => {
+  test("a run suspends, GET approvals lists it, adversarial answers are refused with the error envelope, an answer and a resume complete it", async () => {
+    const dir = tmp();
+    const cfg = config(dir, DAEMON_POLICY);
+    const d = await startDaemon(dir, cfg);
+    const req = (p: string, body?: unknown, accept = "application/json") =>
+      fetch(d.url + p, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { ...d.auth, accept },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+    const needsSession = await req("/v1/runs", { task: "t", suspend_on_approval: true, script: [{ content: "x" }] });
+    expect(needsSession.status).toBe(400);
+    expect((await needsSession.json()).error.message).toContain("/suspend_on_approval: needs session");
+
+    const first = await req("/v1/runs", { task: "count", session: "demo", suspend_on_approval: true, script: [appendTurn()] });
+    expect(first.status).toBe(201);
+    const view = await first.json();
+    expect(view.result).toMatchObject({ status: "suspended", stop_reason: "awaiting_approval" });
+    expect(lines(path.join(dir, "count.txt"))).toBe(0);
+
+    const listed = await (await req("/v1/sessions/demo/approvals")).json();
+    expect(listed.pending.map((a: { tool_call_id: string }) => a.tool_call_id)).toEqual(["w1"]);
+
+    const early = await req("/v1/sessions/demo/resume", { script: [{ content: "done" }] });
+    expect(early.status).toBe(409);
+    expect((await early.json()).error).toMatchObject({ code: "CONFLICT", details: { reason: "approvals_pending", pending: ["w1"] } });
+
+    const unknown = await req("/v1/sessions/demo/approvals/nope", { approved: true });
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).error).toMatchObject({ code: "NOT_FOUND", details: { reason: "approval_not_found", pending: ["w1"] } });
+    const bad = await req("/v1/sessions/demo/approvals/w1", { approved: "yes" });
+    expect(bad.status).toBe(400);
+    const noSession = await req("/v1/sessions/ghost/approvals/w1", { approved: true });
+    expect(noSession.status).toBe(404);
+
+    const ok = await req("/v1/sessions/demo/approvals/w1", { approved: true, reason: "fine" });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ tool_call_id: "w1", approved: true, pending: [] });
+    const twice = await req("/v1/sessions/demo/approvals/w1", { approved: false });
+    expect(twice.status).toBe(409);
+    expect((await twice.json()).error.details.reason).toBe("approval_answered");
+
+    const taskInBody = await req("/v1/sessions/demo/resume", { task: "x", script: [{ content: "done" }] });
+    expect(taskInBody.status).toBe(400);
+    const resumed = await req("/v1/sessions/demo/resume", { script: [{ content: "done" }] });
+    expect(resumed.status).toBe(201);
+    const runId = resumed.headers.get("x-run-id")!;
+    expect((await resumed.json()).result).toMatchObject({ status: "completed", stop_reason: "text_response", output: "done" });
+    expect(lines(path.join(dir, "count.txt"))).toBe(1);
+    // the resumed run is a daemon run like any other: its events replay from the start
+    const events = await (await req(`/v1/runs/${runId}/events?after=0`, undefined, "text/event-stream")).text();
+    expect(events).toContain('"kind":"agent_continued"');
+    expect(events).toContain('"kind":"agent_finished"');
+    const again = await req("/v1/sessions/demo/resume", { script: [{ content: "x" }] });
+    expect(again.status).toBe(409);
+    d.proc.kill("SIGTERM");
+    await d.proc.exited;
+  }, 60_000);
+});

@@ -161,8 +161,17 @@ describe("agent --session: SIGTERM, SIGHUP and SIGINT finish the run in the jour
       await run.rest();
       expect(await run.child.exited).toBe(143);
       const journal = await records(dir);
-      expect(journal.map((r) => r.type)).toEqual(["run_started", "message_appended", "messages_appended", "run_finished"]);
-      const answer = (journal[2]!.data.messages as { content: string }[])[0]!.content;
+      // --approve-all's answer is journaled with its request, before the call ran
+      expect(journal.map((r) => r.type)).toEqual([
+        "run_started",
+        "message_appended",
+        "approval_requested",
+        "approval_decided",
+        "messages_appended",
+        "run_finished",
+      ]);
+      expect(journal[3]!.data).toMatchObject({ tool_call_id: "x1", approved: true, decided_by: "approve_all" });
+      const answer = (journal[4]!.data.messages as { content: string }[])[0]!.content;
       expect(JSON.parse(answer)).toMatchObject({ status: "cancelled", tool: "exec" });
       for (let i = 0; i < 400 && sleeping() !== ""; i++) await Bun.sleep(25);
       expect(sleeping()).toBe("");

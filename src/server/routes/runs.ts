@@ -17,56 +17,22 @@ function wantsJson(c: Context): boolean {
   return /application\/json/i.test(accept) && !/text\/event-stream/i.test(accept);
 }
 
+/**
+ * Answer an operation on a run: SSE by default, the final view with `Accept:
+ * application/json` (`POST /v1/runs`, continue, compact, and a session's resume).
+ */
+export function runResponder(deps: AppDeps) {
+  const { runs, heartbeatMs } = deps;
+  return async (c: Context<DaemonEnv>, run: ServerRun, op: Parameters<RunManager["begin"]>[1], created: boolean): Promise<Response> =>
+    runResponseOf(runs, heartbeatMs, c, run, op, created);
+}
+
 /** The runs sub-app. */
 export function runRoutes(deps: AppDeps) {
   const { runs, heartbeatMs } = deps;
   const timed = deadline(deps.deadlines);
   const app = subApp();
-
-  /** Answer an operation on a run: SSE by default, the final view with `Accept: application/json`. */
-  const runResponse = async (
-    c: Context<DaemonEnv>,
-    run: ServerRun,
-    op: Parameters<RunManager["begin"]>[1],
-    created: boolean,
-  ): Promise<Response> => {
-    const status = created ? 201 : 200;
-    const headers = { location: `/v1/runs/${run.id}`, "x-run-id": run.id };
-    if (wantsJson(c)) {
-      const { done } = await runs.begin(run, op);
-      const onGone = () => {
-        if (!run.detached) run.agent.abort("the client disconnected");
-      };
-      c.req.raw.signal?.addEventListener("abort", onGone, { once: true });
-      // A client that left while the run was being set up (its session read) is gone already.
-      if (c.req.raw.signal?.aborted === true) onGone();
-      try {
-        await done.catch(() => null);
-      } finally {
-        c.req.raw.signal?.removeEventListener("abort", onGone);
-      }
-      return jsonResponse(runs.view(run), status, headers);
-    }
-    let begun = false;
-    const stream = runEventStream(run, {
-      heartbeatMs,
-      signal: c.req.raw.signal,
-      onDisconnect: () => {
-        // Only a stream that was answered can be left; a refused operation aborts nothing.
-        if (begun && !run.detached) run.agent.abort("the client disconnected");
-      },
-    });
-    try {
-      await runs.begin(run, op);
-      begun = true;
-      // The stream saw the client leave before the run began (the operation was set up meanwhile): end it now.
-      if (c.req.raw.signal?.aborted === true && !run.detached) run.agent.abort("the client disconnected");
-    } catch (e) {
-      await stream.cancel().catch(() => {});
-      throw e;
-    }
-    return new Response(stream, { status, headers: { ...SSE_HEADERS, ...headers } });
-  };
+  const runResponse = runResponder(deps);
 
   app.post("/", async (c) => {
     const req = parseRunRequest(await c.var.body.json());
@@ -137,4 +103,50 @@ export function runRoutes(deps: AppDeps) {
     return runResponse(c, run, { kind: "compact" }, false);
   });
   return app;
+}
+
+async function runResponseOf(
+  runs: RunManager,
+  heartbeatMs: AppDeps["heartbeatMs"],
+  c: Context<DaemonEnv>,
+  run: ServerRun,
+  op: Parameters<RunManager["begin"]>[1],
+  created: boolean,
+): Promise<Response> {
+  const status = created ? 201 : 200;
+  const headers = { location: `/v1/runs/${run.id}`, "x-run-id": run.id };
+  if (wantsJson(c)) {
+    const { done } = await runs.begin(run, op);
+    const onGone = () => {
+      if (!run.detached) run.agent.abort("the client disconnected");
+    };
+    c.req.raw.signal?.addEventListener("abort", onGone, { once: true });
+    // A client that left while the run was being set up (its session read) is gone already.
+    if (c.req.raw.signal?.aborted === true) onGone();
+    try {
+      await done.catch(() => null);
+    } finally {
+      c.req.raw.signal?.removeEventListener("abort", onGone);
+    }
+    return jsonResponse(runs.view(run), status, headers);
+  }
+  let begun = false;
+  const stream = runEventStream(run, {
+    heartbeatMs,
+    signal: c.req.raw.signal,
+    onDisconnect: () => {
+      // Only a stream that was answered can be left; a refused operation aborts nothing.
+      if (begun && !run.detached) run.agent.abort("the client disconnected");
+    },
+  });
+  try {
+    await runs.begin(run, op);
+    begun = true;
+    // The stream saw the client leave before the run began (the operation was set up meanwhile): end it now.
+    if (c.req.raw.signal?.aborted === true && !run.detached) run.agent.abort("the client disconnected");
+  } catch (e) {
+    await stream.cancel().catch(() => {});
+    throw e;
+  }
+  return new Response(stream, { status, headers: { ...SSE_HEADERS, ...headers } });
 }

@@ -6,7 +6,10 @@
  * @module
  */
 import type { JsonlSessionStorage } from "../../session/jsonl.ts";
-import { sessionMessages } from "../../session/types.ts";
+import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
+import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
+import { parseResumeRequest } from "../runs.ts";
+import { runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
 import { HttpError, jsonResponse } from "../errors.ts";
 import { deadline } from "../middleware/deadline.ts";
@@ -16,6 +19,7 @@ import { subApp, type AppDeps } from "./deps.ts";
 export function sessionRoutes(deps: AppDeps) {
   const { storage, runs } = deps;
   const app = subApp();
+  const respond = runResponder(deps);
   const timed = deadline(deps.deadlines);
   app.get("/", timed, async () => {
     const s = storage();
@@ -102,6 +106,81 @@ export function sessionRoutes(deps: AppDeps) {
       });
     // A run of another process (its live-run mark names a live pid): SessionRunActiveError, 409, unless forced.
     return jsonResponse(await s.recoverRuns(id, { branch, force, reason: "recovered through the daemon" }));
+  });
+  app.get("/:id/approvals", timed, async (c) => {
+    const id = c.req.param("id");
+    const branch = c.req.query("branch") ?? "main";
+    const checkout = await storage().checkout(id, branch);
+    if (checkout === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
+    return jsonResponse({ session_id: id, branch_id: branch, pending: pendingApprovals(checkout.session) });
+  });
+  // Answer an approval a suspended run waits for: journaled as approval_decided (what --resume and /resume act on).
+  app.post("/:id/approvals/:call", timed, async (c) => {
+    const id = c.req.param("id");
+    const call = c.req.param("call");
+    const f = Fields.of(await c.var.body.json(), ["approved", "reason", "branch"]);
+    const approved = f.bool("approved");
+    if (approved === undefined) f.fail("approved", "is required: true to approve, false to deny");
+    const reason = f.string("reason", { max: 4000 });
+    const branch = f.string("branch", { max: 200 }) ?? "main";
+    const s = await existing(id);
+    try {
+      const { record, approval } = await decideApproval(s, id, call, {
+        branch,
+        approved: approved!,
+        reason: reason ?? null,
+        decidedBy: "http",
+      });
+      const left = pendingApprovals((await s.checkout(id, branch))!.session);
+      return jsonResponse({
+        session_id: id,
+        branch_id: branch,
+        tool_call_id: call,
+        tool: approval.tool,
+        approved,
+        reason: reason ?? null,
+        record_id: record.record_id,
+        pending: left.map((a) => a.tool_call_id),
+      });
+    } catch (e) {
+      if (!(e instanceof SessionApprovalError)) throw e;
+      if (e.problem === "run_active")
+        throw new HttpError(409, "CONFLICT", e.message, { reason: "session_unfinished_run", pending: [...e.pending] });
+      const answered = /answered already/.test(e.message);
+      throw answered
+        ? new HttpError(409, "CONFLICT", e.message, { reason: "approval_answered", pending: [...e.pending] })
+        : new HttpError(404, "NOT_FOUND", e.message, { reason: "approval_not_found", pending: [...e.pending] });
+    }
+  });
+  // Go on with a suspended run: a new daemon run (like POST /v1/runs, followable at /v1/runs/{id}/events).
+  app.post("/:id/resume", async (c) => {
+    const id = c.req.param("id");
+    const req = parseResumeRequest(await c.var.body.json({ allowEmpty: true }), id);
+    const branch = req.branch ?? "main";
+    const s = await existing(id);
+    // A daemon (or CLI) that died mid-run: the crash rules close it first, with this daemon's tool effects.
+    const live = runs.runningOn(id, branch);
+    if (live !== null)
+      throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, {
+        reason: "session_busy",
+        run_id: live.id,
+      });
+    const c0 = await s.checkout(id, branch);
+    if (c0 === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
+    if (unfinishedRuns(c0.session).length > 0) {
+      await s.recoverRuns(id, {
+        branch,
+        reason: "recovered by POST /v1/sessions/{id}/resume",
+        toolEffect: (name) => deps.runtime.registry.get(name)?.effect,
+      });
+    }
+    const run = await runs.create(req);
+    try {
+      return await respond(c, run, { kind: "resume" }, true);
+    } catch (e) {
+      if (run.status !== "running") await runs.discard(run);
+      throw e;
+    }
   });
   return app;
 }
