@@ -110,6 +110,50 @@ describe.skipIf(server === null)("postgres: several daemons on one database", ()
     expect(Number(rows[0]!.last_revision)).toBe(1 + 2 * each);
   });
 
+  test("two processes (two daemons) append against the same head at once: one wins, the other gets SessionConflictError", async () => {
+    const db = await database();
+    const s = await storage(db);
+    const head = (await s.append(draft("run_started", { run_id: "r1", task: "t" }, 1))).record_id;
+    const dir = tmp("agentcore-pg-race-");
+    const go = path.join(dir, "go");
+    const script = path.join(dir, "race.ts");
+    fs.writeFileSync(
+      script,
+      `import { existsSync } from "node:fs";
+import { PostgresSessionStorage } from ${JSON.stringify(path.resolve(import.meta.dir, "../../src/session/postgres/storage.ts"))};
+const [url, head, who, go] = process.argv.slice(2);
+const s = await PostgresSessionStorage.open(url);
+await s.head("s1"); // connected and cached: the race is the append alone
+console.log("ready");
+while (!existsSync(go)) await Bun.sleep(2);
+try {
+  await s.append({ session_id: "s1", agent_id: "agent-a", branch_id: "main", sequence: 2, type: "message_appended", data: { run_id: "r1", message: { role: "assistant", content: who } } }, { expectedHeadId: head, checkHead: true });
+  console.log("won");
+} catch (e) {
+  console.log(e.name);
+}
+await s.close();
+`,
+    );
+    const kids = ["a", "b"].map((who) => Bun.spawn([process.execPath, script, db, head, who, go], { stdout: "pipe", stderr: "inherit" }));
+    const readers = kids.map((k) => k.stdout.getReader());
+    for (const r of readers) expect(new TextDecoder().decode((await r.read()).value)).toContain("ready");
+    fs.writeFileSync(go, "");
+    const said: string[] = [];
+    for (const [i, r] of readers.entries()) {
+      let text = "";
+      for (;;) {
+        const chunk = await r.read();
+        if (chunk.done) break;
+        text += new TextDecoder().decode(chunk.value);
+      }
+      await kids[i]!.exited;
+      said.push(text.trim());
+    }
+    expect(said.sort()).toEqual(["SessionConflictError", "won"]);
+    expect((await (await storage(db)).records("s1")).map((r) => r.revision)).toEqual([1, 2]);
+  });
+
   test("a lease is renewed while held; an expired one (its holder stopped renewing) is taken over; owner answers across instances", async () => {
     const db = await database();
     const a = await storage(db, { leaseMs: 600 });
