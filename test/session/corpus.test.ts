@@ -36,7 +36,7 @@ test("the corpus has journals of more than one format, each with its expected JS
   }
 });
 
-test("the corpus covers what a restore must read: tool calls, an approval and a denial, a cut-off run, steering, a compaction, a fork", () => {
+test("the corpus covers what a restore must read: tool calls, an approval and a denial, a cut-off run, steering, a compaction, a fork, a suspended run answered in the journal", () => {
   const text = formats
     .flatMap((f) =>
       fs
@@ -59,10 +59,12 @@ test("the corpus covers what a restore must read: tool calls, an approval and a 
     "steering_applied",
     "compaction_applied",
     "branch_created",
+    "approval_requested",
+    "approval_decided",
   ])
     expect([t, types.has(t)]).toEqual([t, true]);
   const stops = new Set(records.map((r) => r.data.result?.stop_reason).filter((x) => x !== undefined));
-  for (const s of ["text_response", "max_tokens", "tool_rejected"]) expect([s, stops.has(s)]).toEqual([s, true]);
+  for (const s of ["text_response", "max_tokens", "tool_rejected", "awaiting_approval"]) expect([s, stops.has(s)]).toEqual([s, true]);
   expect(text).toContain('"tool_calls"');
 });
 

@@ -11,7 +11,9 @@
  * The session: a run with a tool call; a run whose first side-effecting call
  * is approved and the second denied; a run cut off at max_tokens; a run
  * steered before its second model request; a compaction; a fork "alt" with a
- * run of its own; a last run on main after the fork.
+ * run of its own; a last run on main after the fork; a run that suspends on
+ * two approvals (awaiting_approval), answered in the journal (one approved,
+ * one denied) and resumed.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -21,7 +23,7 @@ import { CompactionPolicy } from "../../../src/context/index.ts";
 import { ScriptedModel } from "../../../src/providers/scripted.ts";
 import { policyFromConfig } from "../../../src/runtime/middleware/policy.ts";
 import { createRuntime } from "../../../src/runtime/runtime.ts";
-import { JsonlSessionStorage, restoreSession, SessionRecorder } from "../../../src/session/index.ts";
+import { decideApproval, JsonlSessionStorage, restoreSession, resumeDecisions, SessionRecorder } from "../../../src/session/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
 
 const [format, name = "tour"] = process.argv.slice(2);
@@ -96,6 +98,35 @@ await alt.shutdown();
 answers = [];
 await main.run("one more on main");
 await main.shutdown();
+
+// A run that suspends on an approval (journaled request, the turn's read-only call settled), answered
+// later through the journal (one approved, one denied), then resumed by another agent.
+const suspending = createAgent({
+  agentId: "corpus-agent",
+  model: new ScriptedModel([
+    { content: null, tool_calls: [call("c5", "append", { text: "three" }), call("c6", "append", { text: "four" }), call("c7", "echo", { message: "meanwhile" })] },
+  ]),
+  runtime: runtime(),
+  suspendOnApproval: true,
+  sinks: [new SessionRecorder(SESSION, storage)],
+});
+restoreSession(suspending, (await storage.checkout(SESSION))!);
+const suspended = await suspending.run("append three and four");
+await suspending.shutdown();
+if (suspended.stop_reason !== "awaiting_approval") throw new Error(`the run did not suspend: ${suspended.stop_reason}`);
+await decideApproval(storage, SESSION, "c5", { approved: true, reason: "fine", decidedBy: "corpus" });
+await decideApproval(storage, SESSION, "c6", { approved: false, reason: "not four", decidedBy: "corpus" });
+const resuming = createAgent({
+  agentId: "corpus-agent",
+  model: new ScriptedModel([{ content: "appended three; four was refused" }]),
+  runtime: runtime(),
+  sinks: [new SessionRecorder(SESSION, storage)],
+});
+const checkout = (await storage.checkout(SESSION))!;
+restoreSession(resuming, checkout);
+const resumed = await resuming.resumeRun(resumeDecisions(checkout.session));
+await resuming.shutdown();
+if (resumed.status !== "completed") throw new Error(`the resumed run did not complete: ${resumed.status}`);
 
 const expected: Record<string, unknown> = {};
 for (const b of await storage.listBranches(SESSION)) {
