@@ -379,15 +379,17 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
-      "/v1/sessions/{session_id}/resume": runOp(
-        "go on with the branch's suspended run (stop reason awaiting_approval) once its approvals are answered: approved calls run, denied ones get the policy's rejection payload; a new run, followable at /v1/runs/{run_id}/events",
-        {
-          type: "object",
-          additionalProperties: false,
-          description: "a RunRequest without task and session (the model or script, limits, branch, suspend_on_approval)",
-        },
-        true,
-      ),
+      "/v1/sessions/{session_id}/resume": {
+        post: runOp(
+          "go on with the branch's suspended run (stop reason awaiting_approval) once its approvals are answered: approved calls run, denied ones get the policy's rejection payload; a new run, followable at /v1/runs/{run_id}/events",
+          {
+            type: "object",
+            additionalProperties: false,
+            description: "a RunRequest without task and session (the model or script, limits, branch, suspend_on_approval)",
+          },
+          true,
+        ),
+      },
       "/mcp": {
         post: {
           summary:
