@@ -10,7 +10,8 @@
  * terminal, each tool call shows as one line there. With `--events jsonl`
  * every event is one JSON line on stdout instead, ending with
  * `agent_finished`, which carries the result. Exit status 0 when the run
- * completed, 1 otherwise; Ctrl-C aborts the run (`cancelled` /
+ * completed, 3 when it suspended awaiting an approval (`--suspend-on-approval`;
+ * answered with `sessions approve|deny`, resumed with `--resume`), 1 otherwise; Ctrl-C aborts the run (`cancelled` /
  * `external_abort`). SIGTERM and SIGHUP abort it the same way (so a session
  * journals its `run_finished`), then the command exits 143 / 129; a second
  * signal while stopping exits at once (130 for a second Ctrl-C).

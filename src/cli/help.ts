@@ -127,6 +127,7 @@ export const AGENT_HELP: CommandSpec = {
     `agent [options] "TASK"`,
     "agent [options] -                    (the task from stdin)",
     "agent --session ID --continue [options]",
+    "agent --session ID --resume [options]  (after sessions approve|deny)",
   ],
   description:
     'Runs an agent on TASK with the registered tools. The answer streams to stdout (with\n--events jsonl, every event instead); when stderr is a terminal each tool call shows there\nas one line. Side-effecting tools ask on the terminal first unless the config\'s "policy"\nsays otherwise or --approve-all is given.',
@@ -135,10 +136,12 @@ export const AGENT_HELP: CommandSpec = {
     `agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"`,
     `agentcore agent --preset ollama --model qwen3 --tools read "What is in README.md?"`,
     `agentcore agent --session demo --continue --preset ollama --model qwen3`,
+    `agentcore agent --session demo --suspend-on-approval --preset ollama --model qwen3 "TASK"`,
   ],
   exit: [
     "0  the run completed",
     "1  the run did not complete (max steps, budget, refused tool call, model error)",
+    "3  the run suspended: a tool call waits for approval (--suspend-on-approval); answer it, then --resume",
     "2  usage error, a bad config, script, skill, session or model setting",
     PIPE,
     SIGNALS,

@@ -429,15 +429,19 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         const branch = v.branch ?? "main";
         const r = await storage.recoverRuns(id!, { branch, force: v.force === true, reason: "recovered by 'agentcore sessions recover'" });
         const resume = `agentcore agent --session ${shellQuote(id!)}${branch !== "main" ? ` --branch ${shellQuote(branch)}` : ""} "TASK"`;
+        const suspended = r.recovered.some((x) => x.result.stop_reason === "awaiting_approval");
+        const b = branch !== "main" ? ` --branch ${shellQuote(branch)}` : "";
         const text =
           r.recovered.length === 0
             ? [`session ${id} branch ${branch}: no unfinished run, nothing to recover`]
             : [
                 ...r.recovered.map(
                   (x) =>
-                    `run ${x.run_id} closed as ${x.result.status} (${x.result.stop_reason}) after ${x.result.turns} turn(s)${x.cancelled_tool_calls.length > 0 ? `; ${x.cancelled_tool_calls.length} unanswered tool call(s) answered as cancelled` : ""}`,
+                    `run ${x.run_id} closed as ${x.result.status} (${x.result.stop_reason}) after ${x.result.turns} turn(s)${x.cancelled_tool_calls.length > 0 ? `; ${x.cancelled_tool_calls.length} unanswered tool call(s) answered as cancelled` : ""}${x.interrupted_tool_calls.length > 0 ? `; ${x.interrupted_tool_calls.length} call(s) that may have started answered as interrupted (outcome unknown, never replayed)` : ""}${x.resumable_tool_calls.length > 0 ? `; ${x.resumable_tool_calls.length} call(s) left for the resume` : ""}`,
                 ),
-                `session ${id} branch ${branch} is usable again: ${resume}`,
+                suspended
+                  ? `session ${id} branch ${branch} waits: see agentcore sessions approvals ${shellQuote(id!)}${b}${dirArgs}, answer with sessions approve|deny, then agentcore agent --session ${shellQuote(id!)}${b} --resume`
+                  : `session ${id} branch ${branch} is usable again: ${resume}`,
               ];
         emit(r, text);
         return 0;

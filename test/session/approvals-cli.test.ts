@@ -7,7 +7,7 @@ import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { JsonlSessionStorage, pendingApprovals } from "../../src/session/index.ts";
+import { JsonlSessionStorage, liveRunMarks, pendingApprovals } from "../../src/session/index.ts";
 import { binaryPath } from "../support/binary.ts";
 import { startOpenAIServer, textReply } from "../support/openai-server.ts";
 import { tmpPerTest } from "../support/tmp.ts";
@@ -387,6 +387,48 @@ describe("crashes: nothing started is lost, nothing side-effecting runs twice", 
     const echo = c.session.entries.map((e) => e.message).find((m) => m.role === "tool" && m.tool_call_id === "e1")!;
     expect(JSON.parse(echo.content as string)).toEqual({ message: "same turn" });
     expect(c.session.runs.map((r) => r.result?.stop_reason)).toEqual(["awaiting_approval", "text_response"]);
+  }, 60_000);
+
+  test("agent SIGKILLed while its terminal prompt waits (a pty from script(1)): recover → suspended, approve, --resume completes", async () => {
+    const dir = tmp();
+    const cfg = config(dir);
+    const a = script(dir, "a.jsonl", appendTurn());
+    const quote = (w: string) => `'${w.replace(/'/g, "'\\''")}'`;
+    const cmd = [bin, "agent", "--config", cfg, "--no-plan", "--session", "demo", "--script", a, "count"].map(quote).join(" ");
+    // script gives the agent a terminal: its stdin is a TTY, so the approver asks and waits
+    const term = Bun.spawn(["script", "-qfec", cmd, "/dev/null"], { cwd: dir, stdin: "pipe", stdout: "pipe", stderr: "pipe", env: ENV });
+    live.push(term);
+    const reader = term.stdout.getReader();
+    let shown = "";
+    while (!shown.includes("allow? [y]es")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the agent ended before asking: ${shown}`);
+      shown += new TextDecoder().decode(value);
+    }
+    // the request was journaled before the prompt; the agent's pid is in its live-run mark
+    expect(fs.readFileSync(storageOf(dir).fileFor("demo"), "utf8")).toContain('"approval_requested"');
+    const marks = liveRunMarks(storageOf(dir), "demo");
+    expect(marks.length).toBe(1);
+    process.kill(marks[0]!.pid, "SIGKILL");
+    await term.exited;
+    const rec = cli(dir, "sessions", "recover", "demo");
+    expect(rec.code).toBe(0);
+    expect(rec.stdout).toContain("closed as suspended (awaiting_approval)");
+    expect(cli(dir, "sessions", "approve", "demo", "w1").code).toBe(0);
+    const resumed = cli(
+      dir,
+      "agent",
+      "--config",
+      cfg,
+      "--no-plan",
+      "--session",
+      "demo",
+      "--resume",
+      "--script",
+      script(dir, "b.jsonl", { content: "done" }),
+    );
+    expect(resumed.code).toBe(0);
+    expect(lines(path.join(dir, "count.txt"))).toBe(1);
   }, 60_000);
 
   test("a daemon SIGKILLed while its approval waits: recover → suspended, approve, --resume completes", async () => {

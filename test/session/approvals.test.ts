@@ -3,6 +3,7 @@
 // the journal, resume, and the crash rules of recoverRuns, on the JSONL
 // storage with real agents and scripted models.
 import { describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
 import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { policyFromConfig } from "../../src/runtime/middleware/policy.ts";
@@ -298,4 +299,52 @@ describe("recoverRuns: the crash rules", () => {
     expect(r.recovered[0]).toMatchObject({ cancelled_tool_calls: ["w1"], resumable_tool_calls: [] });
     expect(r.recovered[0]!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
   });
+});
+
+describe("a real process killed mid-call (SIGKILL)", () => {
+  const FIXTURE = new URL("./fixtures/crash-agent.ts", import.meta.url).pathname;
+
+  test("a read-only call that was running is run again on resume (its effect from the resuming registry)", async () => {
+    const dir = tmp();
+    const child = Bun.spawn([process.execPath, FIXTURE, dir], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const reader = child.stdout.getReader();
+    let out = "";
+    while (!out.includes("probing")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the child ended: ${await new Response(child.stderr).text()}`);
+      out += new TextDecoder().decode(value);
+    }
+    child.kill("SIGKILL");
+    await child.exited;
+    const storage = new JsonlSessionStorage(`${dir}/sessions`);
+    const probes = () => fs.readFileSync(`${dir}/probe.log`, "utf8").split("\n").filter(Boolean).length;
+    expect(probes()).toBe(1);
+    const r = await storage.recoverRuns("s", { toolEffect: (n) => (n === "probe" ? "read_only" : undefined) });
+    expect(r.recovered[0]).toMatchObject({ resumable_tool_calls: ["p1"], interrupted_tool_calls: [] });
+    expect(r.recovered[0]!.result.stop_reason).toBe("awaiting_approval");
+    const c = (await storage.checkout("s"))!;
+    const log: string[] = [];
+    const probe: ToolDefinition<{ q: string }> = {
+      name: "probe",
+      description: "read-only probe",
+      parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+      effect: "read_only",
+      handler: ({ q }) => {
+        log.push(q);
+        fs.appendFileSync(`${dir}/probe.log`, "probe\n");
+        return { seen: q };
+      },
+    };
+    const agent = createAgent({
+      agentId: "a1",
+      model: new ScriptedModel([{ content: "seen" }]),
+      runtime: createRuntime({ builtins: false, tools: [probe], middleware: [gate()] }),
+      sinks: [new SessionRecorder("s", storage)],
+    });
+    restoreSession(agent, c);
+    expect(await agent.resumeRun(resumeDecisions(c.session))).toMatchObject({ status: "completed", output: "seen" });
+    await agent.shutdown();
+    expect(log).toEqual(["x"]);
+    expect(probes()).toBe(2);
+  }, 30_000);
 });

@@ -12,31 +12,10 @@
  *
  * @module
  */
-import type { ToolEffect } from "../../tools/definition.ts";
-import type { RunInfo } from "./types.ts";
+import type { ToolApprovalDecision, ToolApprovalRequest } from "./types.ts";
 
-/** What an approver is asked. */
-export interface ToolApprovalRequest {
-  readonly tool: string;
-  readonly effect: ToolEffect;
-  /** A deep-frozen copy of the call's arguments. */
-  readonly arguments: Readonly<Record<string, unknown>>;
-  readonly toolCallId: string | null;
-  /** The matching rule's reason, if any. */
-  readonly reason: string | null;
-  /** The matching rule's id, or null for the default action. */
-  readonly ruleId: string | null;
-  /** Present when the call comes from the agent loop. */
-  readonly run?: RunInfo;
-}
-
-/** An approver's answer. */
-export interface ToolApprovalDecision {
-  approved: boolean;
-  reason?: string;
-  /** Who answered (`terminal`, `approve_all`, `client`, …), journaled with the decision; default `approver`. */
-  decidedBy?: string;
-}
+// The request and the answer live with the middleware contract (types.ts), which carries them in ApprovalHooks.
+export type { ToolApprovalDecision, ToolApprovalRequest } from "./types.ts";
 
 /** The programmatic approver. Must settle (or be interrupted by `signal`). */
 export type ToolApprover = (request: ToolApprovalRequest, signal: AbortSignal) => Promise<ToolApprovalDecision>;

@@ -19,13 +19,36 @@
 import type { ToolControl } from "../../tools/definition.ts";
 import type { RegisteredTool } from "../../tools/registry.ts";
 import type { Envelope } from "../../core/envelope.ts";
-import type { ToolApprovalDecision, ToolApprovalRequest } from "./approval.ts";
+import type { ToolEffect } from "../../tools/definition.ts";
 
 /** Where a call comes from when the agent loop runs it. */
 export interface RunInfo {
   readonly agentId: string;
   readonly runId: string;
   readonly turn: number;
+}
+
+/** What an approver is asked. */
+export interface ToolApprovalRequest {
+  readonly tool: string;
+  readonly effect: ToolEffect;
+  /** A deep-frozen copy of the call's arguments. */
+  readonly arguments: Readonly<Record<string, unknown>>;
+  readonly toolCallId: string | null;
+  /** The matching rule's reason, if any. */
+  readonly reason: string | null;
+  /** The matching rule's id, or null for the default action. */
+  readonly ruleId: string | null;
+  /** Present when the call comes from the agent loop. */
+  readonly run?: RunInfo;
+}
+
+/** An approver's answer. */
+export interface ToolApprovalDecision {
+  approved: boolean;
+  reason?: string;
+  /** Who answered (`terminal`, `approve_all`, `client`, …), journaled with the decision; default `approver`. */
+  decidedBy?: string;
 }
 
 /**
