@@ -534,7 +534,10 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
   if (flags.continue === true && !agent.canContinue) {
     const reason = agent.continueRejectionReason;
     await agent.shutdown();
-    throw new AgentSetupError(`cannot continue session '${flags.session}': ${reason}`);
+    const suspended = agent.lastResult?.stop_reason === "awaiting_approval";
+    throw new AgentSetupError(
+      `cannot continue session '${flags.session}': ${reason}${suspended ? " (its last run waits for approval: answer it with agentcore sessions approve|deny, then use --resume)" : ""}`,
+    );
   }
   // SIGTERM / SIGHUP: abort like Ctrl-C, so the run ends `cancelled` and its
   // run_finished is journaled, then exit 128 + n. Any second signal (Ctrl-C

@@ -156,6 +156,22 @@ describe("agent --suspend-on-approval, sessions approve|deny, agent --resume", (
     expect(early.stderr).toContain("cannot resume yet: 1 approval(s) wait");
     expect(early.stderr).toContain("call w1: exec");
 
+    // --continue is not the way on: it says so
+    const cont = cli(
+      dir,
+      "agent",
+      "--config",
+      cfg,
+      "--no-plan",
+      "--session",
+      "demo",
+      "--continue",
+      "--script",
+      script(dir, "k.jsonl", { content: "x" }),
+    );
+    expect(cont.code).toBe(2);
+    expect(cont.stderr).toContain("then use --resume");
+
     const ok = cli(dir, "sessions", "approve", "demo", "w1", "--reason", "checked");
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("call w1 (exec) approved");
