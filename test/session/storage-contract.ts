@@ -4,7 +4,8 @@
  * for one storage: revisions and parents, branches, fork/rollback/retry,
  * conflicts on a stale head, restore (a checkout gives the same messages to
  * a new agent), recoverRuns, listSessions/exists, branch claims, a run that
- * is still going, and torn writes where the storage has files.
+ * is still going, approvals (request, answer once, a crash while one waits),
+ * and torn writes where the storage has files.
  * Run from storage-memory.test.ts, storage-jsonl.test.ts and
  * storage-postgres.test.ts.
  */
@@ -23,6 +24,11 @@ import {
   type SessionRecordDraft,
   SessionRunActiveError,
   sessionMessages,
+  decideApproval,
+  pendingApprovals,
+  resumeDecisions,
+  SessionApprovalError,
+  SessionValidationError,
 } from "../../src/session/index.ts";
 import { setRemedyWording } from "../../src/session/remedy.ts";
 
@@ -424,6 +430,35 @@ export function storageContract(name: string, harness: ContractHarness): void {
       expect(await other.branchOwner("s1", "main")).toBeNull();
       (await other.claimBranch("s1", "main")).release();
       held.release();
+    });
+
+    test("approvals: a journaled request waits, another instance answers it once, a crash while it waits suspends the run", async () => {
+      const { storage, another } = await open();
+      await storage.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
+      const call = { id: "w1", type: "function", function: { name: "write", arguments: "{}" } };
+      await storage.append(
+        draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call] } }, 3),
+      );
+      await storage.append(
+        draft(
+          "approval_requested",
+          { run_id: "r1", tool_call_id: "w1", tool: "write", effect: "side_effecting", rule_id: "ask", reason: null, arguments: {} },
+          5,
+        ),
+      );
+      const other = await another();
+      expect(pendingApprovals((await other.checkout("s1"))!.session).map((a) => a.tool_call_id)).toEqual(["w1"]);
+      // the crash rules: the tool never started, so the run is suspended, not cancelled
+      const r = await storage.recoverRuns("s1");
+      expect(r.recovered[0]!.result).toMatchObject({ status: "suspended", stop_reason: "awaiting_approval" });
+      expect(r.recovered[0]!.resumable_tool_calls).toEqual(["w1"]);
+      await decideApproval(other, "s1", "w1", { approved: true, decidedBy: "contract" });
+      expect(pendingApprovals((await storage.checkout("s1"))!.session)).toEqual([]);
+      expect(resumeDecisions((await storage.checkout("s1"))!.session).get("w1")).toMatchObject({ approved: true, ruleId: "ask" });
+      const twice = await decideApproval(storage, "s1", "w1", { approved: false }).catch((e) => e);
+      expect(twice).toBeInstanceOf(SessionApprovalError);
+      const raw = draft("approval_decided", { tool_call_id: "w1", approved: false }, 0);
+      expect(storage.append(raw)).rejects.toBeInstanceOf(SessionValidationError);
     });
 
     if (harness.tear !== undefined) {
