@@ -608,6 +608,12 @@ export const SERVE_OPTIONS = {
   },
   root: { type: "string", arg: "DIR", section: "Files", help: "folder the file tools are confined to (default: the current directory)" },
   "sessions-dir": { type: "string", arg: "DIR", section: "Files", help: "session journals (default .agentcore/sessions under the root)" },
+  store: {
+    type: "string",
+    arg: "URL|DIR",
+    section: "Files",
+    help: "the session store (default: AGENTCORE_STORE, then the config's store): a\npostgres:// URL runs this daemon in cluster mode with the others on that\nstore (docs/cluster.md); a folder holds JSONL journals like --sessions-dir",
+  },
   config: {
     type: "string",
     arg: "FILE",

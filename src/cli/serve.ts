@@ -18,6 +18,8 @@ import type { LineWriter } from "./output.ts";
 import { expectArguments, intOption, parseCommandLine, renderHelp, SERVE_OPTIONS, usageText } from "./args.ts";
 import { exitKind } from "./exit.ts";
 import { loadCliSkills } from "./skills.ts";
+import { isPostgresStore, openStore } from "../host/store.ts";
+import { historyMiddleware } from "../runtime/history.ts";
 import { SkillError } from "../skills/catalog.ts";
 
 export const SERVE_HELP = renderHelp({
@@ -66,6 +68,32 @@ function int(flag: string, raw: string | undefined, min: number, max: number): n
   }
 }
 
+/**
+ * Cluster mode's set-up: the store opened (its migrations applied), this
+ * daemon's cluster part, and the token the daemons of the store share
+ * (`AGENTCORE_DAEMON_TOKEN` still wins; each daemon writes its own file).
+ */
+async function openClusterStore(spec: string, maxActiveRuns: number, stateDir: string) {
+  const store = await openStore(spec);
+  try {
+    const { Cluster } = await import("../server/cluster/cluster.ts");
+    const cluster = await Cluster.open({ url: spec.trim(), storage: store.sessions, maxActiveRuns });
+    try {
+      const own = prepareDaemonToken(stateDir);
+      const fromEnv = process.env[TOKEN_ENV];
+      const token =
+        fromEnv !== undefined && fromEnv !== "" ? own : prepareDaemonToken(stateDir, process.env, await cluster.sharedToken(own.token));
+      return { store, cluster, token };
+    } catch (e) {
+      await cluster.stop();
+      throw e;
+    }
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+}
+
 /** Run the daemon until a signal stops it; resolves to the exit status. */
 export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise<number> {
   let parsed;
@@ -99,6 +127,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         maxDepth: int("--max-depth", v["max-depth"], 1, HARD_MAX_DEPTH),
         tools: v.tools,
         skillsDir: v.skills,
+        store: v.store,
       });
     } catch (e) {
       if (e instanceof SettingsFlagError) throw new ServeUsageError(e.message);
@@ -117,10 +146,28 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       throw e;
     }
     const mcpServers = settings.mcpServers;
+    // The store: a postgres:// one puts this daemon in cluster mode (docs/cluster.md); a folder is JSONL journals.
+    if (v.store !== undefined && v.store.trim() === "")
+      throw new ServeUsageError("--store must not be empty: give a postgres:// URL or a folder");
+    const stateDir = path.resolve(v["state-dir"] ?? defaultStateDir());
+    let storeSetup: Awaited<ReturnType<typeof openClusterStore>> | null = null;
+    let sessionsDir = v["sessions-dir"];
+    if (settings.store !== undefined) {
+      if (v["sessions-dir"] !== undefined)
+        throw new ServeUsageError(
+          "--sessions-dir and a store (--store, AGENTCORE_STORE or the config's store) name the journals twice: give one",
+        );
+      if (isPostgresStore(settings.store)) {
+        storeSetup = await openClusterStore(settings.store, int("--max-active-runs", v["max-active-runs"], 1, 100_000) ?? 16, stateDir);
+        // the execution history goes to the store too, unless a history file is named
+        if (settings.history === undefined)
+          runtimeOptions.middleware = [historyMiddleware(storeSetup.store.history!), ...(runtimeOptions.middleware ?? [])];
+      } else sessionsDir = path.resolve(settings.store);
+    }
     // The token files are written only once the daemon listens (their name
     // needs the port it got): a start that fails must not replace the token
     // of a daemon that is already running.
-    const pendingToken = prepareDaemonToken(path.resolve(v["state-dir"] ?? defaultStateDir()));
+    const pendingToken = storeSetup?.token ?? prepareDaemonToken(stateDir);
     const allowedHosts = [...(v["allow-host"] ?? [])];
     const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
     // A bare name: accepted with the port the daemon really listens on (also with --port 0).
@@ -139,7 +186,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         requestTimeoutMs: int("--request-timeout-ms", v["request-timeout-ms"], 1, 86_400_000),
         // Bun cuts a connection idle for 255 s at most: a heartbeat must come sooner.
         heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 240_000),
-        sessionsDir: v["sessions-dir"],
+        sessionsDir,
+        ...(storeSetup !== null ? { storage: storeSetup.store.sessions, cluster: storeSetup.cluster } : {}),
         ...(v["access-log"] === true ? { accessLog: true } : {}),
         ...(skills !== null ? { skills } : {}),
       },
@@ -164,6 +212,11 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
             },
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
+      ...(storeSetup !== null ? { close: () => storeSetup!.store.close() } : {}),
+    }).catch(async (e) => {
+      await storeSetup?.cluster.stop();
+      await storeSetup?.store.close();
+      throw e;
     });
     // The graceful stop is armed as soon as the daemon listens, before it
     // says so: a client that stops it right after the "token file" line
@@ -186,6 +239,10 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       );
     }
     process.stderr.write(`agentcore serve: listening on ${started.url}\n`);
+    if (storeSetup !== null)
+      process.stderr.write(
+        `agentcore serve: cluster mode on ${storeSetup.store.location} as ${storeSetup.cluster.nodeId} (the token is the store's)\n`,
+      );
     if (tokenInfo.sharedFile !== null)
       process.stderr.write(
         `agentcore serve: ${tokenInfo.sharedFile} holds this token too (the daemon started last on this state directory)\n`,

@@ -38,6 +38,8 @@ import { createLogger, type Logger } from "../core/logger.ts";
 import { policyFromConfig, type PolicyConfig } from "../runtime/middleware/policy.ts";
 import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
+import type { JournalStorage } from "../session/journal.ts";
+import type { Cluster } from "./cluster/cluster.ts";
 import { ApprovalQueue } from "./approvals.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
 import { errorResponse, HttpError } from "./errors.ts";
@@ -52,7 +54,7 @@ import { callHandler, callRoutes } from "./routes/calls.ts";
 import type { AppDeps, DaemonEnv, TrackedCall } from "./routes/deps.ts";
 import { healthRoutes, openApiRoutes, toolRoutes } from "./routes/basics.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
-import { runRoutes } from "./routes/runs.ts";
+import { runCommands, runRoutes } from "./routes/runs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 
 export { callStatus } from "./routes/calls.ts";
@@ -92,6 +94,10 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** Session journals. Default `<root>/.agentcore/sessions`. */
   sessionsDir?: string;
+  /** The session store (e.g. PostgreSQL, from openStore); replaces the JSONL journals of `sessionsDir`. */
+  storage?: JournalStorage;
+  /** Cluster mode (docs/cluster.md): the daemon's part in a cluster on its PostgreSQL store; started by startDaemon, stopped by shutdown. */
+  cluster?: Cluster;
   /** A live idle agent is shut down after this long. Default 15 minutes. */
   idleTtlMs?: number;
   /** Environment for the OpenAI-compatible model adapter. Default process.env. */
@@ -117,6 +123,8 @@ export interface Daemon {
   readonly runtime: Runtime;
   readonly runs: RunManager;
   readonly approvals: ApprovalQueue;
+  /** Cluster mode: the cluster part (null otherwise). */
+  readonly cluster: Cluster | null;
   /**
    * Stop taking requests (503), then finish or abort runs (see
    * {@link RunManager.shutdown}) and the calls in flight (`POST /v1/calls`,
@@ -192,6 +200,7 @@ export function createApp(options: AppOptions): Daemon {
     runtime,
     approvals,
     sessionsDir,
+    storage: options.storage,
     maxActiveRuns: options.maxActiveRuns,
     idleTtlMs: options.idleTtlMs,
     env: options.env,
@@ -207,7 +216,8 @@ export function createApp(options: AppOptions): Daemon {
     deadlines,
     maxBody,
     heartbeatMs: options.heartbeatMs ?? 15_000,
-    storage: () => new JsonlSessionStorage(sessionsDir),
+    storage: options.storage !== undefined ? () => options.storage! : () => new JsonlSessionStorage(sessionsDir),
+    cluster: options.cluster ?? null,
     stopping: () => stopping,
     calls,
     track(ac, p) {
@@ -217,6 +227,12 @@ export function createApp(options: AppOptions): Daemon {
       p.then(untrack, untrack);
     },
   };
+  options.cluster?.attach({
+    runs,
+    apply: runCommands(deps),
+    logger: runtime.logger,
+    toolEffect: (name) => runtime.registry.get(name)?.effect,
+  });
   const accessOption = options.accessLog ?? runtime.logger.enabled("info");
   // Its own logger at info: the access log is on or off whatever the runtime's level (stderr on Bun and Deno).
   const accessLog: Logger | null =
@@ -330,8 +346,11 @@ export function createApp(options: AppOptions): Daemon {
     runtime,
     runs,
     approvals,
+    cluster: options.cluster ?? null,
     async shutdown(mode, graceMs) {
       stopping = true;
+      // cluster mode: no new job is taken from the queue while the runs here end
+      await options.cluster?.drain();
       const settleCalls = async () => {
         if (mode === "finish" && calls.size > 0) {
           let timer: ReturnType<typeof setTimeout> | undefined;
@@ -342,6 +361,7 @@ export function createApp(options: AppOptions): Daemon {
         await Promise.all([...calls].map((c) => c.done));
       };
       await Promise.all([runs.shutdown(mode, graceMs), settleCalls()]);
+      await options.cluster?.stop();
       deadlines.close();
       await mcp?.close().catch(() => {});
     },

@@ -27,6 +27,7 @@ import { ModelConfigError, type ModelPresetName } from "../providers/config.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
+import type { JournalStorage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { resumeDecisions } from "../session/approvals.ts";
 import { buildAgent, type RunSpec } from "../host/agent.ts";
@@ -102,6 +103,8 @@ export interface RunManagerOptions {
   approvals: ApprovalQueue;
   /** Directory of session journals. */
   sessionsDir: string;
+  /** The session store (a PostgreSQL one); without it, JSONL journals in `sessionsDir`. */
+  storage?: JournalStorage;
   /** Most runs whose agent is active at once; more get 503. Default 16. */
   maxActiveRuns?: number;
   /** Most runs kept (live or finished); the oldest closed ones are forgotten first. Default 256. */
@@ -298,7 +301,7 @@ export class ServerRun {
     readonly id: string,
     readonly agent: Agent,
     readonly detached: boolean,
-    readonly session: { session_id: string; branch: string; storage: JsonlSessionStorage; recorder: SessionRecorder } | null,
+    readonly session: { session_id: string; branch: string; storage: JournalStorage; recorder: SessionRecorder } | null,
   ) {}
 
   emit(item: RunStreamItem): void {
@@ -328,9 +331,10 @@ export class RunManager {
   readonly #runs = new Map<string, ServerRun>();
   /** Session-branch key → the run holding it while active. */
   readonly #leases = new Map<string, ServerRun>();
-  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills">> & {
+  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills" | "storage">> & {
     env: Readonly<Record<string, string | undefined>>;
     skills: SkillCatalog | undefined;
+    storage: JournalStorage | undefined;
   };
   readonly #timer: ReturnType<typeof setInterval>;
   #shuttingDown = false;
@@ -340,6 +344,7 @@ export class RunManager {
       runtime: options.runtime,
       approvals: options.approvals,
       sessionsDir: options.sessionsDir,
+      storage: options.storage,
       maxActiveRuns: options.maxActiveRuns ?? 16,
       maxRuns: options.maxRuns ?? 256,
       idleTtlMs: options.idleTtlMs ?? 15 * 60_000,
@@ -358,6 +363,11 @@ export class RunManager {
     const r = this.#runs.get(id);
     if (r === undefined) throw new HttpError(404, "NOT_FOUND", `no run '${id.slice(0, 100)}'`, {});
     return r;
+  }
+
+  /** The run `id` of this daemon, or undefined. */
+  find(id: string): ServerRun | undefined {
+    return this.#runs.get(id);
   }
 
   list(): ServerRun[] {
@@ -417,8 +427,12 @@ export class RunManager {
     return holder !== undefined && holder.status === "running" ? holder : null;
   }
 
-  /** Create a run's agent (restoring its session). Does not start it. */
-  async create(req: RunRequest): Promise<ServerRun> {
+  /**
+   * Create a run's agent (restoring its session). Does not start it. `runId`:
+   * the id to give it (a cluster run claimed from the queue keeps the id it
+   * was created with); default a new one.
+   */
+  async create(req: RunRequest, runId?: string): Promise<ServerRun> {
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
     if (this.activeCount() >= this.#opts.maxActiveRuns)
       throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
@@ -426,7 +440,7 @@ export class RunManager {
     if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
     const spec = runSpecOfRequest(req);
     const model = await this.#makeModel(spec);
-    const id = `run_${randomBytes(12).toString("hex")}`;
+    const id = runId ?? newRunId();
     let session: ServerRun["session"] = null;
     let checkout = null;
     if (req.session !== undefined) {
@@ -439,7 +453,7 @@ export class RunManager {
           run_id: holder.id,
         });
       }
-      const storage = new JsonlSessionStorage(this.#opts.sessionsDir);
+      const storage = this.#opts.storage ?? new JsonlSessionStorage(this.#opts.sessionsDir);
       try {
         checkout = await storage.checkout(req.session, branch);
       } catch (e) {
@@ -687,6 +701,11 @@ export class RunManager {
     this.#opts.approvals.close();
     await Promise.all(runs.map((r) => this.#close(r)));
   }
+}
+
+/** A new run id: `run_` and 24 hex digits. */
+export function newRunId(): string {
+  return `run_${randomBytes(12).toString("hex")}`;
 }
 
 /** The default sessions directory of the daemon: `<root>/.agentcore/sessions` (as for the CLI). */

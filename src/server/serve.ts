@@ -43,6 +43,8 @@ export interface StartOptions {
    * the end of `stop()` (close what it opened). A throw stops the start-up.
    */
   prepare?: (daemon: Daemon) => Promise<(() => Promise<void>) | void>;
+  /** Called last in `stop()`, once everything else is closed (e.g. the store's connections). */
+  close?: () => Promise<void>;
 }
 
 export interface RunningDaemon {
@@ -73,6 +75,8 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
   let cleanup: (() => Promise<void>) | void = undefined;
   try {
     cleanup = await options.prepare?.(daemon);
+    // cluster mode: work the store's run queue (docs/cluster.md)
+    await daemon.cluster?.start();
     listening = await listen(daemon.fetch, {
       ...options.listen,
       idleTimeoutSeconds: idleTimeoutFor(options.app.heartbeatMs, options.listen.idleTimeoutSeconds),
@@ -94,6 +98,7 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
         await daemon.shutdown(options.onShutdown ?? "abort", options.graceMs ?? 30_000);
         await l.close();
         await cleanup?.();
+        await options.close?.();
       })();
       return stopped;
     },

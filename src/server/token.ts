@@ -90,7 +90,7 @@ export interface PendingToken extends DaemonToken {
  * a start that fails (address in use, bad config) must not replace the file
  * of a daemon that is already running with another token.
  */
-export function prepareToken(stateDir: string, env: Record<string, string | undefined> = process.env): PendingToken {
+export function prepareToken(stateDir: string, env: Record<string, string | undefined> = process.env, given?: string): PendingToken {
   const fromEnv = env[TOKEN_ENV];
   if (fromEnv !== undefined && fromEnv !== "") {
     if (fromEnv.length < MIN_TOKEN_LENGTH) throw new TokenError(`${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters long`);
@@ -99,7 +99,8 @@ export function prepareToken(stateDir: string, env: Record<string, string | unde
   }
   ensureStateDir(stateDir);
   const file = path.join(stateDir, "token");
-  const token = generateToken();
+  // `given`: a token shared by the daemons of one store (docs/cluster.md), else a fresh one.
+  const token = given ?? generateToken();
   return {
     token,
     file,
@@ -266,8 +267,12 @@ export interface PendingDaemonToken {
  * so daemons sharing a state directory never replace each other's token;
  * `<state-dir>/token` holds the token of the daemon started last.
  */
-export function prepareDaemonToken(stateDir: string, env: Record<string, string | undefined> = process.env): PendingDaemonToken {
-  const base = prepareToken(stateDir, env);
+export function prepareDaemonToken(
+  stateDir: string,
+  env: Record<string, string | undefined> = process.env,
+  given?: string,
+): PendingDaemonToken {
+  const base = prepareToken(stateDir, env, given);
   const token = base.token;
   if (base.file === null) {
     const none: CommittedDaemonToken = { token, file: null, sharedFile: null, release: () => [] };

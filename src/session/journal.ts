@@ -23,6 +23,7 @@ import {
   SessionNotFoundError,
   SessionRunActiveError,
   SessionBranchBusyError,
+  SessionSchemaVersionError,
   unfinishedRuns,
 } from "./types.ts";
 import { wordRemedy } from "./remedy.ts";
@@ -385,6 +386,28 @@ export abstract class JournalStorage {
   /** Session ids stored. */
   abstract listSessions(): Promise<string[]>;
 
+  /**
+   * Write a whole session from records made elsewhere (an export, another
+   * store): every record as it is (ids, parents, revisions, times), after
+   * checking them all the way a storage checks what it reads (envelope,
+   * schema version, revisions from 1 without a gap, parents, branches,
+   * one session id) and before writing any. Refuses a session that exists
+   * (SessionConflictError). All or nothing: on any error nothing is written.
+   * Returns the session id and how many records were written.
+   */
+  async importRecords(records: readonly SessionRecord[]): Promise<{ session_id: string; records: number }> {
+    const id = validateRecords(records);
+    return await this.transact(
+      id,
+      (index, write) => {
+        if (index.records.length > 0) throw new SessionConflictError(sessionExistsMessage(id, index.records.length));
+        for (const r of records) write(structuredClone(r));
+        return { session_id: id, records: records.length };
+      },
+      false,
+    );
+  }
+
   /** Append a record (not branch_created). With `checkHead`, fails with SessionConflictError when the branch head moved. */
   async append(draft: SessionRecordDraft, options: AppendOptions = {}): Promise<SessionRecord> {
     if (draft.type === "branch_created")
@@ -511,7 +534,7 @@ export abstract class JournalStorage {
           return { session_id: id, branch_id: branchId, recovered: [], head_id: null };
         if (b === undefined) throw new SessionNotFoundError(missing(index) ?? `session '${id}' has no branch '${branchId}'`);
         const recovered: RecoveredRun[] = [];
-        for (const run of interruptedRunDrafts(b.projection, branchId, options.reason, options.toolEffect)) {
+        for (const run of interruptedRunDrafts(b.projection, branchId, options.reason, options.toolEffect, options.resumable === true)) {
           let last: SessionRecord | null = null;
           for (const draft of run.drafts) {
             last = index.build(draft, b.head_id);
@@ -602,6 +625,39 @@ export abstract class JournalStorage {
       false,
     );
   }
+}
+
+/** The message of an import into a session that exists. */
+export function sessionExistsMessage(sessionId: string, records: number | null): string {
+  return `session '${sessionId}' exists already${records !== null ? ` (${records} record(s))` : ""}: import it under another id, or delete that session first`;
+}
+
+/**
+ * Check that `records` make one whole session, as a storage reading them
+ * would: envelope and schema version, revisions 1, 2, … in order, parents
+ * that exist, branches that start with branch_created, one session id.
+ * Returns the session id; throws SessionValidationError (a schema version
+ * this build does not know: SessionSchemaVersionError) naming the record.
+ */
+export function validateRecords(records: readonly SessionRecord[]): string {
+  if (records.length === 0) throw new SessionValidationError("there is no record to import: a session holds at least one");
+  const first = records[0] as unknown as Record<string, unknown> | null;
+  const raw = first !== null && typeof first === "object" ? first.session_id : undefined;
+  if (typeof raw !== "string") throw new SessionValidationError("record 1: session_id must be a string");
+  const id = normalizeId(raw);
+  const index = new JournalIndex(id);
+  records.forEach((r, i) => {
+    const problem = envelopeProblem(r);
+    if (problem !== null) {
+      const v = (r as { journal_schema_version?: unknown } | null)?.journal_schema_version;
+      if (r !== null && typeof r === "object" && v !== JOURNAL_SCHEMA_VERSION)
+        throw new SessionSchemaVersionError(`record ${i + 1}: ${problem}`);
+      throw new SessionValidationError(`record ${i + 1}: ${problem}`);
+    }
+    assertJson(r.data, `record ${i + 1}: data`);
+    index.add(structuredClone(r));
+  });
+  return id;
 }
 
 /** The refusal of a branch held by process `pid`: who holds it and the ways out. */

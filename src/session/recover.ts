@@ -70,6 +70,13 @@ export interface RecoverOptions {
    * again on resume. Absent: such calls are treated as side-effecting.
    */
   toolEffect?: (tool: string) => "read_only" | "side_effecting" | undefined;
+  /**
+   * Close every unfinished run as suspended (`awaiting_approval`), so that it
+   * can be resumed, even when no approval or read-only call is involved: a
+   * call that may have started is still answered `interrupted` (never
+   * replayed). A cluster daemon taking over a run uses it (docs/cluster.md).
+   */
+  resumable?: boolean;
 }
 
 const nonNegative = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
@@ -113,6 +120,7 @@ export function interruptedRunDrafts(
   branchId: string,
   reason?: string,
   toolEffect?: RecoverOptions["toolEffect"],
+  resumable = false,
 ): {
   run_id: string;
   drafts: SessionRecordDraft[];
@@ -122,6 +130,7 @@ export function interruptedRunDrafts(
   result: AgentRunResult;
 }[] {
   const s = p.session;
+  const resumableRun = resumable;
   const out = [];
   const error = reason === undefined || reason.trim() === "" ? INTERRUPTED_RUN_ERROR : `${INTERRUPTED_RUN_ERROR} (${reason.trim()})`;
   const approvals = new Map((s.approvals ?? []).map((a) => [a.tool_call_id, a]));
@@ -146,7 +155,7 @@ export function interruptedRunDrafts(
       else if (effect === "read_only") resumable.push(c.id);
       else interrupted.push(c);
     }
-    const suspend = involvesApproval || resumable.length > 0;
+    const suspend = resumableRun || involvesApproval || resumable.length > 0;
     const cancelled = suspend ? [] : open;
     const answers = suspend
       ? interrupted.map((c) => ({

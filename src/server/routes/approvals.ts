@@ -12,9 +12,12 @@ import { subApp, type AppDeps } from "./deps.ts";
 
 /** The approvals sub-app. */
 export function approvalRoutes(deps: AppDeps) {
-  const { approvals } = deps;
+  const { approvals, cluster } = deps;
   return subApp()
-    .get("/", () => jsonResponse({ approvals: approvals.list() }))
+    .get("/", async () =>
+      // cluster mode: the approvals waiting in the other daemons of the store too (answered here, applied there)
+      jsonResponse({ approvals: cluster === null ? approvals.list() : [...approvals.list(), ...(await cluster.remoteApprovals())] }),
+    )
     .post("/:id", deadline(deps.deadlines), async (c) => {
       const id = c.req.param("id");
       const f = Fields.of(await c.var.body.json(), ["approved", "reason"]);
@@ -22,6 +25,10 @@ export function approvalRoutes(deps: AppDeps) {
       if (approved === undefined) f.fail("approved", "is required (true or false)");
       const reason = f.string("reason", { max: 1000 });
       const pending = approvals.get(id);
+      if (pending === undefined && cluster !== null) {
+        const outcome = await cluster.forward("approval", id, { approved: approved!, ...(reason !== undefined ? { reason } : {}) });
+        if (outcome !== null) return jsonResponse(outcome.body, outcome.status, outcome.headers);
+      }
       if (
         pending === undefined ||
         !approvals.resolve(id, reason === undefined ? { approved: approved! } : { approved: approved!, reason })

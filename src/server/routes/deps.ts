@@ -11,7 +11,8 @@ import type { ApprovalQueue } from "../approvals.ts";
 import type { RunManager } from "../runs.ts";
 import type { Deadlines } from "../middleware/deadline.ts";
 import type { BodyEnv } from "../middleware/body-limit.ts";
-import type { JsonlSessionStorage } from "../../session/jsonl.ts";
+import type { JournalStorage } from "../../session/journal.ts";
+import type { Cluster } from "../cluster/cluster.ts";
 
 /** The Hono environment of the daemon's sub-apps. */
 export type DaemonEnv = BodyEnv;
@@ -30,8 +31,10 @@ export interface AppDeps {
   deadlines: Deadlines;
   maxBody: number;
   heartbeatMs: number;
-  /** The session journals. */
-  storage: () => JsonlSessionStorage;
+  /** The session journals (JSONL files, or the daemon's store). */
+  storage: () => JournalStorage;
+  /** Cluster mode (a PostgreSQL store): the queue, the run table, events and commands through the store; null otherwise. */
+  cluster: Cluster | null;
   /** Whether the daemon is shutting down. */
   stopping: () => boolean;
   /** Calls in flight. */

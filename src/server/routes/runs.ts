@@ -11,6 +11,7 @@ import { deadline } from "../middleware/deadline.ts";
 import { parseRunRequest, type RunManager, type ServerRun } from "../runs.ts";
 import { runEventStream, SSE_HEADERS } from "../sse.ts";
 import { subApp, type AppDeps, type DaemonEnv } from "./deps.ts";
+import type { CommandKind, CommandOutcome } from "../cluster/cluster.ts";
 
 function wantsJson(c: Context): boolean {
   const accept = c.req.header("accept") ?? "";
@@ -27,6 +28,46 @@ export function runResponder(deps: AppDeps) {
     runResponseOf(runs, heartbeatMs, c, run, op, created);
 }
 
+/**
+ * The operations on a run of this daemon, as the routes answer them (status
+ * and body): what `POST /v1/runs/{id}/abort|steer|follow_up|continue` and
+ * `POST /v1/approvals/{id}` do here, and what a cluster owner applies for a
+ * command another daemon sent it. A `continue` applied for another daemon
+ * answers 202 once the run goes on (its events follow at /events).
+ */
+export function runCommands(deps: AppDeps) {
+  const { runs, approvals } = deps;
+  return async (kind: CommandKind, id: string | null, body: Record<string, unknown>): Promise<CommandOutcome> => {
+    if (kind === "approval") {
+      const key = String(body.key ?? id ?? "");
+      const approved = body.approved === true;
+      const reason = typeof body.reason === "string" ? body.reason : undefined;
+      if (approvals.get(key) === undefined || !approvals.resolve(key, reason === undefined ? { approved } : { approved, reason }))
+        throw new HttpError(404, "NOT_FOUND", `no pending approval '${key.slice(0, 100)}' (answered, timed out, or never existed)`);
+      return { status: 200, body: { approval_id: key, approved, reason: reason ?? null } };
+    }
+    const run = runs.get(id ?? "");
+    switch (kind) {
+      case "abort":
+        return { status: 200, body: { run_id: run.id, aborted: run.agent.abort(String(body.reason)) } };
+      case "steer": {
+        const receipt = run.agent.steer(String(body.content));
+        return { status: receipt.status === "accepted" ? 202 : 409, body: { run_id: run.id, ...receipt } };
+      }
+      case "follow_up": {
+        if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
+        const handle = run.agent.followUp(String(body.task));
+        handle.wait().catch(() => {});
+        return { status: handle.receipt.status === "accepted" ? 202 : 409, body: { run_id: run.id, ...handle.receipt } };
+      }
+      case "continue": {
+        await runs.begin(run, { kind: "continue" });
+        return { status: 202, body: { run_id: run.id, status: "running", events: `/v1/runs/${run.id}/events` } };
+      }
+    }
+  };
+}
+
 /** The runs sub-app. */
 export function runRoutes(deps: AppDeps) {
   const { runs, heartbeatMs } = deps;
@@ -34,8 +75,14 @@ export function runRoutes(deps: AppDeps) {
   const app = subApp();
   const runResponse = runResponder(deps);
 
+  const cluster = deps.cluster;
   app.post("/", async (c) => {
     const req = parseRunRequest(await c.var.body.json());
+    if (cluster !== null) {
+      // cluster mode: queued in the store, run by whichever daemon claims it (docs/cluster.md)
+      const view = await cluster.submit(req);
+      return jsonResponse(view, 201, { location: `/v1/runs/${view.run_id}`, "x-run-id": view.run_id });
+    }
     const run = await runs.create(req);
     try {
       return await runResponse(c, run, { kind: "task", task: req.task }, true);
@@ -44,10 +91,23 @@ export function runRoutes(deps: AppDeps) {
       throw e;
     }
   });
-  app.get("/", () => jsonResponse({ runs: runs.list().map((r) => runs.view(r)) }));
-  app.get("/:id", (c) => jsonResponse(runs.view(runs.get(c.req.param("id")))));
-  app.get("/:id/events", (c) => {
-    const run = runs.get(c.req.param("id"));
+  app.get("/", async () => {
+    const local = runs.list().map((r) => runs.view(r));
+    if (cluster === null) return jsonResponse({ runs: local });
+    const mine = new Set(local.map((r) => r.run_id));
+    return jsonResponse({ runs: [...local, ...(await cluster.list()).filter((r) => !mine.has(r.run_id))] });
+  });
+  app.get("/:id", async (c) => {
+    const id = c.req.param("id");
+    const local = runs.find(id);
+    if (local !== undefined || cluster === null) return jsonResponse(runs.view(runs.get(id)));
+    const view = await cluster.view(id);
+    if (view === null) throw new HttpError(404, "NOT_FOUND", `no run '${id.slice(0, 100)}'`, {});
+    return jsonResponse(view);
+  });
+  app.get("/:id/events", async (c) => {
+    const id = c.req.param("id");
+    const run = cluster === null ? runs.get(id) : runs.find(id);
     // Last-Event-ID (or ?after=N) replays the kept items after that id; without it only new items come.
     const header = c.req.header("last-event-id");
     const raw = header ?? c.req.query("after");
@@ -63,39 +123,53 @@ export function runRoutes(deps: AppDeps) {
       }
       replayAfter = Number(raw.trim());
     }
+    if (cluster !== null) {
+      // a cluster run's events come from the store on every daemon, its owner too; from the first without Last-Event-ID
+      const stream = c.req.method === "HEAD" ? null : await cluster.events(id, replayAfter ?? 0, heartbeatMs, c.req.raw.signal);
+      if (stream !== null) return new Response(stream, { headers: SSE_HEADERS });
+      if (c.req.method === "HEAD" && (run !== undefined || (await cluster.view(id)) !== null))
+        return new Response(null, { headers: SSE_HEADERS });
+      if (run === undefined) throw new HttpError(404, "NOT_FOUND", `no run '${id.slice(0, 100)}'`, {});
+    }
     // HEAD (which the GET route answers too) gets the headers only: a stream made for it would never be read or cancelled.
     if (c.req.method === "HEAD") return new Response(null, { headers: SSE_HEADERS });
-    return new Response(runEventStream(run, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), {
+    return new Response(runEventStream(run!, { heartbeatMs, signal: c.req.raw.signal, endIfIdle: true, replayAfter }), {
       headers: SSE_HEADERS,
     });
   });
+  const command = runCommands(deps);
+  /** An operation on a run: applied here when this daemon has the run, else sent to its owner (cluster mode). */
+  const operate = async (kind: CommandKind, id: string, body: Record<string, unknown>, c?: Context<DaemonEnv>): Promise<Response> => {
+    if (cluster !== null && runs.find(id) === undefined) {
+      const outcome = await cluster.forward(kind, id, body);
+      if (outcome !== null) return jsonResponse(outcome.body, outcome.status, outcome.headers);
+    }
+    if (kind === "continue" && c !== undefined) return runResponse(c, runs.get(id), { kind: "continue" }, false);
+    const o = await command(kind, id, body);
+    return jsonResponse(o.body, o.status, o.headers);
+  };
+  // Without a cluster, an unknown run is 404 before its body is read (as it always was).
+  const known = (id: string) => (cluster === null ? runs.get(id) : undefined);
   app.post("/:id/abort", timed, async (c) => {
-    const run = runs.get(c.req.param("id"));
+    known(c.req.param("id"));
     const f = Fields.of(await c.var.body.json({ allowEmpty: true }), ["reason"]);
-    const reason = f.string("reason", { max: 1000 }) ?? "aborted by a client";
-    return jsonResponse({ run_id: run.id, aborted: run.agent.abort(reason) });
+    return operate("abort", c.req.param("id"), { reason: f.string("reason", { max: 1000 }) ?? "aborted by a client" });
   });
   app.post("/:id/steer", timed, async (c) => {
-    const run = runs.get(c.req.param("id"));
+    known(c.req.param("id"));
     const f = Fields.of(await c.var.body.json(), ["content"]);
-    const content = f.string("content", { required: true, max: 1 << 20 })!;
-    const receipt = run.agent.steer(content);
-    return jsonResponse({ run_id: run.id, ...receipt }, receipt.status === "accepted" ? 202 : 409);
+    return operate("steer", c.req.param("id"), { content: f.string("content", { required: true, max: 1 << 20 })! });
   });
   app.post("/:id/follow_up", timed, async (c) => {
-    const run = runs.get(c.req.param("id"));
+    known(c.req.param("id"));
     const f = Fields.of(await c.var.body.json(), ["task"]);
-    const task = f.string("task", { required: true, max: 1 << 20 })!;
-    if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
-    const handle = run.agent.followUp(task);
-    handle.wait().catch(() => {});
-    return jsonResponse({ run_id: run.id, ...handle.receipt }, handle.receipt.status === "accepted" ? 202 : 409);
+    return operate("follow_up", c.req.param("id"), { task: f.string("task", { required: true, max: 1 << 20 })! });
   });
   // continue and compact take no fields: the body is empty, or `{}`.
   app.post("/:id/continue", async (c) => {
-    const run = runs.get(c.req.param("id"));
+    known(c.req.param("id"));
     Fields.of(await c.var.body.json({ allowEmpty: true }), []);
-    return runResponse(c, run, { kind: "continue" }, false);
+    return operate("continue", c.req.param("id"), {}, c);
   });
   app.post("/:id/compact", async (c) => {
     const run = runs.get(c.req.param("id"));

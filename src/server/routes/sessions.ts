@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JsonlSessionStorage } from "../../session/jsonl.ts";
+import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
 import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
 import { parseResumeRequest } from "../runs.ts";
@@ -53,7 +53,7 @@ export function sessionRoutes(deps: AppDeps) {
     return jsonResponse({ session_id: id, branches: await s.listBranches(id), records });
   });
   /** A session's storage, or 404 when it has no journal (as for the GET routes). */
-  const existing = async (id: string): Promise<JsonlSessionStorage> => {
+  const existing = async (id: string): Promise<JournalStorage> => {
     const s = storage();
     if ((await s.records(id)).length === 0) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}'`);
     return s;

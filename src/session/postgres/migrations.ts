@@ -17,9 +17,18 @@
  *   journal holds it (lossless export); `data` the record's data as jsonb for
  *   queries (null when it cannot be jsonb: a string holding U+0000). A
  *   trigger refuses UPDATE and DELETE: records are never changed in place.
+ *   Since step 4 the one exception is a whole session's deletion (`sessions
+ *   delete`): a transaction that holds the session's row lock and sets
+ *   `agentcore.delete_session` to its id locally; record ids are unique per
+ *   session (a copy imported under another id keeps them).
  * - `branch_claims` and `run_marks`: leases (a holder, its pid and host, an
  *   expiry renewed by the holder); an expired lease is stale.
  * - `history`: the execution history, one row per tool call.
+ * - cluster mode (docs/cluster.md): `runs` (one row per queued run: its
+ *   request, status, owning daemon and epoch), `run_events` (every stream
+ *   item of a run, numbered), `run_commands` (steer, abort … sent to the
+ *   owner, with their outcome), `run_approvals` (approvals waiting in a
+ *   daemon) and `daemon_token` (the token the daemons of the store share).
  *
  * @module
  */
@@ -126,6 +135,84 @@ CREATE TRIGGER history_append_only BEFORE UPDATE OR DELETE ON agentcore.history
   FOR EACH ROW EXECUTE FUNCTION agentcore.append_only();
 CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON agentcore.history
   FOR EACH STATEMENT EXECUTE FUNCTION agentcore.append_only();
+`,
+  },
+  {
+    version: 4,
+    name: "cluster: runs, their events and commands, pending approvals, the shared daemon token",
+    sql: `
+CREATE TABLE agentcore.runs (
+  run_id     text PRIMARY KEY,
+  session_id text NOT NULL,
+  branch     text NOT NULL,
+  request    jsonb NOT NULL,
+  status     text NOT NULL,
+  owner      text,
+  epoch      integer NOT NULL DEFAULT 0,
+  base_head  text,
+  base_turns integer,
+  error      text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  result     jsonb
+);
+CREATE INDEX runs_by_created ON agentcore.runs (created_at);
+CREATE TABLE agentcore.run_events (
+  run_id     text NOT NULL,
+  seq        bigint NOT NULL,
+  item       jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE agentcore.run_commands (
+  id          bigserial PRIMARY KEY,
+  run_id      text,
+  target      text NOT NULL,
+  kind        text NOT NULL,
+  body        jsonb NOT NULL,
+  status      text NOT NULL DEFAULT 'pending',
+  outcome     jsonb,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  answered_at timestamptz
+);
+CREATE INDEX run_commands_pending ON agentcore.run_commands (target, status);
+CREATE TABLE agentcore.run_approvals (
+  approval_id text PRIMARY KEY,
+  run_id      text NOT NULL,
+  owner       text NOT NULL,
+  approval    jsonb NOT NULL,
+  status      text NOT NULL DEFAULT 'pending',
+  created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX run_approvals_pending ON agentcore.run_approvals (status);
+CREATE TABLE agentcore.daemon_token (
+  id         integer PRIMARY KEY CHECK (id = 1),
+  token      text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
+  {
+    version: 4,
+    name: "sessions delete: whole sessions under their row lock; record ids unique per session",
+    sql: `
+CREATE FUNCTION agentcore.records_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- The one exception: agentcore sessions delete removes a whole session, in a transaction that
+  -- holds the session's row lock and names it in the transaction-local setting agentcore.delete_session.
+  IF TG_OP = 'DELETE' AND OLD.session_id = current_setting('agentcore.delete_session', true) THEN
+    RETURN OLD;
+  END IF;
+  RAISE EXCEPTION 'agentcore.% is append-only: % refused', TG_TABLE_NAME, TG_OP
+    USING ERRCODE = 'restrict_violation',
+      HINT = 'records are never changed in place: append a new record instead (a whole session goes with agentcore sessions delete)';
+END
+$$;
+DROP TRIGGER records_append_only ON agentcore.records;
+CREATE TRIGGER records_append_only BEFORE UPDATE OR DELETE ON agentcore.records
+  FOR EACH ROW EXECUTE FUNCTION agentcore.records_guard();
+ALTER TABLE agentcore.records DROP CONSTRAINT records_record_id_key;
+ALTER TABLE agentcore.records ADD CONSTRAINT records_session_record_id UNIQUE (session_id, record_id);
 `,
   },
 ];
