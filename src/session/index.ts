@@ -48,3 +48,4 @@ export {
   sourceBranchFor,
 } from "./manage.ts";
 export { type ApprovalAnswer, decideApproval, resumeDecisions, SessionApprovalError } from "./approvals.ts";
+export { exportSession, type ImportOptions, importSession, parseJournal, type SessionImport } from "./transfer.ts";

@@ -655,7 +655,12 @@ export function validateRecords(records: readonly SessionRecord[]): string {
       throw new SessionValidationError(`record ${i + 1}: ${problem}`);
     }
     assertJson(r.data, `record ${i + 1}: data`);
-    index.add(structuredClone(r));
+    try {
+      index.add(structuredClone(r));
+    } catch (e) {
+      if (e instanceof SessionValidationError) throw new SessionValidationError(`record ${i + 1}: ${e.message}`);
+      throw e;
+    }
   });
   return id;
 }

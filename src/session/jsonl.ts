@@ -25,12 +25,15 @@ import {
   JournalStorage,
   normalizeId,
   serializeRecord,
+  sessionExistsMessage,
+  validateRecords,
 } from "./journal.ts";
 import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
 import { makeStateDir } from "./state-dir.ts";
 import {
   JOURNAL_SCHEMA_VERSION,
   SessionBranchBusyError,
+  SessionConflictError,
   SessionSchemaVersionError,
   SessionSerializationError,
   SessionStorageError,
@@ -417,6 +420,61 @@ export class JsonlSessionStorage extends JournalStorage {
         if (cut > 0) this.onRepair?.({ session_id: sessionId, file, line: tornLine, bytes: cut, repaired: true });
       };
       return fn(cached.index, write);
+    });
+  }
+
+  /**
+   * Write a whole session (see JournalStorage.importRecords) as one file:
+   * written to a temporary file next to the journal, fsynced, then renamed
+   * into place under the journal's lock, so a crash leaves either no
+   * session or all of it.
+   */
+  override async importRecords(records: readonly SessionRecord[]): Promise<{ session_id: string; records: number }> {
+    const id = validateRecords(records);
+    const file = this.fileFor(id);
+    this.#ensureDir();
+    return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
+      if (fs.existsSync(file)) {
+        let count: number | null = null;
+        try {
+          count = this.#read(id, file).index.records.length;
+        } catch {
+          /* unreadable: it exists all the same */
+        }
+        throw new SessionConflictError(sessionExistsMessage(id, count));
+      }
+      const tmp = `${file}.import-${crypto.randomUUID().slice(0, 8)}`;
+      try {
+        const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+        try {
+          const data = Buffer.from(records.map((r) => serializeRecord(r)).join(""), "utf8");
+          let off = 0;
+          while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
+          fs.fsyncSync(fd);
+        } finally {
+          fs.closeSync(fd);
+        }
+        fs.renameSync(tmp, file);
+      } catch (e) {
+        try {
+          fs.unlinkSync(tmp);
+        } catch {
+          /* not there */
+        }
+        throw ioError(`cannot write ${file}`, e);
+      }
+      try {
+        const dfd = fs.openSync(this.dir, "r");
+        try {
+          fs.fsyncSync(dfd);
+        } finally {
+          fs.closeSync(dfd);
+        }
+      } catch {
+        /* best effort */
+      }
+      this.#cache.delete(id);
+      return { session_id: id, records: records.length };
     });
   }
 

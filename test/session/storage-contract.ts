@@ -19,6 +19,7 @@ import {
   restoreSession,
   SessionBranchBusyError,
   SessionConflictError,
+  SessionError,
   SessionNotFoundError,
   SessionRecorder,
   type SessionRecordDraft,
@@ -459,6 +460,46 @@ export function storageContract(name: string, harness: ContractHarness): void {
       expect(twice).toBeInstanceOf(SessionApprovalError);
       const raw = draft("approval_decided", { tool_call_id: "w1", approved: false }, 0);
       expect(storage.append(raw)).rejects.toBeInstanceOf(SessionValidationError);
+    });
+
+    test("importRecords writes a whole session exactly as given (ids, parents, revisions, times); another instance reads it the same", async () => {
+      const { storage: source } = await open();
+      await twoRuns(source);
+      await source.fork("s1", { branchId: "alt" });
+      const records = await source.records("s1");
+      const { storage, another } = await open();
+      expect(await storage.importRecords(records)).toEqual({ session_id: "s1", records: records.length });
+      expect(await storage.records("s1")).toEqual(records);
+      expect(await (await another()).records("s1")).toEqual(records);
+      expect((await storage.listBranches("s1")).map((b) => b.branch_id)).toEqual(["main", "alt"]);
+      // a copy under another id keeps the record ids
+      const copy = structuredClone(records).map((r) => ({ ...r, session_id: "s2" }));
+      await storage.importRecords(copy);
+      expect(sessionMessages((await storage.checkout("s2"))!.session)).toEqual(sessionMessages((await storage.checkout("s1"))!.session));
+      // and the session goes on from its imported head
+      const next = await storage.append(draft("run_started", { run_id: "r3", task: "third" }, 1));
+      expect(next.revision).toBe(records.length + 1);
+    });
+
+    test("importRecords refuses a session that exists, and records that break the journal's rules, writing nothing", async () => {
+      const { storage: source } = await open();
+      await twoRuns(source);
+      const records = await source.records("s1");
+      const { storage } = await open();
+      await storage.append(draft("run_started", { run_id: "x", task: "t" }, 1, "main", "taken"));
+      const taken = records.map((r) => ({ ...r, session_id: "taken" }));
+      expect(storage.importRecords(taken)).rejects.toBeInstanceOf(SessionConflictError);
+      expect((await storage.records("taken")).length).toBe(1);
+      const gap = records.filter((r) => r.revision !== 3);
+      const orphan = records.map((r, i) => (i === 4 ? { ...r, parent_id: "no-such-record" } : r));
+      const dup = records.map((r, i) => (i === 5 ? { ...r, record_id: records[1]!.record_id } : r));
+      const mixed = records.map((r, i) => (i === 2 ? { ...r, session_id: "other" } : r));
+      const version = records.map((r, i) => (i === 1 ? { ...r, journal_schema_version: 99 } : r));
+      for (const bad of [gap, orphan, dup, mixed, version, []]) {
+        const err = await storage.importRecords(bad as typeof records).catch((e) => e);
+        expect(err).toBeInstanceOf(SessionError);
+        expect(await storage.exists("s1")).toBe(false);
+      }
     });
 
     if (harness.tear !== undefined) {

@@ -14,6 +14,8 @@ import { PostgresSessionStorage, redactUrl } from "../../src/session/postgres/st
 import {
   SessionBranchBusyError,
   SessionConflictError,
+  SessionNotFoundError,
+  SessionRunActiveError,
   SessionSerializationError,
   SessionStorageError,
   SessionValidationError,
@@ -256,6 +258,42 @@ describe.skipIf(server === null)("postgres: records are never changed in place",
     // no UPDATE of records anywhere in the storage's SQL
     const source = fs.readFileSync(path.resolve(import.meta.dir, "../../src/session/postgres/storage.ts"), "utf8");
     expect(source).not.toMatch(/UPDATE\s+agentcore\.records/i);
+  });
+
+  test("deleteSession: the one exception of the trigger, whole sessions only; a raw DELETE, another session's, or an UPDATE under the setting are still refused", async () => {
+    const db = await database();
+    const s = await storage(db);
+    await twoRuns(s);
+    await s.append(draft("run_started", { run_id: "k", task: "keep" }, 1, "main", "keep"));
+    // the setting names another session: refused; an UPDATE is refused even for the named session
+    for (const stmt of [
+      "BEGIN; SELECT set_config('agentcore.delete_session', 'keep', true); DELETE FROM agentcore.records WHERE session_id = 's1'; COMMIT",
+      "BEGIN; SELECT set_config('agentcore.delete_session', 's1', true); UPDATE agentcore.records SET line = 'x' WHERE session_id = 's1'; COMMIT",
+      "DELETE FROM agentcore.records WHERE session_id = 's1'",
+    ]) {
+      const err = await sql(db, stmt).catch((e) => e);
+      expect({ stmt, message: String(err?.message) }).toEqual({
+        stmt,
+        message: expect.stringContaining("agentcore.records is append-only"),
+      });
+    }
+    expect((await s.records("s1")).length).toBe(6);
+    // a live claim (another instance's) blocks it; force does not wait for it
+    const other = await storage(db);
+    const claim = await other.claimBranch("s1", "main", "agentcore chat");
+    const busy = await s.deleteSession("s1").catch((e) => e);
+    expect(busy).toBeInstanceOf(SessionRunActiveError);
+    expect(String(busy.message)).toContain("branch 'main' is held by process");
+    claim.release();
+    expect(await s.deleteSession("s1")).toEqual({ session_id: "s1", records: 6 });
+    expect(await s.exists("s1")).toBe(false);
+    expect(await other.records("s1")).toEqual([]);
+    expect(await s.listSessions()).toEqual(["keep"]);
+    expect(s.deleteSession("s1")).rejects.toBeInstanceOf(SessionNotFoundError);
+    // the id can be used again, and an instance that had it cached reads the new session
+    expect((await other.append(draft("run_started", { run_id: "n", task: "new" }, 1))).revision).toBe(1);
+    expect((await s.records("s1")).map((r) => r.data.task)).toEqual(["new"]);
+    expect((await sql(db, "SELECT 1 FROM agentcore.run_marks WHERE session_id = 's1'")).length).toBe(0);
   });
 
   test("data a jsonb column cannot hold (U+0000 in a string) round-trips through the line; a NUL in a session id is refused clearly", async () => {

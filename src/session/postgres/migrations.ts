@@ -17,7 +17,7 @@
  *   journal holds it (lossless export); `data` the record's data as jsonb for
  *   queries (null when it cannot be jsonb: a string holding U+0000). A
  *   trigger refuses UPDATE and DELETE: records are never changed in place.
- *   Since step 4 the one exception is a whole session's deletion (`sessions
+ *   Since step 5 the one exception is a whole session's deletion (`sessions
  *   delete`): a transaction that holds the session's row lock and sets
  *   `agentcore.delete_session` to its id locally; record ids are unique per
  *   session (a copy imported under another id keeps them).
@@ -193,7 +193,7 @@ CREATE TABLE agentcore.daemon_token (
 `,
   },
   {
-    version: 4,
+    version: 5,
     name: "sessions delete: whole sessions under their row lock; record ids unique per session",
     sql: `
 CREATE FUNCTION agentcore.records_guard() RETURNS trigger LANGUAGE plpgsql AS $$

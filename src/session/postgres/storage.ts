@@ -27,6 +27,8 @@ import {
   JOURNAL_SCHEMA_VERSION,
   SessionBranchBusyError,
   SessionConflictError,
+  SessionNotFoundError,
+  SessionRunActiveError,
   SessionSchemaVersionError,
   SessionSerializationError,
   SessionStorageError,
@@ -53,6 +55,8 @@ export interface PostgresSessionStorageOptions {
 
 interface Cached {
   index: JournalIndex;
+  /** The session row's created_at when the index was read: another one means the session was deleted and made again. */
+  generation: string | null;
 }
 
 interface LeaseRow {
@@ -195,7 +199,10 @@ export class PostgresSessionStorage extends JournalStorage {
       let began = false;
       try {
         if (readOnly) {
-          const cached = await this.#catchUp(client, sessionId, null);
+          const gen = await client.query("SELECT created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1", [
+            sessionId,
+          ]);
+          const cached = await this.#catchUp(client, sessionId, null, (gen.rows[0]?.generation as string | undefined) ?? null);
           return fn(cached.index, () => {
             throw new Error("read-only");
           });
@@ -203,9 +210,12 @@ export class PostgresSessionStorage extends JournalStorage {
         await client.query("BEGIN");
         began = true;
         await client.query("INSERT INTO agentcore.sessions (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING", [sessionId]);
-        const row = await client.query("SELECT last_revision FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE", [sessionId]);
+        const row = await client.query(
+          "SELECT last_revision, created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE",
+          [sessionId],
+        );
         const last = Number(row.rows[0]!.last_revision);
-        const cached = await this.#catchUp(client, sessionId, last);
+        const cached = await this.#catchUp(client, sessionId, last, row.rows[0]!.generation as string);
         const written: SessionRecord[] = [];
         const result = fn(cached.index, (record) => {
           checkText(record);
@@ -246,12 +256,13 @@ export class PostgresSessionStorage extends JournalStorage {
   }
 
   /** Bring the cached index up to date: read only the records after its revision (up to `last` when given). */
-  async #catchUp(client: PoolClient, sessionId: string, last: number | null): Promise<Cached> {
+  async #catchUp(client: PoolClient, sessionId: string, last: number | null, generation: string | null): Promise<Cached> {
     let cached = this.#cache.get(sessionId);
-    if (cached === undefined || (last !== null && cached.index.records.length > last)) {
-      cached = { index: new JournalIndex(sessionId) };
+    if (cached === undefined || cached.generation !== generation || (last !== null && cached.index.records.length > last)) {
+      cached = { index: new JournalIndex(sessionId), generation };
       this.#cache.set(sessionId, cached);
     }
+    if (generation === null) return cached; // no such session (or deleted): nothing to read
     const have = cached.index.records.length;
     if (last !== null && have === last) return cached;
     const rows = await client.query(
@@ -309,6 +320,69 @@ export class PostgresSessionStorage extends JournalStorage {
       [id],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * Delete session `sessionId` for good (`agentcore sessions delete`): its
+   * records, its row, its leases, in one transaction that holds the
+   * session's row lock (a writer of the session waits, then finds it gone).
+   * The records' append-only trigger lets exactly this through (migration
+   * 5); nothing else can delete or change a record. Throws
+   * SessionNotFoundError for no such session and SessionRunActiveError while
+   * a live holder has a run mark or a branch claim of it (`force` skips
+   * that check).
+   */
+  async deleteSession(sessionId: string, options: { force?: boolean } = {}): Promise<{ session_id: string; records: number }> {
+    const id = normalizeId(sessionId);
+    checkNoNul(id, "session id");
+    return await this.#queued(id, async () => {
+      const client = await this.#connect(`cannot delete session '${id}'`);
+      let began = false;
+      try {
+        await client.query("BEGIN");
+        began = true;
+        const row = await client.query("SELECT last_revision FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE", [id]);
+        const records = row.rows.length === 0 ? 0 : Number(row.rows[0]!.last_revision);
+        if (records === 0) throw new SessionNotFoundError(`no session '${id}' in ${redactUrl(this.url)}`);
+        if (options.force !== true) {
+          const marks = await client.query(
+            "SELECT run_id, holder_id, NULL AS holder, pid, host, since, expires_at > now() AS live FROM agentcore.run_marks WHERE session_id = $1",
+            [id],
+          );
+          for (const m of marks.rows as (LeaseRow & { run_id: string })[])
+            if (this.#alive(m))
+              throw new SessionRunActiveError(
+                `session '${id}' has run ${m.run_id} still going in process ${m.pid}${m.host !== hostname() ? ` on ${m.host}` : ""}: stop that process first (on SIGINT, SIGTERM or SIGHUP it journals the run as finished), then delete; force it only if that process is not running agentcore`,
+                m.run_id,
+                m.pid,
+              );
+          const claims = await client.query(
+            "SELECT branch_id, holder_id, holder, pid, host, since, expires_at > now() AS live FROM agentcore.branch_claims WHERE session_id = $1",
+            [id],
+          );
+          for (const c of claims.rows as (LeaseRow & { branch_id: string })[])
+            if (this.#alive(c))
+              throw new SessionRunActiveError(
+                `session '${id}' is in use: branch '${c.branch_id}' is held by process ${c.pid}${c.host !== hostname() ? ` on ${c.host}` : ""}${c.holder !== null ? ` (${c.holder})` : ""}: end that process (a chat: /quit) first, then delete; force it only if that process is not running agentcore`,
+                "",
+                c.pid,
+              );
+        }
+        await client.query("SELECT set_config('agentcore.delete_session', $1, true)", [id]);
+        await client.query("DELETE FROM agentcore.records WHERE session_id = $1", [id]);
+        await client.query("DELETE FROM agentcore.run_marks WHERE session_id = $1", [id]);
+        await client.query("DELETE FROM agentcore.branch_claims WHERE session_id = $1", [id]);
+        await client.query("DELETE FROM agentcore.sessions WHERE session_id = $1", [id]);
+        await client.query("COMMIT");
+        this.#cache.delete(id);
+        return { session_id: id, records };
+      } catch (e) {
+        if (began) await client.query("ROLLBACK").catch(() => {});
+        throw storageError(this.url, `cannot delete session '${id}'`, e);
+      } finally {
+        client.release();
+      }
+    });
   }
 
   // ---------------------------------------------------------------- leases

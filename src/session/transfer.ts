@@ -1,0 +1,95 @@
+/**
+ * Moving a session between stores (`agentcore sessions export` / `import`):
+ * the journal as JSONL, exactly the lines a JSONL store holds (and the
+ * PostgreSQL store's `line` column): one record per line, compact JSON with
+ * sorted keys, in revision order.
+ *
+ * An import checks every line the way the storages check what they read
+ * (strict JSON, envelope, schema version, revisions, parents, branches, one
+ * session id) before it writes anything, then writes the whole session in
+ * one step ({@link JournalStorage.importRecords}): all of it or nothing.
+ *
+ * @module
+ */
+import { parseStrict } from "../core/index.ts";
+import { type JournalStorage, normalizeId, serializeRecord, validateRecords } from "./journal.ts";
+import { SessionError, type SessionRecord, SessionNotFoundError, SessionValidationError } from "./types.ts";
+
+/** The journal of session `sessionId` as JSONL (every record, revision order). Throws SessionNotFoundError when it holds none. */
+export async function exportSession(storage: JournalStorage, sessionId: string): Promise<string> {
+  const id = normalizeId(sessionId);
+  const records = await storage.records(id);
+  if (records.length === 0) throw new SessionNotFoundError(`no session '${id}' to export`);
+  return records.map((r) => serializeRecord(r)).join("");
+}
+
+/** Options of {@link parseJournal} and {@link importSession}. */
+export interface ImportOptions {
+  /** Store the session under this id instead of the one its records carry (every record's session_id is rewritten). */
+  as?: string;
+  /** Where the text came from, for messages (a file name, or "stdin"). */
+  source?: string;
+}
+
+/** What {@link importSession} wrote. */
+export interface SessionImport {
+  session_id: string;
+  /** The id the records carried (differs from `session_id` with `as`). */
+  source_session_id: string;
+  records: number;
+  branches: string[];
+}
+
+/**
+ * The records of a JSONL journal, checked as a storage would check them
+ * (see the module notes). Throws SessionValidationError (schema version:
+ * SessionSchemaVersionError) naming the line and what to do.
+ */
+export function parseJournal(text: string, options: ImportOptions = {}): { records: SessionRecord[]; sourceId: string } {
+  const where = options.source ?? "the journal";
+  if (text.length === 0) throw new SessionValidationError(`${where} is empty: there is no record to import`);
+  if (!text.endsWith("\n")) {
+    const line = text.split("\n").length;
+    throw new SessionValidationError(
+      `${where}: line ${line} is torn (it does not end with a newline: a write cut short, or a file cut off); nothing was imported: export the session again, or remove that line`,
+    );
+  }
+  const lines = text.slice(0, -1).split("\n");
+  const records: SessionRecord[] = [];
+  let sourceId: string | null = null;
+  lines.forEach((line, i) => {
+    const at = `${where}: line ${i + 1}`;
+    const parsed = parseStrict<SessionRecord>(line.endsWith("\r") ? line.slice(0, -1) : line);
+    if (!parsed.ok) throw new SessionValidationError(`${at} is not a JSON record: ${parsed.error.message}; nothing was imported`);
+    const r = parsed.value as SessionRecord;
+    if (r === null || typeof r !== "object" || Array.isArray(r) || typeof r.session_id !== "string")
+      throw new SessionValidationError(`${at} is not a journal record (no session_id); nothing was imported`);
+    if (sourceId === null) sourceId = r.session_id;
+    else if (r.session_id !== sourceId)
+      throw new SessionValidationError(
+        `${at} belongs to session '${r.session_id}', the lines before it to '${sourceId}': a journal holds one session; nothing was imported`,
+      );
+    records.push(r);
+  });
+  const target = options.as !== undefined ? normalizeId(options.as) : null;
+  if (target !== null) for (const r of records) r.session_id = target;
+  try {
+    validateRecords(records);
+  } catch (e) {
+    if (e instanceof SessionError) e.message = `${where}: ${e.message.replace(/^record (\d+):/, "line $1:")}; nothing was imported`;
+    throw e;
+  }
+  return { records, sourceId: sourceId! };
+}
+
+/**
+ * Import a JSONL journal into `storage` (see the module notes). Throws
+ * SessionValidationError for a line that is not a valid record, and
+ * SessionConflictError when the session exists there already.
+ */
+export async function importSession(storage: JournalStorage, text: string, options: ImportOptions = {}): Promise<SessionImport> {
+  const { records, sourceId } = parseJournal(text, options);
+  const r = await storage.importRecords(records);
+  const branches = [...new Set(records.map((x) => x.branch_id))];
+  return { session_id: r.session_id, source_session_id: sourceId, records: r.records, branches };
+}
