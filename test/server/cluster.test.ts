@@ -1,0 +1,339 @@
+// Cluster mode (issue 15 §4, docs/cluster.md): several `agentcore serve`
+// processes (the compiled binary) on one real PostgreSQL store, on loopback.
+// A run created on one daemon is followed, steered, aborted and approved on
+// another; the daemons share one token; a daemon SIGKILLed mid-run loses its
+// run to another, which takes it over from its last committed record without
+// running its side-effecting call again; --max-active-runs bounds the runs a
+// daemon works at once. No timing assertions: bounded waits only.
+import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { binaryPath } from "../support/binary.ts";
+import { freshDatabase, skipMessage } from "../support/postgres.ts";
+import { tmpPerTest } from "../support/tmp.ts";
+
+const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.tmpdir() };
+const db = await freshDatabase();
+if (db === null) console.warn(`skipping the cluster tests: ${skipMessage}`);
+const maybe = db === null ? describe.skip : describe;
+
+let bin = "";
+beforeAll(() => {
+  if (db !== null) bin = binaryPath();
+}, 300_000);
+
+const tmp = tmpPerTest("agentcore-cluster-");
+const live: { kill(signal?: number | NodeJS.Signals): void }[] = [];
+const sleepers: string[] = [];
+afterEach(() => {
+  for (const p of live.splice(0)) p.kill("SIGKILL");
+  for (const f of sleepers.splice(0)) {
+    try {
+      process.kill(Number(fs.readFileSync(f, "utf8").trim()), "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+});
+
+/** A config whose exec may run sh without isolation, and maybe a policy. */
+function config(dir: string, extra: Record<string, unknown> = {}): string {
+  const f = path.join(dir, "config.json");
+  fs.writeFileSync(
+    f,
+    JSON.stringify({ tools: { exec: { allow: ["sh"], env: ["PATH"], isolation: "off", timeout_ms: 600_000 } }, ...extra }),
+  );
+  return f;
+}
+
+const ASK = {
+  policy: {
+    default: "allow",
+    rules: [{ id: "side-effecting", action: "require_approval", effects: ["side_effecting"], reason: "ask first" }],
+  },
+};
+
+/** A model turn that runs `cmd` through exec (side-effecting) and an echo (read-only). */
+function shTurn(cmd: string, id = "w1") {
+  return {
+    content: null,
+    tool_calls: [
+      { id, name: "exec", arguments: JSON.stringify({ argv: ["sh", "-c", cmd] }) },
+      { id: `${id}-echo`, name: "echo", arguments: JSON.stringify({ message: "same turn" }) },
+    ],
+  };
+}
+
+const lines = (f: string) =>
+  fs.existsSync(f)
+    ? fs
+        .readFileSync(f, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+    : [];
+
+interface Daemon {
+  proc: ReturnType<typeof Bun.spawn>;
+  url: string;
+  tokenFile: string;
+  stderr: () => string;
+}
+
+/** `agentcore serve --store <db>` on a free loopback port, its own state directory. */
+async function startDaemon(dir: string, name: string, cfg: string, extra: string[] = []): Promise<Daemon> {
+  const state = path.join(dir, `state-${name}`);
+  const proc = Bun.spawn([bin, "serve", "--config", cfg, "--store", db!, "--port", "0", "--state-dir", state, ...extra], {
+    cwd: dir,
+    stdout: "ignore",
+    stderr: "pipe",
+    stdin: "ignore",
+    env: ENV,
+  });
+  live.push(proc);
+  let printed = "";
+  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+  while (!/token file (\S+)\n/.test(printed)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`serve ${name} ended: ${printed}`);
+    printed += new TextDecoder().decode(value);
+  }
+  // keep reading, so that the pipe never fills
+  void (async () => {
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) return;
+      printed += new TextDecoder().decode(value);
+    }
+  })();
+  return {
+    proc,
+    url: /listening on (\S+)\n/.exec(printed)![1]!,
+    tokenFile: /token file (\S+)\n/.exec(printed)![1]!,
+    stderr: () => printed,
+  };
+}
+
+function auth(d: Daemon) {
+  return { authorization: `Bearer ${fs.readFileSync(d.tokenFile, "utf8").trim()}`, "content-type": "application/json" };
+}
+
+async function call(d: Daemon, method: string, route: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${d.url}${route}`, {
+    method,
+    headers: { ...auth(d), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* SSE or empty */
+  }
+  return { status: res.status, json, text };
+}
+
+async function waitFor<T>(check: () => Promise<T | null | undefined | false>, what: string, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== null && v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+/** The SSE messages of a stream until `done` (or the bound). */
+async function sse(d: Daemon, runId: string, lastEventId?: number) {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), 90_000);
+  const res = await fetch(`${d.url}/v1/runs/${runId}/events`, {
+    headers: { ...auth(d), ...(lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {}) },
+    signal: ac.signal,
+  });
+  const text = await res.text();
+  clearTimeout(timer);
+  const messages = text
+    .split("\n\n")
+    .filter((m) => /^event: /m.test(m))
+    .map((m) => ({
+      id: /^id: (\d+)$/m.exec(m)?.[1] !== undefined ? Number(/^id: (\d+)$/m.exec(m)![1]) : null,
+      event: /^event: (.+)$/m.exec(m)![1]!,
+      data: JSON.parse(/^data: (.+)$/m.exec(m)![1]!),
+    }));
+  return { status: res.status, messages };
+}
+
+/** The run's row once its owner is set (it has been claimed). */
+const claimed = (d: Daemon, runId: string) =>
+  waitFor(async () => {
+    const r = await call(d, "GET", `/v1/runs/${runId}`);
+    return r.status === 200 && (r.json.owner ?? r.json.agent_id) ? r.json : null;
+  }, `run ${runId} to be claimed`);
+
+const settled = (d: Daemon, runId: string, ms = 90_000) =>
+  waitFor(
+    async () => {
+      const r = await call(d, "GET", `/v1/runs/${runId}`);
+      return r.status === 200 && r.json.status !== "running" && r.json.status !== "queued" && r.json.result !== null ? r.json : null;
+    },
+    `run ${runId} to settle`,
+    ms,
+  );
+
+maybe("cluster mode: several daemons on one PostgreSQL store", () => {
+  test("the daemons share one token; a run created on A is followed on B, replay included; GET /v1/runs on B shows it", async () => {
+    const dir = tmp();
+    const cfg = config(dir);
+    const a = await startDaemon(dir, "a", cfg);
+    const b = await startDaemon(dir, "b", cfg);
+    expect(fs.readFileSync(a.tokenFile, "utf8")).toBe(fs.readFileSync(b.tokenFile, "utf8"));
+    // the other daemon's token is refused by neither (it is the same), a wrong one by both
+    expect((await fetch(`${b.url}/v1/runs`, { headers: { authorization: `Bearer ${"x".repeat(43)}` } })).status).toBe(401);
+    const created = await call(a, "POST", "/v1/runs", { task: "hi", script: [{ content: "hello from the cluster" }] });
+    expect(created.status).toBe(201);
+    expect(created.json.status).toBe("queued");
+    expect(created.json.session.session_id).toStartWith("session-");
+    const id = created.json.run_id as string;
+    const all = await sse(b, id);
+    expect(all.status).toBe(200);
+    const kinds = all.messages.map((m) => m.event);
+    expect(kinds[0]).toBe("agent_started");
+    expect(kinds).toContain("agent_finished");
+    expect(kinds.at(-1)).toBe("done");
+    expect(all.messages.at(-1)!.data.result.output).toBe("hello from the cluster");
+    // ids are numbered from 1 with no gap; Last-Event-ID replays the rest
+    const ids = all.messages.filter((m) => m.id !== null).map((m) => m.id);
+    expect(ids).toEqual(ids.map((_, i) => i + 1));
+    const rest = await sse(a, id, 2);
+    expect(rest.messages[0]!.id).toBe(3);
+    expect(rest.messages.map((m) => m.event)).toEqual(kinds.slice(2));
+    const onB = await settled(b, id);
+    expect(onB.result.output).toBe("hello from the cluster");
+    const list = await call(b, "GET", "/v1/runs");
+    expect(list.json.runs.map((r: { run_id: string }) => r.run_id)).toContain(id);
+    // a run no daemon knows: 404 on both, for the view, the events and the commands
+    for (const d of [a, b]) {
+      expect((await call(d, "GET", "/v1/runs/run_nope")).status).toBe(404);
+      expect((await call(d, "GET", "/v1/runs/run_nope/events")).status).toBe(404);
+      expect((await call(d, "POST", "/v1/runs/run_nope/steer", { content: "x" })).status).toBe(404);
+    }
+  }, 120_000);
+
+  test("a run on A waiting for an approval is listed, steered, and approved on B; another is aborted on B; the call runs once", async () => {
+    const dir = tmp();
+    const cfg = config(dir, ASK);
+    const a = await startDaemon(dir, "a", cfg);
+    const count = path.join(dir, "count.txt");
+    const first = await call(a, "POST", "/v1/runs", { task: "count", script: [shTurn("echo line >> count.txt"), { content: "done" }] });
+    const id = first.json.run_id as string;
+    const pendingOn = (d: Daemon) =>
+      waitFor(async () => {
+        const r = await call(d, "GET", "/v1/approvals");
+        return (r.json.approvals as { approval_id: string; tool_call_id: string }[]).find((x) => x.tool_call_id === "w1") ?? null;
+      }, "the pending approval");
+    await pendingOn(a);
+    // B starts only now: the run is A's
+    const b = await startDaemon(dir, "b", cfg);
+    const onB = await pendingOn(b);
+    const steer = await call(b, "POST", `/v1/runs/${id}/steer`, { content: "steered from B" });
+    expect(steer.status).toBe(202);
+    expect(steer.json.status).toBe("accepted");
+    // adversarial answers through B: no field, a wrong type, an unknown approval
+    expect((await call(b, "POST", `/v1/approvals/${onB.approval_id}`, {})).status).toBe(400);
+    expect((await call(b, "POST", `/v1/approvals/${onB.approval_id}`, { approved: "yes" })).status).toBe(400);
+    expect((await call(b, "POST", "/v1/approvals/appr_nope", { approved: true })).status).toBe(404);
+    const yes = await call(b, "POST", `/v1/approvals/${onB.approval_id}`, { approved: true });
+    expect(yes.status).toBe(200);
+    expect(yes.json).toMatchObject({ approval_id: onB.approval_id, approved: true });
+    // answered once: a second answer finds nothing waiting
+    expect((await call(b, "POST", `/v1/approvals/${onB.approval_id}`, { approved: true })).status).toBe(404);
+    const done = await settled(b, id);
+    expect(done.result.status).toBe("completed");
+    expect(lines(count)).toEqual(["line"]);
+    const events = (await sse(b, id)).messages.map((m) => m.event);
+    expect(events).toContain("approval_requested");
+    expect(events).toContain("approval_resolved");
+    // the steering message reached the run's conversation (journaled in the store)
+    const session = await call(b, "GET", `/v1/sessions/${done.session.session_id}`);
+    expect(JSON.stringify(session.json.messages)).toContain("steered from B");
+
+    // abort through B: a run of A (A claims it while B is told not to take jobs: it is stopped first)
+    b.proc.kill("SIGTERM");
+    await b.proc.exited;
+    const second = await call(a, "POST", "/v1/runs", {
+      task: "again",
+      script: [shTurn("echo other >> count.txt", "w2"), { content: "x" }],
+    });
+    const id2 = second.json.run_id as string;
+    await waitFor(async () => {
+      const r = await call(a, "GET", "/v1/approvals");
+      return (r.json.approvals as { tool_call_id: string }[]).some((x) => x.tool_call_id === "w2");
+    }, "the second approval");
+    const b2 = await startDaemon(dir, "b2", cfg);
+    const aborted = await call(b2, "POST", `/v1/runs/${id2}/abort`, { reason: "stopped from B" });
+    expect(aborted.status).toBe(200);
+    expect(aborted.json).toEqual({ run_id: id2, aborted: true });
+    const end = await settled(b2, id2);
+    expect(end.result.status).toBe("cancelled");
+    expect(lines(count)).toEqual(["line"]);
+  }, 180_000);
+
+  for (const withRead of [true, false])
+    test(`SIGKILL the owner mid-call${withRead ? " (a read-only call in the same turn)" : " (the only call of its turn)"}: another daemon takes the run over from its last record; the side-effecting call ran once`, async () => {
+      const dir = tmp();
+      const cfg = config(dir);
+      const count = path.join(dir, "count.txt");
+      const pidFile = path.join(dir, "sleeper.pid");
+      sleepers.push(pidFile);
+      const a = await startDaemon(dir, "a", cfg);
+      const turn = shTurn("echo $$ > sleeper.pid; echo line >> count.txt; exec sleep 600");
+      if (!withRead) turn.tool_calls.pop();
+      const created = await call(a, "POST", "/v1/runs", { task: "count", script: [turn, { content: "finished after the takeover" }] });
+      const id = created.json.run_id as string;
+      const ownerA = await claimed(a, id);
+      expect(ownerA.agent_id).toBe("agentcore-daemon"); // A's own view: it runs it
+      await waitFor(
+        async () => lines(count).length === 1 && fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim() !== "",
+        "the call to start",
+      );
+      const b = await startDaemon(dir, "b", cfg);
+      a.proc.kill("SIGKILL");
+      await a.proc.exited;
+      process.kill(Number(fs.readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+      const done = await settled(b, id, 120_000);
+      expect(done.result.status).toBe("completed");
+      expect(done.result.output).toBe("finished after the takeover");
+      // nothing ran twice: one line; the call is answered interrupted (outcome unknown), a read-only one ran again
+      expect(lines(count)).toEqual(["line"]);
+      const session = await call(b, "GET", `/v1/sessions/${done.session.session_id}`);
+      const tools = (session.json.messages as { role: string; tool_call_id?: string; content: string }[]).filter((m) => m.role === "tool");
+      expect(JSON.parse(tools.find((m) => m.tool_call_id === "w1")!.content)).toMatchObject({ status: "interrupted", tool: "exec" });
+      if (withRead) expect(JSON.parse(tools.find((m) => m.tool_call_id === "w1-echo")!.content)).toEqual({ message: "same turn" });
+      const events = (await sse(b, id)).messages;
+      const taken = events.find((m) => m.event === "run_taken_over")!;
+      expect(taken.data.epoch).toBe(2);
+      // the events of both owners are one numbered stream
+      const ids = events.filter((m) => m.id !== null).map((m) => m.id);
+      expect(ids).toEqual(ids.map((_, i) => i + 1));
+      expect(events.filter((m) => m.event === "agent_started").length).toBe(1);
+    }, 180_000);
+
+  test("--max-active-runs 1: the daemon works one run at a time from the queue", async () => {
+    const dir = tmp();
+    const cfg = config(dir);
+    const a = await startDaemon(dir, "a", cfg, ["--max-active-runs", "1"]);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await call(a, "POST", "/v1/runs", {
+        task: `run ${i}`,
+        script: [shTurn(`echo start >> log.txt; sleep 0.5; echo end >> log.txt`, `c${i}`), { content: "ok" }],
+      });
+      expect(r.status).toBe(201);
+      ids.push(r.json.run_id);
+    }
+    for (const id of ids) expect((await settled(a, id)).result.status).toBe("completed");
+    expect(lines(path.join(dir, "log.txt"))).toEqual(["start", "end", "start", "end", "start", "end"]);
+  }, 180_000);
+});
