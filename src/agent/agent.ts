@@ -26,7 +26,8 @@ import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, type ResumeDecision, ToolExecutor } from "./tools.ts";
-import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop } from "./loop.ts";
+import { type AgentHooks, type LoopHooks, type LoopOutput, raceAbort, result, runLoop } from "./loop.ts";
+import { SchemaCompileError, SchemaCompiler } from "../tools/schema.ts";
 import { CompactionFailedError, type CompactionOptions, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
 import {
   type AgentMessage,
@@ -92,6 +93,49 @@ export interface AgentOptions {
 export interface RunOptions {
   /** Overrides the agent's `suspendOnApproval` for this run. */
   suspendOnApproval?: boolean;
+  /**
+   * Structured output: the final answer must be one JSON document matching
+   * this JSON Schema. Each model request asks for it (the provider's
+   * JSON-schema response format, or instructions where the server takes
+   * none); the answer is parsed by the strict core and checked with ajv. A
+   * mismatch gets one repair turn naming the JSON Pointer errors; a second
+   * ends the run `failed` / `output_invalid`. On success the result carries
+   * the value as `output_value`. Applies to answers in text (not to
+   * explicit-finish mode). A schema that does not compile rejects the run
+   * with a `SchemaCompileError` before it starts.
+   */
+  outputSchema?: Record<string, unknown>;
+  /** The schema's name for the provider (default: its `title` made safe, else `"output"`). */
+  outputSchemaName?: string;
+  /** Ask the provider for strict schema adherence (default true). */
+  outputStrict?: boolean;
+}
+
+/** Compile a run's output schema; throws SchemaCompileError / TypeError naming the option. */
+export function compileOutputSchema(options: RunOptions): LoopOutput | undefined {
+  const schema = options.outputSchema;
+  if (schema === undefined) return undefined;
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema))
+    throw new TypeError("outputSchema must be a JSON Schema object");
+  if (options.outputStrict !== undefined && typeof options.outputStrict !== "boolean")
+    throw new TypeError("outputStrict must be a boolean");
+  let name = options.outputSchemaName;
+  if (name !== undefined && (typeof name !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(name)))
+    throw new TypeError("outputSchemaName must be 1 to 64 letters, digits, '_' or '-'");
+  if (name === undefined) {
+    const title = typeof schema.title === "string" ? schema.title.replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 64) : "";
+    name = /[A-Za-z0-9]/.test(title) ? title : "output";
+  }
+  let check: LoopOutput["check"];
+  try {
+    // A compiler of its own: a schema's $id never collides with another run's.
+    const validate = new SchemaCompiler().compile(schema);
+    check = (value) => validate(value as Record<string, unknown>);
+  } catch (e) {
+    if (e instanceof SchemaCompileError) throw new SchemaCompileError(`outputSchema: ${e.message}`);
+    throw e;
+  }
+  return { format: { name, schema: structuredClone(schema), strict: options.outputStrict ?? true }, check };
 }
 
 /** An accepted (or refused) follow-up. */
@@ -264,6 +308,11 @@ export class Agent {
   run(task: string, options: RunOptions = {}): Promise<AgentRunResult> {
     if (typeof task !== "string" || task.trim().length === 0) return Promise.reject(new TypeError("task must be a non-empty string"));
     if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
+    try {
+      compileOutputSchema(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.#operation(() => this.#execute(task, options));
   }
 
@@ -286,6 +335,11 @@ export class Agent {
   continueRun(options: RunOptions = {}): Promise<AgentRunResult> {
     const reason = this.continueRejectionReason;
     if (reason !== null) return Promise.reject(new ContinueRejectedError(reason));
+    try {
+      compileOutputSchema(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.#operation(() => this.#execute(null, options));
   }
 
@@ -531,6 +585,7 @@ export class Agent {
     const usage = new UsageAccumulator();
     const runId = emitter.beginRun();
     const counters = { turns: 0 };
+    const output = compileOutputSchema(options);
     let res: AgentRunResult;
     try {
       if (task === null) {
@@ -561,6 +616,7 @@ export class Agent {
           signal: op.controller.signal,
           abortReason: () => op.abortReason,
           suspendOnApproval: options.suspendOnApproval ?? this.#suspendOnApproval,
+          ...(output !== undefined ? { output } : {}),
           ...(resume !== undefined ? { resume } : {}),
           drainSteering: () => op.steering.splice(0),
           hasSteering: () => op.steering.length > 0,

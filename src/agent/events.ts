@@ -18,6 +18,7 @@ export type {
   AgentEventSink,
   AgentEventSource,
   ApprovalRequestInfo,
+  OutputError,
   ToolProgressUpdate,
 } from "../context/events.ts";
 

@@ -71,6 +71,7 @@ export type {
   AgentEventSink,
   AgentEventSource,
   EventStreamOptions,
+  OutputError,
   ToolProgressUpdate,
 } from "./events.ts";
 export { SKIPPED_AFTER_TERMINAL } from "./tools.ts";

@@ -10,6 +10,9 @@
  */
 import { raceSignal } from "../runtime/abort.ts";
 import type { ParseResult } from "../core/errors.ts";
+import { parseStrict } from "../core/parse.ts";
+import type { ArgumentCheck } from "../tools/schema.ts";
+import type { OutputError } from "../context/events.ts";
 import {
   type AssistantMessage,
   type ChatMessage,
@@ -18,6 +21,7 @@ import {
   type ModelToolCall,
   type ModelToolSpec,
   type ModelUsage,
+  type ResponseFormat,
   streamModel,
 } from "../providers/types.ts";
 import { toolCallArguments } from "../providers/toolcalls.ts";
@@ -93,6 +97,15 @@ export interface LoopHooks {
   autoCompaction?: LoopAutoCompaction;
 }
 
+/**
+ * A run's structured output: the format asked of the model, and the check of
+ * a parsed answer (ajv, compiled once per run).
+ */
+export interface LoopOutput {
+  readonly format: ResponseFormat;
+  check(value: unknown): ArgumentCheck;
+}
+
 /** One run's inputs. */
 export interface LoopContext {
   readonly agentId: string;
@@ -121,6 +134,8 @@ export interface LoopContext {
   drainSteering(): ControlInput[];
   hasSteering(): boolean;
   emit: EventEmitter["emit"];
+  /** The final answer must be one JSON document matching this schema (one repair turn, then `output_invalid`). */
+  readonly output?: LoopOutput;
 }
 
 /** A model turn's answer, the provider's verdict on each call's arguments, and its finish reason (null when it gave none). */
@@ -160,8 +175,36 @@ export function result(
   usage: UsageAccumulator,
   output: string | null = null,
   error: string | null = null,
+  value?: { value: unknown },
 ): AgentRunResult {
+  if (value !== undefined) return { status, stop_reason: stop, turns, output, output_value: value.value, error, usage: usage.snapshot() };
   return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
+}
+
+/** The problems of a structured answer: not one JSON document, or not matching the schema. */
+function outputProblems(output: LoopOutput, content: string): { value: unknown } | OutputError[] {
+  const parsed = parseStrict(content);
+  if (!parsed.ok) {
+    const e = parsed.error;
+    return [{ path: "", keyword: "json", message: `not one JSON document: ${e.message} at byte ${e.offset}`, offset: e.offset }];
+  }
+  const check = output.check(parsed.value);
+  if (check.ok) return { value: parsed.value };
+  const errors: OutputError[] = check.errors.map((e) => ({ path: e.path, keyword: e.keyword, message: e.message }));
+  if (check.truncated) errors.push({ path: "", keyword: "truncated", message: "more problems were left out" });
+  return errors;
+}
+
+function describeProblems(errors: readonly OutputError[]): string {
+  return errors.map((e) => `- ${e.path === "" ? "(the whole answer)" : e.path}: ${e.message}`).join("\n");
+}
+
+/** The repair turn's user message. */
+function repairMessage(format: ResponseFormat, errors: readonly OutputError[]): string {
+  return (
+    `Your answer does not match the required output schema ${JSON.stringify(format.name)}:\n${describeProblems(errors)}\n` +
+    "Answer again with one JSON document that matches the schema, and nothing else."
+  );
 }
 
 /**
@@ -174,7 +217,7 @@ export function result(
 export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
   const { policy, signal, usage, counters, emit } = ctx;
   const reason = ctx.abortReason;
-  const state = { noToolResponses: 0 };
+  const state = { noToolResponses: 0, repairs: 0 };
   const batchOptions = { suspendOnApproval: ctx.suspendOnApproval === true };
 
   if (ctx.resume !== undefined && ctx.resume.calls.length > 0) {
@@ -218,8 +261,25 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
           state.noToolResponses = 0; // not terminal: the loop applies the steering
         } else if (!policy.requireExplicitFinish) {
           const content = response.content;
-          if (content) return result("completed", "text_response", turn, usage, content);
-          return result("failed", "empty_response", turn, usage, null, "the model returned an empty response");
+          if (content && ctx.output !== undefined) {
+            const checked = outputProblems(ctx.output, content);
+            if (!Array.isArray(checked)) return result("completed", "text_response", turn, usage, content, null, checked);
+            if (state.repairs >= 1) {
+              return result(
+                "failed",
+                "output_invalid",
+                turn,
+                usage,
+                content,
+                `the final answer does not match the output schema after one repair turn:\n${describeProblems(checked)}`,
+              );
+            }
+            state.repairs++;
+            const message = repairMessage(ctx.output.format, checked);
+            ctx.hooks.append({ role: "user", content: message });
+            await emit({ kind: "output_repair_requested", turn, errors: checked, message });
+          } else if (content) return result("completed", "text_response", turn, usage, content);
+          else return result("failed", "empty_response", turn, usage, null, "the model returned an empty response");
         } else {
           state.noToolResponses++;
           if (state.noToolResponses >= policy.maxNoToolResponses) {
@@ -375,7 +435,12 @@ async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessag
   const reason = ctx.abortReason;
   usage.beginRequest();
   const tools = ctx.hooks.tools();
-  const stream = streamModel(ctx.model, { messages, tools, signal });
+  const stream = streamModel(ctx.model, {
+    messages,
+    tools,
+    signal,
+    ...(ctx.output !== undefined ? { responseFormat: ctx.output.format } : {}),
+  });
   const it = stream[Symbol.asyncIterator]();
   let completed: { message: AssistantMessage; usage?: ModelUsage; finish_reason?: string } | undefined;
   let finished = false;
@@ -397,6 +462,19 @@ async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessag
         if (ev.delta.length > 0) {
           shown = true;
           await ctx.emit({ kind: "assistant_thinking_delta", turn, delta: ev.delta });
+        }
+      } else if (ev.type === "tool_call_delta") {
+        if (typeof ev.delta === "string" && ev.delta.length > 0) {
+          shown = true;
+          await ctx.emit({
+            kind: "tool_call_arguments_delta",
+            turn,
+            index: ev.index,
+            tool_call_id: ev.id,
+            tool: ev.name,
+            delta: ev.delta,
+            ...(ev.error !== undefined ? { error: { ...ev.error } } : {}),
+          });
         }
       } else if (ev.type === "completed") {
         completed = { message: ev.message, usage: ev.usage, finish_reason: ev.finish_reason };

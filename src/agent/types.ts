@@ -19,7 +19,8 @@ export { emptyUsage, RUN_STATUSES, STOP_REASONS, UsageAccumulator } from "../pro
 /**
  * Stop reasons after which `continueRun()` is allowed. `max_tokens` is one (the
  * model can go on from where it was cut off); `content_filter` is not (the
- * same context would be filtered again).
+ * same context would be filtered again). `output_invalid` is one (the history
+ * ends with the model's answer; a continue with a schema asks again).
  */
 export const CONTINUABLE_STOP_REASONS: ReadonlySet<StopReason> = new Set<StopReason>([
   "text_response",
@@ -31,6 +32,7 @@ export const CONTINUABLE_STOP_REASONS: ReadonlySet<StopReason> = new Set<StopRea
   "max_no_tool_responses",
   "token_budget_exceeded",
   "usage_unavailable",
+  "output_invalid",
 ]);
 
 /** The agent's coarse state: `running` while a run is active, else the last run's status (or `idle`). */

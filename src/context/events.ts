@@ -10,6 +10,7 @@
  *
  * @module
  */
+import type { JsonError } from "../core/errors.ts";
 import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
 import type { AgentMessage } from "../providers/messages.ts";
 import type { AgentRunResult, ControlInput, StopReason, ToolCallResult } from "../providers/run.ts";
@@ -40,6 +41,21 @@ export type AgentEventPayload =
   | { kind: "message_completed"; turn: number; message: AssistantMessage; usage: ModelUsage | null }
   | { kind: "assistant_text_delta"; turn: number; delta: string }
   | { kind: "assistant_thinking_delta"; turn: number; delta: string }
+  /**
+   * A piece of a tool call's arguments as the model streams them (never
+   * journaled). `index` is the call's position in the answer; `tool` is its
+   * name as far as known (`""` before the name arrived). `error`: the
+   * incremental validator's verdict once the text can no longer become valid
+   * JSON (code, message, byte `offset` of the first impossible byte, line,
+   * column), on that piece and every later one of the call.
+   */
+  | { kind: "tool_call_arguments_delta"; turn: number; index: number; tool_call_id: string; tool: string; delta: string; error?: JsonError }
+  /**
+   * The final answer did not match the run's output schema: the agent adds a
+   * user message (`message`, journaled) naming the problems and asks once
+   * more. `errors` are JSON Pointer paths into the answer, or the parse error.
+   */
+  | { kind: "output_repair_requested"; turn: number; errors: OutputError[]; message: string }
   | { kind: "tool_started"; turn: number; tool_call: ModelToolCall }
   | { kind: "tool_progressed"; turn: number; tool_call: ModelToolCall; update: ToolProgressUpdate }
   | { kind: "tool_completed"; turn: number; tool_call: ModelToolCall; result: ToolCallResult }
@@ -70,6 +86,8 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "message_completed",
   "assistant_text_delta",
   "assistant_thinking_delta",
+  "tool_call_arguments_delta",
+  "output_repair_requested",
   "tool_started",
   "tool_progressed",
   "tool_completed",
@@ -78,6 +96,18 @@ export const AGENT_EVENT_KINDS: readonly AgentEventKind[] = [
   "turn_completed",
   "agent_finished",
 ];
+
+/**
+ * One problem with a structured answer: a JSON Pointer (`""` is the whole
+ * answer) and what is wrong there; keyword `json` when the answer is not one
+ * JSON document (then `offset` is the byte of the parse error).
+ */
+export interface OutputError {
+  path: string;
+  keyword: string;
+  message: string;
+  offset?: number;
+}
 
 /** What an approval request says about its call (snake_case, as journaled). */
 export interface ApprovalRequestInfo {

@@ -35,6 +35,7 @@ import {
   type ModelStreamEvent,
   type ModelToolSpec,
   type ModelUsage,
+  withOutputInstructions,
 } from "./types.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -62,6 +63,7 @@ export interface ChatCompletionBody {
     type: "function";
     function: { name: string; description: string; parameters: Record<string, unknown>; strict?: boolean };
   }>;
+  response_format?: { type: "json_schema"; json_schema: { name: string; schema: Record<string, unknown>; strict: boolean } };
 }
 
 /** Tools in the chat-completions wire shape; `strict` only when the tool sets it. */
@@ -121,6 +123,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
   readonly #limits: JsonLimits | undefined;
   readonly #clientOptions: ConstructorParameters<typeof OpenAI>[0];
   #client: Promise<OpenAI> | null = null;
+  #formatRefused = false;
 
   constructor(config: ModelConfigInput, options: OpenAIModelAdapterOptions = {}) {
     this.config = resolveModelConfig(config);
@@ -164,15 +167,60 @@ export class OpenAIModelAdapter implements ModelAdapter {
     };
     if (this.config.includeUsage) body.stream_options = { include_usage: true };
     if (request.tools.length > 0) body.tools = toWireTools(request.tools);
+    const f = request.responseFormat;
+    if (f !== undefined) body.response_format = { type: "json_schema", json_schema: { name: f.name, schema: f.schema, strict: f.strict } };
     return body;
   }
 
+  /**
+   * True once this adapter's server refused a JSON-schema response format
+   * (a 400 answer to a request carrying one, where the same request without
+   * it then went through): later requests put the schema in the messages.
+   */
+  get responseFormatRefused(): boolean {
+    return this.#formatRefused;
+  }
+
   stream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
-    return retryingStream(() => this.#attempt(request, true), this.#retry, request.signal);
+    return this.#withFormatFallback(request, (r) => retryingStream(() => this.#attempt(r, true), this.#retry, r.signal));
+  }
+
+  /**
+   * A request with a response format, and the fallback when the server
+   * refuses it (LM Studio and some Ollama versions answer 400): the same
+   * request without it, the schema given as instructions in the messages.
+   * The refusal is remembered only once the plain request went through, so
+   * a 400 for another reason is reported as it is.
+   */
+  async *#withFormatFallback(
+    request: ModelRequest,
+    run: (r: ModelRequest) => AsyncIterable<ModelStreamEvent>,
+  ): AsyncGenerator<ModelStreamEvent> {
+    const format = request.responseFormat;
+    if (format === undefined) return yield* run(request);
+    const plain: ModelRequest = { ...request, messages: withOutputInstructions(request.messages, format) };
+    delete plain.responseFormat;
+    if (this.#formatRefused) return yield* run(plain);
+    let started = false;
+    try {
+      for await (const ev of run(request)) {
+        started = true;
+        yield ev;
+      }
+      return;
+    } catch (err) {
+      const refused =
+        !started && err instanceof ModelProviderError && err.status === 400 && err.kind !== "context_overflow" && !request.signal?.aborted;
+      if (!refused) throw err;
+    }
+    for await (const ev of run(plain)) {
+      this.#formatRefused = true;
+      yield ev;
+    }
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    const events = retryingStream(() => this.#attempt(request, false), this.#retry, request.signal);
+    const events = this.#withFormatFallback(request, (r) => retryingStream(() => this.#attempt(r, false), this.#retry, r.signal));
     for await (const ev of events) {
       if (ev.type === "completed")
         return { message: ev.message, usage: ev.usage, ...(ev.finish_reason !== undefined ? { finish_reason: ev.finish_reason } : {}) };
@@ -251,7 +299,14 @@ export class OpenAIModelAdapter implements ModelAdapter {
               sawText = true;
               events.push({ type: "text_delta", delta: d.content });
             }
-            if (Array.isArray(d.tool_calls)) for (const f of d.tool_calls) if (f) calls.add(f);
+            if (Array.isArray(d.tool_calls)) {
+              for (const f of d.tool_calls) {
+                if (!f) continue;
+                // Argument deltas go to stream() consumers; complete() only needs the calls (and can still be retried).
+                const deltas = calls.add(f);
+                if (streaming) events.push(...deltas);
+              }
+            }
           }
           if (choice.finish_reason) finishReason = choice.finish_reason;
         }

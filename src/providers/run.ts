@@ -24,6 +24,8 @@ export const RUN_STATUSES: readonly RunStatus[] = ["completed", "failed", "cance
  * needs an approval and the run was told to suspend rather than wait
  * (`suspendOnApproval`); the request is journaled, the turn's other calls
  * settled, and the run resumes once it is answered (status `suspended`).
+ * After it, `output_invalid`: the run had an output schema and the final
+ * answer still did not match it after one repair turn (status `failed`).
  */
 export type StopReason =
   | "text_response"
@@ -43,7 +45,8 @@ export type StopReason =
   | "context_overflow"
   | "compaction_failed"
   | "runtime_error"
-  | "awaiting_approval";
+  | "awaiting_approval"
+  | "output_invalid";
 export const STOP_REASONS: readonly StopReason[] = [
   "text_response",
   "tool_completion",
@@ -63,6 +66,7 @@ export const STOP_REASONS: readonly StopReason[] = [
   "compaction_failed",
   "runtime_error",
   "awaiting_approval",
+  "output_invalid",
 ];
 
 export type ControlInputKind = "steering" | "follow_up";
@@ -100,6 +104,11 @@ export interface AgentRunResult {
   /** Turns started in this run. */
   turns: number;
   output: string | null;
+  /**
+   * A run with an output schema that completed with a matching answer: the
+   * answer parsed (strictly) from `output`. Absent otherwise.
+   */
+  output_value?: unknown;
   error: string | null;
   usage: RunUsage;
 }

@@ -8,6 +8,7 @@
  * ```jsonl
  * {"content": "Let me look.", "thinking": "The user wants…", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}"}], "usage": {"input_tokens": 12, "output_tokens": 5}}
  * {"content": "Done.", "chunk_size": 2, "delay_ms": 10}
+ * {"content": null, "tool_calls": [{"id": "c2", "name": "write_file", "arguments": "{\"path\":\"b.txt\"}"}], "arguments_chunk_size": 4}
  * {"content": "The answer was cut o", "finish_reason": "length"}
  * {"error": {"kind": "rate_limit", "message": "slow down"}}
  * ```
@@ -18,7 +19,7 @@ import { AgentcoreError } from "../core/errors.ts";
 import { parseStrict } from "../core/index.ts";
 import { abortReason } from "./errors.ts";
 import { abortableSleep } from "./retry.ts";
-import { completedToolCall } from "./toolcalls.ts";
+import { completedToolCall, ToolCallAssembler } from "./toolcalls.ts";
 import {
   MODEL_ERROR_KINDS,
   ModelProviderError,
@@ -31,6 +32,7 @@ import {
   type ModelToolCall,
   type ModelToolSpec,
   type ModelUsage,
+  type ResponseFormat,
 } from "./types.ts";
 
 /** Usage as written in a script; `total_tokens` is computed. */
@@ -61,6 +63,13 @@ export interface ScriptedReply {
   chunk_size?: number;
   /** The provider's finish reason to report (`length`: cut off at the output limit; `content_filter`). Default: none. */
   finish_reason?: ScriptedFinishReason;
+  /**
+   * Stream each tool call's arguments as `tool_call_delta` events in pieces
+   * of this many characters (code points), validated as they arrive like a
+   * streaming provider's (the verdict on the piece that makes the text
+   * impossible). Default: no argument deltas.
+   */
+  arguments_chunk_size?: number;
 }
 
 /** The finish reasons a script may report. */
@@ -79,6 +88,8 @@ export type ScriptedTurn = ScriptedReply | ScriptedFailure;
 export interface RecordedRequest {
   messages: ChatMessage[];
   tools: ModelToolSpec[];
+  /** The structured-output format asked for, when the request carried one (the scripted model plays its script regardless). */
+  responseFormat?: ResponseFormat;
 }
 
 /** A script that does not have the expected shape; the message names the line (or turn). */
@@ -87,7 +98,16 @@ export class ScriptError extends AgentcoreError {
   override name = "ScriptError";
 }
 
-const REPLY_KEYS = new Set(["content", "thinking", "tool_calls", "usage", "delay_ms", "chunk_size", "finish_reason"]);
+const REPLY_KEYS = new Set([
+  "content",
+  "thinking",
+  "tool_calls",
+  "usage",
+  "delay_ms",
+  "chunk_size",
+  "finish_reason",
+  "arguments_chunk_size",
+]);
 const FAILURE_KEYS = new Set(["error", "delay_ms"]);
 const USAGE_REQUIRED = ["input_tokens", "output_tokens"];
 const USAGE_OPTIONAL = ["cache_read_tokens", "cache_write_tokens", "reasoning_tokens"];
@@ -167,6 +187,8 @@ export function validateScriptedTurn(value: unknown, where: string): ScriptedTur
   }
   if (t.delay_ms !== undefined) out.delay_ms = checkCount(t.delay_ms, '"delay_ms"', fail, { integer: false });
   if (t.chunk_size !== undefined) out.chunk_size = checkCount(t.chunk_size, '"chunk_size"', fail, { min: 1 });
+  if (t.arguments_chunk_size !== undefined)
+    out.arguments_chunk_size = checkCount(t.arguments_chunk_size, '"arguments_chunk_size"', fail, { min: 1 });
   if (t.finish_reason !== undefined) {
     if (typeof t.finish_reason !== "string" || !(SCRIPTED_FINISH_REASONS as readonly string[]).includes(t.finish_reason)) {
       fail(`"finish_reason" must be one of ${SCRIPTED_FINISH_REASONS.join(", ")}, got ${JSON.stringify(t.finish_reason)}`);
@@ -302,7 +324,11 @@ export class ScriptedModel implements ModelAdapter {
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const signal = request.signal;
     if (signal?.aborted) throw abortReason(signal);
-    if (this.#record) this.requests.push({ messages: copyData(request.messages), tools: copyData(request.tools) });
+    if (this.#record) {
+      const r: RecordedRequest = { messages: copyData(request.messages), tools: copyData(request.tools) };
+      if (request.responseFormat !== undefined) r.responseFormat = copyData(request.responseFormat);
+      this.requests.push(r);
+    }
     if (this.#next >= this.#turns.length) {
       throw new ModelProviderError("provider_error", "scripted model has no more turns");
     }
@@ -317,7 +343,28 @@ export class ScriptedModel implements ModelAdapter {
       yield { type: "text_delta", delta };
       if (signal?.aborted) throw abortReason(signal);
     }
-    const tool_calls: ModelToolCall[] = (turn.tool_calls ?? []).map((c) => completedToolCall(c.id, c.name, c.arguments));
+    let tool_calls: ModelToolCall[];
+    if (turn.arguments_chunk_size !== undefined && (turn.tool_calls ?? []).length > 0) {
+      // As a streaming provider does: the pieces through the incremental validator, each yielded as it is taken.
+      const assembler = new ToolCallAssembler();
+      try {
+        for (const [index, c] of (turn.tool_calls ?? []).entries()) {
+          const parts = pieces(c.arguments, turn.arguments_chunk_size);
+          if (parts.length === 0) assembler.add({ index, id: c.id, function: { name: c.name } });
+          for (const [i, piece] of parts.entries()) {
+            const frag =
+              i === 0 ? { index, id: c.id, function: { name: c.name, arguments: piece } } : { index, function: { arguments: piece } };
+            for (const ev of assembler.add(frag)) {
+              yield ev;
+              if (signal?.aborted) throw abortReason(signal);
+            }
+          }
+        }
+        tool_calls = assembler.finish();
+      } finally {
+        assembler.dispose();
+      }
+    } else tool_calls = (turn.tool_calls ?? []).map((c) => completedToolCall(c.id, c.name, c.arguments));
     const ev: ModelStreamEvent = { type: "completed", message: { content: turn.content, tool_calls } };
     if (turn.finish_reason !== undefined) ev.finish_reason = turn.finish_reason;
     if (turn.usage) {

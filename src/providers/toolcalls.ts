@@ -10,7 +10,7 @@
 import { JsonStreamValidator } from "../core/stream.ts";
 import { parseStrict } from "../core/parse.ts";
 import type { JsonError, JsonLimits, ParseResult } from "../core/errors.ts";
-import type { ModelToolCall } from "./types.ts";
+import type { ModelToolCall, ToolCallDeltaEvent } from "./types.ts";
 
 /**
  * A tool call with its verdict: `arguments` parsed strictly once, here, for an
@@ -53,6 +53,8 @@ interface PartialCall {
   parts: string[];
   validator: JsonStreamValidator | undefined;
   error: JsonError | undefined;
+  /** The id given to the call's delta events while the stream named none. */
+  provisional: string | undefined;
 }
 
 let generated = 0;
@@ -82,7 +84,7 @@ export class ToolCallAssembler {
   #open(index: number): PartialCall {
     let c = this.#calls.get(index);
     if (!c) {
-      c = { index, id: "", name: "", parts: [], validator: undefined, error: undefined };
+      c = { index, id: "", name: "", parts: [], validator: undefined, error: undefined, provisional: undefined };
       this.#calls.set(index, c);
     }
     return c;
@@ -100,8 +102,12 @@ export class ToolCallAssembler {
    * response with `index: 0`, each with its own id, and such a fragment starts
    * a new call (after the others). A fragment without an index continues the
    * previous call unless it names a new id.
+   *
+   * Returns the fragment's argument piece as a delta event (none when it
+   * carried no arguments), with the validator's verdict once the call's text
+   * can no longer become valid JSON.
    */
-  add(fragment: ToolCallFragment): void {
+  add(fragment: ToolCallFragment): ToolCallDeltaEvent[] {
     let call: PartialCall;
     if (typeof fragment.index === "number" && Number.isInteger(fragment.index) && fragment.index >= 0) {
       const current = this.#byWireIndex.get(fragment.index);
@@ -118,10 +124,14 @@ export class ToolCallAssembler {
     this.#last = call;
     if (fragment.id && call.id === "") call.id = fragment.id;
     const fn = fragment.function;
-    if (fn) {
-      if (fn.name && call.name === "") call.name = fn.name;
-      if (typeof fn.arguments === "string" && fn.arguments !== "") this.#push(call, fn.arguments);
-    }
+    if (!fn) return [];
+    if (fn.name && call.name === "") call.name = fn.name;
+    if (typeof fn.arguments !== "string" || fn.arguments === "") return [];
+    this.#push(call, fn.arguments);
+    const id = call.id !== "" ? call.id : (call.provisional ??= generatedId());
+    const ev: ToolCallDeltaEvent = { type: "tool_call_delta", index: call.index, id, name: call.name, delta: fn.arguments };
+    if (call.error) ev.error = { ...call.error };
+    return [ev];
   }
 
   #push(call: PartialCall, piece: string): void {
@@ -154,7 +164,7 @@ export class ToolCallAssembler {
       const text = c.parts.join("");
       // Validated as it streamed: only a document the validator accepted reaches JSON.parse.
       const verdict: ParseResult = c.error ? { ok: false, error: c.error } : { ok: true, value: JSON.parse(text) };
-      out.push(withVerdict({ id: c.id === "" ? generatedId() : c.id, name: c.name, arguments: text }, verdict));
+      out.push(withVerdict({ id: c.id !== "" ? c.id : (c.provisional ?? generatedId()), name: c.name, arguments: text }, verdict));
     }
     return out;
   }

@@ -78,6 +78,49 @@ export interface ModelRequest {
   tools: ModelToolSpec[];
   /** Aborts the request; adapters must stop promptly and throw. */
   signal?: AbortSignal;
+  /**
+   * Ask for the answer as one JSON document matching a schema (structured
+   * output). An adapter sends it as the provider's JSON-schema response
+   * format where the server takes it, and otherwise puts
+   * {@link outputInstructions} into the request's messages; an adapter that
+   * does neither leaves it to the model. The agent checks the answer itself.
+   */
+  responseFormat?: ResponseFormat;
+}
+
+/** A JSON-schema response format (OpenAI `response_format: {type: "json_schema", json_schema}`). */
+export interface ResponseFormat {
+  /** The schema's name as the provider sees it (`[A-Za-z0-9_-]`, at most 64). */
+  name: string;
+  /** The JSON Schema the answer must match. */
+  schema: Record<string, unknown>;
+  /** Ask the provider for strict adherence (OpenAI `strict`). */
+  strict: boolean;
+}
+
+/**
+ * The plain-text instruction an adapter adds when the server takes no
+ * response format: answer with one JSON document matching the schema.
+ */
+export function outputInstructions(format: ResponseFormat): string {
+  return (
+    "Give your final answer as one JSON document, and nothing else (no prose, no code fence), " +
+    `matching this JSON Schema (named ${JSON.stringify(format.name)}):\n` +
+    JSON.stringify(format.schema)
+  );
+}
+
+/**
+ * The request's messages with {@link outputInstructions} added: appended to
+ * the leading system message, or as a new first system message.
+ */
+export function withOutputInstructions(messages: readonly ChatMessage[], format: ResponseFormat): ChatMessage[] {
+  const text = outputInstructions(format);
+  const out = [...messages];
+  const first = out[0];
+  if (first !== undefined && first.role === "system") out[0] = { role: "system", content: `${first.content}\n\n${text}` };
+  else out.unshift({ role: "system", content: text });
+  return out;
 }
 
 /**
@@ -95,10 +138,28 @@ export interface ModelResponse {
   finish_reason?: FinishReason;
 }
 
+/**
+ * A piece of a tool call's arguments as it streamed. `index` is the call's
+ * position in the response; `id` and `name` are the call's as far as known
+ * (the id is the one the completed call carries). `error` is the
+ * incremental validator's verdict once the text can no longer become valid
+ * JSON (code, message, byte offset of the first impossible byte): set on the
+ * piece that held that byte and on every later piece of the call.
+ */
+export interface ToolCallDeltaEvent {
+  type: "tool_call_delta";
+  index: number;
+  id: string;
+  name: string;
+  delta: string;
+  error?: JsonError;
+}
+
 /** Events of a streamed response; exactly one `completed` ends a successful stream. */
 export type ModelStreamEvent =
   | { type: "text_delta"; delta: string }
   | { type: "thinking_delta"; delta: string }
+  | ToolCallDeltaEvent
   | { type: "completed"; message: AssistantMessage; usage?: ModelUsage; finish_reason?: FinishReason };
 
 /**

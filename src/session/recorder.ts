@@ -1,11 +1,12 @@
 /**
  * `SessionRecorder`: an agent event sink that journals a run. Only
  * agent_started, agent_continued, message_completed, steering_applied,
- * tool_completed, tool_approval_requested, tool_approval_decided (records
+ * tool_completed, output_repair_requested (its user message), tool_approval_requested, tool_approval_decided (records
  * approval_requested, approval_decided), agent_finished and
  * completed compactions become records (an approval request is written
  * before anyone is asked: the policy waits for this sink);
- * deltas, progress, pressure and discarded steering are not persisted. Each
+ * deltas (text, thinking, tool-call arguments), progress, pressure and
+ * discarded steering are not persisted. Each
  * record is a conditional append against the branch head the recorder just
  * read, so a concurrent writer on the same branch surfaces as a
  * SessionConflictError instead of interleaving. From its start record to its
@@ -92,6 +93,9 @@ export function recordDraft(
       };
     case "tool_completed":
       return { ...base, type: "messages_appended", data: { run_id: runId, messages: event.result.messages.map((m) => ({ ...m })) } };
+    case "output_repair_requested":
+      // The repair turn's user message is part of the conversation.
+      return { ...base, type: "messages_appended", data: { run_id: runId, messages: [{ role: "user", content: event.message }] } };
     case "agent_finished":
       return { ...base, type: "run_finished", data: { run_id: runId, result: structuredClone(event.result) } };
     case "tool_approval_requested": {
