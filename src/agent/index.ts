@@ -52,7 +52,7 @@
  *
  * @module
  */
-export { Agent, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from "./agent.ts";
+export { Agent, compileOutputSchema, createAgent, DEFAULT_ABORT_REASON, DEFAULT_QUEUE_CAPACITY } from "./agent.ts";
 export type {
   AgentHooks,
   AgentOptions,

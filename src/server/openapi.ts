@@ -6,6 +6,7 @@
  * @module
  */
 
+import { AGENT_EVENT_KINDS } from "../agent/events.ts";
 import { RUN_STATUSES, STOP_REASONS } from "../agent/types.ts";
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -32,7 +33,7 @@ const sse = {
     schema: {
       type: "string",
       description:
-        "SSE: `id: <n>` (per run, from 1), `event: <agent event kind | approval_requested | approval_resolved>`, `data: <JSON>`, `: heartbeat` comments, a final `event: done` (no id)",
+        "SSE: `id: <n>` (per run, from 1), `event: <agent event kind | approval_requested | approval_resolved>`, `data: <JSON>` (an agent event is an AgentEvent), `: heartbeat` comments, a final `event: done` (no id)",
     },
   },
 };
@@ -483,6 +484,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
             session: { type: "string" },
             branch: { type: "string", default: "main" },
             detached: { type: "boolean", default: false, description: "when true, a client disconnect does not abort the run" },
+            output_schema: {
+              type: "object",
+              description:
+                "structured output: a JSON Schema the task's final answer must match. The model is asked for JSON (the provider's json_schema response format, or instructions where the server refuses it); a mismatch gets one repair turn naming the JSON Pointer errors, a second ends the run failed with stop reason output_invalid; the result carries the value as output_value. A schema that does not compile is a 400 at /output_schema",
+            },
             suspend_on_approval: {
               type: "boolean",
               default: false,
@@ -544,8 +550,29 @@ export function openApiDocument(version: string): Record<string, unknown> {
             },
             turns: { type: "integer" },
             output: { type: ["string", "null"] },
+            output_value: {
+              description: "with output_schema, once the answer matched it: the answer parsed as JSON (absent otherwise)",
+            },
             error: { type: ["string", "null"] },
             usage: { type: "object" },
+          },
+        },
+        AgentEvent: {
+          type: "object",
+          description:
+            "an agent event as sent in `data:` (SSE) and by `agent --events jsonl`: agent_id, run_id, sequence, kind, and the kind's fields. tool_call_arguments_delta (never journaled): turn, index, tool_call_id, tool, delta, and error {code, message, offset, line, column} once the streamed arguments can no longer become valid JSON (offset: the byte of the first impossible one). output_repair_requested: turn, errors [{path, keyword, message}], message (the repair turn's user message)",
+          required: ["agent_id", "run_id", "sequence", "kind"],
+          properties: {
+            agent_id: { type: "string" },
+            run_id: { type: "string" },
+            sequence: { type: "integer" },
+            kind: { enum: [...AGENT_EVENT_KINDS] },
+            turn: { type: "integer" },
+            tool_call_id: { type: "string" },
+            tool: { type: "string" },
+            index: { type: "integer" },
+            delta: { type: "string" },
+            error: {},
           },
         },
         ControlReceipt: {

@@ -21,7 +21,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
-import type { Agent, AgentEvent, AgentRunResult } from "../agent/index.ts";
+import { type Agent, type AgentEvent, type AgentRunResult, compileOutputSchema } from "../agent/index.ts";
 import { budgetForContextWindow, MAX_CONTEXT_WINDOW } from "../context/index.ts";
 import { ModelConfigError, type ModelPresetName } from "../providers/config.ts";
 import type { ModelAdapter } from "../providers/types.ts";
@@ -77,6 +77,8 @@ export interface RunRequest {
   compaction?: { contextWindow: number; reserveTokens: number; keepRecentTokens: number };
   /** A call that needs an approval is journaled and ends the run `awaiting_approval` instead of waiting in the queue (needs session). */
   suspendOnApproval?: boolean;
+  /** `output_schema`: the task's final answer must match this JSON Schema (RunOptions.outputSchema). */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** A run as `GET /v1/runs/{id}` shows it. */
@@ -129,6 +131,7 @@ const RUN_KEYS = [
   "detached",
   "compaction",
   "suspend_on_approval",
+  "output_schema",
 ] as const;
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
@@ -156,6 +159,16 @@ export function parseRunRequest(body: unknown): RunRequest {
   if (suspend === true && req.session === undefined)
     f.fail("suspend_on_approval", "needs session: the approval request is journaled there, and answered there later");
   if (suspend === true) req.suspendOnApproval = true;
+  const schema = f.body.output_schema;
+  if (schema !== undefined) {
+    if (typeof schema !== "object" || schema === null || Array.isArray(schema)) f.fail("output_schema", "must be a JSON Schema object");
+    try {
+      compileOutputSchema({ outputSchema: schema as Record<string, unknown> });
+    } catch (e) {
+      f.fail("output_schema", `is not a usable JSON Schema: ${(e as Error).message.replace(/^outputSchema: /, "")}`);
+    }
+    req.outputSchema = schema as Record<string, unknown>;
+  }
   const rawCompaction = f.body.compaction;
   if (typeof rawCompaction === "number") f.fail("compaction", `must be an object, such as {"context_window": ${rawCompaction}}`);
   const c = f.object("compaction", ["context_window", "reserve_tokens", "keep_recent_tokens"]);
@@ -515,7 +528,11 @@ export class RunManager {
    */
   async begin(
     run: ServerRun,
-    op: { kind: "task"; task: string } | { kind: "continue" } | { kind: "compact" } | { kind: "resume" },
+    op:
+      | { kind: "task"; task: string; outputSchema?: Record<string, unknown> }
+      | { kind: "continue" }
+      | { kind: "compact" }
+      | { kind: "resume" },
   ): Promise<{ done: Promise<AgentRunResult | null> }> {
     if (run.closed) throw new HttpError(409, "CONFLICT", `run ${run.id} is closed`, { reason: "closed" });
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
@@ -582,7 +599,7 @@ export class RunManager {
     run.lastActivity = Date.now();
     const work =
       op.kind === "task"
-        ? run.agent.run(op.task)
+        ? run.agent.run(op.task, op.outputSchema !== undefined ? { outputSchema: op.outputSchema } : {})
         : op.kind === "continue"
           ? run.agent.continueRun()
           : op.kind === "resume"

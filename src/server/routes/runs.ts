@@ -85,7 +85,12 @@ export function runRoutes(deps: AppDeps) {
     }
     const run = await runs.create(req);
     try {
-      return await runResponse(c, run, { kind: "task", task: req.task }, true);
+      return await runResponse(
+        c,
+        run,
+        { kind: "task", task: req.task, ...(req.outputSchema !== undefined ? { outputSchema: req.outputSchema } : {}) },
+        true,
+      );
     } catch (e) {
       if (run.status !== "running") await runs.discard(run);
       throw e;
