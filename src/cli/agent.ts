@@ -25,7 +25,8 @@ import { ModelConfigError } from "../providers/config.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
-import { JsonlSessionStorage } from "../session/jsonl.ts";
+import { openStore, type OpenedStore } from "../host/store.ts";
+import { redactUrl } from "../session/postgres/errors.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
 import {
@@ -68,6 +69,10 @@ export interface AgentFlags {
   branch?: string;
   sessionsDir?: string;
   /** continueRun() after restoring the session, instead of a new task. */
+  /** The store of the settings (`--store`, else AGENTCORE_STORE, else the config's store): a JSONL folder or a postgres:// URL; --sessions-dir wins over it. */
+  store?: string;
+  /** `--store` itself, as given (printed commands repeat it). */
+  storeFlag?: string;
   continue?: boolean;
   /** resumeRun() a run that ended awaiting_approval, with the answers journaled since (--resume). */
   resume?: boolean;
@@ -376,22 +381,51 @@ export function rejectionNote(output: string | null): string {
 }
 
 /** The --sessions-dir of the flags as printed commands repeat it (empty for the default). */
-function dirArgsOf(flags: Pick<AgentFlags, "sessionsDir">): string {
-  return flags.sessionsDir !== undefined ? ` --sessions-dir ${shellWord(flags.sessionsDir)}` : "";
+function dirArgsOf(flags: Pick<AgentFlags, "sessionsDir" | "storeFlag">): string {
+  const store = flags.storeFlag !== undefined ? ` --store ${shellWord(redactUrl(flags.storeFlag))}` : "";
+  return (flags.sessionsDir !== undefined ? ` --sessions-dir ${shellWord(flags.sessionsDir)}` : "") + store;
 }
 
 /** Run the agent command; resolves to the exit status. */
 export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
   const claims: BranchClaim[] = [];
   try {
-    return await agentCommand(runtime, flags, out, claims);
+    return await agentCommand(runtime, flags, out, claims, stores);
   } finally {
     // The session branch is free again however the command ends (a signal's exit too: see claimBranch).
     for (const c of claims) c.release();
   }
 }
 
-async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter, claims: BranchClaim[]): Promise<number> {
+/**
+ * The session store of the flags, opened through the host's openStore:
+ * --sessions-dir, else the settings' store, else .agentcore/sessions under
+ * the root. A store that cannot be opened is a setup error (exit 2).
+ */
+export async function openSessionStore(
+  runtime: Runtime,
+  flags: Pick<AgentFlags, "sessionsDir" | "store">,
+  onRepair: (r: JournalRepair) => void,
+): Promise<OpenedStore> {
+  try {
+    return await openStore(flags.sessionsDir !== undefined ? undefined : flags.store, {
+      root: runtime.root ?? undefined,
+      sessionsDir: flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"),
+      onRepair,
+    });
+  } catch (e) {
+    if (e instanceof SessionError) throw new AgentSetupError(e.message);
+    throw e;
+  }
+}
+
+async function agentCommand(
+  runtime: Runtime,
+  flags: AgentFlags,
+  out: LineWriter,
+  claims: BranchClaim[],
+  stores: OpenedStore[],
+): Promise<number> {
   if (flags.events !== undefined && flags.events !== "jsonl") {
     throw new AgentUsageError(`--events takes 'jsonl', got '${flags.events}'`);
   }
@@ -410,14 +444,14 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     throw new AgentUsageError("--branch and --sessions-dir need --session ID");
   }
   // The session first: a bad journal or branch is reported before the model starts.
-  let storage: JsonlSessionStorage | null = null;
+  let storage: JournalStorage | null = null;
   let checkout = null;
   const branch = flags.branch ?? "main";
   if (flags.session !== undefined) {
     if (flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
-    storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), {
-      onRepair: reportRepair("agentcore"),
-    });
+    const opened = await openSessionStore(runtime, flags, reportRepair("agentcore"));
+    stores.push(opened);
+    storage = opened.sessions;
     // --resume after a crash: the run its process left open is closed under the crash rules first.
     if (flags.resume === true) await recoverForResume(storage, runtime, flags.session, branch);
     // Before the first model request: a second agent on this branch stops here, having done nothing.
@@ -435,11 +469,13 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
       const last = checkout?.session.runs.at(-1)?.result ?? null;
       const where = `session '${flags.session}'${branch !== "main" ? ` branch '${branch}'` : ""}`;
       if (last === null || last.stop_reason !== "awaiting_approval") {
+  const stores: OpenedStore[] = [];
         throw new AgentSetupError(
           last === null
             ? `${where} has no run to resume`
             : `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,
         );
+    for (const s of stores) await s.close();
       }
       const pending = pendingApprovals(checkout!.session);
       if (pending.length > 0) {
@@ -461,6 +497,8 @@ async function agentCommand(runtime: Runtime, flags: AgentFlags, out: LineWriter
     );
   });
   const stderr = process.stderr;
+  if (flags.session === undefined && flags.storeFlag !== undefined)
+    throw new AgentUsageError("--store needs --session ID: it says where the session is recorded");
   const showTools = flags.events === undefined && isTTY(stderr);
   let textOpen = false;
   // stdout carries the product (events, or the streamed text): once writing it

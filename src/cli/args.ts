@@ -364,6 +364,20 @@ const HISTORY_OPTION = {
 } as const satisfies OptionTable;
 
 /** The model, the session, the plan and the run limits: agent and chat. */
+/**
+ * `--store`, the one definition every command that touches sessions or
+ * history shares (agent, chat, sessions …, history): a folder of JSONL
+ * journals or a postgres:// URL; without it AGENTCORE_STORE, then the
+ * config's `store`.
+ */
+export const STORE_OPTION = {
+  store: {
+    type: "string",
+    arg: "STORE",
+    help: "where sessions (and history) live: a folder of JSONL journals, or a postgres:// URL\n(default: AGENTCORE_STORE, else the config's store, else .agentcore/sessions under the root);\nnot together with --sessions-dir",
+  },
+} as const satisfies OptionTable;
+
 const MODEL_OPTIONS = {
   script: { type: "string", arg: "FILE", section: "Model", help: "play a scripted model (JSONL, one turn per line); no network" },
   preset: {
@@ -405,8 +419,9 @@ const MODEL_OPTIONS = {
     type: "string",
     arg: "DIR",
     section: "Session",
-    help: "journal directory (default: .agentcore/sessions under the root, created 0700)",
+    help: "journal directory (default: .agentcore/sessions under the root, created 0700);\nthe same as --store DIR",
   },
+  store: { ...STORE_OPTION.store, section: "Session" },
 } as const satisfies OptionTable;
 
 export const TOOLS_OPTIONS = {
@@ -478,6 +493,10 @@ export const SKILLS_OPTIONS = {
   ...HELP_OPTION,
   dir: { type: "string", arg: "DIR", help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root)" },
   root: {
+  store: {
+    ...STORE_OPTION.store,
+    help: "read the history of this store when it is a postgres:// URL (its agentcore.history table;\ndefault: AGENTCORE_STORE, else the config's store); --file names a JSONL log instead",
+  },
     type: "string",
     arg: "DIR",
     help: "the root the default folder is under (default: the config's root, else the current directory)",
@@ -511,6 +530,8 @@ const SESSIONS_COMMON = {
 /** The new branch's name, for fork, rollback and retry. */
 const NEW_BRANCH_NAME = { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" } as const;
 /** fork's and rollback's branch options: the new name and the branch the RECORD is looked up on. */
+  ...STORE_OPTION,
+  config: { type: "string", arg: "FILE", help: "JSONC settings file (its store and root; default: AGENTCORE_CONFIG)" },
 const NEW_BRANCH_AT_RECORD = {
   name: NEW_BRANCH_NAME,
   branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
@@ -567,6 +588,14 @@ export const SESSIONS_SUBCOMMANDS = {
 type SessionsTable = (typeof SESSIONS_SUBCOMMANDS)[keyof typeof SESSIONS_SUBCOMMANDS];
 type KeysOfUnion<T> = T extends unknown ? keyof T : never;
 type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U extends Readonly<Record<K, infer S>> ? S : never) : never;
+  export: {
+    ...SESSIONS_COMMON,
+    out: { type: "string", arg: "FILE", help: "write the journal to FILE (created 0600; refused if it exists) instead of stdout" },
+  },
+  import: {
+    ...SESSIONS_COMMON,
+    as: { type: "string", arg: "ID", help: "store the session under ID instead of the id its records carry" },
+  },
 export type SessionsValues = {
   [K in KeysOfUnion<SessionsTable>]?: SessionsSpec<K> extends { readonly type: "boolean" } ? boolean : string;
 };

@@ -71,5 +71,6 @@ export async function cmdChat(runtime: Runtime, flags: ChatFlags, gate: ReplAppr
     return await runRepl(state, io);
   } finally {
     state.claim.release();
+    await state.closeStore();
   }
 }

@@ -5,9 +5,12 @@
  * agentcore history [--file FILE] [--tool T] [--since 2026-11-30T08:00:00Z|10m|2h|1d] [--failed] [--json]
  * ```
  *
- * The file is `--file` (or `--history`), else the config file's `history` key
- * (`--config FILE` or `AGENTCORE_CONFIG`, once the config accepts that key),
- * else a usage error. Output: a table on stdout, or with `--json` one record
+ * The log is `--file` (or `--history`); else `--store` when it is a
+ * postgres:// URL (the store's agentcore.history table); else the config
+ * file's `history` key (`--config FILE` or `AGENTCORE_CONFIG`); else a
+ * PostgreSQL store named by AGENTCORE_STORE or the config's `store`; else a
+ * usage error. Reading a PostgreSQL store is asynchronous (the result is then
+ * a promise); the store is opened through the host's openStore and closed. Output: a table on stdout, or with `--json` one record
  * per line exactly as stored. Exit status: 0 when the log was read (whatever
  * the calls' results); 2 for usage errors, a missing or unreadable file, or a
  * corrupt line.
@@ -18,6 +21,7 @@ import { AgentcoreError } from "../core/errors.ts";
 import { HISTORY_OPTIONS, parseCommandLine, renderHelp, usageText } from "./args.ts";
 import { HistoryError, readHistory, type HistoryFilter, type HistoryRecord } from "../runtime/history.ts";
 import { ConfigError, loadConfig } from "../host/settings.ts";
+import { SessionError } from "../session/types.ts";
 import { OutputError, outputFailure, type LineWriter, PIPE_HELP } from "./output.ts";
 
 /** `agentcore history --help`. */
@@ -75,7 +79,7 @@ function processEnv(name: string): string | undefined {
  * Run `agentcore history` with `argv` (the arguments after `history`).
  * Returns the exit status; messages go to `io.err`. Never throws.
  */
-export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
+export function cmdHistory(argv: string[], io: HistoryCommandIO): number | Promise<number> {
   const err = io.err ?? ((t: string) => void process.stderr.write(t));
   const usage = (message: string) => {
     err(usageText(message, "history"));
@@ -99,37 +103,77 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number {
       io.out.flush();
       return 0;
     }
-    const path = historyPath(values, io.env ?? processEnv);
+    const source = historySource(values, io.env ?? processEnv);
     const filter: HistoryFilter = {};
     if (typeof values.tool === "string") filter.tool = values.tool;
     if (typeof values.since === "string") filter.since = parseSince(values.since, (io.now ?? (() => new Date()))());
     if (values.failed === true) filter.failed = true;
-    const records = readHistory(path, filter);
-    if (values.json === true) for (const r of records) io.out.line(JSON.stringify(r));
-    else printTable(records, io.out);
-    io.out.flush();
-    return 0;
+    const print = (records: HistoryRecord[]) => {
+      if (values.json === true) for (const r of records) io.out.line(JSON.stringify(r));
+      else printTable(records, io.out);
+      io.out.flush();
+      return 0;
+    };
+    if (source.store !== undefined)
+      return readStoreHistory(source.store, filter)
+        .then(print)
+        .catch((e) => failure(e, err, usage));
+    return print(readHistory(source.file!, filter));
   } catch (e) {
-    if (e instanceof HistoryUsageError) return usage(e.message);
-    if (e instanceof OutputError) return outputFailure(e, err);
-    if (e instanceof HistoryError || e instanceof ConfigError) {
-      err(`agentcore: ${e.message}\n`);
-      return 2;
-    }
-    err(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
-    return 2;
+    return failure(e, err, usage);
   }
 }
 
-function historyPath(values: Record<string, string | boolean | undefined>, env: (name: string) => string | undefined): string {
-  if (typeof values.file === "string") return values.file;
-  if (typeof values.history === "string") return values.history;
-  const configPath = typeof values.config === "string" ? values.config : env("AGENTCORE_CONFIG");
-  if (configPath) {
-    const cfg = loadConfig(configPath) as { history?: unknown };
-    if (typeof cfg.history === "string" && cfg.history.length > 0) return cfg.history;
+/** The history of a PostgreSQL store (opened through openStore, closed after the read). */
+async function readStoreHistory(spec: string, filter: HistoryFilter): Promise<HistoryRecord[]> {
+  const { openStore } = await import("../host/store.ts");
+  const store = await openStore(spec);
+  try {
+    return await store.history!.read(filter);
+  } finally {
+    await store.close();
   }
-  throw new HistoryUsageError('history needs a log file: --file FILE (or a "history" key in the config file)');
+}
+
+/** The exit status for an error of the command (never throws). */
+function failure(e: unknown, err: (text: string) => void, usage: (message: string) => number): number {
+  if (e instanceof HistoryUsageError) return usage(e.message);
+  if (e instanceof OutputError) return outputFailure(e, err);
+  if (e instanceof HistoryError || e instanceof ConfigError || e instanceof SessionError) {
+    err(`agentcore: ${e.message}\n`);
+    return 2;
+  }
+  err(`agentcore: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+  return 2;
+}
+
+const isPostgres = (spec: string) => /^postgres(ql)?:\/\//i.test(spec.trim());
+
+/** Where the history is read from (see the module notes): a JSONL file, or a PostgreSQL store. */
+function historySource(
+  values: Record<string, string | boolean | undefined>,
+  env: (name: string) => string | undefined,
+): { file?: string; store?: string } {
+  if (typeof values.file === "string") {
+    if (typeof values.store === "string") throw new HistoryUsageError("--file and --store both name the history: give one");
+    return { file: values.file };
+  }
+  if (typeof values.history === "string") return { file: values.history };
+  if (typeof values.store === "string") {
+    if (!isPostgres(values.store))
+      throw new HistoryUsageError(
+        `--store '${values.store}' is a JSONL folder, which keeps no history: a JSONL history is the file --history FILE names (read it with --file FILE)`,
+      );
+    return { store: values.store };
+  }
+  const configPath = typeof values.config === "string" ? values.config : env("AGENTCORE_CONFIG");
+  const cfg = configPath ? (loadConfig(configPath) as { history?: unknown; store?: unknown }) : {};
+  if (typeof cfg.history === "string" && cfg.history.length > 0) return { file: cfg.history };
+  const store = env("AGENTCORE_STORE") || (typeof cfg.store === "string" ? cfg.store : undefined);
+  if (store !== undefined && isPostgres(store)) return { store };
+  throw new HistoryUsageError(
+    'history needs a log file: --file FILE (or a "history" key in the config file), or a PostgreSQL store (--store postgres://…, AGENTCORE_STORE or the config\'s "store")',
+  );
 }
 
 /** A cell safe for a terminal: control characters escaped, long text cut. */

@@ -18,6 +18,7 @@ import { AgentcoreError, DEFAULT_MAX_BYTES, HARD_MAX_BYTES, HARD_MAX_DEPTH } fro
 import { VERSION } from "../core/version.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { installProcessHost } from "../host/process.ts";
+import { startTelemetry, type Telemetry } from "../host/telemetry.ts";
 import { setRemedyWording } from "../session/remedy.ts";
 import { CLI_REMEDY_WORDING } from "./remedy.ts";
 import { resolveSettings, SettingsFlagError, type HostSettings, type SettingsOverrides } from "../host/settings.ts";
@@ -95,6 +96,10 @@ function modelFlags(
   values: Record<string, string | boolean | undefined>,
   settings: Settings,
 ): Omit<AgentFlags, "task" | "events" | "continue"> {
+  if (typeof values.store === "string" && typeof values["sessions-dir"] === "string")
+    throw new UsageError(
+      "--store and --sessions-dir both say where the sessions are: give one (--sessions-dir DIR is the same as --store DIR; a postgres:// store needs --store)",
+    );
   const flags: Omit<AgentFlags, "task" | "events" | "continue"> = {
     script: values.script as string | undefined,
     preset: values.preset as string | undefined,
@@ -104,6 +109,8 @@ function modelFlags(
     session: values.session as string | undefined,
     branch: values.branch as string | undefined,
     sessionsDir: values["sessions-dir"] as string | undefined,
+    store: settings.store,
+    storeFlag: values.store as string | undefined,
     plan: values["no-plan"] !== true,
     skills: (values.skills as string | undefined) ?? settings.skillsDir,
   };
@@ -436,8 +443,31 @@ function noCommand(argv: string[], out: LineWriter): number {
   return usage(`missing command: one of ${COMMAND_NAMES.join(", ")}`);
 }
 
+/** The commands that run agents, whose spans go out over OTLP/HTTP when an OTEL_EXPORTER_OTLP_ endpoint is set. */
+const TRACED_COMMANDS = new Set(["agent", "chat", "serve"]);
+
 /** Run the CLI with `argv` (without the runtime and script). Resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
+  // Tracing (docs/tracing.md): the SDK is loaded only when an endpoint is set; the spans are flushed before the end.
+  let telemetry: Telemetry | null = null;
+  const command = splitCommand(argv).command;
+  if (command !== undefined && TRACED_COMMANDS.has(command) && !argv.includes("--help") && !argv.includes("-h")) {
+    try {
+      telemetry = await startTelemetry(process.env);
+    } catch (e) {
+      if (!(e instanceof AgentcoreError) || e.code !== "TELEMETRY_CONFIG") throw e;
+      process.stderr.write(`agentcore: ${e.message} (see docs/tracing.md)\n`);
+      return 2;
+    }
+  }
+  try {
+    return await runCommand(argv);
+  } finally {
+    await telemetry?.shutdown();
+  }
+}
+
+async function runCommand(argv: string[]): Promise<number> {
   // The process (signals, exit, the clean-ups the library layers hold) is the host's.
   installProcessHost();
   // Session errors name their remedies as `agentcore sessions …` commands.

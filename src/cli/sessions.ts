@@ -6,6 +6,13 @@
  *   | rollback ID --to RECORD [--name B] [--branch B] | retry ID --run RUN [--name B] [--branch B]
  *   | recover ID [--branch B] [--force] | delete ID --yes [--force]
  *   | approvals ID [--branch B] | approve ID CALL [--reason TEXT] [--branch B] | deny ID CALL [--reason TEXT] [--branch B]
+ *   | export ID [--out FILE] | import FILE|- [--as ID]
+ *
+ * The store is `--store` (a JSONL folder or a postgres:// URL), else
+ * `--sessions-dir`, else AGENTCORE_STORE, else the config's `store`, else
+ * `.agentcore/sessions` under the root; opened through the host's
+ * openStore and closed at the end. `--store` and `--sessions-dir` together
+ * are a usage error.
  *
  * A RECORD is its revision as `r7`, its id, or a unique prefix of the id (at
  * least 4 characters); a RUN its id or a unique prefix (src/session/manage.ts).
@@ -30,7 +37,10 @@ import {
   usageText,
 } from "./args.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
-import { repairMessage } from "../session/journal.ts";
+import { type JournalStorage, repairMessage } from "../session/journal.ts";
+import { exportSession, importSession } from "../session/transfer.ts";
+import { openStore, type OpenedStore } from "../host/store.ts";
+import { ConfigError, resolveSettings } from "../host/settings.ts";
 import {
   branchHeads,
   branchPointProblem,
@@ -51,6 +61,7 @@ import {
   type SessionCheckout,
   SessionConflictError,
   SessionError,
+  SessionNotFoundError,
   type SessionRecord,
   SessionValidationError,
   sessionMessages,
@@ -86,14 +97,21 @@ export const SESSIONS_HELP = `Usage:
                                                         tool, effect, rule, reason, redacted arguments
   agentcore sessions approve ID CALL [--reason TEXT]    answer the approval call CALL waits for (journaled); then
   agentcore sessions deny ID CALL [--reason TEXT]       go on with: agentcore agent --session ID --resume
+  agentcore sessions export ID [--out FILE]             the session's journal as JSONL (every record, in revision
+                                                        order, exactly as a JSONL store holds it) on stdout or FILE
+  agentcore sessions import FILE|- [--as ID]            read such a journal into the store (checked whole first;
+                                                        nothing is written on error); refuses an id that exists
 RECORD is a revision as 'sessions tree' shows it (r7), a record id, or a unique prefix of one (at least
 4 characters); RUN is a run id or a unique prefix ('sessions show' lists the runs). fork, rollback and retry
 start from the branch that holds RECORD or RUN (main when it does; --branch B to insist on B).
 
 Options:
+  --store STORE        where the sessions are: a folder of JSONL journals, or a postgres:// URL (default:
+                       AGENTCORE_STORE, else the config's store, else the journal directory)
   --sessions-dir DIR   journal directory (default: .agentcore/sessions under --root or the current directory;
-                       a .agentcore/ that agentcore creates gets a .gitignore holding *)
+                       a .agentcore/ that agentcore creates gets a .gitignore holding *); not with --store
   --root DIR           the root the default directory is under
+  --config FILE        JSONC settings file (its store and root; default: AGENTCORE_CONFIG)
   --json               print JSON instead of text
 
 Example: an agent killed mid-run (SIGKILL, a crash) leaves its run unfinished, and the
@@ -173,9 +191,30 @@ const SUBCOMMAND_HELP: Record<
   },
   delete: {
     usage: ["sessions delete ID --yes [--force]"],
-    description: "Delete session ID for good: its journal, lock and run marks. Without --yes nothing is deleted.",
+    description:
+      "Delete session ID for good: its journal, lock and run marks (PostgreSQL: its records, row and leases,\nin one transaction under the session's lock). Without --yes nothing is deleted.",
     examples: ["agentcore sessions delete demo --yes"],
     exit: ["0  deleted", "2  usage error, no such session, no --yes, or a run still going"],
+  },
+  export: {
+    usage: ["sessions export ID [--out FILE]"],
+    description:
+      "The journal of session ID as JSONL: every record, in revision order, byte for byte the lines a JSONL\nstore holds (PostgreSQL: its line column). Read it into any store with sessions import.",
+    examples: [
+      "agentcore sessions export demo --out demo.jsonl",
+      "agentcore sessions export demo | agentcore sessions import - --store postgres://agent@db/agentcore",
+    ],
+    exit: ["0  exported", "2  usage error, no such session, a journal that cannot be read, or --out exists", PIPE_HELP],
+  },
+  import: {
+    usage: ["sessions import FILE|- [--as ID]"],
+    description:
+      "Read a journal written by sessions export (or a JSONL journal file) into the store: every line is\nchecked first (JSON, schema version, revisions, parents, branches, one session id) and nothing is\nwritten on error. A session id the store has already is refused: --as ID stores it under another id.",
+    examples: [
+      "agentcore sessions import demo.jsonl --store postgres://agent@db/agentcore",
+      "agentcore sessions import demo.jsonl --as demo-copy",
+    ],
+    exit: ["0  imported", "2  usage error, a line that is not a valid record (named), or the session exists"],
   },
 };
 
@@ -254,7 +293,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   if (extra.length > 0) {
     process.stderr.write(
       usageText(
-        `unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : takesCall ? "two: the session id and the call id" : "one: the session id"}`,
+        `unexpected argument '${shown(extra[0]!)}': ${subName} takes ${subName === "list" ? "no arguments" : takesCall ? "two: the session id and the call id" : subName === "import" ? "one: the journal FILE (or -)" : "one: the session id"}`,
         `sessions ${subName}`,
       ),
     );
@@ -266,10 +305,35 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     return 2;
   };
   if (sub === "list" ? id !== undefined : id === undefined)
-    return subFail(sub === "list" ? `list takes no arguments, got '${shown(id!)}'` : `${sub} needs the session id`);
+    return subFail(
+      sub === "list"
+        ? `list takes no arguments, got '${shown(id!)}'`
+        : sub === "import"
+          ? "import needs the journal: a FILE written by agentcore sessions export, or - for stdin"
+          : `${sub} needs the session id`,
+    );
   // A torn last line (a write a crash cut short) is reported when found, and when cut off (recover).
   const note = (text: string) => process.stderr.write(`agentcore sessions: ${text}\n`);
-  const storage = new JsonlSessionStorage(v["sessions-dir"] ?? defaultSessionsDir(v.root), { onRepair: (r) => note(repairMessage(r)) });
+  if (v.store !== undefined && v["sessions-dir"] !== undefined)
+    return subFail(
+      "--store and --sessions-dir both say where the sessions are: give one (--sessions-dir DIR is the same as --store DIR; a postgres:// store needs --store)",
+    );
+  let store: OpenedStore;
+  try {
+    // --sessions-dir is a flag, so it wins over AGENTCORE_STORE and the config's store.
+    const settings = resolveSettings({ config: v.config, store: v.store, root: v.root });
+    const spec = v["sessions-dir"] !== undefined ? undefined : settings.store;
+    store = await openStore(spec, {
+      root: settings.root,
+      sessionsDir: v["sessions-dir"] ?? defaultSessionsDir(settings.root),
+      onRepair: (r) => note(repairMessage(r)),
+    });
+  } catch (e) {
+    if (e instanceof SessionError || e instanceof ConfigError) return journalError(e.message);
+    throw e;
+  }
+  const storage = store.sessions;
+  const jsonl = storage instanceof JsonlSessionStorage ? storage : null;
   const json = v.json === true;
   const emit = (value: unknown, text: string[]) => {
     if (json) out.line(JSON.stringify(value));
@@ -279,6 +343,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
   // The same directory options again, so a printed command works as it is.
   const dirArgs = [
     ...(v["sessions-dir"] !== undefined ? ["--sessions-dir", shellWord(v["sessions-dir"])] : []),
+    // the URL without its password (put it back, or set AGENTCORE_STORE)
+    ...(v.store !== undefined ? ["--store", shellWord(store.kind === "postgres" ? store.location : v.store)] : []),
+    ...(v.config !== undefined ? ["--config", shellWord(v.config)] : []),
     ...(v.root !== undefined ? ["--root", shellWord(v.root)] : []),
   ]
     .map((a) => ` ${a}`)
@@ -288,10 +355,10 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       case "list": {
         const rows = [];
         let unreadable = 0;
-        for (const u of await storage.unreadableJournals()) note(`${u.file}: ${u.problem}`);
+        for (const u of (await jsonl?.unreadableJournals()) ?? []) note(`${u.file}: ${u.problem}`);
         for (const s of await storage.listSessions()) {
           try {
-            const torn = await storage.tornTail(s);
+            const torn = (await jsonl?.tornTail(s)) ?? null;
             if (torn !== null) note(repairMessage(torn));
             const branches = await storage.listBranches(s);
             const records = await storage.records(s);
@@ -328,7 +395,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       }
       case "show": {
         const branch = v.branch ?? "main";
-        const torn = await storage.tornTail(id!);
+        const torn = (await jsonl?.tornTail(id!)) ?? null;
         if (torn !== null) note(repairMessage(torn));
         let c = await storage.checkout(id!, branch);
         // A journal with no whole record yet (its first write was torn): an empty session.
@@ -411,7 +478,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         }
         const taken = nameTaken(records, v.name, id!, dirArgs);
         if (taken !== null) return journalError(taken);
-        const live = new Map(liveRunMarks(storage, id!).map((m) => [m.runId, m.pid] as const));
+        const live = await liveRuns(storage, id!, records);
         const problem = branchPointProblem(records, base, source, id!, live);
         if (problem !== null) return journalError(`cannot ${sub} session '${id}' at ${revisionRef(base.revision)}: ${problem}`);
         const c: SessionCheckout =
@@ -529,9 +596,78 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         ]);
         return 0;
       }
+      case "export": {
+        const text = await exportSession(storage, id!).catch(async (e) => {
+          if (e instanceof SessionNotFoundError) await requireRecords(storage, id!); // names where it looked
+          throw e;
+        });
+        if (v.out !== undefined) {
+          if (v.out.trim() === "") return subFail("--out must not be empty (or leave it out for stdout)");
+          try {
+            fs.writeFileSync(v.out, text, { flag: "wx", mode: 0o600 });
+          } catch (e) {
+            const code = (e as NodeJS.ErrnoException).code;
+            return journalError(
+              code === "EEXIST"
+                ? `${v.out} exists: nothing was written; choose another --out FILE, or remove it first`
+                : `cannot write ${v.out}: ${(e as Error).message}`,
+            );
+          }
+          const n = text.split("\n").length - 1;
+          process.stderr.write(`agentcore sessions: session ${visible(id!)}: ${n} record(s) written to ${v.out}\n`);
+        } else {
+          out.write(text);
+          out.flush();
+        }
+        return 0;
+      }
+      case "import": {
+        const file = id!;
+        let text: string;
+        try {
+          const bytes = file === "-" ? await readStdin() : fs.readFileSync(file);
+          text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+        } catch (e) {
+          if (e instanceof TypeError) return journalError(`${file === "-" ? "stdin" : file} is not valid UTF-8: nothing was imported`);
+          return journalError(`cannot read ${file}: ${(e as Error).message}`);
+        }
+        if (v.as !== undefined && v.as.trim() === "") return subFail("--as must not be empty: give the session id to import under");
+        let r;
+        try {
+          r = await importSession(storage, text, { as: v.as, source: file === "-" ? "stdin" : file });
+        } catch (e) {
+          if (e instanceof SessionConflictError && /exists already/.test(e.message))
+            return journalError(
+              `${e.message.replace(/: import it under another id.*$/, "")} in ${store.location}: nothing was imported; import it under another id with --as ID, or delete that session first (agentcore sessions delete ${shellWord((v.as ?? "").trim() || sessionIdIn(text))}${dirArgs} --yes)`,
+            );
+          if (e instanceof SessionValidationError && /belongs to session/.test(e.message))
+            return journalError(`${e.message}; a journal holds one session (--as ID renames one whole session, it does not merge two)`);
+          throw e;
+        }
+        emit({ ...r, store: store.location }, [
+          `session ${visible(r.session_id)} imported into ${store.location}: ${r.records} record(s), ${r.branches.length === 1 ? "branch" : "branches"} ${r.branches.map(visible).join(", ")}${r.source_session_id !== r.session_id ? ` (from '${visible(r.source_session_id)}')` : ""}`,
+        ]);
+        return 0;
+      }
       case "delete": {
-        if (!fs.existsSync(storage.fileFor(id!))) {
-          return journalError(`no session '${id}' in ${storage.dir}: see the sessions with: agentcore sessions list${dirArgs}`);
+        if (jsonl === null) {
+          const records = await requireRecords(storage, id!);
+          const runs = new Set(records.filter((r) => r.type === "run_started" || r.type === "run_continued").map((r) => r.data.run_id))
+            .size;
+          const what = `${records.length} record(s), ${runs} run(s), ${branchList(records)}`;
+          if (v.yes !== true)
+            return journalError(
+              `delete removes session '${id}' for good (${what}); nothing was deleted. To confirm: agentcore sessions delete ${shellWord(id!)}${dirArgs} --yes`,
+            );
+          const del = (storage as unknown as { deleteSession?: (id: string, o: { force?: boolean }) => Promise<unknown> }).deleteSession;
+          if (del === undefined) return journalError(`this store (${store.location}) cannot delete sessions`);
+          const r = (await del.call(storage, id!, { force: v.force === true })) as { session_id: string; records: number };
+          emit({ ...r, store: store.location, deleted: true }, [`session ${visible(id!)} deleted (${what})`]);
+          return 0;
+        }
+        const storage_ = jsonl;
+        if (!fs.existsSync(storage_.fileFor(id!))) {
+          return journalError(`no session '${id}' in ${storage_.dir}: see the sessions with: agentcore sessions list${dirArgs}`);
         }
         let what: string;
         try {
@@ -549,7 +685,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
             `delete removes session '${id}' for good (${what}); nothing was deleted. To confirm: agentcore sessions delete ${shellWord(id!)}${dirArgs} --yes`,
           );
         }
-        const r = await deleteSession(storage, id!, { force: v.force === true });
+        const r = await deleteSession(storage_, id!, { force: v.force === true });
         emit({ ...r, deleted: true }, [`session ${visible(id!)} deleted (${what})`]);
         return 0;
       }
@@ -565,8 +701,43 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
     }
     if (e instanceof SessionError) return journalError(e.message);
     throw e;
+  } finally {
+    await store.close();
   }
   return 2;
+}
+
+/** The session id the first line of a journal names ("ID" when there is none to read). */
+function sessionIdIn(text: string): string {
+  try {
+    const id = (JSON.parse(text.slice(0, text.indexOf("\n"))) as { session_id?: unknown }).session_id;
+    return typeof id === "string" ? id : "ID";
+  } catch {
+    return "ID";
+  }
+}
+
+/** All of stdin. */
+async function readStdin(): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The runs of a session a live process is running, by run id (JSONL: its mark files; otherwise the storage's run owners). */
+async function liveRuns(storage: JournalStorage, id: string, records: readonly SessionRecord[]): Promise<Map<string, number>> {
+  if (storage instanceof JsonlSessionStorage) return new Map(liveRunMarks(storage, id).map((m) => [m.runId, m.pid] as const));
+  const open = new Set<string>();
+  for (const r of records) {
+    if (r.type === "run_started" || r.type === "run_continued") open.add(String(r.data.run_id));
+    else if (r.type === "run_finished") open.delete(String(r.data.run_id));
+  }
+  const live = new Map<string, number>();
+  for (const run of open) {
+    const pid = await storage.runOwner(id, run);
+    if (pid !== null) live.set(run, pid);
+  }
+  return live;
 }
 
 /** A journal problem: the message says what to do, so no usage hint. Exit 2. */

@@ -51,6 +51,26 @@ export function assertJson(value: unknown, path = "data", seen = new Set<object>
   seen.delete(value);
 }
 
+/**
+ * The largest journal line (one record, serialized) a storage writes and
+ * reads: 64 MiB. Above the JSON core's default input limit (1 MiB) on
+ * purpose: a record holding a big tool result must read back as it was
+ * written. An append or import of a bigger record is refused.
+ */
+export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+
+/** The JSON limits journal lines are read with. */
+export const RECORD_LIMITS = { maxBytes: MAX_RECORD_BYTES } as const;
+
+/** Throws SessionValidationError when a record's data would make a line over {@link MAX_RECORD_BYTES}. */
+export function checkRecordSize(data: unknown, what = "the record"): void {
+  const bytes = new TextEncoder().encode(JSON.stringify(data)).length;
+  if (bytes + 1024 > MAX_RECORD_BYTES)
+    throw new SessionValidationError(
+      `${what} is too large for a journal: its data is ${bytes} bytes, and a journal line holds at most ${MAX_RECORD_BYTES} bytes (64 MiB)`,
+    );
+}
+
 /** One journal line: compact JSON, sorted keys, newline-terminated. */
 export function serializeRecord(record: SessionRecord): string {
   return canonicalJson(record) + "\n";
@@ -413,6 +433,7 @@ export abstract class JournalStorage {
     if (draft.type === "branch_created")
       throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
     assertJson(draft.data);
+    checkRecordSize(draft.data);
     const sessionId = normalizeId(draft.session_id);
     return await this.transact(
       sessionId,
@@ -655,6 +676,7 @@ export function validateRecords(records: readonly SessionRecord[]): string {
       throw new SessionValidationError(`record ${i + 1}: ${problem}`);
     }
     assertJson(r.data, `record ${i + 1}: data`);
+    checkRecordSize(r.data, `record ${i + 1}`);
     try {
       index.add(structuredClone(r));
     } catch (e) {

@@ -24,6 +24,7 @@ import {
   type JournalRepair,
   JournalStorage,
   normalizeId,
+  RECORD_LIMITS,
   serializeRecord,
   sessionExistsMessage,
   validateRecords,
@@ -353,7 +354,7 @@ export class JsonlSessionStorage extends JournalStorage {
           });
         continue;
       }
-      const parsed = parseStrict<SessionRecord>(first.bytes);
+      const parsed = parseStrict<SessionRecord>(first.bytes, RECORD_LIMITS);
       if (parsed.ok && parsed.value !== null && typeof parsed.value === "object" && typeof parsed.value.session_id === "string")
         ids.push(parsed.value.session_id);
       else
@@ -531,7 +532,7 @@ export class JsonlSessionStorage extends JournalStorage {
           break;
         }
         const lineNo = cached.index.records.length + 1;
-        const parsed = parseStrict<SessionRecord>(buf.subarray(start, end));
+        const parsed = parseStrict<SessionRecord>(buf.subarray(start, end), RECORD_LIMITS);
         if (!parsed.ok) {
           // Not a torn tail: a complete line (maybe a fragment a later write was glued to). Nothing is dropped silently.
           throw new SessionSerializationError(

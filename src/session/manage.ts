@@ -223,15 +223,20 @@ function recordTime(r: SessionRecord): number | null {
 /**
  * When session `sessionId` was last written to: the newest wall-clock `time`
  * among its records when they carry one, else the journal file's mtime
- * (`records` as read from that storage).
+ * (`records` as read from that storage; a store without files: the records only).
  */
-export function sessionActivity(storage: JsonlSessionStorage, sessionId: string, records: readonly SessionRecord[]): SessionActivity {
+export function sessionActivity(
+  storage: JournalStorage | JsonlSessionStorage,
+  sessionId: string,
+  records: readonly SessionRecord[],
+): SessionActivity {
   let newest: number | null = null;
   for (const r of records) {
     const t = recordTime(r);
     if (t !== null && (newest === null || t > newest)) newest = t;
   }
   if (newest !== null) return { last_activity: new Date(newest).toISOString(), source: "record" };
+  if (!("fileFor" in storage)) return { last_activity: null, source: null };
   try {
     return { last_activity: fs.statSync(storage.fileFor(sessionId)).mtime.toISOString(), source: "file" };
   } catch {

@@ -12,7 +12,7 @@
  * @module
  */
 import { parseStrict } from "../core/index.ts";
-import { type JournalStorage, normalizeId, serializeRecord, validateRecords } from "./journal.ts";
+import { type JournalStorage, normalizeId, RECORD_LIMITS, serializeRecord, validateRecords } from "./journal.ts";
 import { SessionError, type SessionRecord, SessionNotFoundError, SessionValidationError } from "./types.ts";
 
 /** The journal of session `sessionId` as JSONL (every record, revision order). Throws SessionNotFoundError when it holds none. */
@@ -47,7 +47,7 @@ export interface SessionImport {
  */
 export function parseJournal(text: string, options: ImportOptions = {}): { records: SessionRecord[]; sourceId: string } {
   const where = options.source ?? "the journal";
-  if (text.length === 0) throw new SessionValidationError(`${where} is empty: there is no record to import`);
+  if (text.length === 0) throw new SessionValidationError(`${where} is empty: it holds no record; nothing was imported`);
   if (!text.endsWith("\n")) {
     const line = text.split("\n").length;
     throw new SessionValidationError(
@@ -59,7 +59,7 @@ export function parseJournal(text: string, options: ImportOptions = {}): { recor
   let sourceId: string | null = null;
   lines.forEach((line, i) => {
     const at = `${where}: line ${i + 1}`;
-    const parsed = parseStrict<SessionRecord>(line.endsWith("\r") ? line.slice(0, -1) : line);
+    const parsed = parseStrict<SessionRecord>(line.endsWith("\r") ? line.slice(0, -1) : line, RECORD_LIMITS);
     if (!parsed.ok) throw new SessionValidationError(`${at} is not a JSON record: ${parsed.error.message}; nothing was imported`);
     const r = parsed.value as SessionRecord;
     if (r === null || typeof r !== "object" || Array.isArray(r) || typeof r.session_id !== "string")

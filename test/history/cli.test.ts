@@ -41,7 +41,7 @@ function run(argv: string[], env: Record<string, string> = {}) {
   let stderr = "";
   let status: number;
   try {
-    status = cmdHistory(argv, { out: new LineWriter(fd), err: (t) => (stderr += t), env: (n) => env[n], now: () => NOW });
+    status = cmdHistory(argv, { out: new LineWriter(fd), err: (t) => (stderr += t), env: (n) => env[n], now: () => NOW }) as number;
   } finally {
     closeSync(fd);
   }

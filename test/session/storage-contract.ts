@@ -481,6 +481,14 @@ export function storageContract(name: string, harness: ContractHarness): void {
       expect(next.revision).toBe(records.length + 1);
     });
 
+    test("a record over the JSON core's 1 MiB input limit (a 2 MiB task) is written and read back whole, by another instance too", async () => {
+      const { storage, another } = await open();
+      const task = `summarise:\n${"y".repeat(2 << 20)}`;
+      await storage.append(draft("run_started", { run_id: "big", task }, 1));
+      expect((await storage.records("s1"))[0]!.data.task).toBe(task);
+      expect((await (await another()).records("s1"))[0]!.data.task).toBe(task);
+    });
+
     test("importRecords refuses a session that exists, and records that break the journal's rules, writing nothing", async () => {
       const { storage: source } = await open();
       await twoRuns(source);

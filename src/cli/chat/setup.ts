@@ -6,10 +6,9 @@
  *
  * @module
  */
-import * as path from "node:path";
 import type { ModelAdapter } from "../../providers/types.ts";
 import type { Runtime } from "../../runtime/index.ts";
-import { JsonlSessionStorage } from "../../session/jsonl.ts";
+import type { JournalStorage } from "../../session/journal.ts";
 import { SessionError, sessionMessages, type SessionCheckout } from "../../session/types.ts";
 import {
   AgentSetupError,
@@ -18,6 +17,7 @@ import {
   claimSessionBranch,
   makeModel,
   missingBranchMessage,
+  openSessionStore,
   reportRepair,
   runSpecOf,
   setupSkills,
@@ -43,7 +43,7 @@ export function newChatSessionId(now: Date = new Date()): string {
   return `chat-${stamp}-${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-async function checkoutBranch(storage: JsonlSessionStorage, sessionId: string, branch: string): Promise<SessionCheckout | null> {
+async function checkoutBranch(storage: JournalStorage, sessionId: string, branch: string): Promise<SessionCheckout | null> {
   let checkout: SessionCheckout | null;
   try {
     await storage.repair(sessionId); // a torn last line (the first one too) is cut off and reported
@@ -71,17 +71,32 @@ export async function openChat(
   if (flags.session !== undefined && flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
   const sessionId = flags.session ?? newChatSessionId();
   const branch = flags.branch ?? "main";
-  const storage = new JsonlSessionStorage(flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"), {
-    onRepair: reportRepair("agentcore chat"),
-  });
+  // The store (--sessions-dir, else the settings' store), closed when the chat ends (state.closeStore).
+  const opened = await openSessionStore(runtime, flags, reportRepair("agentcore chat"));
+  const storage = opened.sessions;
   // The chat holds its session branch from start to end (another agent or chat on it is refused up front).
-  const claim = await claimSessionBranch(storage, sessionId, branch, "agentcore chat");
+  let claim;
+  try {
+    claim = await claimSessionBranch(storage, sessionId, branch, "agentcore chat");
+  } catch (e) {
+    await opened.close();
+    throw e;
+  }
   try {
     const checkout = await checkoutBranch(storage, sessionId, branch);
     // Skills: the same rule as agent (--skills, else the config's skills_dir, else .agentcore/skills).
     const skills = await setupSkills(runtime, flags);
     const model = options.model ?? (await makeModel({ ...flags, task: "" }));
-    const state = new ChatState({ sessionId, branch, storage, claim, gate, io, commands: options.commands ?? CHAT_COMMANDS });
+    const state = new ChatState({
+      sessionId,
+      branch,
+      storage,
+      claim,
+      closeStore: () => opened.close(),
+      gate,
+      io,
+      commands: options.commands ?? CHAT_COMMANDS,
+    });
     // The same run spec as agent's. /compact summarises everything but the last
     // turn; with --context-window the history is also compacted on its own, as
     // agent's is (the same rule and code); without it nothing compacts unless asked.
@@ -113,6 +128,7 @@ export async function openChat(
     return state;
   } catch (e) {
     claim.release();
+    await opened.close();
     throw e;
   }
 }

@@ -9,7 +9,7 @@
 import type { Agent, AgentEvent, AgentEventSource } from "../../agent/index.ts";
 import type { PlanTracker } from "../../agent/plan.ts";
 import type { BranchClaim } from "../../session/journal.ts";
-import type { JsonlSessionStorage } from "../../session/jsonl.ts";
+import type { JournalStorage } from "../../session/journal.ts";
 import { SessionRecorder } from "../../session/recorder.ts";
 import type { ApprovalView, ReplApprover } from "./approver.ts";
 import { ChatEvents } from "./events.ts";
@@ -54,9 +54,11 @@ export interface ChatCommand {
 export interface ChatStateInit {
   sessionId: string;
   branch: string;
-  storage: JsonlSessionStorage;
+  storage: JournalStorage;
   /** The claim on `branch`, held until the chat ends. */
   claim: BranchClaim;
+  /** Ends the store's connections when the chat ends (PostgreSQL); default: nothing to do. */
+  closeStore?: () => Promise<void>;
   gate: ReplApprover;
   io: ChatIO;
   /** The command table (/help is made from it). */
@@ -65,7 +67,9 @@ export interface ChatStateInit {
 
 export class ChatState {
   readonly sessionId: string;
-  readonly storage: JsonlSessionStorage;
+  readonly storage: JournalStorage;
+  /** Ends the store's connections (after the claim is released). */
+  readonly closeStore: () => Promise<void>;
   readonly gate: ReplApprover;
   readonly commands: readonly ChatCommand[];
   /** stdin is a terminal: runs go on while lines are typed (piped lines wait for the previous one's run). */
@@ -103,6 +107,7 @@ export class ChatState {
     this.sessionId = init.sessionId;
     this.branch = init.branch;
     this.storage = init.storage;
+    this.closeStore = init.closeStore ?? (async () => {});
     this.claim = init.claim;
     this.gate = init.gate;
     this.commands = init.commands;
