@@ -27,6 +27,7 @@ import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage
 import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, type ResumeDecision, ToolExecutor } from "./tools.ts";
 import { type AgentHooks, type LoopHooks, type LoopOutput, raceAbort, result, runLoop } from "./loop.ts";
+import { AgentTracer, type TracingOptions } from "./tracing.ts";
 import { SchemaCompileError, SchemaCompiler } from "../tools/schema.ts";
 import { CompactionFailedError, type CompactionOptions, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
 import {
@@ -87,6 +88,12 @@ export interface AgentOptions {
    * active (both only in the request, never in the history). See `src/skills`.
    */
   skills?: SkillCatalog;
+  /**
+   * OpenTelemetry spans of runs, model requests and tool calls (see
+   * `src/agent/tracing.ts`, docs/tracing.md), through the registered SDK;
+   * without one they cost next to nothing. `false`: no spans at all.
+   */
+  tracing?: TracingOptions | false;
 }
 
 /** Options of one run (`run`, `continueRun`, `resumeRun`). */
@@ -228,7 +235,6 @@ export class Agent {
     }
     if (options.systemPrompt !== undefined && typeof options.systemPrompt !== "string")
       throw new TypeError("createAgent: systemPrompt must be a string");
-    this.#model = m;
     this.policy = resolvePolicy(options.policy);
     if (options.runtime !== undefined && options.tools !== undefined) {
       throw new TypeError("createAgent: pass either runtime or tools, not both (register extra tools on the runtime)");
@@ -255,14 +261,19 @@ export class Agent {
       throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
     }
     this.#skills = sk ?? null;
+    if (options.tracing !== undefined && options.tracing !== false && (typeof options.tracing !== "object" || options.tracing === null))
+      throw new TypeError("createAgent: tracing must be an object of tracing options or false");
+    const tracer = options.tracing === false ? null : new AgentTracer(this.agentId, m, options.tracing);
+    this.#model = tracer === null ? m : tracer.wrapModel(m);
     const self = this;
     // Sinks read the conversation through this (a SessionRecorder journals it after a compaction).
-    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, {
+    const sinks = tracer === null ? (options.sinks ?? []) : [tracer.sink, ...(options.sinks ?? [])];
+    this.#emitter = new EventEmitter(this.agentId, sinks, this.runtime.logger, {
       get messages() {
         return self.messages;
       },
     });
-    this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg));
+    this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg), tracer);
   }
 
   // -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import { invalidArgumentsPayload } from "../runtime/middleware/validation.ts";
 import { rejectionPayload } from "../runtime/middleware/policy.ts";
 import type { ArgumentError } from "../tools/schema.ts";
 import type { EventEmitter } from "./events.ts";
+import type { AgentTracer } from "./tracing.ts";
 import type { RuntimePolicy, ToolCallResult, ToolMessage } from "./types.ts";
 
 /** Thrown when the repeat guard refuses a call. */
@@ -149,6 +150,8 @@ export class ToolExecutor {
     private readonly policy: RuntimePolicy,
     private readonly emitter: EventEmitter,
     private readonly append: (m: ToolMessage) => void,
+    /** Makes each call's `execute_tool` span the active one while it is dispatched. */
+    private readonly tracer: AgentTracer | null = null,
   ) {
     this.guard = new RepeatGuard(policy.maxRepeatedToolCalls);
   }
@@ -367,22 +370,24 @@ export class ToolExecutor {
 
     let control: ToolControl = "continue";
     let open = true;
-    const env: Envelope = await this.runtime.dispatchCall(
-      { id: call.id, tool: call.name, arguments: value as Record<string, unknown>, shape: "openai_chat" },
-      signal,
-      {
-        ...(this.#runInfo !== undefined ? { run: this.#runInfo } : {}),
-        approval: this.#approvalHooks(call, turn, given),
-        onControl: (c) => {
-          control = c;
+    const dispatch = () =>
+      this.runtime.dispatchCall(
+        { id: call.id, tool: call.name, arguments: value as Record<string, unknown>, shape: "openai_chat" },
+        signal,
+        {
+          ...(this.#runInfo !== undefined ? { run: this.#runInfo } : {}),
+          approval: this.#approvalHooks(call, turn, given),
+          onControl: (c) => {
+            control = c;
+          },
+          onProgress: (message, data) => {
+            if (!open) return;
+            // Queued on the emitter: it reaches sinks before this call's tool_completed.
+            void this.emitter.emit({ kind: "tool_progressed", turn, tool_call: call, update: { message, data: data ?? null } });
+          },
         },
-        onProgress: (message, data) => {
-          if (!open) return;
-          // Queued on the emitter: it reaches sinks before this call's tool_completed.
-          void this.emitter.emit({ kind: "tool_progressed", turn, tool_call: call, update: { message, data: data ?? null } });
-        },
-      },
-    );
+      );
+    const env: Envelope = await (this.tracer === null ? dispatch() : this.tracer.withToolSpan(call.id, dispatch));
     open = false;
 
     if (env.success) {

@@ -48,6 +48,7 @@ import { ToolError, TOOL_NAME_PATTERN, type AnyToolDefinition, type ToolEffect }
 import type { Logger } from "../core/logger.ts";
 import { createLogger } from "../core/logger.ts";
 import { VERSION } from "../core/version.ts";
+import { tracingFetch } from "../runtime/tracing.ts";
 import { MCP_DEFAULTS, MCP_MAX_TIMEOUT_MS, type McpServerConfig } from "./config.ts";
 import { capResult, mapCallToolResult, type McpCallResult } from "./result.ts";
 import { describeExit, McpNotConnectedError, McpProtocolError, StdioTransport } from "./stdio.ts";
@@ -546,9 +547,12 @@ export class McpToolHandler {
     }
     const url = new URL(c.url!);
     const requestInit: RequestInit = c.headers === undefined ? {} : { headers: { ...c.headers } };
+    // Each request carries the active span's context (traceparent) when an OpenTelemetry SDK is registered.
+    const traced = tracingFetch();
     if (kind === "sse") {
       return new SSEClientTransport(url, {
         requestInit,
+        fetch: traced,
         eventSourceInit:
           c.headers === undefined
             ? undefined
@@ -558,7 +562,7 @@ export class McpToolHandler {
               } as EventSourceInit),
       });
     }
-    return new StreamableHTTPClientTransport(url, { requestInit });
+    return new StreamableHTTPClientTransport(url, { requestInit, fetch: traced });
   }
 
   /** Close the connection (and stop the stdio server). Idempotent; later calls fail with `UNAVAILABLE`. */

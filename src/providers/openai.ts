@@ -27,6 +27,7 @@ import {
 } from "./errors.ts";
 import { resolveRetryOptions, retryingStream, type ResolvedRetryOptions, type RetryOptions } from "./retry.ts";
 import { ToolCallAssembler, type ToolCallFragment } from "./toolcalls.ts";
+import { traceHeaders } from "../runtime/tracing.ts";
 import {
   ModelProviderError,
   type ModelAdapter,
@@ -112,6 +113,7 @@ interface WireDelta {
 interface WireChunk {
   choices?: Array<{ index?: number; delta?: WireDelta | null; finish_reason?: string | null }> | null;
   usage?: WireUsage | null;
+  model?: string | null;
 }
 
 const STOPPED = Symbol("stopped");
@@ -268,6 +270,8 @@ export class OpenAIModelAdapter implements ModelAdapter {
           signal: ctrl.signal,
           timeout: timeoutMs,
           maxRetries: 0,
+          // The active span's context (traceparent), when an OpenTelemetry SDK is registered.
+          headers: traceHeaders(),
         })
         .withResponse();
       pending.catch(() => {});
@@ -279,6 +283,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
       let sawText = false;
       let finishReason: string | undefined;
       let usage: ModelUsage | undefined;
+      let responseModel: string | undefined;
       for (;;) {
         const next = iterator.next();
         next.catch(() => {});
@@ -311,6 +316,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
           if (choice.finish_reason) finishReason = choice.finish_reason;
         }
         if (chunk.usage) usage = toModelUsage(chunk.usage);
+        if (typeof chunk.model === "string" && chunk.model !== "") responseModel = chunk.model;
         if (events.length > 0) {
           disarm(); // the consumer's time is not the provider's
           for (const ev of events) {
@@ -352,6 +358,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
         message: { content: sawText ? text : null, tool_calls: toolCalls },
         ...(usage ? { usage } : {}),
         finish_reason: finishReason,
+        ...(responseModel !== undefined ? { model: responseModel } : {}),
       };
     } catch (err) {
       if (timedOut && !signal?.aborted) {

@@ -160,7 +160,8 @@ export type ModelStreamEvent =
   | { type: "text_delta"; delta: string }
   | { type: "thinking_delta"; delta: string }
   | ToolCallDeltaEvent
-  | { type: "completed"; message: AssistantMessage; usage?: ModelUsage; finish_reason?: FinishReason };
+  /** `model`: the model the server says answered (a stream's `model` field), when it says. */
+  | { type: "completed"; message: AssistantMessage; usage?: ModelUsage; finish_reason?: FinishReason; model?: string };
 
 /**
  * A model provider.

@@ -101,6 +101,8 @@ describe("OpenAIModelAdapter: streaming", () => {
         message: { content: "Hello", tool_calls: [] },
         usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18, cache_read_tokens: 3, reasoning_tokens: 2 },
         finish_reason: "stop",
+        // the stream's `model` field (the span's gen_ai.response.model)
+        model: "test-model",
       },
     ]);
     expect(server.requests).toHaveLength(1);
@@ -138,6 +140,7 @@ describe("OpenAIModelAdapter: streaming", () => {
       message: { content: "cut o", tool_calls: [] },
       usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
       finish_reason: "length",
+      model: "test-model",
     });
     expect(await adapter.complete(userRequest())).toEqual({ message: { content: null, tool_calls: [] }, finish_reason: "content_filter" });
     // A call cut inside its arguments: still reported (with the parser's verdict), and the finish reason says why.
