@@ -122,7 +122,7 @@ describe("outputSchema against the scripted OpenAI-compatible server", () => {
     const ev = events.find((e) => e.kind === "output_repair_requested");
     if (ev?.kind !== "output_repair_requested") throw new Error("no output_repair_requested event");
     expect(ev.errors.map((e) => e.path).sort()).toEqual(["/age", "/extra"]);
-    expect(ev.message).toBe(repair.content);
+    expect(ev.message).toBe(repair.content as string);
     // The repair message is journaled as part of the conversation.
     expect(recordDraft(ev, "s", "main")).toMatchObject({
       type: "messages_appended",
