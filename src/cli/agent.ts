@@ -20,7 +20,8 @@
  */
 import { AgentcoreError } from "../core/errors.ts";
 import * as path from "node:path";
-import type { Agent, AgentEvent } from "../agent/index.ts";
+import { type Agent, type AgentEvent, compileOutputSchema } from "../agent/index.ts";
+import { parseStrict } from "../core/parse.ts";
 import { ModelConfigError } from "../providers/config.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
 import type { ModelAdapter } from "../providers/types.ts";
@@ -68,11 +69,11 @@ export interface AgentFlags {
   session?: string;
   branch?: string;
   sessionsDir?: string;
-  /** continueRun() after restoring the session, instead of a new task. */
   /** The store of the settings (`--store`, else AGENTCORE_STORE, else the config's store): a JSONL folder or a postgres:// URL; --sessions-dir wins over it. */
   store?: string;
   /** `--store` itself, as given (printed commands repeat it). */
   storeFlag?: string;
+  /** continueRun() after restoring the session, instead of a new task. */
   continue?: boolean;
   /** resumeRun() a run that ended awaiting_approval, with the answers journaled since (--resume). */
   resume?: boolean;
@@ -86,6 +87,57 @@ export interface AgentFlags {
   skills?: string;
   /** The model's context window in tokens: turns on automatic compaction (--context-window). */
   contextWindow?: number;
+  /** --output-schema FILE: a JSON Schema the final answer must match; the value is printed as JSON on stdout. */
+  outputSchema?: string;
+}
+
+/** The most an --output-schema file may hold. */
+const MAX_SCHEMA_FILE = 1 << 20;
+
+/**
+ * Read and check an --output-schema file: one JSON object (read by the
+ * strict core) that compiles as a JSON Schema. Errors name the file and
+ * what is wrong (exit 2).
+ */
+export async function loadOutputSchema(file: string): Promise<Record<string, unknown>> {
+  const where = `--output-schema ${file}`;
+  if (file.trim() === "") throw new AgentUsageError("--output-schema needs a file: a JSON Schema the final answer must match");
+  let bytes: Uint8Array;
+  try {
+    const { readFile, stat } = await import("node:fs/promises");
+    const st = await stat(file);
+    if (!st.isFile()) throw new AgentSetupError(`${where}: not a file`);
+    if (st.size > MAX_SCHEMA_FILE) throw new AgentSetupError(`${where}: the file is larger than 1 MiB`);
+    bytes = await readFile(file);
+  } catch (e) {
+    if (e instanceof AgentSetupError) throw e;
+    const code = (e as { code?: unknown }).code;
+    throw new AgentSetupError(`${where}: cannot read the file (${typeof code === "string" ? code : (e as Error).message})`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new AgentSetupError(`${where}: not valid UTF-8`);
+  }
+  const parsed = parseStrict(text);
+  if (!parsed.ok) {
+    const e = parsed.error;
+    throw new AgentSetupError(`${where}: not valid JSON: ${e.message} at line ${e.line}, column ${e.column}`);
+  }
+  const v = parsed.value;
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new AgentSetupError(
+      `${where}: a JSON Schema must be a JSON object, got ${v === null ? "null" : Array.isArray(v) ? "an array" : typeof v}`,
+    );
+  const schema = v as Record<string, unknown>;
+  try {
+    compileOutputSchema({ outputSchema: schema });
+  } catch (e) {
+    const msg = (e as Error).message.replace(/^outputSchema: /, "");
+    throw new AgentSetupError(`${where}: not a usable JSON Schema: ${msg}`);
+  }
+  return schema;
 }
 
 /**
@@ -389,11 +441,13 @@ function dirArgsOf(flags: Pick<AgentFlags, "sessionsDir" | "storeFlag">): string
 /** Run the agent command; resolves to the exit status. */
 export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWriter): Promise<number> {
   const claims: BranchClaim[] = [];
+  const stores: OpenedStore[] = [];
   try {
     return await agentCommand(runtime, flags, out, claims, stores);
   } finally {
     // The session branch is free again however the command ends (a signal's exit too: see claimBranch).
     for (const c of claims) c.release();
+    for (const s of stores) await s.close();
   }
 }
 
@@ -443,6 +497,8 @@ async function agentCommand(
   if (flags.session === undefined && (flags.branch !== undefined || flags.sessionsDir !== undefined)) {
     throw new AgentUsageError("--branch and --sessions-dir need --session ID");
   }
+  if (flags.session === undefined && flags.storeFlag !== undefined)
+    throw new AgentUsageError("--store needs --session ID: it says where the session is recorded");
   // The session first: a bad journal or branch is reported before the model starts.
   let storage: JournalStorage | null = null;
   let checkout = null;
@@ -469,13 +525,11 @@ async function agentCommand(
       const last = checkout?.session.runs.at(-1)?.result ?? null;
       const where = `session '${flags.session}'${branch !== "main" ? ` branch '${branch}'` : ""}`;
       if (last === null || last.stop_reason !== "awaiting_approval") {
-  const stores: OpenedStore[] = [];
         throw new AgentSetupError(
           last === null
             ? `${where} has no run to resume`
             : `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,
         );
-    for (const s of stores) await s.close();
       }
       const pending = pendingApprovals(checkout!.session);
       if (pending.length > 0) {
@@ -489,6 +543,7 @@ async function agentCommand(
     }
   }
   const suspendOnApproval = flags.session !== undefined && (flags.suspendOnApproval === true || flags.suspendByConfig === true);
+  const outputSchema = flags.outputSchema === undefined ? undefined : await loadOutputSchema(flags.outputSchema);
   const skills = await setupSkills(runtime, flags);
   // Say why nothing happens while a failed request waits for its retry.
   const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
@@ -497,8 +552,6 @@ async function agentCommand(
     );
   });
   const stderr = process.stderr;
-  if (flags.session === undefined && flags.storeFlag !== undefined)
-    throw new AgentUsageError("--store needs --session ID: it says where the session is recorded");
   const showTools = flags.events === undefined && isTTY(stderr);
   let textOpen = false;
   // stdout carries the product (events, or the streamed text): once writing it
@@ -524,8 +577,16 @@ async function agentCommand(
     }
     switch (event.kind) {
       case "assistant_text_delta":
+        // With --output-schema, stdout carries the value alone (printed at the end).
+        if (outputSchema !== undefined) break;
         output(event.delta, false);
         textOpen = true;
+        break;
+      case "output_repair_requested":
+        if (showTools)
+          stderr.write(
+            `the answer does not match --output-schema; asking once more:\n${event.message.split("\n").slice(1, -1).join("\n")}\n`,
+          );
         break;
       case "message_completed":
         if (textOpen) output("", true);
@@ -598,7 +659,7 @@ async function agentCommand(
   const endingListeners = ENDING_SIGNALS.map(([name, status]) => [name, () => onEnding(name, status)] as const);
   for (const [name, listener] of endingListeners) process.on(name, listener);
   try {
-    const runOptions = { suspendOnApproval };
+    const runOptions = { suspendOnApproval, ...(outputSchema !== undefined ? { outputSchema } : {}) };
     const result =
       flags.resume === true
         ? await agent.resumeRun(resumeDecisions(checkout!.session), runOptions)
@@ -607,6 +668,8 @@ async function agentCommand(
           : await agent.run(flags.task, runOptions);
     // Text cut short (an abort mid-answer) still ends its line.
     if (textOpen) output("", true);
+    if (outputSchema !== undefined && flags.events === undefined && result.status === "completed" && "output_value" in result)
+      output(JSON.stringify(result.output_value), true);
     if (outputError !== null) throw outputError;
     out.flush();
     if (recorder !== null && recorder.errors.length > 0) {

@@ -453,6 +453,12 @@ export const AGENT_OPTIONS = {
     section: "Run",
     help: "the model's context window in tokens (at least 1024; default: no automatic compaction):\na quarter is kept free, and when the history outgrows the rest (or the server reports an\noverflow) the model summarises every turn but the latest",
   },
+  "output-schema": {
+    type: "string",
+    arg: "FILE",
+    section: "Run",
+    help: "a JSON Schema file the final answer must match: the model is asked for JSON, a mismatch gets\none repair turn (then stop reason output_invalid), and stdout carries the value as one JSON line",
+  },
   continue: { type: "boolean", section: "Session", help: "continue the session's last run instead of a new task (no TASK)" },
   resume: {
     type: "boolean",
@@ -487,16 +493,16 @@ export const HISTORY_OPTIONS = {
   },
   failed: { type: "boolean", help: "only failed calls" },
   json: { type: "boolean", help: "print the matching records as JSONL, as stored" },
+  store: {
+    ...STORE_OPTION.store,
+    help: "read the history of this store when it is a postgres:// URL (its agentcore.history table;\ndefault: AGENTCORE_STORE, else the config's store); --file names a JSONL log instead",
+  },
 } as const satisfies OptionTable;
 
 export const SKILLS_OPTIONS = {
   ...HELP_OPTION,
   dir: { type: "string", arg: "DIR", help: "skills folder (default: the config's skills_dir, else .agentcore/skills under the root)" },
   root: {
-  store: {
-    ...STORE_OPTION.store,
-    help: "read the history of this store when it is a postgres:// URL (its agentcore.history table;\ndefault: AGENTCORE_STORE, else the config's store); --file names a JSONL log instead",
-  },
     type: "string",
     arg: "DIR",
     help: "the root the default folder is under (default: the config's root, else the current directory)",
@@ -524,14 +530,14 @@ const SESSIONS_COMMON = {
     help: "journal directory (default: .agentcore/sessions under --root or the current directory)",
   },
   root: { type: "string", arg: "DIR", help: "the root the default directory is under" },
+  ...STORE_OPTION,
+  config: { type: "string", arg: "FILE", help: "JSONC settings file (its store and root; default: AGENTCORE_CONFIG)" },
   json: { type: "boolean", help: "print JSON instead of text" },
 } as const satisfies OptionTable;
 
 /** The new branch's name, for fork, rollback and retry. */
 const NEW_BRANCH_NAME = { type: "string", arg: "B", help: "the new branch's name (default: a generated one)" } as const;
 /** fork's and rollback's branch options: the new name and the branch the RECORD is looked up on. */
-  ...STORE_OPTION,
-  config: { type: "string", arg: "FILE", help: "JSONC settings file (its store and root; default: AGENTCORE_CONFIG)" },
 const NEW_BRANCH_AT_RECORD = {
   name: NEW_BRANCH_NAME,
   branch: { type: "string", arg: "B", help: "the branch to start from (default: the one holding RECORD, main when it does)" },
@@ -582,12 +588,6 @@ export const SESSIONS_SUBCOMMANDS = {
     branch: { type: "string", arg: "B", help: "the branch the call waits on (default main)" },
     reason: { type: "string", arg: "TEXT", help: "why (journaled, and what the model is told)" },
   },
-} as const satisfies Record<string, OptionTable>;
-
-/** The parsed values of any `sessions` subcommand (each takes a subset of these). */
-type SessionsTable = (typeof SESSIONS_SUBCOMMANDS)[keyof typeof SESSIONS_SUBCOMMANDS];
-type KeysOfUnion<T> = T extends unknown ? keyof T : never;
-type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U extends Readonly<Record<K, infer S>> ? S : never) : never;
   export: {
     ...SESSIONS_COMMON,
     out: { type: "string", arg: "FILE", help: "write the journal to FILE (created 0600; refused if it exists) instead of stdout" },
@@ -596,6 +596,12 @@ type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U ex
     ...SESSIONS_COMMON,
     as: { type: "string", arg: "ID", help: "store the session under ID instead of the id its records carry" },
   },
+} as const satisfies Record<string, OptionTable>;
+
+/** The parsed values of any `sessions` subcommand (each takes a subset of these). */
+type SessionsTable = (typeof SESSIONS_SUBCOMMANDS)[keyof typeof SESSIONS_SUBCOMMANDS];
+type KeysOfUnion<T> = T extends unknown ? keyof T : never;
+type SessionsSpec<K extends PropertyKey> = SessionsTable extends infer U ? (U extends Readonly<Record<K, infer S>> ? S : never) : never;
 export type SessionsValues = {
   [K in KeysOfUnion<SessionsTable>]?: SessionsSpec<K> extends { readonly type: "boolean" } ? boolean : string;
 };

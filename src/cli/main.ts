@@ -585,6 +585,7 @@ async function runCommand(argv: string[]): Promise<number> {
           suspendByConfig: settings.policy?.on_approval === "suspend",
         };
         if (typeof values["context-window"] === "string") flags.contextWindow = contextWindowFlag(values["context-window"]);
+        if (typeof values["output-schema"] === "string") flags.outputSchema = values["output-schema"];
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");
