@@ -23,7 +23,17 @@
  *
  * @module
  */
-import { type Attributes, type Context, context, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
+import {
+  type Attributes,
+  type Context,
+  context,
+  isSpanContextValid,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Tracer,
+} from "@opentelemetry/api";
 import {
   ModelProviderError,
   type ChatMessage,
@@ -101,6 +111,8 @@ function toolErrorType(content: string | undefined, cancelled: boolean): string 
   if (content === undefined) return "TOOL_CALL_REPEATED";
   try {
     const v = JSON.parse(content) as { code?: unknown; status?: unknown };
+    // The schema-validation payload names its code in lower case; the envelope's code is INVALID_ARGUMENTS.
+    if (v.code === "invalid_tool_arguments") return "INVALID_ARGUMENTS";
     if (typeof v.code === "string") return v.code;
     if (v.status === "not_run") return "NOT_RUN";
     if (v.status === "rejected" || v.status === "denied") return "DENIED";
@@ -152,6 +164,14 @@ export class AgentTracer {
   readonly #content: boolean;
   readonly #options: TracingOptions;
   #run: Open | null = null;
+  /**
+   * Whether the current run is traced: its span has a valid context (an SDK
+   * is registered, or the caller's context carries a trace). When it is not,
+   * the run makes no further spans and the model and tools are called
+   * directly, so tracing off costs next to nothing. Unknown (null) between
+   * runs.
+   */
+  #active: boolean | null = null;
   #turn = 0;
   readonly #tools = new Map<string, Open>();
 
@@ -191,6 +211,7 @@ export class AgentTracer {
         this.#turn = event.turn;
         return;
       case "tool_started":
+        if (this.#active === false) return;
         this.#startTool(event.tool_call.id, event.tool_call.name, event.tool_call.arguments, event.turn);
         return;
       case "tool_approval_requested": {
@@ -241,6 +262,7 @@ export class AgentTracer {
 
   #startRun(event: AgentEvent & { kind: "agent_started" | "agent_continued" }): void {
     if (this.#run !== null) this.#run.span.end(); // not expected: one run at a time
+    this.#run = null;
     this.#turn = 0;
     const name = this.#options.agentName === undefined ? "invoke_agent" : `invoke_agent ${this.#options.agentName}`;
     const attributes: Attributes = {
@@ -252,6 +274,11 @@ export class AgentTracer {
     if (this.#info.model !== null) attributes["gen_ai.request.model"] = this.#info.model;
     const parent = context.active();
     const span = this.#tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
+    this.#active = isSpanContextValid(span.spanContext());
+    if (!this.#active) {
+      span.end();
+      return;
+    }
     if (this.#content && event.kind === "agent_started" && span.isRecording()) {
       span.setAttribute("gen_ai.input.messages", JSON.stringify([{ role: "user", parts: [{ type: "text", content: event.task }] }]));
     }
@@ -267,6 +294,7 @@ export class AgentTracer {
     this.#tools.clear();
     const run = this.#run;
     this.#run = null;
+    this.#active = null;
     if (run === null) return;
     const { span } = run;
     if (span.isRecording()) {
@@ -328,6 +356,7 @@ export class AgentTracer {
     const self = this;
     const wrapped: ModelAdapter = {
       complete: async (request) => {
+        if (self.#active === false) return model.complete(request);
         const open = self.#startChat(request);
         try {
           const r = await context.with(open.ctx, () => model.complete(request));
@@ -338,7 +367,7 @@ export class AgentTracer {
           throw err;
         }
       },
-      stream: (request) => self.#stream(model, request),
+      stream: (request) => (self.#active === false ? streamModel(model, request) : self.#stream(model, request)),
     };
     if (typeof model.startup === "function") wrapped.startup = () => model.startup!();
     if (typeof model.shutdown === "function") wrapped.shutdown = () => model.shutdown!();
