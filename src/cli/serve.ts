@@ -34,8 +34,9 @@ token-<host>-<port> on another host, token-unix-<name>-<hash> for --unix (see
 docs/daemon.md). <state-dir>/token holds the token of the daemon started last.
 On stop the daemon removes its own file, and <state-dir>/token if that still
 holds its token. With ${TOKEN_ENV} set, that is the token and no file is written.
-The URL and the token file are printed on stderr. SIGINT/SIGTERM stop it
-gracefully (exit 0).`,
+The URL and the token file are printed on stderr, and for TCP a one-time
+sign-in link to the browser console at / (docs/console.md). SIGINT/SIGTERM
+stop it gracefully (exit 0).`,
   options: SERVE_OPTIONS,
   examples: ["agentcore serve", "agentcore serve --port 0 --tools read --config agentcore.jsonc"],
   exit: ["0  stopped by SIGINT or SIGTERM", "2  usage error, a bad config, skill or token file, or the address cannot be listened on"],
@@ -187,6 +188,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         // Bun cuts a connection idle for 255 s at most: a heartbeat must come sooner.
         heartbeatMs: int("--heartbeat-ms", v["heartbeat-ms"], 10, 240_000),
         sessionsDir,
+        historyFile: settings.history,
         ...(storeSetup !== null ? { storage: storeSetup.store.sessions, cluster: storeSetup.cluster } : {}),
         ...(v["access-log"] === true ? { accessLog: true } : {}),
         ...(skills !== null ? { skills } : {}),
@@ -239,6 +241,12 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       );
     }
     process.stderr.write(`agentcore serve: listening on ${started.url}\n`);
+    // The console's sign-in link: a one-time code in the fragment, which no browser sends to a server (docs/console.md).
+    const consoleAuth = started.daemon.console;
+    if (consoleAuth !== null && v.unix === undefined)
+      process.stderr.write(
+        `agentcore serve: console ${started.url}/#code=${consoleAuth.issueCode()} (one sign-in, within ${consoleAuth.codeTtlMs / 60_000} minutes)\n`,
+      );
     if (storeSetup !== null)
       process.stderr.write(
         `agentcore serve: cluster mode on ${storeSetup.store.location} as ${storeSetup.cluster.nodeId} (the token is the store's)\n`,

@@ -5,7 +5,9 @@
  * (`src/server/routes/`).
  *
  * Every request passes, in order: the Host/Origin guard (403, and CORS),
- * the bearer token (401; not for `GET /v1/health` and CORS preflights), the
+ * the bearer token (401; not for `GET /v1/health` and CORS preflights; the
+ * console's session cookie stands in for it, with a CSRF check on requests
+ * that change state: docs/console.md), the
  * concurrency limit (503 with `Retry-After`; the control routes — the
  * approvals, abort — have a reserve of their own, so that a full daemon can
  * still be answered and freed; health is never counted), the body limit
@@ -56,6 +58,9 @@ import { healthRoutes, openApiRoutes, toolRoutes } from "./routes/basics.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { runCommands, runRoutes } from "./routes/runs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
+import { historyRoutes } from "./routes/history.ts";
+import { consoleGate, consoleRoutes, isConsoleOpen } from "./routes/console.ts";
+import { ConsoleAuth } from "./console/auth.ts";
 
 export { callStatus } from "./routes/calls.ts";
 
@@ -114,6 +119,10 @@ export interface AppOptions {
   accessLog?: boolean | ((line: string) => void);
   /** Mount extra routes behind the same guards. */
   mount?: (app: Hono, ctx: { runtime: Runtime }) => void;
+  /** The browser console at `/` (docs/console.md). Default true. */
+  console?: boolean;
+  /** The execution history log (JSONL) that `GET /v1/history` reads; none by default. */
+  historyFile?: string;
 }
 
 /** A created app and the parts a server needs for shutdown. */
@@ -125,6 +134,8 @@ export interface Daemon {
   readonly approvals: ApprovalQueue;
   /** Cluster mode: the cluster part (null otherwise). */
   readonly cluster: Cluster | null;
+  /** The console's sign-in (codes and sessions; null when the console is off): `issueCode()` for a sign-in link. */
+  readonly console: ConsoleAuth | null;
   /**
    * Stop taking requests (503), then finish or abort runs (see
    * {@link RunManager.shutdown}) and the calls in flight (`POST /v1/calls`,
@@ -255,7 +266,14 @@ export function createApp(options: AppOptions): Daemon {
     return errorResponse(500, "INTERNAL_ERROR", "internal error");
   };
 
-  const guard = { port: options.port, allowedHosts: options.allowedHosts, allowedOrigins: options.allowedOrigins };
+  const consoleAuth = options.console === false ? null : new ConsoleAuth();
+  const guard = {
+    port: options.port,
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+    // the console's own pages: a request without a bearer token (the session cookie decides next); a bearer request is held to the allowlist as ever
+    allowSelfOrigin: consoleAuth === null ? undefined : (req: Request) => req.headers.get("authorization") === null,
+  };
   const main = new Pool(options.maxConcurrent ?? 256, "max_concurrent", "too many requests at once");
   const control = new Pool(CONTROL_CONCURRENCY, "control_concurrency", "too many control requests at once");
   // Health is never counted; the control routes count against their own reserve.
@@ -266,7 +284,17 @@ export function createApp(options: AppOptions): Daemon {
   app.onError((err, c) => errorFor(err, c.req.method, c.req.path));
   app.notFound((c) => errorResponse(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`));
   app.use(hostOrigin(guard));
-  app.use(bearerToken({ token: options.token }));
+  app.use(
+    bearerToken(
+      consoleAuth === null
+        ? { token: options.token }
+        : {
+            token: options.token,
+            open: (m, p) => isHealth(m, p) || isConsoleOpen(m, p),
+            alternative: consoleGate(consoleAuth, options.port),
+          },
+    ),
+  );
   app.use(concurrency({ pool: poolOf, stopping: () => stopping }));
   app.use(bodyLimit({ maxBytes: maxBody, deadlines }));
 
@@ -278,6 +306,8 @@ export function createApp(options: AppOptions): Daemon {
   app.route("/v1/runs", runRoutes(deps));
   app.route("/v1/approvals", approvalRoutes(deps));
   app.route("/v1/sessions", sessionRoutes(deps));
+  app.route("/v1", historyRoutes(deps, options.historyFile));
+  if (consoleAuth !== null) app.route("/", consoleRoutes(consoleAuth, options.port));
   const mcp = options.mcp === false ? null : mcpRoutes(deps);
   if (mcp !== null) app.route("/mcp", mcp.app);
 
@@ -347,6 +377,7 @@ export function createApp(options: AppOptions): Daemon {
     runs,
     approvals,
     cluster: options.cluster ?? null,
+    console: consoleAuth,
     async shutdown(mode, graceMs) {
       stopping = true;
       // cluster mode: no new job is taken from the queue while the runs here end

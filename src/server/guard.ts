@@ -11,8 +11,10 @@
  *   Unix socket there is no port: a loopback name without a port passes
  *   there.
  * - **Origin.** Absent (curl, SDKs, server-side callers) or exactly one of the
- *   configured origins (empty by default). `Origin: null` and everything else
- *   is refused. No CORS header is ever a wildcard: an allowed origin is echoed
+ *   configured origins (empty by default), or, where `allowSelfOrigin`
+ *   says so for the request, the daemon's own (`http://` + the Host that
+ *   passed: the pages of its console). `Origin: null` and everything else is
+ *   refused. No CORS header is ever a wildcard: an allowed origin is echoed
  *   back by name, with `Vary: Origin`.
  *
  * @module
@@ -31,6 +33,11 @@ export interface GuardOptions {
   allowedHosts?: readonly string[];
   /** Accepted `Origin` values, e.g. `http://localhost:3000`. Empty by default. */
   allowedOrigins?: readonly string[];
+  /**
+   * Whether a request may carry the daemon's own origin, `http://<Host>` of
+   * a Host that passed (the pages it serves: the console). Default: never.
+   */
+  allowSelfOrigin?: (req: Request) => boolean;
 }
 
 /** A refusal: which header and why. */
@@ -86,7 +93,9 @@ export function normalizeOrigin(value: string): string | null {
  * check("evil.example:8787", null); // { header: "host", … }
  * ```
  */
-export function hostOriginGuard(options: GuardOptions): (host: string | null, origin: string | null) => GuardRefusal | null {
+export function hostOriginGuard(
+  options: GuardOptions,
+): (host: string | null, origin: string | null, selfOrigin?: boolean) => GuardRefusal | null {
   const extraHosts = new Set<string>();
   const extraNames = new Set<string>();
   for (const h of options.allowedHosts ?? []) {
@@ -105,14 +114,14 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
   // Host values already accepted for a port (not secret; bounded), so the
   // usual request skips the parsing.
   const accepted = new Map<string, number | null>();
-  return function checkHostOrigin(host, origin) {
+  return function checkHostOrigin(host, origin, selfOrigin = false) {
     const port = options.port();
     if (host !== null && origin === null && accepted.has(host) && accepted.get(host) === port) return null;
-    const refusal = checkSlow(host, origin, port);
+    const refusal = checkSlow(host, origin, port, selfOrigin);
     if (refusal === null && host !== null && origin === null && accepted.size < 64) accepted.set(host, port);
     return refusal;
   };
-  function checkSlow(host: string | null, origin: string | null, port: number | null): GuardRefusal | null {
+  function checkSlow(host: string | null, origin: string | null, port: number | null, selfOrigin: boolean): GuardRefusal | null {
     if (host === null || host.trim() === "") return { header: "host", message: "the Host header is missing or empty" };
     const h = host.trim().toLowerCase();
     const parts = splitHost(h);
@@ -135,7 +144,8 @@ export function hostOriginGuard(options: GuardOptions): (host: string | null, or
     }
     if (origin !== null) {
       const n = normalizeOrigin(origin.trim());
-      if (n === null || !origins.has(n)) return { header: "origin", message: "the Origin is not in the daemon's allowlist" };
+      const own = selfOrigin && n !== null && n === new URL(`http://${h}`).origin;
+      if (n === null || (!origins.has(n) && !own)) return { header: "origin", message: "the Origin is not in the daemon's allowlist" };
     }
     return null;
   }

@@ -94,6 +94,28 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
+      "/v1/history": {
+        get: {
+          summary: "the execution history (the config's history log), read only, newest last; enabled false without a log",
+          parameters: [
+            { name: "tool", in: "query", schema: { type: "string" } },
+            { name: "failed", in: "query", schema: { type: "string", enum: ["true", "false"] } },
+            { name: "since", in: "query", schema: { type: "string", format: "date-time" } },
+            { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 10000, default: 1000 } },
+          ],
+          responses: {
+            "200": {
+              description: "history records",
+              content: json({
+                type: "object",
+                properties: { enabled: { type: "boolean" }, records: { type: "array", items: { type: "object" } } },
+              }),
+            },
+            "400": { description: "a bad query parameter (INVALID_REQUEST)", content: json(ref("Envelope")) },
+            ...errors(504, ...STD),
+          },
+        },
+      },
       "/v1/calls": {
         post: {
           summary: "dispatch one tool call (agentcore, OpenAI chat, OpenAI Responses or Anthropic shape)",

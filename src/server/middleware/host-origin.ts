@@ -24,7 +24,7 @@ export type HostOriginCheck = (req: Request, origin: string | null) => Response 
 export function hostOriginCheck(options: GuardOptions): HostOriginCheck {
   const guard = hostOriginGuard(options);
   return (req, origin) => {
-    const refusal = guard(req.headers.get("host"), origin);
+    const refusal = guard(req.headers.get("host"), origin, origin !== null && options.allowSelfOrigin?.(req) === true);
     if (refusal !== null) return errorResponse(403, "FORBIDDEN", refusal.message, { header: refusal.header });
     if (req.method === "OPTIONS")
       return new Response(null, {

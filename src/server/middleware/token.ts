@@ -23,6 +23,12 @@ export interface BearerTokenOptions {
   token: string;
   /** Requests that need no token. Default: `GET /v1/health`. */
   open?: (method: string, path: string) => boolean;
+  /**
+   * Another way in for a request without an `Authorization` header (the
+   * console's session cookie): null lets it through, a Response refuses it,
+   * undefined leaves it to the token (401).
+   */
+  alternative?: (req: Request, path: string) => Response | null | undefined;
 }
 
 /** Whether `method path` is `GET /v1/health`, the one route without a token. */
@@ -49,8 +55,13 @@ export function bearerToken(options: BearerTokenOptions): MiddlewareHandler {
   const open = options.open ?? isHealth;
   return async function bearerToken(c, next) {
     if (!open(c.req.method, c.req.path)) {
-      const refused = check(c.req.raw.headers.get("authorization"));
-      if (refused !== null) return refused;
+      const authorization = c.req.raw.headers.get("authorization");
+      const other = authorization === null ? options.alternative?.(c.req.raw, c.req.path) : undefined;
+      if (other !== undefined && other !== null) return other;
+      if (other === undefined) {
+        const refused = check(authorization);
+        if (refused !== null) return refused;
+      }
     }
     await next();
   };

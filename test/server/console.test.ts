@@ -1,0 +1,383 @@
+/**
+ * The browser console (docs/console.md), end to end in a real browser:
+ * Debian's chromium driven by playwright-core against the compiled binary's
+ * `serve`. Sign in through the printed link, start a scripted run that needs
+ * an approval, watch its text and tool call appear, approve, see it complete,
+ * fork its session and see the new branch; history and tools pages. Then the
+ * refusals: a forged cross-site POST (from a page on another site, and by
+ * hand without Origin or CSRF token), a foreign Origin, a wrong Host, a
+ * reused code; the token appears neither in a page nor in the server's
+ * output. Screenshots of every page go to test-artifacts/console/ (git-ignored);
+ * their paths are printed.
+ *
+ * Skipped (with a note) when /usr/bin/chromium is missing; `.ci/run` installs it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { binaryPath, REPO } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
+import { ConsoleAuth } from "../../src/server/console/auth.ts";
+import { collectStderr, rawRequest } from "./support.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`console.test: ${CHROMIUM} is missing (apt-get install chromium): the browser tests are skipped`);
+const ARTIFACTS = join(REPO, "test-artifacts", "console");
+const WAIT = 20_000;
+
+interface Daemon {
+  proc: ReturnType<typeof Bun.spawn>;
+  url: string;
+  port: number;
+  token: string;
+  link: string;
+  dir: string;
+  stderr: () => string;
+}
+
+async function startServe(): Promise<Daemon> {
+  const dir = tmp("agentcore-console-");
+  const config = join(dir, "agentcore.jsonc");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      history: join(dir, "history.jsonl"),
+      policy: { default: "allow", rules: [{ id: "ask-echo", action: "require_approval", tools: ["echo"], reason: "echo needs a person" }] },
+    }),
+  );
+  const proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir, "--config", config], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: dir },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const err = collectStderr(proc);
+  const text = await err.ready(/token file .+\n/);
+  const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
+  const link = /serve: console (\S+) /.exec(text)![1]!;
+  const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
+  return { proc, url, port: Number(new URL(url).port), token, link, dir, stderr: err.text };
+}
+
+/** The script of the run: text, then an echo call (which waits for an approval), then the answer. */
+const SCRIPT = [
+  '{"content": "Checking the greeting first.", "chunk_size": 5, "tool_calls": [{"id": "call_echo", "name": "echo", "arguments": "{\\"message\\":\\"hello console\\"}"}], "usage": {"input_tokens": 21, "output_tokens": 7}}',
+  '{"content": "The echo said: hello console.", "chunk_size": 4, "usage": {"input_tokens": 40, "output_tokens": 9}}',
+].join("\n");
+
+describe.skipIf(!haveChromium)("the console in a real browser", () => {
+  let d: Daemon;
+  let ctx: BrowserContext;
+  let page: Page;
+  const shots: string[] = [];
+  const shot = async (name: string) => {
+    const file = join(ARTIFACTS, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    shots.push(file);
+  };
+  const bearer = () => ({ authorization: `Bearer ${d.token}` });
+  /** The page's text, checked never to hold the token. */
+  const pageText = async () => {
+    const html = await page.content();
+    expect(html).not.toContain(d.token);
+    return html;
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    d = await startServe();
+    ctx = await chromium.launchPersistentContext(tmp("agentcore-chromium-"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1100, height: 900 },
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.setDefaultTimeout(WAIT);
+  }, 120_000);
+
+  afterAll(async () => {
+    await ctx?.close();
+    if (d?.proc.exitCode === null) {
+      d.proc.kill("SIGTERM");
+      await d.proc.exited;
+    }
+    for (const s of shots) console.log(`console screenshot: ${s}`);
+  });
+
+  test("sign in through the printed link; the code is then spent and leaves the address bar", async () => {
+    expect(new URL(d.link).hash).toMatch(/^#code=[0-9a-f]{32}$/);
+    const before = await page.goto(`${d.url}/`);
+    expect(before!.headers()["content-security-policy"]).toContain("default-src 'self'");
+    expect(before!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(before!.headers()["x-content-type-options"]).toBe("nosniff");
+    expect(before!.headers()["referrer-policy"]).toBe("no-referrer");
+    const html = await page.content();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
+    expect(html).not.toMatch(/\sstyle=/); // no inline style
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await shot("00-signed-out");
+
+    await page.goto(d.link);
+    await page.getByRole("heading", { name: "Runs" }).waitFor();
+    expect(page.url()).toBe(`${d.url}/#/runs`);
+    const cookies = await ctx.cookies(d.url);
+    const c = cookies.find((x) => x.name === `agentcore_console_${d.port}`)!;
+    expect(c).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
+    expect(c.value).not.toBe(d.token);
+    // the code is good once
+    const again = await fetch(`${d.url}/console/session`, {
+      method: "POST",
+      headers: { origin: d.url, "content-type": "application/json" },
+      body: JSON.stringify({ code: new URL(d.link).hash.slice("#code=".length) }),
+    });
+    expect(again.status).toBe(401);
+    expect((await again.json()).error.message).toContain("used already or expired");
+  }, 60_000);
+
+  test("start a scripted run, watch its text and tool call, approve it, see it complete", async () => {
+    await page.goto(`${d.url}/#/start`);
+    await page.getByLabel("Task").fill("Greet through echo");
+    await page.getByLabel("Model turns (JSONL, one turn a line)").fill(SCRIPT);
+    await page.getByLabel("Session id").fill("demo");
+    await shot("01-start-run");
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.waitForURL(/#\/runs\/run_/);
+    const runId = decodeURIComponent(page.url().split("#/runs/")[1]!);
+    // the text streamed so far, and the tool call with its arguments, waiting for a person
+    await page.locator("#run-output", { hasText: "Checking the greeting first." }).waitFor();
+    const call = page.locator('li.tool[data-call="call_echo"]');
+    await call.getByText('{"message":"hello console"}').waitFor();
+    await call.getByText("waiting for approval").waitFor();
+    expect(await page.locator("#run-output").getAttribute("aria-live")).toBe("polite");
+    await page.locator("#run-approvals").getByText("echo needs a person").waitFor();
+    await pageText();
+    await shot("02-run-waiting");
+
+    await page.getByRole("link", { name: "Approvals" }).click();
+    const card = page.getByRole("article", { name: "Approval for echo" });
+    await card.waitFor();
+    await card.getByText("hello console").waitFor(); // the redacted preview keeps a plain string
+    await card.getByLabel("Reason (optional)").fill("fine by me");
+    await shot("03-approvals");
+    await card.getByRole("button", { name: "Approve" }).click();
+    await page.getByText("Nothing waits.").waitFor();
+
+    await page.goto(`${d.url}/#/runs/${encodeURIComponent(runId)}`);
+    await page.locator("#run-output", { hasText: "The echo said: hello console." }).waitFor();
+    await call.getByText("completed").waitFor();
+    await call.locator(".tool-result", { hasText: "hello console" }).waitFor();
+    const result = page.locator("#run-result");
+    await result.getByText("text_response").waitFor();
+    await result.getByText("completed").waitFor();
+    expect(await result.textContent()).toContain("Input tokens61"); // 21 + 40
+    await pageText();
+    await shot("04-run-completed");
+
+    await page.goto(`${d.url}/#/runs`);
+    await page.getByRole("link", { name: runId }).waitFor();
+    await shot("05-runs");
+  }, 60_000);
+
+  test("fork the run's session and see the new branch in the tree", async () => {
+    await page.goto(`${d.url}/#/sessions`);
+    await page.getByRole("link", { name: "demo" }).click();
+    const tree = page.getByRole("tree", { name: "Branches" });
+    await tree.getByText("main").waitFor();
+    const fork = page.getByRole("form", { name: "Fork" });
+    await fork.getByLabel("New branch name (optional)").fill("try-again");
+    await fork.getByRole("button", { name: "Fork" }).click();
+    await tree.locator('[data-branch="try-again"]').waitFor();
+    // under main, where it was forked from
+    await tree.locator('[data-branch="main"] [data-branch="try-again"]').waitFor();
+    await shot("06-session-forked");
+    await page.goto(`${d.url}/#/sessions`);
+    await page.getByRole("cell", { name: /try-again/ }).waitFor();
+    await shot("07-sessions");
+  }, 60_000);
+
+  test("history: the approved echo call, filterable; tools: the schemas", async () => {
+    await page.goto(`${d.url}/#/history`);
+    await page.getByRole("cell", { name: /require_approval \(approved\)/ }).waitFor();
+    await page.getByLabel("Status").selectOption("failed");
+    await page.getByText("0 of 1 calls").waitFor();
+    await page.getByLabel("Status").selectOption("");
+    await page.getByLabel("Tool").fill("echo");
+    await page.getByText("1 of 1 calls").waitFor();
+    await shot("08-history");
+    await page.goto(`${d.url}/#/tools`);
+    const echo = page.getByRole("article", { name: "Tool echo" });
+    await echo.getByText("Schema of echo").click();
+    await echo.locator("pre").waitFor();
+    await shot("09-tools");
+    await pageText();
+  }, 60_000);
+
+  test("readable at 400 px wide, and usable from the keyboard", async () => {
+    await page.setViewportSize({ width: 400, height: 800 });
+    await page.goto(`${d.url}/#/runs`);
+    await page.getByRole("heading", { name: "Runs" }).waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot("10-runs-400px");
+    // a new view takes the focus (a screen reader reads its heading); Tab goes on into it, Enter follows a link
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("main");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Start a run");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Start a run" }).waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("main");
+    // Shift+Tab from the top of the view goes back to the header: the navigation, then the skip link first of all
+    await page.keyboard.press("Shift+Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Sign out");
+    for (let i = 0; i < 6; i++) await page.keyboard.press("Shift+Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Runs");
+    await page.keyboard.press("Shift+Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
+    await page.setViewportSize({ width: 1100, height: 900 });
+  }, 60_000);
+
+  test("a forged POST from a page on another site is refused, and creates nothing", async () => {
+    const before = (await (await fetch(`${d.url}/v1/runs`, { headers: bearer() })).json()).runs.length;
+    // the attacker's page: another site (localhost is not 127.0.0.1's site), with a form and a fetch aimed at the daemon
+    const target = `${d.url}/v1/runs`;
+    const evil = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(
+          `<!doctype html><body><form id="f" method="POST" action="${target}" enctype="text/plain"><input name='{"task":"forged","script":[{"content":"x"}],"x":"' value='"}'></form>
+<script>
+fetch(${JSON.stringify(target)}, {method: "POST", mode: "no-cors", credentials: "include", headers: {"content-type": "text/plain"}, body: JSON.stringify({task: "forged", script: [{content: "x"}]})})
+  .finally(() => document.getElementById("f").submit());
+</script></body>`,
+          { headers: { "content-type": "text/html" } },
+        ),
+    });
+    try {
+      const evilPage = await ctx.newPage();
+      await evilPage.goto(`http://localhost:${evil.port}/`);
+      await evilPage.waitForURL(target);
+      const text = (await evilPage.textContent("body")) ?? "";
+      expect(text).toContain("FORBIDDEN");
+      await evilPage.close();
+    } finally {
+      evil.stop(true);
+    }
+    const after = (await (await fetch(`${d.url}/v1/runs`, { headers: bearer() })).json()).runs.length;
+    expect(after).toBe(before);
+  }, 60_000);
+
+  test("with the session cookie: no Origin, a foreign Origin, a missing or wrong CSRF token and a wrong Host are all refused", async () => {
+    const c = (await ctx.cookies(d.url)).find((x) => x.name === `agentcore_console_${d.port}`)!;
+    const cookie = `${c.name}=${c.value}`;
+    const csrf = await page.evaluate(() => document.querySelector('meta[name="csrf-token"]')!.getAttribute("content")!);
+    expect(csrf).toMatch(/^[0-9a-f]{64}$/);
+    const body = JSON.stringify({ task: "forged", script: [{ content: "x" }] });
+    const post = (headers: Record<string, string>) =>
+      fetch(`${d.url}/v1/runs`, {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json", accept: "application/json", ...headers },
+        body,
+      });
+    const refused = async (headers: Record<string, string>, status: number, needle: string) => {
+      const r = await post(headers);
+      expect(r.status).toBe(status);
+      expect((await r.json()).error.message).toContain(needle);
+    };
+    await refused({}, 403, "Origin");
+    await refused({ "x-csrf-token": csrf }, 403, "Origin");
+    await refused({ origin: "http://evil.example" }, 403, "allowlist");
+    await refused({ origin: "http://evil.example", "x-csrf-token": csrf }, 403, "allowlist");
+    await refused({ origin: `http://localhost:${d.port + 1}`, "x-csrf-token": csrf }, 403, "allowlist");
+    await refused({ origin: d.url }, 403, "CSRF token");
+    await refused({ origin: d.url, "x-csrf-token": "0".repeat(64) }, 403, "CSRF token");
+    await refused({ origin: d.url, "x-csrf-token": csrf, "sec-fetch-site": "cross-site" }, 403, "same-origin");
+    // a GET with a foreign Origin: refused too (the same guard as for the bearer token)
+    const g = await fetch(`${d.url}/v1/runs`, { headers: { cookie, origin: "http://evil.example" } });
+    expect(g.status).toBe(403);
+    // a wrong Host (DNS rebinding), with the cookie and the token
+    for (const extra of [`Cookie: ${cookie}\r\n`, `Authorization: Bearer ${d.token}\r\n`]) {
+      const r = await rawRequest(d.port, `GET /v1/runs HTTP/1.1\r\nHost: evil.example:${d.port}\r\n${extra}Connection: close\r\n\r\n`);
+      expect(r.status).toBe(403);
+    }
+    const signIn = await rawRequest(
+      d.port,
+      `GET / HTTP/1.1\r\nHost: attacker.test:${d.port}\r\nCookie: ${cookie}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(signIn.status).toBe(403);
+    // the right Origin and token get through (the same request the page makes)
+    const ok = await post({ origin: d.url, "x-csrf-token": csrf });
+    expect(ok.status).toBe(201);
+    await ok.text();
+    // a sign-in without the page's Origin, or with a bad code, gets nothing
+    const noOrigin = await fetch(`${d.url}/console/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ code: "0".repeat(32) }),
+    });
+    expect(noOrigin.status).toBe(403);
+    expect(noOrigin.headers.get("set-cookie")).toBeNull();
+    // the bearer API is as before: no cookie, no token is 401; the token alone is 200
+    expect((await fetch(`${d.url}/v1/runs`)).status).toBe(401);
+    expect((await fetch(`${d.url}/v1/runs`, { headers: bearer() })).status).toBe(200);
+    // a fresh link needs the token, not the cookie
+    expect(
+      (await fetch(`${d.url}/console/codes`, { method: "POST", headers: { cookie, origin: d.url, "x-csrf-token": csrf } })).status,
+    ).toBe(401);
+    const fresh = await fetch(`${d.url}/console/codes`, { method: "POST", headers: bearer() });
+    expect(fresh.status).toBe(201);
+    expect((await fresh.json()).url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${d.port}/#code=[0-9a-f]{32}$`));
+  }, 60_000);
+
+  test("the token is in no page and nowhere in the server's output; signing out ends the session", async () => {
+    await pageText();
+    expect(d.stderr()).not.toContain(d.token);
+    const c = (await ctx.cookies(d.url)).find((x) => x.name === `agentcore_console_${d.port}`)!;
+    await page.goto(`${d.url}/#/runs`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    const r = await fetch(`${d.url}/v1/runs`, { headers: { cookie: `${c.name}=${c.value}` } });
+    expect(r.status).toBe(401);
+  }, 60_000);
+});
+
+describe("console sign-in codes and sessions", () => {
+  test("a code is good once and only until it expires; a session ends at its expiry", () => {
+    let now = 1_000_000;
+    const auth = new ConsoleAuth({ codeTtlMs: 1000, sessionTtlMs: 5000, now: () => now });
+    const code = auth.issueCode();
+    expect(code).toMatch(/^[0-9a-f]{32}$/);
+    const s = auth.exchange(code)!;
+    expect(s.id).toMatch(/^[0-9a-f]{64}$/);
+    expect(auth.exchange(code)).toBeNull();
+    const late = auth.issueCode();
+    now += 1000;
+    expect(auth.exchange(late)).toBeNull();
+    expect(auth.session(s.id)).not.toBeNull();
+    expect(auth.csrfMatches(s, s.csrf)).toBe(true);
+    expect(auth.csrfMatches(s, s.id)).toBe(false);
+    expect(auth.csrfMatches(s, null)).toBe(false);
+    now += 4000;
+    expect(auth.session(s.id)).toBeNull();
+    expect(auth.exchange("not a code")).toBeNull();
+    expect(auth.session("../../etc")).toBeNull();
+  });
+
+  test("the embedded assets match their sources (node scripts/build-console.mjs --check)", () => {
+    const r = Bun.spawnSync(["node", join(REPO, "scripts/build-console.mjs"), "--check"]);
+    expect(r.stderr.toString()).toBe("");
+    expect(r.exitCode).toBe(0);
+  });
+});
