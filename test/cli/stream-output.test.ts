@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { binaryPath } from "../support/binary.ts";
+import { binaryPath, REPO } from "../support/binary.ts";
 import { chunk, startOpenAIServer, textReply, toolChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
 
 let bin: string;
@@ -232,5 +232,51 @@ describe("agent --output-schema FILE", () => {
   test("--help names --output-schema", async () => {
     const r = await run(["agent", "--help"]);
     expect(r.stdout).toContain("--output-schema FILE");
+  });
+});
+
+describe("docs/agent.md's examples", () => {
+  const docs = () => readFileSync(join(REPO, "docs/agent.md"), "utf8");
+  /** The first ```sh block after `marker`: its command lines and its `# ` comment lines. */
+  function block(marker: string): { commands: string[]; comments: string[] } {
+    const text = docs();
+    const at = text.indexOf(marker);
+    expect(at).toBeGreaterThanOrEqual(0);
+    const body = /```sh\n([\s\S]*?)```/.exec(text.slice(at))![1]!;
+    const lines = body.trimEnd().split("\n");
+    return { commands: lines.filter((l) => !l.startsWith("#")), comments: lines.filter((l) => l.startsWith("# ")).map((l) => l.slice(2)) };
+  }
+  const sh = (command: string, cwd: string) =>
+    Bun.spawnSync(["sh", "-c", command.replaceAll("./dist/agentcore", bin)], { cwd, env: CLEAN_ENV });
+
+  test("the --output-schema example prints the value it shows", () => {
+    const { commands, comments } = block("## Structured output: `--output-schema`");
+    expect(commands).toHaveLength(1);
+    const r = sh(commands[0]!, REPO);
+    expect(r.stderr.toString()).toBe("");
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString()).toBe(`${comments[0]}\n`);
+  });
+
+  test("the tool-arguments example prints the deltas it shows", () => {
+    const { commands, comments } = block("### Tool arguments as they stream");
+    const cwd = mkdtempSync(join(work, "docs-args-"));
+    mkdirSync(join(cwd, "examples"));
+    writeFileSync(join(cwd, "examples", "hello.txt"), "Hello\n");
+    const r = sh(commands.join("\n"), cwd);
+    expect(r.exitCode).toBe(0);
+    const lines = r.stdout.toString().trimEnd().split("\n");
+    expect(lines).toHaveLength(3);
+    const first = JSON.parse(lines[0]!);
+    const shown = JSON.parse(comments[0]!.replaceAll('"…"', '"x"'));
+    expect({ ...first, agent_id: "x", run_id: "x" }).toEqual(shown);
+    expect(lines.map((l) => JSON.parse(l).delta)).toEqual(['{"path": "', "examples/h", 'ello.txt"}']);
+    expect(comments[1]).toContain('"delta":"examples/h"');
+  });
+
+  test("the event table lists exactly AGENT_EVENT_KINDS", async () => {
+    const { AGENT_EVENT_KINDS } = await import("../../src/agent/index.ts");
+    const rows = [...docs().matchAll(/^\| `([a-z_]+)` \| [^|]*\| (yes|no)/gm)].map((m) => m[1]);
+    expect([...rows].sort()).toEqual([...AGENT_EVENT_KINDS].sort());
   });
 });
