@@ -176,6 +176,8 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
       ...(compaction !== undefined ? { compaction } : {}),
       ...(agentId !== undefined ? { agentId } : {}),
       ...(spec.suspendOnApproval === true ? { suspendOnApproval: true } : {}),
+      // The session is the conversation of the run's spans (gen_ai.conversation.id).
+      ...(spec.session !== undefined ? { tracing: { conversationId: spec.session.id } } : {}),
     });
   } catch (e) {
     throw new RunSpecError((e as Error).message, spec.compaction !== undefined ? "compaction" : "agent");

@@ -14,6 +14,7 @@ import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { chunk, startOpenAIServer, textReply, toolChunk, usageChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
 import { tmp } from "../support/tmp.ts";
+import { collectStderr } from "../server/support.ts";
 // The official OTLP definitions, compiled by OpenTelemetry with protobufjs.
 import otlpRoot from "otlp-transformer-protobufjs/build/src/generated/root.js";
 
@@ -312,6 +313,48 @@ describe("agent traces over OTLP/HTTP (the compiled binary)", () => {
     });
     expect(off.exitCode).toBe(0);
     expect(receiver.received).toEqual([]);
+  }, 60_000);
+});
+
+describe("the daemon exports its runs' traces", () => {
+  test("agentcore serve with OTEL_EXPORTER_OTLP_ENDPOINT: a run's spans (its session as gen_ai.conversation.id) arrive by shutdown", async () => {
+    receiver.received.length = 0;
+    const dir = tmp("agentcore-otel-serve-");
+    const proc = Bun.spawn([bin, "serve", "--port", "0", "--state-dir", path.join(dir, "state"), "--root", dir], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", HOME: dir, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "agentcored" },
+      stdout: "ignore",
+      stderr: "pipe",
+      stdin: "ignore",
+    });
+    const stderr = collectStderr(proc);
+    try {
+      const text = await stderr.ready(/token file .+\n/);
+      const url = /listening on (http:\/\/\S+)/.exec(text)![1]!;
+      const token = fs.readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
+      const r = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({
+          task: "say hi",
+          session: "traced-session",
+          script: [{ content: null, tool_calls: [{ id: "e1", name: "echo", arguments: '{"message":"x"}' }] }, { content: "hi" }],
+        }),
+      });
+      const body = await r.text();
+      expect({ status: r.status, body }).toMatchObject({ status: 201 });
+      expect(body).toContain('"completed"');
+    } finally {
+      proc.kill("SIGTERM");
+    }
+    expect(await stderr.exited).toBe(0);
+    const spans = receiver.received.flatMap((b) => b.spans);
+    expect(receiver.received.every((b) => b.resource["service.name"] === "agentcored")).toBe(true);
+    const [run] = byName(spans, "invoke_agent");
+    expect(attrs(run!.attributes)).toMatchObject({ "gen_ai.conversation.id": "traced-session", "agentcore.stop_reason": "text_response" });
+    const [tool] = byName(spans, "execute_tool echo");
+    expect(tool!.parentSpanId).toBe(run!.spanId);
+    expect(byName(spans, "chat")).toHaveLength(2);
   }, 60_000);
 });
 
