@@ -63,7 +63,7 @@ async function startServe(): Promise<Daemon> {
 
 /** The script of the run: text, then an echo call (which waits for an approval), then the answer. */
 const SCRIPT = [
-  '{"content": "Checking the greeting first.", "chunk_size": 5, "tool_calls": [{"id": "call_echo", "name": "echo", "arguments": "{\\"message\\":\\"hello console\\"}"}], "usage": {"input_tokens": 21, "output_tokens": 7}}',
+  '{"content": "Checking the greeting first.", "chunk_size": 5, "tool_calls": [{"id": "call_echo", "name": "echo", "arguments": "{\\"message\\":\\"hello console\\"}"}], "arguments_chunk_size": 5, "usage": {"input_tokens": 21, "output_tokens": 7}}',
   '{"content": "The echo said: hello console.", "chunk_size": 4, "usage": {"input_tokens": 40, "output_tokens": 9}}',
 ].join("\n");
 
@@ -160,6 +160,8 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     const call = page.locator('li.tool[data-call="call_echo"]');
     await call.getByText('{"message":"hello console"}').waitFor();
     await call.getByText("waiting for approval").waitFor();
+    // the arguments came as streamed deltas (tool_call_arguments_delta), 5 characters at a time
+    expect(Number(await call.getAttribute("data-deltas"))).toBe(Math.ceil('{"message":"hello console"}'.length / 5));
     expect(await page.locator("#run-output").getAttribute("aria-live")).toBe("polite");
     await page.locator("#run-approvals").getByText("echo needs a person").waitFor();
     await pageText();
@@ -188,6 +190,30 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     await page.goto(`${d.url}/#/runs`);
     await page.getByRole("link", { name: runId }).waitFor();
     await shot("05-runs");
+  }, 60_000);
+
+  test("streamed arguments that go bad: the validator's verdict and its byte offset appear on the call", async () => {
+    const res = await fetch(`${d.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...bearer(), "content-type": "application/json" },
+      body: JSON.stringify({
+        task: "a broken call",
+        detached: true,
+        script: [
+          { content: null, tool_calls: [{ id: "call_bad", name: "sleep", arguments: '{"ms": nope}' }], arguments_chunk_size: 3 },
+          { content: "Sorry, my arguments were broken." },
+        ],
+      }),
+    });
+    expect(res.status).toBe(201);
+    const runId = res.headers.get("x-run-id")!;
+    await res.body?.cancel();
+    await page.goto(`${d.url}/#/runs/${encodeURIComponent(runId)}`);
+    const call = page.locator('li.tool[data-call="call_bad"]');
+    await call.locator(".verdict", { hasText: "can no longer become valid JSON" }).waitFor();
+    expect(await call.locator(".verdict").textContent()).toContain("(byte 8)"); // the o of nope (n could still begin null)
+    await page.locator("#run-output", { hasText: "Sorry, my arguments were broken." }).waitFor();
+    await shot("05b-run-bad-arguments");
   }, 60_000);
 
   test("fork the run's session and see the new branch in the tree", async () => {

@@ -319,7 +319,7 @@ function viewRun(id) {
       res,
     );
     tools.append(li);
-    c = { li, args, state, dur, res, verdict, started: null, streamed: "" };
+    c = { li, args, state, dur, res, verdict, started: null, streamed: "", deltas: 0 };
     calls.set(callId, c);
     return c;
   };
@@ -365,18 +365,23 @@ function viewRun(id) {
         thinking.querySelector("pre").append(data.delta);
         break;
       case "tool_call_arguments_delta": {
-        const c = callItem(data.tool_call_id ?? data.call_id ?? data.id, data.tool_name ?? data.name ?? data.tool);
+        // the arguments as the model streams them, and the validator's verdict once they can no longer become valid JSON
+        const c = callItem(data.tool_call_id, data.tool);
         c.streamed += data.delta ?? "";
+        c.deltas++;
+        c.li.dataset.deltas = String(c.deltas);
         c.args.textContent = c.streamed;
-        if (data.verdict && data.verdict.valid === false) {
+        if (data.error) {
           c.verdict.hidden = false;
-          c.verdict.textContent = `The arguments can no longer be valid JSON at byte ${data.verdict.offset ?? "?"}: ${data.verdict.message ?? ""}`;
+          c.verdict.textContent = `These arguments can no longer become valid JSON: ${data.error.message} (byte ${data.error.offset})`;
+          c.state.textContent = "invalid arguments";
+          c.state.className = "badge badge-failed";
         }
         break;
       }
       case "tool_started": {
         const c = callItem(data.tool_call.id, data.tool_call.name);
-        c.args.textContent = argText(data.tool_call);
+        if (c.deltas === 0) c.args.textContent = argText(data.tool_call);
         c.state.textContent = "running";
         c.state.className = "badge badge-running";
         c.started = performance.now();
@@ -384,7 +389,7 @@ function viewRun(id) {
       }
       case "tool_approval_requested": {
         const c = callItem(data.tool_call.id, data.tool_call.name);
-        c.args.textContent = argText(data.tool_call);
+        if (c.deltas === 0) c.args.textContent = argText(data.tool_call);
         c.state.textContent = "waiting for approval";
         c.state.className = "badge badge-waiting";
         break;
