@@ -243,6 +243,13 @@ export function parseResumeRequest(body: unknown, sessionId: string): RunRequest
           location: `/${k}`,
         });
     }
+    if (Object.hasOwn(b, "output_schema"))
+      throw new HttpError(
+        400,
+        "INVALID_REQUEST",
+        "/output_schema: is not taken by resume: an output schema applies to the run started with it (POST /v1/runs)",
+        { location: "/output_schema" },
+      );
   }
   return parseRunRequest(typeof b === "object" && !Array.isArray(b) ? { ...b, task: "(resume)", session: sessionId } : b);
 }

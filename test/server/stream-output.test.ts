@@ -171,3 +171,11 @@ describe("serve: output_schema", () => {
     expect(fallback!.body.messages[0]!.content).toContain(JSON.stringify({ ...SCHEMA, title: "place" }));
   });
 });
+
+test("serve: resume refuses output_schema (it would not apply), naming the field", async () => {
+  const res = await post("/v1/sessions/none/resume", { output_schema: SCHEMA, script: [{ content: "{}" }] }, "application/json");
+  expect(res.status).toBe(400);
+  const body = await res.json();
+  expect(body.error).toMatchObject({ code: "INVALID_REQUEST", details: { location: "/output_schema" } });
+  expect(body.error.message).toContain("not taken by resume");
+});
