@@ -180,6 +180,8 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     await page.locator("#run-output", { hasText: "The echo said: hello console." }).waitFor();
     await call.getByText("completed").waitFor();
     await call.locator(".tool-result", { hasText: "hello console" }).waitFor();
+    // its duration as the daemon's history recorded it (not the page's estimate)
+    await call.locator(".dur", { hasText: /^[0-9.]+ ms$/ }).waitFor();
     const result = page.locator("#run-result");
     await result.getByText("text_response").waitFor();
     await result.getByText("completed").waitFor();

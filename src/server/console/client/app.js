@@ -340,6 +340,25 @@ function viewRun(id) {
     resultEl.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]));
   };
 
+  // The daemon's own duration of each finished call, from the execution history (when it keeps one).
+  let durationTimer = null;
+  const durations = () => {
+    clearTimeout(durationTimer);
+    durationTimer = setTimeout(async () => {
+      try {
+        const h = await api("GET", "/v1/history?limit=10000");
+        if (!h.enabled) return;
+        for (const [callId, c] of calls) {
+          const rec = h.records.findLast((r) => r.call_id === callId && (r.run_id === undefined || r.run_id === c.runId));
+          if (rec !== undefined) c.dur.textContent = `${rec.duration_ms} ms`;
+        }
+      } catch {
+        /* the page's own figure stays */
+      }
+    }, 300);
+  };
+  onLeave(() => clearTimeout(durationTimer));
+
   const pendingApproval = (a) => approvalCard(a, () => refreshStatus());
 
   const refreshStatus = async () => {
@@ -406,6 +425,8 @@ function viewRun(id) {
         c.state.textContent = r.cancelled ? "cancelled" : failed ? "failed" : "completed";
         c.state.className = `badge badge-${failed ? "failed" : "completed"}`;
         if (c.started !== null) c.dur.textContent = `${Math.round(performance.now() - c.started)} ms (as seen here)`;
+        c.runId = data.run_id;
+        durations();
         c.res.textContent = r.error ?? r.output ?? (r.messages ?? []).map((m) => pretty(m.content)).join("\n");
         break;
       }
