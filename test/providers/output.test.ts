@@ -9,7 +9,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { OpenAIModelAdapter, ScriptedModel } from "../../src/providers/index.ts";
 import { createAgent, type AgentEvent, STOP_REASONS } from "../../src/agent/index.ts";
-import { recordDraft } from "../../src/session/recorder.ts";
+import { recordDraft, SessionRecorder } from "../../src/session/recorder.ts";
+import { MemorySessionStorage } from "../../src/session/journal.ts";
+import { restoreSession } from "../../src/session/restore.ts";
 import { SchemaCompileError } from "../../src/tools/schema.ts";
 import { errorBody, type ScriptedOpenAIServer, type ScriptedReply, startOpenAIServer, textReply } from "../support/openai-server.ts";
 
@@ -182,5 +184,20 @@ describe("outputSchema against the scripted OpenAI-compatible server", () => {
     const r = await run(model).result;
     expect(r.output_value).toEqual({ name: "S", age: 0 });
     expect(model.requests[0]!.responseFormat).toEqual({ name: "person_record", schema: PERSON, strict: true });
+  });
+
+  test("a session journals the repair turn: the restored conversation is the same, repair message included", async () => {
+    const storage = new MemorySessionStorage();
+    const model = new ScriptedModel([{ content: '{"name": "A"}' }, { content: '{"name": "A", "age": 1}' }]);
+    const agent = createAgent({ agentId: "a", model, sinks: [new SessionRecorder("s", storage)] });
+    const r = await agent.run("who?", { outputSchema: PERSON });
+    await agent.shutdown();
+    expect(r.output_value).toEqual({ name: "A", age: 1 });
+    expect(agent.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    const again = createAgent({ agentId: "a", model: new ScriptedModel([]) });
+    restoreSession(again, (await storage.checkout("s"))!);
+    expect(again.messages).toEqual(agent.messages);
+    expect(again.lastResult?.output_value).toEqual({ name: "A", age: 1 });
+    await again.shutdown();
   });
 });
