@@ -97,6 +97,7 @@ export type {
   RunStatus,
   RuntimePolicyOptions,
   StopReason,
+  TracingOptions,
 } from "./agent/index.ts";
 export { createPlanTool, PLAN_PROMPT } from "./agent/plan.ts";
 export { CompactionPolicy, ModelCompactor } from "./context/index.ts";

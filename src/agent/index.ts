@@ -64,6 +64,8 @@ export type {
   TurnSnapshot,
 } from "./agent.ts";
 export { AGENT_EVENT_KINDS, DEFAULT_EVENT_BUFFER, EventBufferOverflowError } from "./events.ts";
+export { CAPTURE_CONTENT_ENV } from "./tracing.ts";
+export type { TracingOptions } from "./tracing.ts";
 export type {
   AgentEvent,
   AgentEventKind,

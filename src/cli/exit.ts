@@ -39,6 +39,8 @@ export const EXIT_BY_CODE: ReadonlyMap<string, Exclude<ExitKind, "internal">> = 
   ["TOKEN_SETUP_FAILED", "message"],
   ["LISTEN_FAILED", "message"],
   ["HISTORY_LOG_FAILED", "message"],
+  // agent, chat, serve: an OTEL_* variable the OTLP/HTTP export cannot use (src/host/telemetry.ts)
+  ["TELEMETRY_CONFIG", "message"],
   ["OUTPUT_CLOSED", "pipe_closed"],
 ]);
 

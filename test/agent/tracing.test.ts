@@ -8,6 +8,8 @@
  * OTLP/HTTP is tested in test/host/telemetry.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -20,6 +22,8 @@ import { createRuntime } from "../../src/runtime/runtime.ts";
 import { traceHeaders } from "../../src/runtime/tracing.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { startEverythingHttp } from "../mcp/helpers.ts";
+import { REPO } from "../support/binary.ts";
+import { tmp } from "../support/tmp.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
@@ -191,4 +195,28 @@ describe("agent spans (SDK registered in process)", () => {
       await srv.stop();
     }
   }, 60_000);
+});
+
+describe("docs/tracing.md", () => {
+  test("the In a program example runs as written and prints the span names its comments say", () => {
+    const page = fs.readFileSync(path.join(REPO, "docs/tracing.md"), "utf8");
+    const at = page.indexOf("## In a program");
+    const code = /```ts\n([\s\S]*?)```/.exec(page.slice(at))![1]!.replace(/from "\.\/src\//g, `from "${path.join(REPO, "src")}/`);
+    const expected = [...code.matchAll(/^\/\/ (.+)$/gm)].map((m) => m[1]!);
+    expect(expected).toEqual(["chat", "execute_tool echo", "chat", "invoke_agent demo"]);
+    const dir = tmp("agentcore-tracing-doc-");
+    const file = path.join(dir, "example.ts");
+    fs.writeFileSync(file, code);
+    // Run from the repository, so its node_modules (the SDK) resolve.
+    const copy = path.join(REPO, `.tracing-doc-example-${process.pid}.ts`);
+    fs.copyFileSync(file, copy);
+    try {
+      const r = Bun.spawnSync([process.execPath, copy], { cwd: REPO, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+      expect(r.stderr.toString()).toBe("");
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout.toString()).toBe(`${expected.join("\n")}\n`);
+    } finally {
+      fs.rmSync(copy, { force: true });
+    }
+  });
 });
