@@ -11,12 +11,11 @@
  *   saying why (`skipMessage`).
  * - `freshDatabase()`: a new database `t_<random>` on that server, so every
  *   test file is isolated; dropped after the file's tests (afterAll).
+ * - `restartableCluster()`: a private cluster of the calling test's own
+ *   (./pg-cluster.ts), which it may restart.
  */
 import { afterAll } from "bun:test";
-import { spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
-import { join } from "node:path";
+import { type PrivateCluster, startCluster } from "./pg-cluster.ts";
 
 /** Why PostgreSQL tests are skipped here (when `pgUrl()` is null). */
 export let skipMessage = "";
@@ -39,47 +38,30 @@ async function resolveUrl(): Promise<string | null> {
   return startPrivateCluster();
 }
 
-function pgBin(): string | null {
-  const base = "/usr/lib/postgresql";
-  if (!existsSync(base)) return null;
-  const versions = readdirSync(base)
-    .filter((v) => existsSync(join(base, v, "bin", "initdb")))
-    .sort((a, b) => Number(b) - Number(a));
-  return versions.length === 0 ? null : join(base, versions[0]!, "bin");
-}
-
 function startPrivateCluster(): string | null {
-  const bin = pgBin();
-  if (bin === null) {
+  const cluster = startCluster();
+  if (cluster === null) {
     skipMessage = "PostgreSQL's server is not installed (no /usr/lib/postgresql/*/bin/initdb) and AGENTCORE_TEST_PG is not set";
     return null;
   }
-  const root = process.getuid?.() === 0;
-  const user = root ? "postgres" : userInfo().username;
-  const as = (cmd: string[]) => (root ? ["runuser", "-u", "postgres", "--", ...cmd] : cmd);
-  const run = (cmd: string[]) => {
-    const [exe, ...args] = as(cmd);
-    return spawnSync(exe!, args, { encoding: "utf8" });
-  };
-  const dir = mkdtempSync(join(tmpdir(), "agentcore-test-pg-"));
-  if (root) chownSync(dir, Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim()), 0);
-  const data = join(dir, "data");
-  const init = run([join(bin, "initdb"), "-D", data, "-U", user, "-A", "trust", "-E", "UTF8", "--no-locale"]);
-  if (init.status !== 0) {
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`initdb failed for the test cluster: ${init.stderr}`);
-  }
-  process.on("exit", () => {
-    run([join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-s"]);
-    rmSync(dir, { recursive: true, force: true });
-  });
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 40000);
-    const opts = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-    const r = run([join(bin, "pg_ctl"), "start", "-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "-s", "-o", opts]);
-    if (r.status === 0) return `postgres://${user}@127.0.0.1:${port}/postgres`;
-  }
-  throw new Error(`the private PostgreSQL test cluster did not start (see ${join(dir, "server.log")})`);
+  return cluster.url;
+}
+
+/**
+ * A private cluster of the calling test's own, which it may restart
+ * (`cluster.restart()`): never the shared server of {@link pgUrl}, which
+ * other tests use. Started even under CI (the package is installed there);
+ * null locally when PostgreSQL's server is not installed (skip, saying
+ * `skipMessage`), an error under CI=true.
+ */
+export function restartableCluster(): PrivateCluster | null {
+  const cluster = startCluster();
+  if (cluster === null) {
+    if (process.env.CI === "true")
+      throw new Error("PostgreSQL's server is not installed: the restart tests need initdb and pg_ctl under CI");
+    skipMessage = "PostgreSQL's server is not installed (no /usr/lib/postgresql/*/bin/initdb)";
+  } else afterAll(() => cluster.stop());
+  return cluster;
 }
 
 /** A URL with its database replaced. */

@@ -34,6 +34,21 @@ const CONNECTION_CODES = new Set([
   "EPIPE",
 ]);
 
+/**
+ * Whether an error means the connection to the server went away or could
+ * not be made (a restart, a crash, a network cut): the operation may be
+ * retried on a new connection when that is safe.
+ */
+export function isConnectionError(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown } | null;
+  const code = typeof err?.code === "string" ? err.code : "";
+  if (CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03") return true;
+  const msg = typeof err?.message === "string" ? err.message : "";
+  return /Connection terminated|not queryable|connection error|terminating connection|server closed the connection|timeout exceeded when trying to connect/i.test(
+    msg,
+  );
+}
+
 /** A pg or socket error as a SessionStorageError naming the store and what to check. */
 export function storageError(url: string, what: string, e: unknown): SessionStorageError {
   if (e instanceof SessionError) return e;

@@ -10,7 +10,7 @@
 import type { Pool } from "pg";
 import type { HistoryFilter, HistoryRecord } from "../../runtime/history.ts";
 import { SessionStorageError } from "../types.ts";
-import { redactUrl, storageError } from "./errors.ts";
+import { isConnectionError, redactUrl, storageError } from "./errors.ts";
 
 /** The history of a PostgreSQL store; made by `PostgresSessionStorage.history()`. */
 export class PostgresHistory {
@@ -74,14 +74,18 @@ export class PostgresHistory {
       values.push(filter.runId);
       where.push(`run_id = $${values.length}`);
     }
-    try {
-      const r = await this.#pool.query(
-        `SELECT line FROM agentcore.history${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY id`,
-        values,
-      );
-      return (r.rows as { line: string }[]).map((row) => JSON.parse(row.line) as HistoryRecord);
-    } catch (e) {
-      throw storageError(this.#url, "cannot read the history", e);
+    // A read: a lost connection (a server restart) is retried once, on a new one.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const r = await this.#pool.query(
+          `SELECT line FROM agentcore.history${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY id`,
+          values,
+        );
+        return (r.rows as { line: string }[]).map((row) => JSON.parse(row.line) as HistoryRecord);
+      } catch (e) {
+        if (attempt > 0 || !isConnectionError(e)) throw storageError(this.#url, "cannot read the history", e);
+        await new Promise((r) => setTimeout(r, 500));
+      }
     }
   }
 }

@@ -35,7 +35,7 @@ import {
   SessionValidationError,
   type SessionRecord,
 } from "../types.ts";
-import { redactUrl, storageError } from "./errors.ts";
+import { isConnectionError, redactUrl, storageError } from "./errors.ts";
 import { PostgresHistory } from "./history.ts";
 import { appliedVersions, checkKnown, LATEST_VERSION, migrate, MigrationError, type MigrationResult } from "./migrations.ts";
 
@@ -52,6 +52,9 @@ export interface PostgresSessionStorageOptions {
   /** Told of the migrations applied while opening. */
   onMigrate?: (result: MigrationResult) => void;
 }
+
+/** The pause before the one retry after a lost connection (a server restart takes about a second). */
+const RETRY_DELAY_MS = 500;
 
 interface Cached {
   index: JournalIndex;
@@ -87,6 +90,8 @@ export class PostgresSessionStorage extends JournalStorage {
   readonly #claims = new Set<string>();
   readonly #marks = new Set<string>();
   readonly #pending = new Set<Promise<unknown>>();
+  /** Pool clients given an 'error' listener already. */
+  readonly #listened = new WeakSet<PoolClient>();
   #timer: ReturnType<typeof setInterval> | null = null;
   #closed = false;
 
@@ -156,23 +161,43 @@ export class PostgresSessionStorage extends JournalStorage {
     return storage;
   }
 
+  /** A connection from the pool; one that cannot be made (the server restarting) is tried once more. */
   async #connect(what: string): Promise<PoolClient> {
-    if (this.#closed) throw new SessionStorageError(`PostgreSQL store ${redactUrl(this.url)}: the storage is closed`);
-    try {
-      return await this.#pool.connect();
-    } catch (e) {
-      throw storageError(this.url, what, e);
+    for (let attempt = 0; ; attempt++) {
+      if (this.#closed) throw new SessionStorageError(`PostgreSQL store ${redactUrl(this.url)}: the storage is closed`);
+      try {
+        const client = await this.#pool.connect();
+        // A connection the server cuts while checked out (a restart) emits 'error' besides failing its
+        // query: without a listener that would crash the process. The query's own rejection reports it.
+        if (!this.#listened.has(client)) {
+          this.#listened.add(client);
+          client.on("error", () => {});
+        }
+        return client;
+      } catch (e) {
+        if (attempt > 0 || !isConnectionError(e)) throw storageError(this.url, what, e);
+        await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+      }
     }
   }
 
-  async #query<R = Record<string, unknown>>(what: string, text: string, values: unknown[] = []): Promise<R[]> {
-    const client = await this.#connect(what);
-    try {
-      return (await client.query(text, values)).rows as R[];
-    } catch (e) {
-      throw storageError(this.url, what, e);
-    } finally {
-      client.release();
+  /**
+   * One statement on its own connection. `retry`: the statement reads, or
+   * writes idempotently, so a lost connection is retried once on a new one.
+   */
+  async #query<R = Record<string, unknown>>(what: string, text: string, values: unknown[] = [], retry = false): Promise<R[]> {
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.#connect(what);
+      let broken: Error | undefined;
+      try {
+        return (await client.query(text, values)).rows as R[];
+      } catch (e) {
+        if (isConnectionError(e)) broken = e as Error;
+        if (!retry || broken === undefined || attempt > 0) throw storageError(this.url, what, e);
+      } finally {
+        client.release(broken);
+      }
+      await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
     }
   }
 
@@ -194,65 +219,101 @@ export class PostgresSessionStorage extends JournalStorage {
     readOnly: boolean,
   ): Promise<T> {
     checkNoNul(sessionId, "session id");
+    const what = `cannot ${readOnly ? "read" : "write"} session '${sessionId}'`;
     return await this.#queued(sessionId, async () => {
-      const client = await this.#connect(`cannot ${readOnly ? "read" : "write"} session '${sessionId}'`);
-      let began = false;
-      try {
-        if (readOnly) {
-          const gen = await client.query("SELECT created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1", [
-            sessionId,
-          ]);
-          const cached = await this.#catchUp(client, sessionId, null, (gen.rows[0]?.generation as string | undefined) ?? null);
-          return fn(cached.index, () => {
-            throw new Error("read-only");
-          });
-        }
-        await client.query("BEGIN");
-        began = true;
-        await client.query("INSERT INTO agentcore.sessions (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING", [sessionId]);
-        const row = await client.query(
-          "SELECT last_revision, created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE",
-          [sessionId],
-        );
-        const last = Number(row.rows[0]!.last_revision);
-        const cached = await this.#catchUp(client, sessionId, last, row.rows[0]!.generation as string);
+      for (let attempt = 0; ; attempt++) {
+        const client = await this.#connect(what);
+        let began = false;
+        // Where a write was when it failed: before COMMIT was sent nothing is committed; after, it may be.
+        let committing = false;
+        let broken: Error | undefined;
         const written: SessionRecord[] = [];
-        const result = fn(cached.index, (record) => {
-          checkText(record);
-          cached.index.add(record); // validates by applying
-          written.push(record);
-        });
-        if (written.length === 0) {
-          await client.query("ROLLBACK");
-          return result;
-        }
-        for (const r of written) {
-          const line = serializeRecord(r);
-          // jsonb holds no U+0000: such data stays in `line` only.
-          const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
-          await client.query(
-            "INSERT INTO agentcore.records (session_id, revision, record_id, parent_id, branch_id, type, line, data, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            [sessionId, r.revision, r.record_id, r.parent_id, r.branch_id, r.type, line, data, r.time ?? null],
+        let result: T | undefined;
+        try {
+          if (readOnly) {
+            const gen = await client.query("SELECT created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1", [
+              sessionId,
+            ]);
+            const cached = await this.#catchUp(client, sessionId, null, (gen.rows[0]?.generation as string | undefined) ?? null);
+            return fn(cached.index, () => {
+              throw new Error("read-only");
+            });
+          }
+          await client.query("BEGIN");
+          began = true;
+          await client.query("INSERT INTO agentcore.sessions (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING", [sessionId]);
+          const row = await client.query(
+            "SELECT last_revision, created_at::text AS generation FROM agentcore.sessions WHERE session_id = $1 FOR UPDATE",
+            [sessionId],
           );
+          const last = Number(row.rows[0]!.last_revision);
+          const cached = await this.#catchUp(client, sessionId, last, row.rows[0]!.generation as string);
+          result = fn(cached.index, (record) => {
+            checkText(record);
+            cached.index.add(record); // validates by applying
+            written.push(record);
+          });
+          if (written.length === 0) {
+            await client.query("ROLLBACK");
+            return result;
+          }
+          for (const r of written) {
+            const line = serializeRecord(r);
+            // jsonb holds no U+0000: such data stays in `line` only.
+            const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
+            await client.query(
+              "INSERT INTO agentcore.records (session_id, revision, record_id, parent_id, branch_id, type, line, data, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+              [sessionId, r.revision, r.record_id, r.parent_id, r.branch_id, r.type, line, data, r.time ?? null],
+            );
+          }
+          const agent = cached.index.agentId;
+          await client.query("UPDATE agentcore.sessions SET last_revision = $2, agent_id = COALESCE(agent_id, $3) WHERE session_id = $1", [
+            sessionId,
+            cached.index.records.length,
+            agent,
+          ]);
+          committing = true;
+          await client.query("COMMIT");
+          return result;
+        } catch (e) {
+          this.#cache.delete(sessionId);
+          if (isConnectionError(e)) broken = e as Error;
+          else if (began) await client.query("ROLLBACK").catch(() => {});
+          if ((e as { code?: string }).code === "23505")
+            throw new SessionConflictError(
+              `session '${sessionId}' was written by another process at the same time; read it again and retry`,
+            );
+          if (broken === undefined || attempt > 0) throw storageError(this.url, what, e);
+          // The connection went away (a server restart): retry once where that is safe.
+          if (committing) {
+            // COMMIT was sent and its answer lost: whether it landed decides.
+            const landed = await this.#landed(sessionId, written[0]!);
+            if (landed === true) return result as T;
+            if (landed === null)
+              throw new SessionStorageError(
+                `PostgreSQL store ${redactUrl(this.url)}: ${what}: the connection was lost while committing and the server cannot be asked whether the commit landed (${(e as Error).message}); read the session again to see whether its last record is there`,
+              );
+          }
+          await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+        } finally {
+          client.release(broken);
         }
-        const agent = cached.index.agentId;
-        await client.query("UPDATE agentcore.sessions SET last_revision = $2, agent_id = COALESCE(agent_id, $3) WHERE session_id = $1", [
-          sessionId,
-          cached.index.records.length,
-          agent,
-        ]);
-        await client.query("COMMIT");
-        return result;
-      } catch (e) {
-        this.#cache.delete(sessionId);
-        if (began) await client.query("ROLLBACK").catch(() => {});
-        if ((e as { code?: string }).code === "23505")
-          throw new SessionConflictError(`session '${sessionId}' was written by another process at the same time; read it again and retry`);
-        throw storageError(this.url, `cannot ${readOnly ? "read" : "write"} session '${sessionId}'`, e);
-      } finally {
-        client.release();
       }
     });
+  }
+
+  /** Whether a written record is in the store (true, false), or null when the server cannot be asked. */
+  async #landed(sessionId: string, record: SessionRecord): Promise<boolean | null> {
+    await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+    try {
+      const rows = await this.#pool.query("SELECT 1 FROM agentcore.records WHERE session_id = $1 AND record_id = $2", [
+        sessionId,
+        record.record_id,
+      ]);
+      return rows.rows.length > 0;
+    } catch {
+      return null;
+    }
   }
 
   /** Bring the cached index up to date: read only the records after its revision (up to `last` when given). */
@@ -308,6 +369,8 @@ export class PostgresSessionStorage extends JournalStorage {
     const rows = await this.#query<{ session_id: string }>(
       "cannot list sessions",
       "SELECT session_id FROM agentcore.sessions WHERE last_revision > 0",
+      [],
+      true,
     );
     return rows.map((r) => r.session_id).sort();
   }
@@ -318,6 +381,7 @@ export class PostgresSessionStorage extends JournalStorage {
       "cannot read the sessions",
       "SELECT 1 FROM agentcore.sessions WHERE session_id = $1 AND last_revision > 0",
       [id],
+      true,
     );
     return rows.length > 0;
   }
@@ -417,11 +481,14 @@ export class PostgresSessionStorage extends JournalStorage {
           "cannot renew leases",
           "UPDATE agentcore.branch_claims SET expires_at = now() + $2::interval WHERE holder_id = $1",
           [this.holderId, this.#interval()],
+          true,
         );
-        await this.#query("cannot renew leases", "UPDATE agentcore.run_marks SET expires_at = now() + $2::interval WHERE holder_id = $1", [
-          this.holderId,
-          this.#interval(),
-        ]);
+        await this.#query(
+          "cannot renew leases",
+          "UPDATE agentcore.run_marks SET expires_at = now() + $2::interval WHERE holder_id = $1",
+          [this.holderId, this.#interval()],
+          true,
+        );
       } catch {
         /* the next tick tries again; a lease that expires meanwhile is lost */
       }
@@ -466,6 +533,7 @@ export class PostgresSessionStorage extends JournalStorage {
         what,
         "SELECT holder_id, holder, pid, host, since, expires_at > now() AS live FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2",
         [id, branchId],
+        true,
       );
       const row = rows[0];
       if (row === undefined) continue; // released meanwhile
@@ -477,11 +545,12 @@ export class PostgresSessionStorage extends JournalStorage {
       if (attempt >= 20)
         throw new SessionStorageError(`PostgreSQL store ${redactUrl(this.url)}: ${what}: its stale claim cannot be taken over`);
       // A holder on this host whose process is gone: stale before its expiry.
-      await this.#query(what, "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2 AND holder_id = $3", [
-        id,
-        branchId,
-        row.holder_id,
-      ]);
+      await this.#query(
+        what,
+        "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2 AND holder_id = $3",
+        [id, branchId, row.holder_id],
+        true,
+      );
     }
     const key = `${id}\u0000${branchId}`;
     this.#claims.add(key);
@@ -499,6 +568,7 @@ export class PostgresSessionStorage extends JournalStorage {
             "cannot release a branch",
             "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2 AND holder_id = $3",
             [id, branchId, this.holderId],
+            true,
           ).catch(() => {}),
         );
       },
@@ -512,16 +582,19 @@ export class PostgresSessionStorage extends JournalStorage {
       "cannot read branch claims",
       "SELECT holder_id, holder, pid, host, since, expires_at > now() AS live FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2",
       [normalizeId(sessionId), branchId],
+      true,
     );
     const row = rows[0];
     return row !== undefined && this.#alive(row) ? row.pid : null;
   }
 
   protected override async breakBranchClaim(sessionId: string, branchId: string): Promise<void> {
-    await this.#query("cannot clear a branch claim", "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2", [
-      normalizeId(sessionId),
-      branchId,
-    ]);
+    await this.#query(
+      "cannot clear a branch claim",
+      "DELETE FROM agentcore.branch_claims WHERE session_id = $1 AND branch_id = $2",
+      [normalizeId(sessionId), branchId],
+      true,
+    );
     this.#claims.delete(`${normalizeId(sessionId)}\u0000${branchId}`);
   }
 
@@ -535,6 +608,7 @@ export class PostgresSessionStorage extends JournalStorage {
        ON CONFLICT (session_id, run_id) DO UPDATE SET holder_id = EXCLUDED.holder_id, pid = EXCLUDED.pid, host = EXCLUDED.host,
          since = EXCLUDED.since, expires_at = EXCLUDED.expires_at`,
       [id, runId, this.holderId, process.pid, hostname(), this.#interval()],
+      true,
     );
     this.#marks.add(`${id}\u0000${runId}`);
     this.#renewLater();
@@ -543,10 +617,12 @@ export class PostgresSessionStorage extends JournalStorage {
   override async clearRunLive(sessionId: string, runId: string): Promise<void> {
     const id = normalizeId(sessionId);
     this.#marks.delete(`${id}\u0000${runId}`);
-    await this.#query(`cannot clear the mark of run ${runId}`, "DELETE FROM agentcore.run_marks WHERE session_id = $1 AND run_id = $2", [
-      id,
-      runId,
-    ]);
+    await this.#query(
+      `cannot clear the mark of run ${runId}`,
+      "DELETE FROM agentcore.run_marks WHERE session_id = $1 AND run_id = $2",
+      [id, runId],
+      true,
+    );
   }
 
   /** The pid of the live process running `runId` (any process, any host), or null. */
@@ -555,6 +631,7 @@ export class PostgresSessionStorage extends JournalStorage {
       "cannot read run marks",
       "SELECT holder_id, NULL AS holder, pid, host, since, expires_at > now() AS live FROM agentcore.run_marks WHERE session_id = $1 AND run_id = $2",
       [normalizeId(sessionId), runId],
+      true,
     );
     const row = rows[0];
     return row !== undefined && this.#alive(row) ? row.pid : null;
