@@ -47,12 +47,15 @@ async function startServe(): Promise<Daemon> {
       policy: { default: "allow", rules: [{ id: "ask-echo", action: "require_approval", tools: ["echo"], reason: "echo needs a person" }] },
     }),
   );
-  const proc = Bun.spawn([binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir, "--config", config], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", HOME: dir },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [binaryPath(), "serve", "--port", "0", "--state-dir", join(dir, "state"), "--root", dir, "--config", config, "--access-log"],
+    {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", HOME: dir },
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   const err = collectStderr(proc);
   const text = await err.ready(/token file .+\n/);
   const url = /serve: listening on (\S+)\n/.exec(text)![1]!;
@@ -372,6 +375,10 @@ fetch(${JSON.stringify(target)}, {method: "POST", mode: "no-cors", credentials: 
   test("the token is in no page and nowhere in the server's output; signing out ends the session", async () => {
     await pageText();
     expect(d.stderr()).not.toContain(d.token);
+    // the sign-in code is in the printed link and nowhere else: the access log has paths only, and the fragment never reaches the server
+    const code = new URL(d.link).hash.slice("#code=".length);
+    expect(d.stderr().split(code).length - 1).toBe(1);
+    expect(d.stderr()).toContain("agentcore info access method=POST path=/console/session status=200");
     const c = (await ctx.cookies(d.url)).find((x) => x.name === `agentcore_console_${d.port}`)!;
     await page.goto(`${d.url}/#/runs`);
     await page.getByRole("button", { name: "Sign out" }).click();
