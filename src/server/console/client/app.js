@@ -44,6 +44,18 @@ const pretty = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
 const fmtTime = (iso) => (iso ? new Date(iso).toLocaleString() : "");
 const link = (href, text) => h("a", { href }, text);
 
+/** Give each cell of `tbody` its column's name (shown before it when a narrow screen stacks the rows). */
+function labelCells(tbody) {
+  const names = [...(tbody.closest("table")?.querySelectorAll("thead th") ?? [])].map((th) => th.textContent);
+  for (const tr of tbody.rows) [...tr.cells].forEach((td, i) => td.colSpan === 1 && names[i] && td.setAttribute("data-label", names[i]));
+}
+
+/** Put `rows` in `tbody`, their cells labelled. */
+function fill(tbody, ...rows) {
+  tbody.replaceChildren(...rows);
+  labelCells(tbody);
+}
+
 /** A labelled field: `field("Task", h("textarea", {…}))`; gives the control an id. */
 let fieldIds = 0;
 function field(label, control, hint) {
@@ -209,7 +221,8 @@ function viewRuns() {
     try {
       const { runs } = await api("GET", "/v1/runs");
       err.replaceChildren();
-      body.replaceChildren(
+      fill(
+        body,
         ...(runs.length === 0
           ? [h("tr", {}, h("td", { colspan: 6 }, "No runs yet."))]
           : runs
@@ -565,7 +578,8 @@ function viewSessions() {
   );
   api("GET", "/v1/sessions").then(
     ({ sessions }) =>
-      body.replaceChildren(
+      fill(
+        body,
         ...(sessions.length === 0
           ? [h("tr", {}, h("td", { colspan: 4 }, "No sessions yet."))]
           : sessions.map((s) =>
@@ -707,7 +721,8 @@ function viewSession(id) {
     try {
       const t = await api("GET", `${path}/tree`);
       treeEl.replaceChildren(branchTree(t.branches));
-      recBody.replaceChildren(
+      fill(
+        recBody,
         ...t.records
           .slice(-300)
           .map((r) =>
@@ -874,7 +889,8 @@ function viewHistory() {
         (s === null || new Date(r.time).getTime() >= s),
     );
     count.textContent = `${rows.length} of ${records.length} calls`;
-    body.replaceChildren(
+    fill(
+      body,
       ...rows
         .slice()
         .reverse()
