@@ -417,10 +417,13 @@ export class Cluster {
       const listener = (item: Parameters<ServerRun["emit"]>[0]) => {
         writer.push(item);
         if (item.type === "approval") void this.#noteApproval(runId, item.notice);
-        if (item.type === "idle") {
-          if (item.status === "closed") this.#writers.delete(runId);
+        if (item.type === "idle" && item.status === "closed") {
+          // the agent shut down (idle too long, the daemon stopping): the run keeps its last status
+          this.#writers.delete(runId);
+          void writer.flush();
+        } else if (item.type === "idle") {
           const result = item.result;
-          const status = result?.stop_reason === "awaiting_approval" ? "suspended" : item.status === "closed" ? "closed" : "idle";
+          const status = result?.stop_reason === "awaiting_approval" ? "suspended" : "idle";
           void writer.flush().then(() => this.#setStatus(runId, epoch, status, result));
         } else if (item.type === "agent" && (item.event.kind === "agent_started" || item.event.kind === "agent_continued")) {
           void writer.flush().then(() => this.#setStatus(runId, epoch, "running", null));
@@ -456,8 +459,11 @@ export class Cluster {
 
   async #failed(runId: string, epoch: number, writer: EventWriter, e: unknown): Promise<void> {
     const message = e instanceof HttpError ? e.message : ((e as Error)?.message ?? String(e));
-    // a refusal that a retry cannot change (a bad script, a busy branch is retried)
-    if (e instanceof HttpError && (e.status === 503 || (e.status === 409 && e.details.reason === "session_busy"))) throw e;
+    // a refusal a retry may change (this daemon full or stopping, the branch held elsewhere): queued again, the job retried
+    if (e instanceof HttpError && (e.status === 503 || (e.status === 409 && e.details.reason === "session_busy"))) {
+      await this.#setStatus(runId, epoch, "queued", null);
+      throw e;
+    }
     writer.push({ type: "idle", status: "idle", result: null });
     await writer.flush();
     await this.#setStatus(runId, epoch, "failed", null, message);
