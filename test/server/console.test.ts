@@ -37,13 +37,13 @@ interface Daemon {
   stderr: () => string;
 }
 
-async function startServe(): Promise<Daemon> {
+async function startServe(options: { history?: boolean } = {}): Promise<Daemon> {
   const dir = tmp("agentcore-console-");
   const config = join(dir, "agentcore.jsonc");
   writeFileSync(
     config,
     JSON.stringify({
-      history: join(dir, "history.jsonl"),
+      ...(options.history === false ? {} : { history: join(dir, "history.jsonl") }),
       policy: { default: "allow", rules: [{ id: "ask-echo", action: "require_approval", tools: ["echo"], reason: "echo needs a person" }] },
     }),
   );
@@ -415,4 +415,99 @@ describe("console sign-in codes and sessions", () => {
     expect(r.stderr.toString()).toBe("");
     expect(r.exitCode).toBe(0);
   });
+});
+
+describe("the console's routes and GET /v1/history on a real daemon (no browser)", () => {
+  const daemons: Daemon[] = [];
+  afterAll(async () => {
+    for (const d of daemons) {
+      d.proc.kill("SIGTERM");
+      await d.proc.exited;
+    }
+  });
+  const json = { "content-type": "application/json" };
+
+  test("sign-in: a missing, malformed or unknown code is refused with what is wrong, and sets no cookie", async () => {
+    const d = await startServe();
+    daemons.push(d);
+    const post = (body: string, headers: Record<string, string> = { origin: d.url, ...json }) =>
+      fetch(`${d.url}/console/session`, { method: "POST", headers, body });
+    const cases: [string, number, string][] = [
+      ["{}", 400, "/code"],
+      ['{"code": 5}', 400, "/code"],
+      ['{"code": "zz", "extra": 1}', 400, "extra"],
+      ["not json", 400, "JSON"],
+      [`{"code": "${"a".repeat(32)}"}`, 401, "unknown, used already or expired"],
+      [`{"code": "${"a".repeat(300)}"}`, 400, "/code"],
+    ];
+    for (const [body, status, needle] of cases) {
+      const r = await post(body);
+      expect(r.status).toBe(status);
+      expect(r.headers.get("set-cookie")).toBeNull();
+      expect(JSON.stringify(await r.json())).toContain(needle);
+    }
+    // a foreign Origin: refused by the guard before anything is read
+    const foreign = await post(JSON.stringify({ code: "a".repeat(32) }), { origin: "http://evil.example", ...json });
+    expect(foreign.status).toBe(403);
+    // the printed code still works after all that
+    const code = new URL(d.link).hash.slice("#code=".length);
+    const ok = await post(JSON.stringify({ code }));
+    expect(ok.status).toBe(200);
+    const cookie = ok.headers.get("set-cookie")!;
+    expect(cookie).toMatch(new RegExp(`^agentcore_console_${d.port}=[0-9a-f]{64}; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200$`));
+    const session = cookie.split(";")[0]!;
+    // signing out needs the CSRF token too
+    const out = await fetch(`${d.url}/console/logout`, { method: "POST", headers: { cookie: session, origin: d.url } });
+    expect(out.status).toBe(403);
+    expect((await fetch(`${d.url}/v1/runs`, { headers: { cookie: session } })).status).toBe(200);
+    // the page it loads carries the session's CSRF token; without the cookie, none
+    const page = await (await fetch(`${d.url}/`, { headers: { cookie: session } })).text();
+    expect(page).toMatch(/<meta name="csrf-token" content="[0-9a-f]{64}">/);
+    expect(await (await fetch(`${d.url}/`)).text()).toContain('<meta name="csrf-token" content="">');
+  }, 60_000);
+
+  test("GET /v1/history: filters, and a bad query parameter is a 400 naming it; a daemon without a log says so", async () => {
+    const d = daemons[0]!;
+    const bearer = { authorization: `Bearer ${d.token}` };
+    writeFileSync(join(d.dir, "a.txt"), "hi");
+    for (const path of ["a.txt", "missing.txt"]) {
+      const r = await fetch(`${d.url}/v1/calls`, {
+        method: "POST",
+        headers: { ...bearer, ...json },
+        body: JSON.stringify({ tool: "read_file", arguments: { path } }),
+      });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    const all = await (await fetch(`${d.url}/v1/history`, { headers: bearer })).json();
+    expect(all.enabled).toBe(true);
+    expect(all.records.map((r: { tool: string; success: boolean }) => [r.tool, r.success])).toEqual([
+      ["read_file", true],
+      ["read_file", false],
+    ]);
+    const failed = await (await fetch(`${d.url}/v1/history?failed=true&tool=read_file`, { headers: bearer })).json();
+    expect(failed.records.map((r: { success: boolean }) => r.success)).toEqual([false]);
+    const last = await (await fetch(`${d.url}/v1/history?limit=1`, { headers: bearer })).json();
+    expect(last.records).toEqual([all.records[1]]);
+    expect((await (await fetch(`${d.url}/v1/history?tool=echo`, { headers: bearer })).json()).records).toEqual([]);
+    expect((await (await fetch(`${d.url}/v1/history?since=2999-01-01T00:00:00Z`, { headers: bearer })).json()).records).toEqual([]);
+    for (const [q, name] of [
+      ["failed=maybe", "failed"],
+      ["since=yesterday", "since"],
+      ["limit=0", "limit"],
+      ["limit=10001", "limit"],
+      ["limit=ten", "limit"],
+    ]) {
+      const r = await fetch(`${d.url}/v1/history?${q}`, { headers: bearer });
+      expect(r.status).toBe(400);
+      const env = await r.json();
+      expect(env.error.code).toBe("INVALID_REQUEST");
+      expect(env.error.details.query).toBe(name);
+    }
+    expect((await fetch(`${d.url}/v1/history`)).status).toBe(401);
+    const bare = await startServe({ history: false });
+    daemons.push(bare);
+    const none = await fetch(`${bare.url}/v1/history`, { headers: { authorization: `Bearer ${bare.token}` } });
+    expect(await none.json()).toEqual({ enabled: false, records: [] });
+  }, 60_000);
 });
