@@ -123,6 +123,23 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
     const end = await settled(b2, id2);
     expect(end.result.status).toBe("cancelled");
     expect(lines(count)).toEqual(["line"]);
+
+    // the session's approval route answers a live run's call too, through a daemon that does not run it
+    const third = await call(a, "POST", "/v1/runs", { task: "third", script: [shTurn("echo third >> count.txt", "w3"), { content: "y" }] });
+    const id3 = third.json.run_id as string;
+    const sid3 = third.json.session.session_id as string;
+    await waitFor(async () => {
+      const r = await call(a, "GET", "/v1/approvals");
+      return (r.json.approvals as { tool_call_id: string }[]).some((x) => x.tool_call_id === "w3");
+    }, "the third approval");
+    const aRuns = (await call(a, "GET", `/v1/runs/${id3}`)).json;
+    const other = aRuns.agent_id !== undefined ? b2 : a;
+    expect((await call(other, "POST", `/v1/sessions/${sid3}/approvals/nope`, { approved: true })).status).toBe(404);
+    const viaSession = await call(other, "POST", `/v1/sessions/${sid3}/approvals/w3`, { approved: true, reason: "fine" });
+    expect(viaSession.status).toBe(200);
+    expect(viaSession.json).toMatchObject({ tool_call_id: "w3", approved: true, live: true });
+    expect((await settled(other, id3)).result.status).toBe("completed");
+    expect(lines(count)).toEqual(["line", "third"]);
   }, 180_000);
 
   for (const withRead of [true, false])

@@ -586,6 +586,17 @@ export class Cluster {
     }
   }
 
+  /** The approval waiting in a daemon of the store (this one included) for a call of a session branch's live cluster run, or null. */
+  async liveApproval(sessionId: string, branch: string, toolCallId: string): Promise<{ approval_id: string; owner: string } | null> {
+    const r = await this.pool.query(
+      `SELECT a.approval_id, a.owner FROM agentcore.run_approvals a JOIN agentcore.runs r ON r.run_id = a.run_id
+       WHERE a.status = 'pending' AND r.session_id = $1 AND r.branch = $2 AND a.approval->>'tool_call_id' = $3 AND r.owner = a.owner
+       ORDER BY a.created_at DESC LIMIT 1`,
+      [sessionId, branch, toolCallId],
+    );
+    return (r.rows[0] as { approval_id: string; owner: string } | undefined) ?? null;
+  }
+
   /** The approvals waiting in other daemons of the store (their owners alive by their runs' rows). */
   async remoteApprovals(): Promise<(PendingApproval & { cluster_run_id: string; owner: string })[]> {
     const r = await this.pool.query(

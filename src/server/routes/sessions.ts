@@ -9,7 +9,7 @@ import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
 import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
 import { parseResumeRequest } from "../runs.ts";
-import { runResponder } from "./runs.ts";
+import { runCommands, runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
 import { HttpError, jsonResponse } from "../errors.ts";
 import { deadline } from "../middleware/deadline.ts";
@@ -144,6 +144,25 @@ export function sessionRoutes(deps: AppDeps) {
       });
     } catch (e) {
       if (!(e instanceof SessionApprovalError)) throw e;
+      // cluster mode: a live run's approval waits in the queue of the daemon that runs it; answered there
+      const live = e.problem === "run_active" && deps.cluster !== null ? await deps.cluster.liveApproval(id, branch, call) : null;
+      if (live !== null) {
+        const body = { approved: approved!, ...(reason !== undefined ? { reason } : {}) };
+        const outcome =
+          (await deps.cluster!.forward("approval", live.approval_id, body)) ??
+          (await runCommands(deps)("approval", null, { ...body, key: live.approval_id }));
+        if (outcome.status !== 200) return jsonResponse(outcome.body, outcome.status, outcome.headers);
+        return jsonResponse({
+          session_id: id,
+          branch_id: branch,
+          tool_call_id: call,
+          approval_id: live.approval_id,
+          approved,
+          reason: reason ?? null,
+          record_id: null,
+          live: true,
+        });
+      }
       if (e.problem === "run_active")
         throw new HttpError(409, "CONFLICT", e.message, { reason: "session_unfinished_run", pending: [...e.pending] });
       const answered = /answered already/.test(e.message);
