@@ -9,7 +9,8 @@
  * (`http/protobuf`, or `http/json` by `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`),
  * the AsyncLocalStorage context manager and the W3C trace-context
  * propagator, and returns the handle whose `shutdown()` flushes and stops it
- * (the CLI awaits it before the process ends).
+ * (the CLI awaits it before the process ends; an ending signal no command
+ * handles runs it too, through the host's clean-ups).
  *
  * The standard variables are honoured: the exporter reads the endpoint,
  * `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`, `…_TIMEOUT` and `…_COMPRESSION`
@@ -19,6 +20,7 @@
  *
  * @module
  */
+import { holdCleanup } from "../core/cleanup.ts";
 import { AgentcoreError } from "../core/errors.ts";
 import { VERSION } from "../core/version.ts";
 
@@ -173,11 +175,14 @@ export async function startTelemetry(env: Env): Promise<Telemetry | null> {
   );
   api.trace.setGlobalTracerProvider(provider);
   let stopping: Promise<void> | null = null;
-  return {
+  // An ending signal that no command handles still flushes the spans (the host runs this, then exits 128 + n).
+  const release = holdCleanup({ signal: () => handle.shutdown() });
+  const handle: Telemetry = {
     protocol,
     endpoint,
     shutdown() {
       stopping ??= (async () => {
+        release();
         try {
           await provider.forceFlush();
         } catch {
@@ -195,4 +200,5 @@ export async function startTelemetry(env: Env): Promise<Telemetry | null> {
       return stopping;
     },
   };
+  return handle;
 }

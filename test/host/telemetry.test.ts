@@ -34,6 +34,7 @@ interface OtlpSpan {
 }
 interface Received {
   contentType: string | null;
+  apiKey: string | null;
   path: string;
   resource: Record<string, unknown>;
   spans: OtlpSpan[];
@@ -94,6 +95,7 @@ function startReceiver() {
       for (const rs of body.resourceSpans ?? []) {
         received.push({
           contentType: type,
+          apiKey: req.headers.get("x-api-key"),
           path: new URL(req.url).pathname,
           resource: attrs(rs.resource?.attributes),
           spans: (rs.scopeSpans ?? []).flatMap((ss) => ss.spans ?? []).map((s) => ({ ...s, parentSpanId: s.parentSpanId ?? "" })),
@@ -166,7 +168,11 @@ const byName = (spans: OtlpSpan[], name: string) => spans.filter((s) => s.name =
 describe("agent traces over OTLP/HTTP (the compiled binary)", () => {
   test("protobuf: the span tree, names, attributes, approval events, the tool error; traceparent on model requests; no content by default", async () => {
     receiver.received.length = 0;
-    const r = await runAgent({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "agentcore-under-test" });
+    const r = await runAgent({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_SERVICE_NAME: "agentcore-under-test",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=k123",
+    });
     expect(r.stderr).not.toContain("Error");
     expect(r.code).toBe(0);
     expect(fs.readFileSync(path.join(r.dir, "notes.txt"), "utf8")).toBe("SECRET-CONTENT");
@@ -176,6 +182,7 @@ describe("agent traces over OTLP/HTTP (the compiled binary)", () => {
       expect(b.path).toBe("/v1/traces");
       expect(b.contentType).toBe("application/x-protobuf");
       expect(b.resource["service.name"]).toBe("agentcore-under-test");
+      expect(b.apiKey).toBe("k123");
     }
     const spans = receiver.received.flatMap((b) => b.spans);
     expect(spans.map((s) => s.name).sort()).toEqual([
@@ -289,6 +296,52 @@ describe("agent traces over OTLP/HTTP (the compiled binary)", () => {
     expect(String(attrs(chat.attributes)["gen_ai.output.messages"])).toContain("SECRET-ANSWER");
   }, 60_000);
 
+  test("OTEL_TRACES_SAMPLER=always_off: nothing is exported, and the model requests still carry a traceparent (not sampled)", async () => {
+    receiver.received.length = 0;
+    const r = await runAgent({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_off" });
+    expect(r.code).toBe(0);
+    expect(receiver.received).toEqual([]);
+    const sent = r.model.requests.map((q) => String(q.headers.traceparent));
+    expect(sent).toHaveLength(2);
+    for (const t of sent) expect(t).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(new Set(sent.map((t) => t.split("-")[1])).size).toBe(1); // one trace: the run's
+  }, 60_000);
+
+  test("SIGTERM during a run: the run ends cancelled, its spans are flushed before exit 143", async () => {
+    receiver.received.length = 0;
+    const dir = tmp("agentcore-otel-term-");
+    fs.writeFileSync(
+      path.join(dir, "slow.jsonl"),
+      [
+        { content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"step":1}' }] },
+        { content: "never shown", delay_ms: 600_000 },
+      ]
+        .map((t) => JSON.stringify(t))
+        .join("\n") + "\n",
+    );
+    const p = Bun.spawn([bin, "agent", "--events", "jsonl", "--no-plan", "--script", "slow.jsonl", "slow task"], {
+      cwd: dir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { PATH: process.env.PATH ?? "", HOME: dir, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+    });
+    const reader = p.stdout.getReader();
+    let out = "";
+    while (!out.includes('"kind":"tool_completed"')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += new TextDecoder().decode(value);
+    }
+    p.kill("SIGTERM");
+    expect(await p.exited).toBe(143);
+    const spans = receiver.received.flatMap((b) => b.spans);
+    const [run] = byName(spans, "invoke_agent");
+    expect(attrs(run!.attributes)).toMatchObject({ "agentcore.stop_reason": "external_abort", "error.type": "external_abort" });
+    expect(run!.status?.code).toBe(2);
+    expect(byName(spans, "execute_tool echo")).toHaveLength(1);
+  }, 60_000);
+
   test("a bad OTEL_ variable is a clear error (exit 2) naming the variable; OTEL_SDK_DISABLED=true exports nothing", async () => {
     const dir = tmp("agentcore-otel-bad-");
     const bad = Bun.spawnSync([bin, "agent", "--script", "x.jsonl", "hi"], {
@@ -304,6 +357,12 @@ describe("agent traces over OTLP/HTTP (the compiled binary)", () => {
     });
     expect(url.exitCode).toBe(2);
     expect(url.stderr.toString()).toContain("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL");
+    const sampler = Bun.spawnSync([bin, "agent", "--script", "x.jsonl", "hi"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "sometimes" },
+    });
+    expect(sampler.exitCode).toBe(2);
+    expect(sampler.stderr.toString()).toContain('OTEL_TRACES_SAMPLER="sometimes" is not supported; use always_on');
 
     receiver.received.length = 0;
     fs.writeFileSync(path.join(dir, "s.jsonl"), `${JSON.stringify({ content: "hi" })}\n`);
