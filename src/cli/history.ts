@@ -28,12 +28,20 @@ import { OutputError, outputFailure, type LineWriter, PIPE_HELP } from "./output
 export const HISTORY_USAGE = renderHelp({
   name: "history",
   summary: "read an execution history log",
-  usage: ["history [--file FILE] [--tool T] [--since WHEN] [--failed] [--json]"],
+  usage: ["history [--file FILE | --store URL] [--tool T] [--since WHEN] [--failed] [--json]"],
   description:
-    'Reads back the log that --history FILE (or the config\'s "history") appends to: one line per\ncall with its time, tool, call id, effect, decision, duration and result.',
+    'Reads back the log that --history FILE (or the config\'s "history") appends to, or the history\ntable of a PostgreSQL store (--store, else AGENTCORE_STORE or the config\'s "store" when no log\nfile is set): one line per call with its time, tool, call id, effect, decision, duration and result.',
   options: HISTORY_OPTIONS,
-  examples: ["agentcore history --file audit.jsonl --since 1h --failed", "agentcore history --file audit.jsonl --tool write_file --json"],
-  exit: ["0  the log was read (whatever the calls' results)", "2  usage error, a missing or unreadable file, or a corrupt line", PIPE_HELP],
+  examples: [
+    "agentcore history --file audit.jsonl --since 1h --failed",
+    "agentcore history --file audit.jsonl --tool write_file --json",
+    "agentcore history --store postgres://agent@127.0.0.1:5432/agentcore --since 1d",
+  ],
+  exit: [
+    "0  the log was read (whatever the calls' results)",
+    "2  usage error, a missing or unreadable file, a corrupt line, or a store that cannot be read",
+    PIPE_HELP,
+  ],
 });
 
 /** What the history command needs from its caller. */
