@@ -374,14 +374,22 @@ function viewRun(id) {
 
   const pendingApproval = (a) => approvalCard(a, () => refreshStatus());
 
+  // Refreshes overlap (the stream's events, the timer): only the latest one started may paint.
+  let refreshes = 0;
+  let shownApprovals = null;
   const refreshStatus = async () => {
+    const mine = ++refreshes;
     try {
       const v = await api("GET", `/v1/runs/${encodeURIComponent(id)}`);
+      const { approvals } = await api("GET", "/v1/approvals");
+      if (mine !== refreshes) return;
       statusEl.replaceChildren(statusBadge(v.status));
       if (v.result) setResult(v.result);
-      const { approvals } = await api("GET", "/v1/approvals");
-      const mine = approvals.filter((a) => a.agent_id === v.agent_id);
-      approvalsEl.replaceChildren(...(mine.length === 0 ? [h("p", {}, "None.")] : mine.map(pendingApproval)));
+      const waiting = approvals.filter((a) => a.agent_id === v.agent_id);
+      const key = waiting.map((a) => a.approval_id).join(",");
+      if (key === shownApprovals) return; // keep a reason being typed
+      shownApprovals = key;
+      approvalsEl.replaceChildren(...(waiting.length === 0 ? [h("p", {}, "None.")] : waiting.map(pendingApproval)));
     } catch (e) {
       err.replaceChildren(errorBox(e));
     }
@@ -462,7 +470,7 @@ function viewRun(id) {
 
   const ac = new AbortController();
   onLeave(() => ac.abort());
-  refreshStatus();
+  poll(refreshStatus, 2000);
   (async () => {
     try {
       const res = await fetch(`/v1/runs/${encodeURIComponent(id)}/events?after=0`, {
@@ -540,10 +548,13 @@ function viewApprovals() {
   const list = h("div", { id: "approvals", "aria-live": "polite" });
   const err = h("div");
   show("Approvals", h("p", {}, "Tool calls waiting for a person (updated every 2 seconds)."), err, list);
-  let shown = "";
+  let shown = null;
+  let refreshes = 0;
   const refresh = async () => {
+    const mine = ++refreshes;
     try {
       const { approvals } = await api("GET", "/v1/approvals");
+      if (mine !== refreshes) return; // a later refresh paints
       err.replaceChildren();
       const key = approvals.map((a) => a.approval_id).join(",");
       if (key === shown) return; // keep a reason being typed
