@@ -69,6 +69,8 @@ export type {
 
 // Models.
 export { ModelProviderError, modelConfigFromEnv, OpenAIModelAdapter } from "./providers/index.ts";
+export { imageFromBytes, imageFromDataUrl, ImageInputError } from "./providers/index.ts";
+export type { ImageAttachment, ImageInput } from "./providers/index.ts";
 export type {
   AssistantMessage,
   ChatMessage,
@@ -105,6 +107,7 @@ export type { CompactionResult, Compactor } from "./context/index.ts";
 
 // Sessions.
 export { JsonlSessionStorage, MemorySessionStorage, restoreSession, SessionRecorder } from "./session/index.ts";
+export { loadSessionImages, SessionBlobError } from "./session/index.ts";
 export type { SessionCheckout, SessionRecord } from "./session/index.ts";
 
 export { VERSION } from "./core/version.ts";

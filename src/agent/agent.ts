@@ -18,7 +18,8 @@
  */
 import { type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolSpec } from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { toModelMessage } from "../context/builder.ts";
+import { toModelMessage, withToolImages } from "../context/builder.ts";
+import { type ImageAttachment, type ImageInput, toImageAttachments } from "../providers/images.ts";
 import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from "../context/estimate.ts";
 import type { CompactionPreparation, CompactionResult, CompactionStatus, CompactionTrigger } from "../context/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
@@ -116,6 +117,17 @@ export interface RunOptions {
   outputSchemaName?: string;
   /** Ask the provider for strict schema adherence (default true). */
   outputStrict?: boolean;
+  /**
+   * Images of the task (`run` only): data URLs, bytes, or `{ data, mediaType }`
+   * (see `ImageInput`); PNG, JPEG, GIF or WebP by their magic bytes, each at
+   * most `maxImageBytes`, at most 16. They reach the model as content parts
+   * of the task's user message, and a session journals them by reference
+   * (the bytes in the store's blobs). A bad image rejects the run with an
+   * `ImageInputError` naming it (`images[1]: …`) before it starts.
+   */
+  images?: readonly ImageInput[];
+  /** Cap on one image's bytes (default 10 MiB). */
+  maxImageBytes?: number;
 }
 
 /** Compile a run's output schema; throws SchemaCompileError / TypeError naming the option. */
@@ -211,6 +223,8 @@ export class Agent {
   #messages: AgentMessage[] = [];
   /** The same conversation in request shape (no `usage`), kept in step with `#messages`. */
   #wire: ChatMessage[] = [];
+  /** Tool messages of the history with images (requests then carry them as a user message after the tool messages). */
+  #toolImages = 0;
   #lastResult: AgentRunResult | null = null;
   #status: AgentStatus = "idle";
   #gate: Promise<void> = Promise.resolve();
@@ -319,12 +333,15 @@ export class Agent {
   run(task: string, options: RunOptions = {}): Promise<AgentRunResult> {
     if (typeof task !== "string" || task.trim().length === 0) return Promise.reject(new TypeError("task must be a non-empty string"));
     if (this.#shuttingDown) return Promise.reject(new Error("agent is shut down"));
+    let images: ImageAttachment[] | undefined;
     try {
       compileOutputSchema(options);
+      if (options.images !== undefined && options.images.length > 0)
+        images = toImageAttachments(options.images, options.maxImageBytes !== undefined ? { maxBytes: options.maxImageBytes } : {});
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#operation(() => this.#execute(task, options));
+    return this.#operation(() => this.#execute(task, options, undefined, images));
   }
 
   /** Why `continueRun()` would be rejected now, or null when it would start. */
@@ -489,6 +506,7 @@ export class Agent {
     if (this.isActive) throw new Error("cannot reset an active agent");
     this.#messages = [];
     this.#wire = [];
+    this.#toolImages = 0;
     this.#historyVersion++;
     for (const m of structuredClone([...messages])) this.#append(m);
     this.#lastResult = null;
@@ -583,6 +601,7 @@ export class Agent {
     task: string | null,
     options: RunOptions = {},
     resume?: { calls: readonly { id: string; name: string; arguments: string }[]; decisions: ReadonlyMap<string, ResumeDecision> },
+    images?: ImageAttachment[],
   ): Promise<AgentRunResult> {
     const op: ActiveOperation = {
       controller: new AbortController(),
@@ -602,8 +621,13 @@ export class Agent {
       if (task === null) {
         await emitter.emit({ kind: "agent_continued" });
       } else {
-        this.#append({ role: "user", content: task });
-        await emitter.emit({ kind: "agent_started", task });
+        if (images === undefined) {
+          this.#append({ role: "user", content: task });
+          await emitter.emit({ kind: "agent_started", task });
+        } else {
+          this.#append({ role: "user", content: task, images });
+          await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
+        }
       }
       try {
         this.#executor.guard.reset();
@@ -677,6 +701,7 @@ export class Agent {
 
   /** Add a message to the conversation (and its frozen request-shaped twin). */
   #append(m: AgentMessage): void {
+    if (m.role === "tool" && m.images !== undefined && m.images.length > 0) this.#toolImages++;
     this.#messages.push(m);
     this.#wire.push(toModelMessage(m));
     this.#historyVersion++;
@@ -684,6 +709,7 @@ export class Agent {
 
   /** Replace the whole history at once (a completed compaction). */
   #replaceHistory(messages: AgentMessage[]): void {
+    this.#toolImages = messages.filter((m) => m.role === "tool" && m.images !== undefined && m.images.length > 0).length;
     this.#messages = messages;
     this.#wire = messages.map(toModelMessage);
     this.#historyVersion++;
@@ -756,7 +782,7 @@ export class Agent {
     const out = this.#system === null ? this.#wire.slice() : [this.#system].concat(this.#wire);
     if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
     if (this.#skills !== null) this.#insertSkillMessages(out);
-    return out;
+    return this.#toolImages > 0 ? withToolImages(out) : out;
   }
 
   /**

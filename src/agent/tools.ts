@@ -13,6 +13,7 @@ import { AgentcoreError } from "../core/errors.ts";
 import { canonicalJson } from "../core/canonical.ts";
 import type { ParseResult } from "../core/errors.ts";
 import type { ModelToolCall } from "../providers/types.ts";
+import { takeResultImages } from "../providers/images.ts";
 import type { Envelope } from "../core/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolControl } from "../tools/definition.ts";
@@ -391,14 +392,17 @@ export class ToolExecutor {
     open = false;
 
     if (env.success) {
-      const data = env.result;
+      // Image blocks (an MCP result's) leave the text: the model gets them as images, the journal by reference.
+      const { result: data, images } = takeResultImages(env.result);
       let content: string;
       try {
         content = typeof data === "string" ? data : (JSON.stringify(data) ?? "null");
       } catch (err) {
         return fail("TOOL_ERROR", `tool result is not JSON-serialisable: ${err instanceof Error ? err.message : String(err)}`);
       }
-      return outcome(call, content, control, null, false);
+      const out = outcome(call, content, control, null, false);
+      if (images.length > 0) out.message.images = images;
+      return out;
     }
     const e = env.error!;
     if (e.code === "CANCELLED" && signal.aborted) return cancelledOutcome(call, abortReason());

@@ -35,20 +35,40 @@ export function estimateTextTokens(text: string): number {
   return Math.ceil(ascii / 4 + other);
 }
 
-function visible(message: EstimatedMessage): Record<string, unknown> {
+/**
+ * Tokens counted for one image (its base64 is not text the model reads):
+ * OpenAI's figure for a 1024×1024 image at high detail.
+ */
+export const IMAGE_TOKEN_ESTIMATE = 765;
+
+/** The counted part of a message, and how many images it holds (`images`, or image content parts). */
+function visible(message: EstimatedMessage): { value: Record<string, unknown>; images: number } {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(message)) if (!isInternalKey(k)) out[k] = v;
-  return out;
+  let images = 0;
+  for (const [k, v] of Object.entries(message)) {
+    if (isInternalKey(k)) continue;
+    if (k === "images" && Array.isArray(v)) images += v.length;
+    else if (k === "content" && Array.isArray(v)) {
+      out[k] = v.map((p) => {
+        if (typeof p !== "object" || p === null || (p as { type?: unknown }).type !== "image_url") return p;
+        images++;
+        return { type: "image_url" };
+      });
+    } else out[k] = v;
+  }
+  return { value: out, images };
 }
 
 /**
  * The §5 heuristic: a message is `4 + ceil(ascii/4 + non_ascii)` over its
- * compact JSON without `usage` and internal keys; tools are
+ * compact JSON without `usage` and internal keys, plus
+ * {@link IMAGE_TOKEN_ESTIMATE} per image (instead of its base64); tools are
  * `8 + estimate(JSON of the list)`, or 0 when there are none.
  */
 export const heuristicEstimator: TokenEstimator = Object.freeze({
   estimateMessage(message: EstimatedMessage): number {
-    return 4 + estimateTextTokens(JSON.stringify(visible(message)));
+    const { value, images } = visible(message);
+    return 4 + estimateTextTokens(JSON.stringify(value)) + images * IMAGE_TOKEN_ESTIMATE;
   },
   estimateTools(tools: readonly unknown[]): number {
     if (tools.length === 0) return 0;

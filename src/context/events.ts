@@ -13,6 +13,7 @@
 import type { JsonError } from "../core/errors.ts";
 import type { AssistantMessage, ModelToolCall, ModelUsage } from "../providers/types.ts";
 import type { AgentMessage } from "../providers/messages.ts";
+import type { ImageAttachment } from "../providers/images.ts";
 import type { AgentRunResult, ControlInput, StopReason, ToolCallResult } from "../providers/run.ts";
 import type { CompactionDecision, CompactionPreparation, CompactionRequest, CompactionResult } from "./types.ts";
 
@@ -24,7 +25,8 @@ export interface ToolProgressUpdate {
 
 /** Event payloads by kind (snake_case fields, as on the wire). */
 export type AgentEventPayload =
-  | { kind: "agent_started"; task: string }
+  /** `images`: the task's images (with their bytes), when it has any. */
+  | { kind: "agent_started"; task: string; images?: ImageAttachment[] }
   | { kind: "agent_continued" }
   | { kind: "turn_started"; turn: number }
   | { kind: "steering_applied"; control: ControlInput; target_turn: number }

@@ -20,6 +20,7 @@ import { budgetForContextWindow, CompactionPolicy, ModelCompactor } from "../con
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { JournalStorage } from "../session/journal.ts";
+import { loadSessionImages } from "../session/blobs.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { restoreSession } from "../session/restore.ts";
 import { sessionMessages, type SessionCheckout } from "../session/types.ts";
@@ -184,6 +185,8 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
   }
   if (checkout !== null) {
     try {
+      // The images' bytes come back from the store's blobs, each checked against its hash.
+      if (options.storage !== undefined) await loadSessionImages(options.storage, checkout.session);
       restoreSession(agent, checkout);
       planner?.set(planFromMessages(sessionMessages(checkout.session)));
     } catch (e) {

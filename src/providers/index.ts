@@ -4,6 +4,7 @@
  * @module
  */
 export * from "./types.ts";
+export * from "./images.ts";
 export {
   DEFAULT_INCLUDE_USAGE,
   DEFAULT_TEMPERATURE,

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { ImageAttachment } from "./images.ts";
 import type { ModelUsage } from "./types.ts";
 
 /** The metadata of a summary message (`_agentcore_summary`). */
@@ -27,12 +28,17 @@ export interface ToolMessage {
   role: "tool";
   tool_call_id: string;
   content: string;
+  /**
+   * Images the tool returned (an MCP result's image blocks): the model gets
+   * them as content parts of a user message after the turn's tool messages.
+   */
+  images?: ImageAttachment[];
 }
 
 /** A conversation message as the agent stores it: assistant messages keep their `usage` when reported. */
 export type AgentMessage =
   | { role: "system"; content: string /** Set on compaction summary messages; never sent to a model. */; _agentcore_summary?: SummaryEntry }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string /** The task's images, sent as content parts after the text. */; images?: ImageAttachment[] }
   | {
       role: "assistant";
       content: string | null;

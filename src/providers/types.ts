@@ -55,10 +55,13 @@ export interface WireToolCall {
   function: { name: string; arguments: string };
 }
 
+/** A part of a user message's content (OpenAI chat content parts): text, or an image as a data URL. */
+export type UserContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+
 /** A message of the conversation, in the OpenAI chat shape every provider here speaks. */
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string | UserContentPart[] }
   | { role: "assistant"; content: string | null; tool_calls?: WireToolCall[] }
   | { role: "tool"; tool_call_id: string; content: string };
 

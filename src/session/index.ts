@@ -17,6 +17,7 @@ export {
 export { JsonlSessionStorage, type JsonlSessionStorageOptions, type UnreadableJournal } from "./jsonl.ts";
 export { SessionRecorder, recordDraft } from "./recorder.ts";
 export { restoreSession } from "./restore.ts";
+export { type BlobStore, externalizeImages, hasUnloadedImages, loadSessionImages, SessionBlobError } from "./blobs.ts";
 export {
   INTERRUPTED_CALL_ERROR,
   INTERRUPTED_RUN_ERROR,

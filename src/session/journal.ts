@@ -27,6 +27,7 @@ import {
   unfinishedRuns,
 } from "./types.ts";
 import { wordRemedy } from "./remedy.ts";
+import { assertBlobName, type BlobStore, SessionBlobError } from "./blobs.ts";
 import { interruptedRunDrafts, recoverCommand, type RecoverOptions, type RecoveredRun, type SessionRecovery } from "./recover.ts";
 
 const randomHex = (n: number): string => crypto.randomUUID().replace(/-/g, "").slice(0, n);
@@ -315,7 +316,7 @@ export interface BranchOptions {
 export type Transaction = <T>(sessionId: string, fn: (index: JournalIndex, write: (record: SessionRecord) => void) => T) => Promise<T>;
 
 /** The tree API over a storage's transactions. */
-export abstract class JournalStorage {
+export abstract class JournalStorage implements BlobStore {
   /** Runs recorded through this instance that have not finished (`session\0run`). */
   readonly #liveRuns = new Set<string>();
   /** Branches claimed through this instance (`session\0branch` → holder). */
@@ -472,6 +473,22 @@ export abstract class JournalStorage {
 
   async checkout(sessionId: string, branchId = "main", recordId?: string): Promise<SessionCheckout | null> {
     return await this.transact(normalizeId(sessionId), (index) => index.checkout(branchId, recordId), true);
+  }
+
+  /**
+   * Store an image blob of a session (content-addressed: `sha256` is the
+   * hash of `bytes`, checked by the caller). A storage that keeps no blobs
+   * throws {@link SessionBlobError}; the built-in ones all keep them.
+   */
+  async putBlob(sessionId: string, sha256: string, _bytes: Uint8Array): Promise<void> {
+    assertBlobName(sessionId, sha256);
+    throw new SessionBlobError(`session '${sessionId}': this storage keeps no image blobs`, sessionId, sha256, "unsupported");
+  }
+
+  /** The bytes of an image blob, or null when the session has none of that hash. */
+  async getBlob(sessionId: string, sha256: string): Promise<Uint8Array | null> {
+    assertBlobName(sessionId, sha256);
+    return null;
   }
 
   /** The main branch's projection, or null. */
@@ -727,5 +744,17 @@ export class MemorySessionStorage extends JournalStorage {
 
   async listSessions(): Promise<string[]> {
     return [...this.#sessions.keys()].sort();
+  }
+
+  readonly #blobs = new Map<string, Uint8Array>();
+
+  override async putBlob(sessionId: string, sha256: string, bytes: Uint8Array): Promise<void> {
+    assertBlobName(sessionId, sha256);
+    this.#blobs.set(`${normalizeId(sessionId)}\0${sha256}`, bytes.slice());
+  }
+
+  override async getBlob(sessionId: string, sha256: string): Promise<Uint8Array | null> {
+    assertBlobName(sessionId, sha256);
+    return this.#blobs.get(`${normalizeId(sessionId)}\0${sha256}`)?.slice() ?? null;
   }
 }

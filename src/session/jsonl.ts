@@ -8,6 +8,7 @@
  * session is then empty), and reported through `onRepair` when cut off.
  * A branch taken for a run (`claimBranch`) is a file
  * `<file>.branch-<hash of the branch>` created atomically, holding the pid.
+ * Image blobs are files `<hash>.blobs/<sha256>` beside the journal.
  *
  * @module
  */
@@ -29,6 +30,7 @@ import {
   sessionExistsMessage,
   validateRecords,
 } from "./journal.ts";
+import { assertBlobName } from "./blobs.ts";
 import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
 import { makeStateDir } from "./state-dir.ts";
 import {
@@ -155,6 +157,49 @@ export class JsonlSessionStorage extends JournalStorage {
   /** The journal file of a session. */
   fileFor(sessionId: string): string {
     return path.join(this.dir, createHash("sha256").update(normalizeId(sessionId)).digest("hex") + ".jsonl");
+  }
+
+  /** The blob directory of a session: `<journal without .jsonl>.blobs/`, one file per image named by its SHA-256. */
+  blobDir(sessionId: string): string {
+    return this.fileFor(sessionId).replace(/\.jsonl$/, ".blobs");
+  }
+
+  /**
+   * Writes an image blob (0600, in a 0700 directory beside the journal):
+   * to a temporary file, fsynced, then renamed into place, so a blob is
+   * whole or absent. A blob already there is left as it is.
+   */
+  override async putBlob(sessionId: string, sha256: string, bytes: Uint8Array): Promise<void> {
+    assertBlobName(sessionId, sha256);
+    this.#ensureDir();
+    const dir = this.blobDir(sessionId);
+    const file = path.join(dir, sha256);
+    try {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      if (fs.existsSync(file)) return;
+      const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(16).slice(2)}`;
+      const fd = fs.openSync(tmp, "wx", 0o600);
+      try {
+        fs.writeSync(fd, bytes);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+    } catch (e) {
+      throw new SessionStorageError(`cannot write image blob ${sha256} of session '${sessionId}' (${file}): ${(e as Error).message}`);
+    }
+  }
+
+  override async getBlob(sessionId: string, sha256: string): Promise<Uint8Array | null> {
+    assertBlobName(sessionId, sha256);
+    const file = path.join(this.blobDir(sessionId), sha256);
+    try {
+      return new Uint8Array(fs.readFileSync(file));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw new SessionStorageError(`cannot read image blob ${sha256} of session '${sessionId}' (${file}): ${(e as Error).message}`);
+    }
   }
 
   /** The live-run mark of a run: `<journal>.run-<hash of the run id>`, holding "<pid> <run id>". */

@@ -6,7 +6,9 @@
  * completed compactions become records (an approval request is written
  * before anyone is asked: the policy waits for this sink);
  * deltas (text, thinking, tool-call arguments), progress, pressure and
- * discarded steering are not persisted. Each
+ * discarded steering are not persisted. Images (a task's, a tool result's)
+ * are journaled by reference (`media_type`, `sha256`, `bytes`), their bytes
+ * written to the storage's blobs first (`src/session/blobs.ts`). Each
  * record is a conditional append against the branch head the recorder just
  * read, so a concurrent writer on the same branch surfaces as a
  * SessionConflictError instead of interleaving. From its start record to its
@@ -17,6 +19,7 @@
  */
 import type { AgentEvent, AgentEventSource } from "../context/events.ts";
 import type { AgentMessage } from "../providers/messages.ts";
+import { externalizeImages, putBlobs } from "./blobs.ts";
 import type { JournalStorage } from "./journal.ts";
 import { type SessionRecord, type SessionRecordDraft, SessionValidationError } from "./types.ts";
 
@@ -41,9 +44,13 @@ export class SessionRecorder {
 
   /** The sink entry point (the agent calls it with each event and itself as `source`); `sinks: [recorder]`. */
   async handle(event: AgentEvent, source?: AgentEventSource): Promise<void> {
-    const draft = recordDraft(event, this.sessionId, this.branchId, source === undefined ? undefined : () => source.messages);
-    if (draft === null) return;
+    const full = recordDraft(event, this.sessionId, this.branchId, source === undefined ? undefined : () => source.messages);
+    if (full === null) return;
+    // Images go to the store's blobs, each before the record that names it; the record keeps a reference.
+    const { data, blobs } = externalizeImages(full.data);
+    const draft = blobs.size === 0 ? full : { ...full, data };
     try {
+      if (blobs.size > 0) await putBlobs(this.storage, this.sessionId, blobs);
       const head = await this.storage.head(this.sessionId, this.branchId);
       if (head === null && this.branchId !== "main")
         throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
@@ -74,7 +81,15 @@ export function recordDraft(
   const runId = event.run_id;
   switch (event.kind) {
     case "agent_started":
-      return { ...base, type: "run_started", data: { run_id: runId, task: event.task } };
+      return {
+        ...base,
+        type: "run_started",
+        data: {
+          run_id: runId,
+          task: event.task,
+          ...(event.images !== undefined && event.images.length > 0 ? { images: event.images } : {}),
+        },
+      };
     case "agent_continued":
       return { ...base, type: "run_continued", data: { run_id: runId } };
     case "message_completed": {

@@ -5,6 +5,7 @@
  */
 import type { AgentMessage } from "../providers/messages.ts";
 import type { AgentRunResult } from "../providers/run.ts";
+import { hasUnloadedImages } from "./blobs.ts";
 import { recoverCommand } from "./recover.ts";
 import {
   type AgentSession,
@@ -27,6 +28,8 @@ export interface RestorableAgent {
 
 /**
  * Load a checkout's (or session's) conversation and last result into `agent`.
+ * A session with images needs their bytes loaded first
+ * (`loadSessionImages(storage, session)`, which checks each blob's hash).
  * Throws while the agent is active, for another agent's session, and
  * ({@link SessionUnfinishedRunError}, naming the recovery) when a run of the
  * session never finished.
@@ -48,5 +51,9 @@ export function restoreSession(agent: RestorableAgent, from: SessionCheckout | A
       branch,
     );
   }
+  if (hasUnloadedImages(session))
+    throw new SessionValidationError(
+      `session '${session.session_id}' holds images whose bytes are not loaded: call loadSessionImages(storage, session) before restoreSession`,
+    );
   agent.restore(sessionMessages(session), session.runs.at(-1)?.result ?? null);
 }

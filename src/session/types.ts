@@ -6,6 +6,7 @@
  */
 import { AgentcoreError } from "../core/errors.ts";
 import type { AgentMessage } from "../providers/messages.ts";
+import { type ImageAttachment, isImageAttachment } from "../providers/images.ts";
 import type { AgentRunResult } from "../providers/run.ts";
 import type { SessionRemedy } from "./remedy.ts";
 
@@ -387,6 +388,9 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const runId = str(record, "run_id");
       const task = record.data.task;
       if (typeof task !== "string") fail(record, "data.task must be a string");
+      const images = record.data.images;
+      if (images !== undefined && (!Array.isArray(images) || !images.every(isImageAttachment)))
+        fail(record, "data.images must be a list of image references ({media_type, sha256, bytes})");
       beginRun(runId);
       bindAgent();
       const run: SessionRun = {
@@ -400,7 +404,11 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       s.runs.push(run);
       p.runIndex.set(runId, run);
       p.openRuns.add(runId);
-      s.entries.push({ sequence: record.sequence, run_id: runId, message: { role: "user", content: task as string } });
+      const message: AgentMessage =
+        images === undefined || (images as unknown[]).length === 0
+          ? { role: "user", content: task as string }
+          : { role: "user", content: task as string, images: structuredClone(images as ImageAttachment[]) };
+      s.entries.push({ sequence: record.sequence, run_id: runId, message });
       p.lastSeq.set(runId, record.sequence);
       return;
     }
