@@ -10,11 +10,12 @@
  */
 import { statSync } from "node:fs";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import { HistoryLog, historyMiddleware } from "../runtime/history.ts";
+import { HistoryLog, historyMiddleware, type HistorySink } from "../runtime/history.ts";
 import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { workspaceTools } from "../tools/workspace/index.ts";
 import { ConfigError, type HostSettings } from "./settings.ts";
+import { isPostgresStore, type OpenedStore, openStore } from "./store.ts";
 
 /** The root is missing or not a folder, the history can't be opened: the settings can't be used as they are. */
 export class SettingsUseError extends ConfigError {
@@ -76,6 +77,29 @@ export function runtimeFrom(settings: HostSettings, policy: readonly ToolMiddlew
 }
 
 /**
+ * The history table of the PostgreSQL store `spec` as a history sink. The
+ * store is opened at the first record, so a command that dispatches nothing
+ * never connects; `close` ends its connections.
+ */
+export function storeHistorySink(spec: string): { sink: HistorySink; close: () => Promise<void> } {
+  let opened: Promise<OpenedStore> | null = null;
+  const where = spec.replace(/(\/\/[^:/@]*):[^@]*@/, "$1:***@");
+  return {
+    sink: {
+      path: where,
+      append: async (record) => {
+        opened ??= openStore(spec);
+        await (await opened).history!.append(record);
+      },
+    },
+    close: async () => {
+      const s = opened === null ? null : await opened.catch(() => null);
+      await s?.close();
+    },
+  };
+}
+
+/**
  * {@link runtimeFrom}, then, only when the settings name MCP servers, connect
  * them and register their tools (the MCP code is loaded only then; a signal
  * during the start-up stops them, see src/host/mcp.ts). Resolves to the
@@ -86,12 +110,26 @@ export async function runtimeWithMcp(
   settings: HostSettings,
   policy: readonly ToolMiddleware[] = [],
 ): Promise<{ runtime: Runtime; close: () => Promise<void> }> {
-  const runtime = runtimeFrom(settings, policy);
-  if (settings.mcpServers === undefined) return { runtime, close: async () => {} };
+  // No history file, and a PostgreSQL store: the calls' history goes to the store's table (outermost, as a file's would).
+  const storeHistory =
+    settings.history === undefined && settings.store !== undefined && isPostgresStore(settings.store)
+      ? storeHistorySink(settings.store)
+      : null;
+  const runtime = runtimeFrom(settings, storeHistory !== null ? [historyMiddleware(storeHistory.sink), ...policy] : policy);
+  const closeHistory = storeHistory?.close ?? (async () => {});
+  if (settings.mcpServers === undefined) return { runtime, close: closeHistory };
   const [{ attachMcpServersForCommand }, { McpStartupError }] = await Promise.all([import("./mcp.ts"), import("../mcp/attach.ts")]);
   try {
-    return { runtime, close: await attachMcpServersForCommand(runtime, settings.mcpServers) };
+    const closeMcp = await attachMcpServersForCommand(runtime, settings.mcpServers);
+    return {
+      runtime,
+      close: async () => {
+        await closeMcp();
+        await closeHistory();
+      },
+    };
   } catch (e) {
+    await closeHistory();
     if (e instanceof McpStartupError) throw new ConfigError(e.message);
     throw e;
   }

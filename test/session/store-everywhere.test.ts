@@ -61,7 +61,7 @@ async function sql<T = Record<string, unknown>>(url: string, text: string): Prom
 }
 
 describe.skipIf(server === null)("--store postgres:// in every command (the binary, a real server)", () => {
-  test("agent records there (nothing in .agentcore/sessions); list, show, tree, fork, rollback, retry, recover and approvals read and branch it; agent goes on on a branch there", async () => {
+  test("agent records there (nothing in .agentcore/sessions), its calls' history too; list, show, tree, fork, rollback, retry, recover and approvals read and branch it; agent goes on on a branch there", async () => {
     const db = await database();
     const dir = tmp();
     fs.writeFileSync(path.join(dir, "notes.txt"), "remember the milk\n");
@@ -71,8 +71,6 @@ describe.skipIf(server === null)("--store postgres:// in every command (the bina
       "--no-plan",
       "--tools",
       "read",
-      "--history",
-      path.join(dir, "h.jsonl"),
       ...s,
       "--session",
       "demo",
@@ -91,6 +89,15 @@ describe.skipIf(server === null)("--store postgres:// in every command (the bina
     const rows = await sql<{ n: string }>(db, "SELECT count(*) AS n FROM agentcore.records WHERE session_id = 'demo'");
     expect(Number(rows[0]!.n)).toBeGreaterThan(3);
 
+    // no history file set: the call's history went to the store's table, which history --store reads
+    const history = cli(dir, ["history", "--json", ...s]);
+    expect(history.code).toBe(0);
+    expect(
+      history.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toEqual([expect.objectContaining({ tool: "read_file", call_id: "c1", success: true })]);
     const list = cli(dir, ["sessions", "list", "--json", ...s]);
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ session_id: "demo", branches: ["main"], runs: 1 })]);
