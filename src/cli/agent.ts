@@ -18,9 +18,12 @@
  *
  * @module
  */
+import { type ImageAttachment, ImageInputError } from "../providers/images.ts";
+import { loadImageFiles } from "./images.ts";
 import { AgentcoreError } from "../core/errors.ts";
 import * as path from "node:path";
 import { type Agent, type AgentEvent, compileOutputSchema } from "../agent/index.ts";
+import type { ToolCallResult } from "../agent/types.ts";
 import { parseStrict } from "../core/parse.ts";
 import { ModelConfigError } from "../providers/config.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
@@ -53,6 +56,8 @@ import {
   type RunSpec,
 } from "../host/agent.ts";
 import { makeModel as hostMakeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
+import { argsSummary, outcomeText } from "./chat/render.ts";
+import { dim, Spinner, summaryLine, terminalLook, ThinkingView } from "./live.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
 export interface AgentFlags {
@@ -89,6 +94,10 @@ export interface AgentFlags {
   contextWindow?: number;
   /** --output-schema FILE: a JSON Schema the final answer must match; the value is printed as JSON on stdout. */
   outputSchema?: string;
+  /** --show-thinking: the model's thinking as it streams, on stderr. */
+  showThinking?: boolean;
+  /** --image FILE (repeatable): the task's images. */
+  images?: string[];
 }
 
 /** The most an --output-schema file may hold. */
@@ -138,6 +147,16 @@ export async function loadOutputSchema(file: string): Promise<Record<string, unk
     throw new AgentSetupError(`${where}: not a usable JSON Schema: ${msg}`);
   }
   return schema;
+}
+
+/** The --image files as the task's images; a bad one is a setup error (exit 2) naming it. */
+async function cliImages(files: string[]): Promise<ImageAttachment[]> {
+  try {
+    return await loadImageFiles(files);
+  } catch (e) {
+    if (e instanceof ImageInputError) throw new AgentSetupError(e.message);
+    throw e;
+  }
 }
 
 /**
@@ -360,16 +379,16 @@ function clip(text: string, max: number): string {
   return one.length > max ? one.slice(0, max - 1) + "…" : one;
 }
 
-/** The one terminal line shown for a finished tool call. */
-export function toolLine(name: string, args: string, r: { cancelled: boolean; error: string | null; control: string }): string {
-  const status = r.cancelled
-    ? "cancelled"
-    : r.error !== null
-      ? `failed: ${clip(r.error, 80)}`
-      : r.control === "continue"
-        ? "ok"
-        : r.control;
-  return `tool ${clip(name, 60)} ${clip(args, 60)} → ${status}`;
+/**
+ * The one terminal line shown for a finished tool call, as chat draws it
+ * (src/cli/chat/render.ts): `→ read_file path="a.txt" ✓ 3 ms`, `→ exec
+ * argv=["false"] ✗ exit status 1 12 ms`; a call that ended the run says its
+ * control (`✓ complete 2 ms`).
+ */
+export function toolLine(name: string, args: string, r: ToolCallResult, ms: number | null = null): string {
+  let status = outcomeText(r, ms);
+  if (!r.cancelled && r.error === null && r.control !== "continue") status = status.replace(/^✓/, `✓ ${r.control}`);
+  return `→ ${clip(name, 60)} ${argsSummary(args, 60)}`.trimEnd() + ` ${status}`;
 }
 
 /**
@@ -490,6 +509,8 @@ async function agentCommand(
   if (flags.continue === true || flags.resume === true) {
     if (flags.session === undefined) throw new AgentUsageError(`${flags.resume === true ? "--resume" : "--continue"} needs --session ID`);
   } else if (flags.task.trim() === "") throw new AgentUsageError("the task must not be empty");
+  if (flags.images !== undefined && (flags.continue === true || flags.resume === true))
+    throw new AgentUsageError(`--image goes with a new task, not with ${flags.resume === true ? "--resume" : "--continue"}`);
   if (flags.suspendOnApproval === true && flags.session === undefined)
     throw new AgentUsageError(
       "--suspend-on-approval needs --session ID: the approval request is journaled there, and answered there later",
@@ -544,22 +565,48 @@ async function agentCommand(
   }
   const suspendOnApproval = flags.session !== undefined && (flags.suspendOnApproval === true || flags.suspendByConfig === true);
   const outputSchema = flags.outputSchema === undefined ? undefined : await loadOutputSchema(flags.outputSchema);
+  const images = flags.images === undefined ? undefined : await cliImages(flags.images);
   const skills = await setupSkills(runtime, flags);
+  const stderr = process.stderr;
+  const showTools = flags.events === undefined && isTTY(stderr);
+  // The live view on a terminal (src/cli/live.ts): a spinner while nothing else is drawn, thinking on request.
+  const look = terminalLook(stderr);
+  const spinner = new Spinner(stderr, showTools ? look : { ...look, redraw: false });
+  const thinking = flags.showThinking === true ? new ThinkingView(stderr, look) : null;
+  /** Before anything else is written to the terminal: the spinner erased, a thinking block ended. */
+  const settle = () => {
+    spinner.clear();
+    thinking?.end();
+  };
+  const note = (text: string) => {
+    settle();
+    stderr.write(text);
+  };
   // Say why nothing happens while a failed request waits for its retry.
   const model = await makeModel(flags, ({ attempt, delayMs, error }) => {
+    settle();
     process.stderr.write(
       `agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`,
     );
   });
-  const stderr = process.stderr;
-  const showTools = flags.events === undefined && isTTY(stderr);
   let textOpen = false;
+  /** The tool calls running now (for the spinner's label and each call's duration). */
+  const running = new Map<string, { label: string; started: number }>();
+  let asking = 0;
+  /** Spin while tools run (not while an approval question waits on the terminal). */
+  const spinTools = () => {
+    const first = running.values().next();
+    if (first.done === true || asking > 0) return spinner.stop();
+    const label = running.size === 1 ? first.value.label : `${running.size} tool calls running`;
+    spinner.start(label, Math.min(...[...running.values()].map((r) => r.started)));
+  };
   // stdout carries the product (events, or the streamed text): once writing it
   // fails (EPIPE, ENOSPC), the run is aborted and the command exits 2 as
   // execute and run do.
   let outputError: OutputError | null = null;
   const output = (text: string, newline: boolean): void => {
     if (outputError !== null) return;
+    if (flags.events === undefined) settle();
     try {
       if (newline) out.line(text);
       else out.write(text);
@@ -571,12 +618,24 @@ async function agentCommand(
     }
   };
   const sink = (event: AgentEvent): void => {
+    if (thinking !== null && event.kind === "assistant_thinking_delta") {
+      spinner.stop();
+      thinking.write(event.delta);
+    }
     if (flags.events === "jsonl") {
       output(JSON.stringify(event), true);
       return;
     }
     switch (event.kind) {
+      case "turn_started":
+        if (showTools) spinner.start("waiting for the model");
+        break;
+      case "assistant_thinking_delta":
+      case "tool_call_arguments_delta":
+        spinner.stop(); // the model is no longer silent
+        break;
       case "assistant_text_delta":
+        spinner.stop();
         // With --output-schema, stdout carries the value alone (printed at the end).
         if (outputSchema !== undefined) break;
         output(event.delta, false);
@@ -584,28 +643,55 @@ async function agentCommand(
         break;
       case "output_repair_requested":
         if (showTools)
-          stderr.write(
-            `the answer does not match --output-schema; asking once more:\n${event.message.split("\n").slice(1, -1).join("\n")}\n`,
-          );
+          note(`the answer does not match --output-schema; asking once more:\n${event.message.split("\n").slice(1, -1).join("\n")}\n`);
         break;
       case "message_completed":
+        spinner.stop();
+        thinking?.end();
         if (textOpen) output("", true);
         textOpen = false;
+        break;
+      case "tool_started":
+        if (!showTools) break;
+        running.set(event.tool_call.id, {
+          label: `→ ${clip(event.tool_call.name, 40)} ${argsSummary(event.tool_call.arguments, 40)}`.trimEnd(),
+          started: performance.now(),
+        });
+        spinTools();
+        break;
+      case "tool_approval_requested":
+        asking++;
+        spinner.stop(); // the question is asked on the terminal
+        break;
+      case "tool_approval_decided":
+        asking = Math.max(0, asking - 1);
+        if (showTools) spinTools();
+        break;
+      case "agent_finished":
+        spinner.stop();
+        thinking?.end();
         break;
       case "tool_progressed": {
         if (!showTools) break;
         // A plan update is drawn as its checklist (the terminal watches it advance).
         const plan = event.tool_call.name === PLAN_TOOL_NAME ? checkPlan((event.update.data as { plan?: unknown } | null)?.plan) : null;
-        if (plan?.ok) stderr.write(`${renderPlan(plan.plan).join("\n")}\n`);
-        else stderr.write(`  … ${event.tool_call.name}: ${clip(event.update.message, 100)}\n`);
+        if (plan?.ok) note(`${renderPlan(plan.plan).join("\n")}\n`);
+        else note(`  … ${clip(event.tool_call.name, 60)}: ${clip(event.update.message, 100)}\n`);
         break;
       }
       case "skill_activated":
-        if (showTools) stderr.write(`skill ${event.name} is active\n`);
+        if (showTools) note(`skill ${event.name} is active\n`);
         break;
-      case "tool_completed":
-        if (showTools) stderr.write(`${toolLine(event.tool_call.name, event.tool_call.arguments, event.result)}\n`);
+      case "tool_completed": {
+        if (!showTools) break;
+        const started = running.get(event.tool_call.id)?.started;
+        running.delete(event.tool_call.id);
+        note(
+          `${toolLine(event.tool_call.name, event.tool_call.arguments, event.result, started === undefined ? null : performance.now() - started)}\n`,
+        );
+        spinTools();
         break;
+      }
       default:
         break;
     }
@@ -659,13 +745,26 @@ async function agentCommand(
   const endingListeners = ENDING_SIGNALS.map(([name, status]) => [name, () => onEnding(name, status)] as const);
   for (const [name, listener] of endingListeners) process.on(name, listener);
   try {
-    const runOptions = { suspendOnApproval, ...(outputSchema !== undefined ? { outputSchema } : {}) };
+    const runOptions = {
+      suspendOnApproval,
+      ...(outputSchema !== undefined ? { outputSchema } : {}),
+      ...(images !== undefined ? { images } : {}),
+    };
+    const runStarted = performance.now();
     const result =
       flags.resume === true
         ? await agent.resumeRun(resumeDecisions(checkout!.session), runOptions)
         : flags.continue === true
           ? await agent.continueRun(runOptions)
           : await agent.run(flags.task, runOptions);
+    const took = performance.now() - runStarted;
+    spinner.stop();
+    thinking?.end();
+    /** On a terminal, the run's last line: stop reason, turns, tokens and time. */
+    const finish = (status: number): number => {
+      if (showTools) note(`${dim(look, summaryLine(result, took))}\n`);
+      return status;
+    };
     // Text cut short (an abort mid-answer) still ends its line.
     if (textOpen) output("", true);
     if (outputSchema !== undefined && flags.events === undefined && result.status === "completed" && "output_value" in result)
@@ -680,7 +779,7 @@ async function agentCommand(
           ? `agentcore: session '${flags.session}' was deleted while this run was going (agentcore sessions delete --force), so the rest of the run was not journaled\n`
           : `agentcore: the session journal was not fully written: ${recorder.errors[0]!.message}\n`,
       );
-      return 2;
+      return finish(2);
     }
     if (result.status === "suspended") {
       // Not a failure: the run waits in the journal for its answers (and the process may go).
@@ -694,7 +793,7 @@ async function agentCommand(
         ].join("\n") + "\n",
       );
       const endedS = endedBy as { status: number } | null;
-      return endedS !== null ? endedS.status : SUSPENDED_STATUS;
+      return finish(endedS !== null ? endedS.status : SUSPENDED_STATUS);
     }
     if (flags.events === undefined && result.status !== "completed") {
       stderr.write(`agentcore: run ${result.status} (${result.stop_reason})${result.error ? `: ${terminalLine(result.error)}` : ""}\n`);
@@ -703,9 +802,10 @@ async function agentCommand(
       if (cut !== undefined) stderr.write(`${cut}\n`);
     }
     const ended = endedBy as { status: number } | null;
-    if (ended !== null) return ended.status;
-    return result.status === "completed" ? 0 : 1;
+    if (ended !== null) return finish(ended.status);
+    return finish(result.status === "completed" ? 0 : 1);
   } finally {
+    spinner.stop();
     process.off("SIGINT", onSigint);
     await agent.shutdown();
     // Still listening during the shutdown: a second signal there exits at once.

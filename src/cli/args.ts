@@ -447,11 +447,23 @@ export const AGENT_OPTIONS = {
     section: "Run",
     help: "print every event as one JSON line on stdout, ending with agent_finished",
   },
+  "show-thinking": {
+    type: "boolean",
+    section: "Run",
+    help: "show the model's thinking as it streams, on stderr (dimmed on a terminal)",
+  },
   "context-window": {
     type: "string",
     arg: "N",
     section: "Run",
     help: "the model's context window in tokens (at least 1024; default: no automatic compaction):\na quarter is kept free, and when the history outgrows the rest (or the server reports an\noverflow) the model summarises every turn but the latest",
+  },
+  image: {
+    type: "string",
+    arg: "FILE",
+    multiple: true,
+    section: "Run",
+    help: "an image for the task (repeatable; PNG, JPEG, GIF or WebP by its bytes, at most 10 MiB):\nthe model gets it with the task, a session journals it by its sha256 (the bytes in a blob)",
   },
   "output-schema": {
     type: "string",

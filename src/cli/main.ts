@@ -586,6 +586,8 @@ async function runCommand(argv: string[]): Promise<number> {
         };
         if (typeof values["context-window"] === "string") flags.contextWindow = contextWindowFlag(values["context-window"]);
         if (typeof values["output-schema"] === "string") flags.outputSchema = values["output-schema"];
+        if (Array.isArray(values.image) && values.image.length > 0) flags.images = values.image as string[];
+        if (values["show-thinking"] === true) flags.showThinking = true;
         // Loaded on demand: the agent pulls in the model providers (and the
         // openai SDK), which `execute` and `run` never need at start-up.
         const { cmdAgent } = await import("./agent.ts");

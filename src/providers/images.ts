@@ -119,10 +119,7 @@ export function imageFromBytes(bytes: Uint8Array, options: ImageOptions & { decl
   const max = options.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES;
   if (bytes.length === 0) throw new ImageInputError("is empty", where);
   if (bytes.length > max)
-    throw new ImageInputError(
-      `is ${size(bytes.length)}, over the ${size(max)} cap on one image (make it smaller, or raise the cap)`,
-      where,
-    );
+    throw new ImageInputError(`is ${size(bytes.length)}, over the ${size(max)} cap on one image (scale it down or compress it)`, where);
   const type = sniffImageType(bytes);
   if (type === null) throw new ImageInputError("is not a PNG, JPEG, GIF or WebP image (by its first bytes)", where);
   if (options.declared !== undefined && normType(options.declared) !== type)
@@ -136,7 +133,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export function decodeBase64(text: string, where: string, maxBytes = DEFAULT_MAX_IMAGE_BYTES): Uint8Array {
   // Refused before decoding: 4 characters per 3 bytes.
   if (text.length > Math.ceil(maxBytes / 3) * 4 + 4)
-    throw new ImageInputError(`is over the ${size(maxBytes)} cap on one image (make it smaller, or raise the cap)`, where);
+    throw new ImageInputError(`is over the ${size(maxBytes)} cap on one image (scale it down or compress it)`, where);
   if (text.length % 4 !== 0 || !BASE64.test(text))
     throw new ImageInputError("is not valid base64 (A-Z, a-z, 0-9, +, /, padded with = to a multiple of 4, no line breaks)", where);
   return new Uint8Array(Buffer.from(text, "base64"));
