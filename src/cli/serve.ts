@@ -20,6 +20,7 @@ import { exitKind } from "./exit.ts";
 import { loadCliSkills } from "./skills.ts";
 import { isPostgresStore, openStore } from "../host/store.ts";
 import { historyMiddleware } from "../runtime/history.ts";
+import { SessionError } from "../session/types.ts";
 import { SkillError } from "../skills/catalog.ts";
 
 export const SERVE_HELP = renderHelp({
@@ -113,6 +114,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
   let started;
   let tokenInfo: CommittedDaemonToken | undefined;
   let signals: { done: Promise<number>; off(): void } | undefined;
+  let storeSetup: Awaited<ReturnType<typeof openClusterStore>> | null = null;
   try {
     if (v.unix !== undefined && (v.host !== undefined || v.port !== undefined))
       throw new ServeUsageError("--unix replaces --host and --port");
@@ -151,19 +153,18 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
     if (v.store !== undefined && v.store.trim() === "")
       throw new ServeUsageError("--store must not be empty: give a postgres:// URL or a folder");
     const stateDir = path.resolve(v["state-dir"] ?? defaultStateDir());
-    let storeSetup: Awaited<ReturnType<typeof openClusterStore>> | null = null;
+    storeSetup = null;
     let sessionsDir = v["sessions-dir"];
-    if (settings.store !== undefined) {
-      if (v["sessions-dir"] !== undefined)
-        throw new ServeUsageError(
-          "--sessions-dir and a store (--store, AGENTCORE_STORE or the config's store) name the journals twice: give one",
-        );
+    // as for agent, chat and sessions: both flags are refused; --sessions-dir wins over AGENTCORE_STORE and the config's store
+    if (v.store !== undefined && v["sessions-dir"] !== undefined)
+      throw new ServeUsageError("--store and --sessions-dir both name the session store: give one");
+    if (settings.store !== undefined && v["sessions-dir"] === undefined) {
       if (isPostgresStore(settings.store)) {
         storeSetup = await openClusterStore(settings.store, int("--max-active-runs", v["max-active-runs"], 1, 100_000) ?? 16, stateDir);
         // the execution history goes to the store too, unless a history file is named
         if (settings.history === undefined)
           runtimeOptions.middleware = [historyMiddleware(storeSetup.store.history!), ...(runtimeOptions.middleware ?? [])];
-      } else sessionsDir = path.resolve(settings.store);
+      } else sessionsDir = (await openStore(settings.store)).location; // a folder (another scheme is refused, naming the two kinds)
     }
     // The token files are written only once the daemon listens (their name
     // needs the port it got): a start that fails must not replace the token
@@ -215,10 +216,6 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       onShutdown: mode,
       graceMs: int("--shutdown-grace-ms", v["shutdown-grace-ms"], 0, 86_400_000),
       ...(storeSetup !== null ? { close: () => storeSetup!.store.close() } : {}),
-    }).catch(async (e) => {
-      await storeSetup?.cluster.stop();
-      await storeSetup?.store.close();
-      throw e;
     });
     // The graceful stop is armed as soon as the daemon listens, before it
     // says so: a client that stops it right after the "token file" line
@@ -259,11 +256,18 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
       tokenInfo.file !== null ? `agentcore serve: token file ${tokenInfo.file}\n` : `agentcore serve: token from ${TOKEN_ENV}\n`,
     );
   } catch (e) {
+    // a start that failed after the store opened lets it go
+    if (started === undefined && storeSetup !== null) {
+      await storeSetup.cluster.stop();
+      await storeSetup.store.close();
+    }
     // by the error's code (src/cli/exit.ts): only a flag problem gets the pointer to --help; a config,
     // token, listen or history-log problem says what to fix, as does a TypeError or RangeError of the set-up
     const kind = exitKind(e);
     if (kind === "usage") return fail((e as Error).message);
-    if (kind === "message" || e instanceof TypeError || e instanceof RangeError) return failed((e as Error).message);
+    // a store that cannot be opened or used (cluster mode's set-up too) says what to check
+    if (kind === "message" || e instanceof SessionError || e instanceof TypeError || e instanceof RangeError)
+      return failed((e as Error).message);
     throw e;
   }
   return await signals!.done;

@@ -8,9 +8,12 @@
 import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { binaryPath } from "../support/binary.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 import {
   ASK,
+  db,
+  ENV,
   call,
   claimed,
   config,
@@ -181,6 +184,31 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       expect(ids).toEqual(ids.map((_, i) => i + 1));
       expect(events.filter((m) => m.event === "agent_started").length).toBe(1);
     }, 180_000);
+
+  test("serve refuses a store it cannot use, with exit 2 and a message that says what to do", async () => {
+    const dir = tmp();
+    const serve = (...args: string[]) => {
+      const p = Bun.spawnSync([binaryPath(), "serve", "--port", "0", "--state-dir", path.join(dir, "state"), ...args], {
+        cwd: dir,
+        env: ENV,
+        stdin: "ignore",
+      });
+      return { code: p.exitCode, stderr: p.stderr.toString() };
+    };
+    const both = serve("--store", db!, "--sessions-dir", dir);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("--store and --sessions-dir both name the session store");
+    const empty = serve("--store", " ");
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("--store must not be empty");
+    const away = serve("--store", "postgres://nobody@127.0.0.1:1/none");
+    expect(away.code).toBe(2);
+    expect(away.stderr).toContain("cannot connect");
+    expect(away.stderr).not.toContain("    at ");
+    const scheme = serve("--store", "mysql://x@y/z");
+    expect(scheme.code).toBe(2);
+    expect(scheme.stderr).toContain("unsupported store");
+  }, 60_000);
 
   test("--max-active-runs 1: the daemon works one run at a time from the queue", async () => {
     const dir = tmp();

@@ -41,6 +41,7 @@ import { pendingApprovals, sessionMessages } from "../../session/types.ts";
 import type { ApprovalNotice, PendingApproval } from "../approvals.ts";
 import { HttpError } from "../errors.ts";
 import { newRunId, type RunManager, type RunRequest, type ServerRun } from "../runs.ts";
+import { storageError } from "../../session/postgres/errors.ts";
 import { clusterEventStream, EventWriter, EVENTS_CHANNEL } from "./events.ts";
 
 /** The pg-boss queue of runs. */
@@ -148,12 +149,20 @@ export class Cluster {
     };
   }
 
-  /** Connect to the store (loads `pg`; the store's migrations must have run: openStore does it). */
+  /**
+   * Connect to the store (loads `pg`; the store's migrations must have run:
+   * openStore does it). Throws SessionStorageError naming the store.
+   */
   static async open(options: ClusterOptions): Promise<Cluster> {
     const pg = (await import("pg")).default as unknown as typeof import("pg");
     const pool = new pg.Pool({ connectionString: options.url, max: 10, connectionTimeoutMillis: 10_000 });
     pool.on("error", () => {});
-    await pool.query("SELECT 1 FROM agentcore.runs LIMIT 0");
+    try {
+      await pool.query("SELECT 1 FROM agentcore.runs LIMIT 0");
+    } catch (e) {
+      await pool.end().catch(() => {});
+      throw storageError(options.url, "cannot set up cluster mode", e);
+    }
     return new Cluster(options, pool, pg);
   }
 
@@ -177,8 +186,16 @@ export class Cluster {
     this.#toolEffect = parts.toolEffect;
   }
 
-  /** Start listening, polling and working the queue. */
+  /** Start listening, polling and working the queue. Throws SessionStorageError naming the store. */
   async start(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (e) {
+      throw storageError(this.#opts.url, "cannot start the run queue (pg-boss)", e);
+    }
+  }
+
+  async #start(): Promise<void> {
     await this.#listen();
     this.#commandTimer = setInterval(() => void this.#takeCommands(), this.pollMs);
     (this.#commandTimer as { unref?: () => void }).unref?.();
