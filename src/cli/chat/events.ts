@@ -11,6 +11,7 @@ import type { AgentEvent } from "../../agent/index.ts";
 import { PLAN_TOOL_NAME, renderPlan, type Plan } from "../../agent/plan.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./render.ts";
 import type { Screen } from "./screen.ts";
+import { Spinner, summaryLine, type TerminalLook } from "../live.ts";
 
 /** Why an automatic compaction happened. */
 const COMPACTION_WHY: Readonly<Record<string, string>> = {
@@ -26,12 +27,27 @@ export class ChatEvents {
   #textOpen = false;
   /** The plan to draw after the update_plan line that produced it. */
   #pendingPlan: Plan | null = null;
+  /** When the run in flight started (for its summary line). */
+  #runStarted = performance.now();
+  /** On a terminal: spins while the model is silent (erased before anything is written). */
+  readonly spinner: Spinner;
 
-  /** `planning()`: whether the plan tool is on (its progress is drawn as a checklist, not a line). */
+  /**
+   * `planning()`: whether the plan tool is on (its progress is drawn as a
+   * checklist, not a line). `look`: what the output terminal shows (the
+   * spinner and the summary line only on one); `mayDraw()`: whether the
+   * spinner may draw now (nothing typed on the input line, no question).
+   */
   constructor(
     private readonly screen: Screen,
     private readonly planning: () => boolean,
-  ) {}
+    private readonly look: TerminalLook = { live: false, redraw: false, color: false },
+    out: { write(text: string): unknown } = { write: () => undefined },
+    mayDraw: () => boolean = () => true,
+  ) {
+    this.spinner = new Spinner(out, look, () => screen.atStart && mayDraw());
+    screen.beforeWrite = () => this.spinner.clear();
+  }
 
   /** Something else printed a line (an approval question): a tool's outcome goes on a line of its own. */
   interrupted(): void {
@@ -47,12 +63,25 @@ export class ChatEvents {
   readonly sink = (event: AgentEvent): void => {
     const screen = this.screen;
     switch (event.kind) {
+      case "agent_started":
+      case "agent_continued":
+        this.#runStarted = performance.now();
+        break;
+      case "turn_started":
+        this.spinner.start("waiting for the model");
+        break;
+      case "assistant_thinking_delta":
+      case "tool_call_arguments_delta":
+        this.spinner.stop();
+        break;
       case "assistant_text_delta":
+        this.spinner.stop();
         this.#textOpen = true;
         this.#openTool = null;
         screen.write(event.delta);
         break;
       case "message_completed":
+        this.spinner.stop();
         if (this.#textOpen) screen.endLine();
         this.#textOpen = false;
         break;
@@ -102,8 +131,11 @@ export class ChatEvents {
         screen.line(`[compaction ${event.result.status}: ${event.result.error ?? "no reason given"}]`);
         break;
       case "agent_finished": {
+        this.spinner.stop();
         const line = runStatusLine(event.result);
         if (line !== null) screen.line(line);
+        // On a terminal, every run ends with its stop reason, turns, tokens and time.
+        if (this.look.live) screen.line(summaryLine(event.result, performance.now() - this.#runStarted));
         break;
       }
       default:

@@ -6,6 +6,7 @@
  */
 import { redactArguments } from "../../runtime/middleware/index.ts";
 import type { ToolCallResult } from "../../agent/types.ts";
+import { parseStrict } from "../../core/parse.ts";
 
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
@@ -36,16 +37,14 @@ function scalar(v: unknown, raw: unknown, max: number): string {
  * `path="notes.txt" content="Hello…"`, `argv=["git","status"]`: the
  * arguments (a JSON text, as the model sent it) on one line, secrets
  * redacted, long strings and lists of plain values clipped, other lists and
- * objects counted (`[2 items]`, `{…}`), the whole clipped to `max` characters. Arguments that are not a JSON object are
- * shown clipped as they came.
+ * objects counted (`[2 items]`, `{…}`), the whole clipped to `max` characters. Arguments that are not a JSON object
+ * (or that the strict core refuses, such as a duplicate key) are shown clipped as they came.
  */
 export function argsSummary(rawArguments: string, max = 80): string {
-  let value: unknown;
-  try {
-    value = JSON.parse(rawArguments);
-  } catch {
-    return oneLine(rawArguments, max);
-  }
+  // Read strictly, as the tool does: arguments it refuses (a duplicate key) are shown as they came.
+  const parsed = parseStrict(rawArguments);
+  if (!parsed.ok) return oneLine(rawArguments, max);
+  const value: unknown = parsed.value;
   if (typeof value !== "object" || value === null || Array.isArray(value)) return oneLine(rawArguments, max);
   const shown = redactArguments(value, { maxStringLength: 200, maxDepth: 2 }) as Record<string, unknown>;
   const parts = Object.entries(shown).map(([k, v]) => `${oneLine(k, 30)}=${scalar(v, (value as Record<string, unknown>)[k], 40)}`);

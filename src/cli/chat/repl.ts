@@ -90,6 +90,8 @@ export async function runRepl(state: ChatState, io: ChatIO): Promise<number> {
     historySize: 200,
   });
   state.line = rl;
+  // A key typed while the spinner is drawn: erase it first, so readline echoes on a clean line.
+  if (state.interactive) io.input.prependListener("keypress", () => state.events.spinner.clear());
 
   let chain: Promise<void> = Promise.resolve();
   rl.on("line", (line: string) => {
@@ -138,6 +140,7 @@ export async function runRepl(state: ChatState, io: ChatIO): Promise<number> {
   try {
     await state.finished;
   } finally {
+    state.events.spinner.stop();
     stopListening();
     await state.agent.shutdown();
   }

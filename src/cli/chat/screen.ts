@@ -13,6 +13,8 @@ export class Screen {
   #atStart = true;
   /** Set once a write failed (a closed pipe): later writes are dropped. */
   broken = false;
+  /** Called before each write (the spinner erases its line). */
+  beforeWrite: (() => void) | null = null;
   constructor(
     private readonly out: { write(s: string): unknown },
     private readonly onBroken: (e: unknown) => void,
@@ -25,6 +27,7 @@ export class Screen {
    */
   write(text: string): void {
     if (text === "" || this.broken) return;
+    this.beforeWrite?.();
     text = text.replace(/\r\n/g, "\n").replace(UNSAFE_CONTROLS, "\ufffd");
     try {
       this.out.write(text);
@@ -56,6 +59,11 @@ export class Screen {
   /** End the current line, if anything is on it. */
   endLine(): void {
     if (!this.#atStart) this.write("\n");
+  }
+
+  /** Whether the cursor is at the start of a line. */
+  get atStart(): boolean {
+    return this.#atStart;
   }
 
   /** Something else (readline's prompt, or an echoed Enter) moved the cursor. */

@@ -14,6 +14,7 @@ import { SessionRecorder } from "../../session/recorder.ts";
 import type { ApprovalView, ReplApprover } from "./approver.ts";
 import { ChatEvents } from "./events.ts";
 import { Screen } from "./screen.ts";
+import { terminalLook } from "../live.ts";
 
 /** The REPL's prompt at rest. */
 export const PROMPT = "> ";
@@ -30,6 +31,8 @@ export interface ChatIO {
 export interface PromptLine {
   setPrompt(text: string): void;
   getPrompt(): string;
+  /** What is typed on the input line so far. */
+  readonly line?: string;
   prompt(preserveCursor?: boolean): void;
   close(): void;
 }
@@ -121,7 +124,15 @@ export class ChatState {
       if (this.line !== null) void this.exit();
     });
     (init.io.output as NodeJS.EventEmitter).on("error", (e: unknown) => this.screen.fail(e));
-    this.events = new ChatEvents(this.screen, () => this.planner !== null);
+    // The live view (spinner, run summaries) only when the chat is on a terminal, input and output.
+    const look = terminalLook(init.io.output);
+    this.events = new ChatEvents(
+      this.screen,
+      () => this.planner !== null,
+      this.interactive ? look : { ...look, live: false, redraw: false },
+      init.io.output,
+      () => !this.gate.waiting && (this.line?.line ?? "") === "",
+    );
     this.recordSink = {
       handle: async (event: AgentEvent, source: AgentEventSource) => {
         const r = this.recorder; // the one current when the event came (a /fork swaps it)
