@@ -11,6 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LATEST_VERSION, MIGRATIONS, migrate, MigrationError, type Migration } from "../../src/session/postgres/migrations.ts";
 import { PostgresSessionStorage, redactUrl } from "../../src/session/postgres/storage.ts";
+import { MemorySessionStorage } from "../../src/session/journal.ts";
 import {
   SessionBranchBusyError,
   SessionConflictError,
@@ -294,6 +295,23 @@ describe.skipIf(server === null)("postgres: records are never changed in place",
     expect((await other.append(draft("run_started", { run_id: "n", task: "new" }, 1))).revision).toBe(1);
     expect((await s.records("s1")).map((r) => r.data.task)).toEqual(["new"]);
     expect((await sql(db, "SELECT 1 FROM agentcore.run_marks WHERE session_id = 's1'")).length).toBe(0);
+  });
+
+  test("a session deleted and made again under the same id by another instance is read afresh, not from the old cache", async () => {
+    const db = await database();
+    const a = await storage(db);
+    const b = await storage(db);
+    await twoRuns(a);
+    const old = await a.records("s1"); // cached in a
+    await b.deleteSession("s1");
+    const other = new MemorySessionStorage();
+    await twoRuns(other);
+    const fresh = await other.records("s1"); // as many records, other ids
+    await b.importRecords(fresh);
+    expect((await a.records("s1")).map((r) => r.record_id)).toEqual(fresh.map((r) => r.record_id));
+    expect(fresh.map((r) => r.record_id)).not.toEqual(old.map((r) => r.record_id));
+    // and a writes on top of the new session
+    expect((await a.append(draft("run_started", { run_id: "r3", task: "t" }, 1))).parent_id).toBe(fresh.at(-1)!.record_id);
   });
 
   test("data a jsonb column cannot hold (U+0000 in a string) round-trips through the line; a NUL in a session id is refused clearly", async () => {
