@@ -61,7 +61,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       title: "agentcore daemon",
       version,
       description:
-        "Local API of `agentcore serve`. Every route but GET /v1/health needs `Authorization: Bearer <token>`; Host must be a loopback name with the daemon's port; Origin must be absent or allowlisted. Refusals are result envelopes.",
+        "Local API of `agentcore serve`. Every route but GET /v1/health needs `Authorization: Bearer <token>`; Host must be a loopback name with the daemon's port; Origin must be absent or allowlisted. Refusals are result envelopes. In cluster mode (a PostgreSQL store, docs/cluster.md) POST /v1/runs queues the run and answers 201 with it as JSON (status `queued`), and the run routes, events and approvals act on the runs of every daemon of the store.",
     },
     servers: [{ url: "http://127.0.0.1:8787" }],
     security: [{ bearer: [] }],
@@ -510,6 +510,31 @@ export function openApiDocument(version: string): Record<string, unknown> {
               type: "object",
               description:
                 "structured output: a JSON Schema the task's final answer must match. The model is asked for JSON (the provider's json_schema response format, or instructions where the server refuses it); a mismatch gets one repair turn naming the JSON Pointer errors, a second ends the run failed with stop reason output_invalid; the result carries the value as output_value. A schema that does not compile is a 400 at /output_schema",
+            },
+            images: {
+              type: "array",
+              maxItems: 16,
+              description:
+                "the task's images, sent to the model as image_url content parts after the task's text; PNG, JPEG, GIF or WebP by their magic bytes (a declared media_type must match them), at most 10 MiB each, and the whole body within the daemon's body cap (--max-body-bytes, default 1 MiB). A session journals each by its sha256 (the bytes in a blob). A bad image is a 400 whose details.location points at it (/images/0/data). Not taken in cluster mode",
+              items: {
+                oneOf: [
+                  {
+                    type: "object",
+                    required: ["data_url"],
+                    additionalProperties: false,
+                    properties: { data_url: { type: "string", description: "data:image/png;base64,…" } },
+                  },
+                  {
+                    type: "object",
+                    required: ["media_type", "data"],
+                    additionalProperties: false,
+                    properties: {
+                      media_type: { type: "string", enum: ["image/png", "image/jpeg", "image/gif", "image/webp"] },
+                      data: { type: "string", description: "the bytes, base64" },
+                    },
+                  },
+                ],
+              },
             },
             suspend_on_approval: {
               type: "boolean",
