@@ -19,6 +19,8 @@
  *
  * @module
  */
+import type { ImageAttachment } from "../providers/images.ts";
+import { parseRunImages } from "./images.ts";
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import { type Agent, type AgentEvent, type AgentRunResult, compileOutputSchema } from "../agent/index.ts";
@@ -79,6 +81,8 @@ export interface RunRequest {
   suspendOnApproval?: boolean;
   /** `output_schema`: the task's final answer must match this JSON Schema (RunOptions.outputSchema). */
   outputSchema?: Record<string, unknown>;
+  /** `images`: the task's images, checked (RunOptions.images; see `src/server/images.ts`). */
+  images?: ImageAttachment[];
 }
 
 /** A run as `GET /v1/runs/{id}` shows it. */
@@ -132,6 +136,7 @@ const RUN_KEYS = [
   "compaction",
   "suspend_on_approval",
   "output_schema",
+  "images",
 ] as const;
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
@@ -169,6 +174,8 @@ export function parseRunRequest(body: unknown): RunRequest {
     }
     req.outputSchema = schema as Record<string, unknown>;
   }
+  const images = parseRunImages(f.body.images);
+  if (images !== undefined && images.length > 0) req.images = images;
   const rawCompaction = f.body.compaction;
   if (typeof rawCompaction === "number") f.fail("compaction", `must be an object, such as {"context_window": ${rawCompaction}}`);
   const c = f.object("compaction", ["context_window", "reserve_tokens", "keep_recent_tokens"]);
@@ -243,6 +250,10 @@ export function parseResumeRequest(body: unknown, sessionId: string): RunRequest
           location: `/${k}`,
         });
     }
+    if (Object.hasOwn(b, "images"))
+      throw new HttpError(400, "INVALID_REQUEST", "/images: is not taken by resume: images go with a new task (POST /v1/runs)", {
+        location: "/images",
+      });
     if (Object.hasOwn(b, "output_schema"))
       throw new HttpError(
         400,
@@ -536,7 +547,7 @@ export class RunManager {
   async begin(
     run: ServerRun,
     op:
-      | { kind: "task"; task: string; outputSchema?: Record<string, unknown> }
+      | { kind: "task"; task: string; outputSchema?: Record<string, unknown>; images?: ImageAttachment[] }
       | { kind: "continue" }
       | { kind: "compact" }
       | { kind: "resume" },
@@ -606,7 +617,10 @@ export class RunManager {
     run.lastActivity = Date.now();
     const work =
       op.kind === "task"
-        ? run.agent.run(op.task, op.outputSchema !== undefined ? { outputSchema: op.outputSchema } : {})
+        ? run.agent.run(op.task, {
+            ...(op.outputSchema !== undefined ? { outputSchema: op.outputSchema } : {}),
+            ...(op.images !== undefined ? { images: op.images } : {}),
+          })
         : op.kind === "continue"
           ? run.agent.continueRun()
           : op.kind === "resume"

@@ -79,6 +79,16 @@ export function runRoutes(deps: AppDeps) {
   app.post("/", async (c) => {
     const req = parseRunRequest(await c.var.body.json());
     if (cluster !== null) {
+      // Not queued through the store yet: refused rather than dropped.
+      if (req.images !== undefined)
+        throw new HttpError(
+          400,
+          "INVALID_REQUEST",
+          "/images: is not taken in cluster mode yet; send it to a daemon that is not in a cluster",
+          {
+            location: "/images",
+          },
+        );
       // cluster mode: queued in the store, run by whichever daemon claims it (docs/cluster.md)
       const view = await cluster.submit(req);
       return jsonResponse(view, 201, { location: `/v1/runs/${view.run_id}`, "x-run-id": view.run_id });
@@ -88,7 +98,12 @@ export function runRoutes(deps: AppDeps) {
       return await runResponse(
         c,
         run,
-        { kind: "task", task: req.task, ...(req.outputSchema !== undefined ? { outputSchema: req.outputSchema } : {}) },
+        {
+          kind: "task",
+          task: req.task,
+          ...(req.outputSchema !== undefined ? { outputSchema: req.outputSchema } : {}),
+          ...(req.images !== undefined ? { images: req.images } : {}),
+        },
         true,
       );
     } catch (e) {
