@@ -412,7 +412,7 @@ const MODEL_OPTIONS = {
     type: "string",
     arg: "ID",
     section: "Session",
-    help: "record the run in session ID (a JSONL journal); its messages are restored first",
+    help: "record the run in session ID (in the store: a JSONL journal by default); its messages are\nrestored first",
   },
   branch: { type: "string", arg: "B", section: "Session", help: "the session branch to resume and record on (default main)" },
   "sessions-dir": {
