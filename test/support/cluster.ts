@@ -77,9 +77,10 @@ export interface Daemon {
 }
 
 /** `agentcore serve --store <db>` on a free loopback port, its own state directory. */
-export async function startDaemon(dir: string, name: string, cfg: string, extra: string[] = []): Promise<Daemon> {
+export async function startDaemon(dir: string, name: string, cfg: string, extra: string[] = [], store = db!): Promise<Daemon> {
   const state = path.join(dir, `state-${name}`);
-  const proc = Bun.spawn([bin, "serve", "--config", cfg, "--store", db!, "--port", "0", "--state-dir", state, ...extra], {
+  if (bin === "") bin = binaryPath();
+  const proc = Bun.spawn([bin, "serve", "--config", cfg, "--store", store, "--port", "0", "--state-dir", state, ...extra], {
     cwd: dir,
     stdout: "ignore",
     stderr: "pipe",
