@@ -365,6 +365,14 @@ export async function deleteSession(
         throw new SessionStorageError(`cannot delete ${f}: ${(e as Error).message}`);
       }
     }
+    // The session's image blobs go with it.
+    const blobs = storage.blobDir(id);
+    try {
+      fs.rmSync(blobs, { recursive: true });
+      removed.push(blobs);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw new SessionStorageError(`cannot delete ${blobs}: ${(e as Error).message}`);
+    }
     try {
       const dfd = fs.openSync(storage.dir, "r");
       try {

@@ -17,6 +17,7 @@ import { ImageInputError, imageFromBytes, sniffImageType } from "../../src/provi
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import { MemorySessionStorage, type JournalStorage } from "../../src/session/journal.ts";
 import { SessionRecorder } from "../../src/session/recorder.ts";
+import { deleteSession } from "../../src/session/manage.ts";
 import { restoreSession } from "../../src/session/restore.ts";
 import { loadSessionImages, SessionBlobError } from "../../src/session/blobs.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
@@ -248,6 +249,15 @@ test("JSONL: a tampered blob is refused on restore, naming the session and the h
   const agent = createAgent({ model: model(), agentId: "vision" });
   expect(() => restoreSession(agent, checkout)).toThrow(/holds images whose bytes are not loaded: call loadSessionImages/);
   await agent.shutdown();
+});
+
+test("JSONL: deleting a session deletes its blobs", async () => {
+  const storage = new JsonlSessionStorage(dir);
+  await journaledRun(storage, "gone");
+  expect(fs.existsSync(storage.blobDir("gone"))).toBe(true);
+  const r = await deleteSession(storage, "gone");
+  expect(r.removed).toContain(storage.blobDir("gone"));
+  expect(fs.existsSync(storage.blobDir("gone"))).toBe(false);
 });
 
 test("memory storage keeps blobs the same way", async () => {

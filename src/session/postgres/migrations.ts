@@ -24,6 +24,9 @@
  * - `branch_claims` and `run_marks`: leases (a holder, its pid and host, an
  *   expiry renewed by the holder); an expired lease is stale.
  * - `history`: the execution history, one row per tool call.
+ * - `session_blobs(session_id, sha256, data, created_at)` (step 6): the
+ *   bytes of a session's images, which its records name by sha256; written
+ *   before the record that names them, deleted with the session.
  * - cluster mode (docs/cluster.md): `runs` (one row per queued run: its
  *   request, status, owning daemon and epoch), `run_events` (every stream
  *   item of a run, numbered), `run_commands` (steer, abort … sent to the
@@ -213,6 +216,19 @@ CREATE TRIGGER records_append_only BEFORE UPDATE OR DELETE ON agentcore.records
   FOR EACH ROW EXECUTE FUNCTION agentcore.records_guard();
 ALTER TABLE agentcore.records DROP CONSTRAINT records_record_id_key;
 ALTER TABLE agentcore.records ADD CONSTRAINT records_session_record_id UNIQUE (session_id, record_id);
+`,
+  },
+  {
+    version: 6,
+    name: "session_blobs: the bytes of a session's images, content-addressed by sha256",
+    sql: `
+CREATE TABLE agentcore.session_blobs (
+  session_id text NOT NULL,
+  sha256     text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+  data       bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (session_id, sha256)
+);
 `,
   },
 ];

@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { assertBlobName } from "../blobs.ts";
 import { hostname } from "node:os";
 import type { Pool, PoolClient } from "pg";
 import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "../journal.ts";
@@ -436,6 +437,7 @@ export class PostgresSessionStorage extends JournalStorage {
         await client.query("DELETE FROM agentcore.records WHERE session_id = $1", [id]);
         await client.query("DELETE FROM agentcore.run_marks WHERE session_id = $1", [id]);
         await client.query("DELETE FROM agentcore.branch_claims WHERE session_id = $1", [id]);
+        await client.query("DELETE FROM agentcore.session_blobs WHERE session_id = $1", [id]);
         await client.query("DELETE FROM agentcore.sessions WHERE session_id = $1", [id]);
         await client.query("COMMIT");
         this.#cache.delete(id);
@@ -596,6 +598,30 @@ export class PostgresSessionStorage extends JournalStorage {
       true,
     );
     this.#claims.delete(`${normalizeId(sessionId)}\u0000${branchId}`);
+  }
+
+  /** An image blob, a row of `session_blobs` (a blob already there is kept: the same hash is the same bytes). */
+  override async putBlob(sessionId: string, sha256: string, bytes: Uint8Array): Promise<void> {
+    const id = normalizeId(sessionId);
+    assertBlobName(id, sha256);
+    await this.#query(
+      `cannot write image blob ${sha256} of session '${id}'`,
+      "INSERT INTO agentcore.session_blobs (session_id, sha256, data) VALUES ($1, $2, $3) ON CONFLICT (session_id, sha256) DO NOTHING",
+      [id, sha256, Buffer.from(bytes)],
+      true,
+    );
+  }
+
+  override async getBlob(sessionId: string, sha256: string): Promise<Uint8Array | null> {
+    const id = normalizeId(sessionId);
+    assertBlobName(id, sha256);
+    const rows = await this.#query<{ data: Uint8Array }>(
+      `cannot read image blob ${sha256} of session '${id}'`,
+      "SELECT data FROM agentcore.session_blobs WHERE session_id = $1 AND sha256 = $2",
+      [id, sha256],
+      true,
+    );
+    return rows.length === 0 ? null : new Uint8Array(rows[0]!.data);
   }
 
   override async markRunLive(sessionId: string, runId: string): Promise<void> {
