@@ -446,7 +446,20 @@ describe.skipIf(server === null)("postgres: migrations", () => {
       db,
       "SELECT table_name FROM information_schema.tables WHERE table_schema = 'agentcore' ORDER BY table_name",
     );
-    expect(tables.map((t) => t.table_name)).toEqual(["branch_claims", "history", "records", "run_marks", "schema_migrations", "sessions"]);
+    expect(tables.map((t) => t.table_name)).toEqual([
+      "branch_claims",
+      "daemon_token",
+      "history",
+      "records",
+      "run_approvals",
+      "run_commands",
+      "run_events",
+      "run_marks",
+      "runs",
+      "schema_migrations",
+      "session_blobs",
+      "sessions",
+    ]);
   });
 
   test("four clients migrating one fresh database at once: each step applied exactly once (the advisory lock)", async () => {
