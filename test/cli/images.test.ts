@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
-import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
+import { chunk, startOpenAIServer, textReply, toolChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
 
 const PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 const PNG = Buffer.from(PNG_B64, "base64");
@@ -131,3 +131,55 @@ test("agent --help lists --image", async () => {
   const r = await run(["agent", "--help"]);
   expect(r.stdout).toMatch(/--image FILE/);
 });
+
+test("an MCP tool's image (server-everything's get-tiny-image, over stdio) reaches the model as an image part and is journaled by sha256", async () => {
+  const everything = join(import.meta.dir, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  const cfg = join(work, "mcp-config.json");
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      root: work,
+      policy: { default: "allow" },
+      mcpServers: { ev: { command: Bun.which("node") ?? "node", args: [everything, "stdio"], timeout_ms: 20_000 } },
+    }),
+  );
+  const start = server.requests.length;
+  server.push(
+    {
+      kind: "stream",
+      chunks: [
+        chunk({ role: "assistant", content: null }),
+        toolChunk(0, { id: "t1", name: "ev__get-tiny-image", args: "{}" }),
+        chunk({}, "tool_calls"),
+      ],
+    },
+    textReply("a tiny image"),
+  );
+  const r = await run(["--config", cfg, "agent", ...MODEL(), "--session", "mcp-pics", "show me the tiny image"]);
+  expect(r.stderr).not.toContain("error");
+  expect(r.status).toBe(0);
+  expect(server.requests.length).toBe(start + 2);
+  const msgs = lastMessages();
+  expect(msgs.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user"]);
+  const tool = JSON.parse(msgs[2]!.content as string) as { content: Record<string, unknown>[] };
+  const block = tool.content.find((b) => b.type === "image")!;
+  expect(Object.keys(block).sort()).toEqual(["bytes", "mime_type", "sha256", "type"]);
+  expect(block.mime_type).toBe("image/png");
+  const parts = msgs[3]!.content as { type: string; text?: string; image_url?: { url: string } }[];
+  expect(parts[0]).toEqual({ type: "text", text: "The result of tool call t1 holds 1 image(s):" });
+  const url = parts[1]!.image_url!.url;
+  expect(url.startsWith("data:image/png;base64,")).toBe(true);
+  const bytes = Buffer.from(url.slice("data:image/png;base64,".length), "base64");
+  expect([...bytes.subarray(0, 4)]).toEqual([0x89, 0x50, 0x4e, 0x47]);
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  expect(block.sha256).toBe(sha);
+  // In the journal: the reference only; the bytes in the session's blobs.
+  const dir = join(work, ".agentcore", "sessions");
+  const journal = readdirSync(dir)
+    .filter((n) => n.endsWith(".jsonl"))
+    .map((n) => join(dir, n))
+    .find((f) => readFileSync(f, "utf8").includes("mcp-pics"))!;
+  const text = readFileSync(journal, "utf8");
+  expect(text).not.toContain(url.slice("data:image/png;base64,".length, 200));
+  expect(readFileSync(join(journal.replace(/\.jsonl$/, ".blobs"), sha))).toEqual(bytes);
+}, 60_000);
