@@ -269,6 +269,22 @@ export class JournalIndex {
   }
 }
 
+/** Options of {@link JournalStorage.importRecords}. */
+export interface ImportRecordsOptions {
+  /** Each record's line as read (without its newline), kept verbatim where the storage stores lines. */
+  lines?: readonly string[];
+}
+
+/** Throws SessionValidationError unless `lines` are one line per record, each parsing to its record. */
+export function checkLines(records: readonly SessionRecord[], lines: readonly string[] | undefined): void {
+  if (lines === undefined) return;
+  if (lines.length !== records.length) throw new SessionValidationError(`${lines.length} line(s) for ${records.length} record(s)`);
+  lines.forEach((l, i) => {
+    if (l.includes("\n") || canonicalJson(JSON.parse(l)) !== canonicalJson(records[i]))
+      throw new SessionValidationError(`line ${i + 1} is not its record`);
+  });
+}
+
 export interface AppendOptions {
   /** With `checkHead`, the head the caller saw (null: the branch is new). */
   expectedHeadId?: string | null;
@@ -415,8 +431,17 @@ export abstract class JournalStorage implements BlobStore {
    * one session id) and before writing any. Refuses a session that exists
    * (SessionConflictError). All or nothing: on any error nothing is written.
    * Returns the session id and how many records were written.
+   *
+   * `lines`: each record's line as it was read (an export), kept verbatim by
+   * the storages that store lines (JSONL, PostgreSQL's `line` column), so a
+   * journal moves between stores byte for byte even when its lines are not
+   * in the canonical form this build writes; omitted, each line is
+   * {@link serializeRecord} of its record. Each must parse to its record.
    */
-  async importRecords(records: readonly SessionRecord[]): Promise<{ session_id: string; records: number }> {
+  async importRecords(
+    records: readonly SessionRecord[],
+    _options: ImportRecordsOptions = {},
+  ): Promise<{ session_id: string; records: number }> {
     const id = validateRecords(records);
     return await this.transact(
       id,
@@ -427,6 +452,15 @@ export abstract class JournalStorage implements BlobStore {
       },
       false,
     );
+  }
+
+  /**
+   * The session's journal as JSONL: every record's line in revision order,
+   * exactly as the store holds it (JSONL: the file's whole lines; PostgreSQL:
+   * the `line` column; memory: {@link serializeRecord} of each record).
+   */
+  async journalText(sessionId: string): Promise<string> {
+    return (await this.records(sessionId)).map((r) => serializeRecord(r)).join("");
   }
 
   /** Append a record (not branch_created). With `checkHead`, fails with SessionConflictError when the branch head moved. */

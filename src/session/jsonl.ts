@@ -24,6 +24,8 @@ import {
   JournalIndex,
   type JournalRepair,
   JournalStorage,
+  checkLines,
+  type ImportRecordsOptions,
   normalizeId,
   RECORD_LIMITS,
   serializeRecord,
@@ -475,8 +477,12 @@ export class JsonlSessionStorage extends JournalStorage {
    * into place under the journal's lock, so a crash leaves either no
    * session or all of it.
    */
-  override async importRecords(records: readonly SessionRecord[]): Promise<{ session_id: string; records: number }> {
+  override async importRecords(
+    records: readonly SessionRecord[],
+    options: ImportRecordsOptions = {},
+  ): Promise<{ session_id: string; records: number }> {
     const id = validateRecords(records);
+    checkLines(records, options.lines);
     const file = this.fileFor(id);
     this.#ensureDir();
     return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
@@ -493,7 +499,8 @@ export class JsonlSessionStorage extends JournalStorage {
       try {
         const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
         try {
-          const data = Buffer.from(records.map((r) => serializeRecord(r)).join(""), "utf8");
+          const text = options.lines !== undefined ? options.lines.map((l) => `${l}\n`) : records.map((r) => serializeRecord(r));
+          const data = Buffer.from(text.join(""), "utf8");
           let off = 0;
           while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
           fs.fsyncSync(fd);
@@ -521,6 +528,31 @@ export class JsonlSessionStorage extends JournalStorage {
       }
       this.#cache.delete(id);
       return { session_id: id, records: records.length };
+    });
+  }
+
+  /** The journal's whole lines, as the file holds them (a torn tail left out). */
+  override async journalText(sessionId: string): Promise<string> {
+    const id = normalizeId(sessionId);
+    const file = this.fileFor(id);
+    if (!fs.existsSync(file)) return "";
+    return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
+      const valid = this.#read(id, file).validLength;
+      const fd = fs.openSync(file, "r");
+      try {
+        const buf = Buffer.alloc(valid);
+        let off = 0;
+        while (off < valid) {
+          const n = fs.readSync(fd, buf, off, valid - off, off);
+          if (n === 0) break;
+          off += n;
+        }
+        return buf.subarray(0, off).toString("utf8");
+      } catch (e) {
+        throw new SessionStorageError(`cannot read ${file}: ${(e as Error).message}`);
+      } finally {
+        fs.closeSync(fd);
+      }
     });
   }
 

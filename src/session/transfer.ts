@@ -1,8 +1,9 @@
 /**
  * Moving a session between stores (`agentcore sessions export` / `import`):
- * the journal as JSONL, exactly the lines a JSONL store holds (and the
- * PostgreSQL store's `line` column): one record per line, compact JSON with
- * sorted keys, in revision order.
+ * the journal as JSONL, exactly the lines the store holds (a JSONL file's
+ * whole lines, the PostgreSQL store's `line` column), in revision order. An
+ * import keeps the lines as they are (unless `as` renames the session), so
+ * a journal moves both ways byte for byte.
  *
  * An import checks every line the way the storages check what they read
  * (strict JSON, envelope, schema version, revisions, parents, branches, one
@@ -12,15 +13,15 @@
  * @module
  */
 import { parseStrict } from "../core/index.ts";
-import { type JournalStorage, normalizeId, RECORD_LIMITS, serializeRecord, validateRecords } from "./journal.ts";
+import { type JournalStorage, normalizeId, RECORD_LIMITS, validateRecords } from "./journal.ts";
 import { SessionError, type SessionRecord, SessionNotFoundError, SessionValidationError } from "./types.ts";
 
 /** The journal of session `sessionId` as JSONL (every record, revision order). Throws SessionNotFoundError when it holds none. */
 export async function exportSession(storage: JournalStorage, sessionId: string): Promise<string> {
   const id = normalizeId(sessionId);
-  const records = await storage.records(id);
-  if (records.length === 0) throw new SessionNotFoundError(`no session '${id}' to export`);
-  return records.map((r) => serializeRecord(r)).join("");
+  const text = await storage.journalText(id);
+  if (text === "") throw new SessionNotFoundError(`no session '${id}' to export`);
+  return text;
 }
 
 /** Options of {@link parseJournal} and {@link importSession}. */
@@ -45,7 +46,10 @@ export interface SessionImport {
  * (see the module notes). Throws SessionValidationError (schema version:
  * SessionSchemaVersionError) naming the line and what to do.
  */
-export function parseJournal(text: string, options: ImportOptions = {}): { records: SessionRecord[]; sourceId: string } {
+export function parseJournal(
+  text: string,
+  options: ImportOptions = {},
+): { records: SessionRecord[]; sourceId: string; lines: string[] | undefined } {
   const where = options.source ?? "the journal";
   if (text.length === 0) throw new SessionValidationError(`${where} is empty: it holds no record; nothing was imported`);
   if (!text.endsWith("\n")) {
@@ -54,12 +58,15 @@ export function parseJournal(text: string, options: ImportOptions = {}): { recor
       `${where}: line ${line} is torn (it does not end with a newline: a write cut short, or a file cut off); nothing was imported: export the session again, or remove that line`,
     );
   }
-  const lines = text.slice(0, -1).split("\n");
+  const lines = text
+    .slice(0, -1)
+    .split("\n")
+    .map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l));
   const records: SessionRecord[] = [];
   let sourceId: string | null = null;
   lines.forEach((line, i) => {
     const at = `${where}: line ${i + 1}`;
-    const parsed = parseStrict<SessionRecord>(line.endsWith("\r") ? line.slice(0, -1) : line, RECORD_LIMITS);
+    const parsed = parseStrict<SessionRecord>(line, RECORD_LIMITS);
     if (!parsed.ok) throw new SessionValidationError(`${at} is not a JSON record: ${parsed.error.message}; nothing was imported`);
     const r = parsed.value as SessionRecord;
     if (r === null || typeof r !== "object" || Array.isArray(r) || typeof r.session_id !== "string")
@@ -79,7 +86,8 @@ export function parseJournal(text: string, options: ImportOptions = {}): { recor
     if (e instanceof SessionError) e.message = `${where}: ${e.message.replace(/^record (\d+):/, "line $1:")}; nothing was imported`;
     throw e;
   }
-  return { records, sourceId: sourceId! };
+  // The lines as they are, unless --as rewrote the records (their lines are then written anew).
+  return { records, sourceId: sourceId!, lines: target === null ? lines : undefined };
 }
 
 /**
@@ -88,8 +96,8 @@ export function parseJournal(text: string, options: ImportOptions = {}): { recor
  * SessionConflictError when the session exists there already.
  */
 export async function importSession(storage: JournalStorage, text: string, options: ImportOptions = {}): Promise<SessionImport> {
-  const { records, sourceId } = parseJournal(text, options);
-  const r = await storage.importRecords(records);
+  const { records, sourceId, lines } = parseJournal(text, options);
+  const r = await storage.importRecords(records, { lines });
   const branches = [...new Set(records.map((x) => x.branch_id))];
   return { session_id: r.session_id, source_session_id: sourceId, records: r.records, branches };
 }

@@ -102,6 +102,44 @@ describe.skipIf(server === null)("sessions export/import: lossless both ways (th
     }
   }, 240_000);
 
+  test("a journal whose lines are not in this build's canonical form (keys in another order, spaces) still moves byte for byte both ways", async () => {
+    const db = await database();
+    const dir = tmp();
+    const tour = fs.readFileSync(path.join(CORPUS, "v1-approvals", "tour.jsonl"), "utf8");
+    const reorder = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(reorder)
+        : v !== null && typeof v === "object"
+          ? Object.fromEntries(
+              Object.entries(v as Record<string, unknown>)
+                .reverse()
+                .map(([k, x]) => [k, reorder(x)]),
+            )
+          : v;
+    const odd =
+      tour
+        .split("\n")
+        .slice(0, -1)
+        .map((l, i) => (i % 2 === 0 ? JSON.stringify(reorder(JSON.parse(l))) : l.replace('{"', '{ "').replace('":', '" :')))
+        .join("\n") + "\n";
+    expect(odd).not.toBe(tour);
+    fs.writeFileSync(path.join(dir, "odd.jsonl"), odd);
+    const a = ["--store", path.join(dir, "a")];
+    const pg = ["--store", db];
+    expect(cli(dir, ["sessions", "import", "odd.jsonl", ...a]).code).toBe(0);
+    const one = cli(dir, ["sessions", "export", "corpus", ...a]);
+    expect(one.stdout).toBe(odd);
+    expect(cli(dir, ["sessions", "import", "-", ...pg], { stdin: one.bytes }).code).toBe(0);
+    const two = cli(dir, ["sessions", "export", "corpus", ...pg]);
+    expect(two.stdout).toBe(odd);
+    expect(cli(dir, ["sessions", "import", "-", "--store", path.join(dir, "b")], { stdin: two.bytes }).code).toBe(0);
+    expect(cli(dir, ["sessions", "export", "corpus", "--store", path.join(dir, "b")]).stdout).toBe(odd);
+    // the same records as the canonical journal: the same restored messages
+    fs.writeFileSync(path.join(dir, "tour.jsonl"), tour);
+    expect(cli(dir, ["sessions", "import", "tour.jsonl", "--store", path.join(dir, "c")]).code).toBe(0);
+    expect(restored(dir, pg, "corpus")).toEqual(restored(dir, ["--store", path.join(dir, "c")], "corpus"));
+  }, 120_000);
+
   test("a session recorded by agent --store postgres:// (tool call, fork, a second run) goes to JSONL and on: agent --continue there, then back under --as", async () => {
     const db = await database();
     const dir = tmp();

@@ -22,7 +22,17 @@
 import { assertBlobName } from "../blobs.ts";
 import { hostname } from "node:os";
 import type { Pool, PoolClient } from "pg";
-import { type BranchClaim, busyMessage, envelopeProblem, JournalIndex, JournalStorage, normalizeId, serializeRecord } from "../journal.ts";
+import {
+  type BranchClaim,
+  busyMessage,
+  checkLines,
+  envelopeProblem,
+  type ImportRecordsOptions,
+  JournalIndex,
+  JournalStorage,
+  normalizeId,
+  serializeRecord,
+} from "../journal.ts";
 import { pidAlive } from "../lock.ts";
 import {
   JOURNAL_SCHEMA_VERSION,
@@ -91,6 +101,8 @@ export class PostgresSessionStorage extends JournalStorage {
   readonly #claims = new Set<string>();
   readonly #marks = new Set<string>();
   readonly #pending = new Set<Promise<unknown>>();
+  /** Lines an import keeps verbatim (`session\0record` → line with its newline), while it runs. */
+  readonly #verbatim = new Map<string, string>();
   /** Pool clients given an 'error' listener already. */
   readonly #listened = new WeakSet<PoolClient>();
   #timer: ReturnType<typeof setInterval> | null = null;
@@ -259,7 +271,7 @@ export class PostgresSessionStorage extends JournalStorage {
             return result;
           }
           for (const r of written) {
-            const line = serializeRecord(r);
+            const line = this.#verbatim.get(`${sessionId}\u0000${r.record_id}`) ?? serializeRecord(r);
             // jsonb holds no U+0000: such data stays in `line` only.
             const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
             await client.query(
@@ -301,6 +313,37 @@ export class PostgresSessionStorage extends JournalStorage {
         }
       }
     });
+  }
+
+  /** A whole session (see JournalStorage.importRecords); given `lines` go into the `line` column as they are. */
+  override async importRecords(
+    records: readonly SessionRecord[],
+    options: ImportRecordsOptions = {},
+  ): Promise<{ session_id: string; records: number }> {
+    const lines = options.lines;
+    if (lines === undefined) return await super.importRecords(records);
+    checkLines(records, lines);
+    const id = normalizeId(String(records[0]?.session_id ?? ""));
+    const keys = records.map((r) => `${id}\u0000${r.record_id}`);
+    keys.forEach((k, i) => this.#verbatim.set(k, `${lines[i]}\n`));
+    try {
+      return await super.importRecords(records);
+    } finally {
+      for (const k of keys) this.#verbatim.delete(k);
+    }
+  }
+
+  /** The `line` column of the session's records, in revision order. */
+  override async journalText(sessionId: string): Promise<string> {
+    const id = normalizeId(sessionId);
+    checkNoNul(id, "session id");
+    const rows = await this.#query<{ line: string }>(
+      `cannot read session '${id}'`,
+      "SELECT line FROM agentcore.records WHERE session_id = $1 ORDER BY revision",
+      [id],
+      true,
+    );
+    return rows.map((r) => r.line).join("");
   }
 
   /** Whether a written record is in the store (true, false), or null when the server cannot be asked. */
