@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { SessionBlobError } from "../session/blobs.ts";
 import type { ImageAttachment } from "../providers/images.ts";
 import { parseRunImages } from "./images.ts";
 import { randomBytes } from "node:crypto";
@@ -282,6 +283,9 @@ export function sessionHttpError(e: unknown): HttpError | null {
       run_ids: [...e.runIds],
       recover: `POST /v1/sessions/${encodeURIComponent(e.sessionId)}/recover`,
     });
+  // An image blob of the session is missing or corrupted: the session cannot be restored as it is.
+  if (e instanceof SessionBlobError)
+    return new HttpError(409, "CONFLICT", e.message, { reason: "session_blob_invalid", sha256: e.sha256, problem: e.problem });
   if (e instanceof SessionValidationError) return new HttpError(400, "INVALID_REQUEST", e.message, { reason: "session_invalid" });
   if (e instanceof SessionError) return new HttpError(409, "CONFLICT", e.message, { reason: "session" });
   return null;

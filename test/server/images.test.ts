@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
@@ -128,5 +128,20 @@ test("bad images are 400 INVALID_REQUEST with a pointer at the bad member, befor
     expect(body.error.message).toMatch(message);
     expect(body.error.message.startsWith(`${location}: `)).toBe(true);
   }
+  expect(model.requests.length).toBe(before);
+});
+
+test("a run on a session whose image blob was changed is a 409 naming the session and the hash, before any model request", async () => {
+  const journal = find(dir, (n) => n.endsWith(".jsonl"))[0]!;
+  const blob = join(journal.replace(/\.jsonl$/, ".blobs"), PNG_SHA);
+  writeFileSync(blob, "tampered");
+  const before = model.requests.length;
+  const res = await post({ task: "again", session: "daemon-pics" });
+  expect(res.status).toBe(409);
+  const body = (await res.json()) as { error: { code: string; message: string; details: Record<string, unknown> } };
+  expect(body.error.code).toBe("CONFLICT");
+  expect(body.error.details).toMatchObject({ reason: "session_blob_invalid", sha256: PNG_SHA, problem: "corrupted" });
+  expect(body.error.message).toContain("session 'daemon-pics'");
+  expect(body.error.message).toContain(`the blob of image ${PNG_SHA} is corrupted`);
   expect(model.requests.length).toBe(before);
 });
