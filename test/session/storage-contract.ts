@@ -30,6 +30,7 @@ import {
   resumeDecisions,
   SessionApprovalError,
   SessionValidationError,
+  serializeRecord,
 } from "../../src/session/index.ts";
 import { setRemedyWording } from "../../src/session/remedy.ts";
 
@@ -471,6 +472,9 @@ export function storageContract(name: string, harness: ContractHarness): void {
       expect(await storage.importRecords(records)).toEqual({ session_id: "s1", records: records.length });
       expect(await storage.records("s1")).toEqual(records);
       expect(await (await another()).records("s1")).toEqual(records);
+      // the journal's text: one canonical line per record, in revision order
+      expect(await storage.journalText("s1")).toBe(records.map((r) => serializeRecord(r)).join(""));
+      expect(await storage.journalText("nope")).toBe("");
       expect((await storage.listBranches("s1")).map((b) => b.branch_id)).toEqual(["main", "alt"]);
       // a copy under another id keeps the record ids
       const copy = structuredClone(records).map((r) => ({ ...r, session_id: "s2" }));
