@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
-import { JsonlSessionStorage, restoreSession } from "../../src/session/index.ts";
+import { JsonlSessionStorage, loadSessionImages, restoreSession } from "../../src/session/index.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 
 const CORPUS = path.join(import.meta.dir, "corpus");
@@ -66,6 +66,10 @@ test("the corpus covers what a restore must read: tool calls, an approval and a 
   const stops = new Set(records.map((r) => r.data.result?.stop_reason).filter((x) => x !== undefined));
   for (const s of ["text_response", "max_tokens", "tool_rejected", "awaiting_approval"]) expect([s, stops.has(s)]).toEqual([s, true]);
   expect(text).toContain('"tool_calls"');
+  // Images by reference: a task's (run_started) and a tool result's (messages_appended).
+  const imaged = records.filter((r) => JSON.stringify(r.data).includes('"sha256"')).map((r) => r.type);
+  expect(imaged).toContain("run_started");
+  expect(imaged).toContain("messages_appended");
 });
 
 for (const format of formats) {
@@ -80,6 +84,9 @@ for (const format of formats) {
         ) as Expected;
         const storage = new JsonlSessionStorage(tmp());
         fs.copyFileSync(path.join(CORPUS, format, file), storage.fileFor(expected.session_id));
+        // A journal with images has its blobs beside it (NAME.blobs/<sha256>).
+        const blobs = path.join(CORPUS, format, file.replace(/\.jsonl$/, ".blobs"));
+        if (fs.existsSync(blobs)) fs.cpSync(blobs, storage.blobDir(expected.session_id), { recursive: true });
         expect(await storage.listSessions()).toEqual([expected.session_id]);
         expect((await storage.listBranches(expected.session_id)).map((b) => b.branch_id).sort()).toEqual(
           Object.keys(expected.branches).sort(),
@@ -92,6 +99,7 @@ for (const format of formats) {
             model: new ScriptedModel([]),
             runtime: createRuntime(),
           });
+          await loadSessionImages(storage, checkout!.session);
           restoreSession(agent, checkout!);
           expect([branch, agent.messages]).toEqual([branch, messages as never]);
           await agent.shutdown();

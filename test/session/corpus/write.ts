@@ -13,7 +13,8 @@
  * steered before its second model request; a compaction; a fork "alt" with a
  * run of its own; a last run on main after the fork; a run that suspends on
  * two approvals (awaiting_approval), answered in the journal (one approved,
- * one denied) and resumed.
+ * one denied) and resumed; a run with a task image whose tool returns an
+ * image too (the journal holds references, the bytes go to NAME.blobs/).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -23,7 +24,14 @@ import { CompactionPolicy } from "../../../src/context/index.ts";
 import { ScriptedModel } from "../../../src/providers/scripted.ts";
 import { policyFromConfig } from "../../../src/runtime/middleware/policy.ts";
 import { createRuntime } from "../../../src/runtime/runtime.ts";
-import { decideApproval, JsonlSessionStorage, restoreSession, resumeDecisions, SessionRecorder } from "../../../src/session/index.ts";
+import {
+  decideApproval,
+  JsonlSessionStorage,
+  loadSessionImages,
+  restoreSession,
+  resumeDecisions,
+  SessionRecorder,
+} from "../../../src/session/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
 
 const [format, name = "tour"] = process.argv.slice(2);
@@ -128,15 +136,39 @@ const resumed = await resuming.resumeRun(resumeDecisions(checkout.session));
 await resuming.shutdown();
 if (resumed.status !== "completed") throw new Error(`the resumed run did not complete: ${resumed.status}`);
 
+// Images: a task image (a 1×1 PNG) and a tool whose result holds an image block (a GIF), as an MCP tool's does.
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+const GIF = Buffer.from([...Buffer.from("GIF89a"), 1, 0, 1, 0, 0, 0, 0, 0x3b]);
+const snap: ToolDefinition = {
+  name: "snap",
+  description: "a picture (the corpus writer's is a fixed GIF)",
+  parameters: { type: "object" },
+  effect: "read_only",
+  handler: () => ({ content: [{ type: "text", text: "a picture" }, { type: "image", mime_type: "image/gif", data: GIF.toString("base64") }] }),
+};
+const imaging = createAgent({
+  agentId: "corpus-agent",
+  model: new ScriptedModel([{ content: null, tool_calls: [call("c8", "snap", {})] }, { content: "a dot, and a picture" }]),
+  runtime: createRuntime({ tools: [append, snap], middleware: [gate] }),
+  sinks: [new SessionRecorder(SESSION, storage)],
+});
+restoreSession(imaging, (await storage.checkout(SESSION))!);
+const imaged = await imaging.run("what is in this image? take a picture too", { images: [new Uint8Array(PNG)] });
+await imaging.shutdown();
+if (imaged.status !== "completed") throw new Error(`the image run did not complete: ${imaged.status}`);
+
 const expected: Record<string, unknown> = {};
 for (const b of await storage.listBranches(SESSION)) {
   const agent = createAgent({ agentId: "corpus-agent", model: new ScriptedModel([]), runtime: createRuntime() });
-  restoreSession(agent, (await storage.checkout(SESSION, b.branch_id))!);
+  const branch = (await storage.checkout(SESSION, b.branch_id))!;
+  await loadSessionImages(storage, branch.session);
+  restoreSession(agent, branch);
   expected[b.branch_id] = agent.messages;
   await agent.shutdown();
 }
 fs.mkdirSync(out, { recursive: true });
 fs.copyFileSync(storage.fileFor(SESSION), journal);
+if (fs.existsSync(storage.blobDir(SESSION))) fs.cpSync(storage.blobDir(SESSION), path.join(out, `${name}.blobs`), { recursive: true });
 fs.writeFileSync(path.join(out, `${name}.expected.json`), JSON.stringify({ session_id: SESSION, branches: expected }, null, 2) + "\n");
 fs.rmSync(work, { recursive: true, force: true });
 console.log(`wrote ${path.relative(process.cwd(), journal)} and ${name}.expected.json (branches ${Object.keys(expected).join(", ")})`);
