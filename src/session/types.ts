@@ -315,6 +315,18 @@ function str(record: SessionRecord, key: string): string {
   return v as string;
 }
 
+/**
+ * Why a journaled `images` list is wrong, or null: it must be image
+ * references (`media_type`, `sha256`, `bytes`) and never hold the bytes.
+ */
+function imageRefsProblem(v: unknown): string | null {
+  if (v === undefined) return null;
+  if (!Array.isArray(v) || !v.every(isImageAttachment)) return "must be a list of image references ({media_type, sha256, bytes})";
+  if (v.some((a) => (a as ImageAttachment).data !== undefined))
+    return "holds an image's bytes: a journal keeps an image by reference ({media_type, sha256, bytes}) and its bytes in the store's blobs (a SessionRecorder writes them)";
+  return null;
+}
+
 function isMessage(m: unknown): m is AgentMessage {
   if (m === null || typeof m !== "object" || Array.isArray(m)) return false;
   const role = (m as { role?: unknown }).role;
@@ -389,8 +401,8 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const task = record.data.task;
       if (typeof task !== "string") fail(record, "data.task must be a string");
       const images = record.data.images;
-      if (images !== undefined && (!Array.isArray(images) || !images.every(isImageAttachment)))
-        fail(record, "data.images must be a list of image references ({media_type, sha256, bytes})");
+      const bad = imageRefsProblem(images);
+      if (bad !== null) fail(record, `data.images ${bad}`);
       beginRun(runId);
       bindAgent();
       const run: SessionRun = {
@@ -443,6 +455,10 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const runId = str(record, "run_id");
       const ms = record.data.messages;
       if (!Array.isArray(ms) || !ms.every(isMessage)) fail(record, "data.messages must be a list of messages");
+      (ms as AgentMessage[]).forEach((m, i) => {
+        const bad = imageRefsProblem((m as { images?: unknown }).images);
+        if (bad !== null) fail(record, `data.messages[${i}].images ${bad}`);
+      });
       openRun(runId);
       for (const m of ms as AgentMessage[]) s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m) });
       p.lastSeq.set(runId, record.sequence);
@@ -529,6 +545,10 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const op = str(record, "operation_id");
       const ms = record.data.messages;
       if (!Array.isArray(ms) || !ms.every(isMessage)) fail(record, "data.messages must be a list of messages");
+      (ms as AgentMessage[]).forEach((m, i) => {
+        const bad = imageRefsProblem((m as { images?: unknown }).images);
+        if (bad !== null) fail(record, `data.messages[${i}].images ${bad}`);
+      });
       if (s.compactions.some((c) => c.operation_id === op)) fail(record, `compaction ${op} already applied`);
       bindAgent();
       s.compactions.push({

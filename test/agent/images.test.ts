@@ -12,8 +12,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
+import { type Compactor, CompactionPolicy, type TokenEstimator } from "../../src/context/index.ts";
+import { heuristicEstimator, IMAGE_TOKEN_ESTIMATE } from "../../src/context/estimate.ts";
 import { OpenAIModelAdapter } from "../../src/providers/openai.ts";
-import { ImageInputError, imageFromBytes, sniffImageType } from "../../src/providers/images.ts";
+import { ImageInputError, imageContentPart, imageFromBytes, imageRef, sniffImageType } from "../../src/providers/images.ts";
+import { SessionValidationError } from "../../src/session/types.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import { MemorySessionStorage, type JournalStorage } from "../../src/session/journal.ts";
 import { SessionRecorder } from "../../src/session/recorder.ts";
@@ -267,4 +270,65 @@ test("memory storage keeps blobs the same way", async () => {
   expect(JSON.stringify(records)).not.toContain(PNG_B64);
   expect(await storage.getBlob("m1", PNG_SHA)).toEqual(PNG);
   await restoreAndContinue(storage, "m1");
+});
+
+test("a journal refuses an image's bytes inline: a record names images by reference only", async () => {
+  const storage = new JsonlSessionStorage(dir);
+  const image = imageFromBytes(PNG);
+  const base = { session_id: "inline", agent_id: "a", branch_id: "main", sequence: 1 };
+  const e = await storage.append({ ...base, type: "run_started", data: { run_id: "r1", task: "look", images: [image] } }).catch((x) => x);
+  expect(e).toBeInstanceOf(SessionValidationError);
+  expect(e.message).toContain("data.images holds an image's bytes: a journal keeps an image by reference");
+  const bad = await storage
+    .append({ ...base, type: "run_started", data: { run_id: "r1", task: "look", images: [{ sha256: "x" }] } })
+    .catch((x) => x);
+  expect(bad.message).toContain("data.images must be a list of image references");
+  expect(fs.existsSync(storage.fileFor("inline"))).toBe(false);
+  await storage.append({ ...base, type: "run_started", data: { run_id: "r1", task: "look", images: [imageRef(image)] } });
+  const tool = { role: "tool", tool_call_id: "c1", content: "{}", images: [image] };
+  const t = await storage
+    .append({ ...base, sequence: 2, type: "messages_appended", data: { run_id: "r1", messages: [tool] } })
+    .catch((x) => x);
+  expect(t.message).toContain("data.messages[0].images holds an image's bytes");
+});
+
+test("a compaction's messages keep their images by reference too, and restore with them", async () => {
+  const storage = new MemorySessionStorage();
+  const estimator: TokenEstimator = { estimateMessage: () => 1, estimateTools: () => 0 };
+  const compactor: Compactor = { compact: async () => ({ content: "SUMMARY", source: "test" }) };
+  server.push(textReply("first"), textReply("second"));
+  const agent = createAgent({
+    model: model(),
+    agentId: "vision",
+    sinks: [new SessionRecorder("cmp", storage)],
+    compaction: {
+      policy: new CompactionPolicy({ contextWindow: 100_000, reserveTokens: 0, keepRecentTokens: 1 }, true, estimator),
+      compactor,
+    },
+  });
+  await agent.run("an old question");
+  await agent.run("this one has an image", { images: [GIF] });
+  expect((await agent.compact()).status).toBe("completed");
+  await agent.shutdown();
+  const records = await storage.records("cmp");
+  const applied = records.find((r) => r.type === "compaction_applied")!;
+  const kept = (applied.data.messages as { role: string; images?: { data?: string; sha256: string }[] }[]).find(
+    (m) => m.images !== undefined,
+  )!;
+  expect(kept.images!.map((a) => [a.sha256, a.data])).toEqual([[GIF_SHA, undefined]]);
+  const checkout = (await storage.checkout("cmp"))!;
+  await loadSessionImages(storage, checkout.session);
+  const again = createAgent({ model: model(), agentId: "vision" });
+  restoreSession(again, checkout);
+  const user = again.messages.find((m) => m.role === "user" && "images" in m) as { images: { data: string }[] };
+  expect(user.images[0]!.data).toBe(Buffer.from(GIF).toString("base64"));
+  await again.shutdown();
+});
+
+test("the token estimate counts an image as IMAGE_TOKEN_ESTIMATE, not its base64", () => {
+  const big = imageFromBytes(new Uint8Array([...PNG, ...new Uint8Array(30_000)]));
+  const plain = heuristicEstimator.estimateMessage({ role: "user", content: "look" });
+  expect(heuristicEstimator.estimateMessage({ role: "user", content: "look", images: [big] })).toBe(plain + IMAGE_TOKEN_ESTIMATE);
+  const parts = { role: "user", content: [{ type: "text", text: "look" }, imageContentPart(big)] };
+  expect(heuristicEstimator.estimateMessage(parts)).toBeLessThan(plain + IMAGE_TOKEN_ESTIMATE + 20);
 });
