@@ -67,6 +67,7 @@ import {
   sessionMessages,
 } from "../session/types.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
+import { Progress } from "./progress.ts";
 import { decideApproval, SessionApprovalError } from "../session/approvals.ts";
 
 export const SESSIONS_HELP = `Usage:
@@ -597,10 +598,15 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         return 0;
       }
       case "export": {
-        const text = await exportSession(storage, id!).catch(async (e) => {
-          if (e instanceof SessionNotFoundError) await requireRecords(storage, id!); // names where it looked
-          throw e;
-        });
+        // A progress line on a terminal while a large journal is read (not in front of the journal itself).
+        const progress = longWork(v.out !== undefined || process.stdout.isTTY !== true);
+        progress?.phase("reading the journal");
+        const text = await exportSession(storage, id!)
+          .catch(async (e) => {
+            if (e instanceof SessionNotFoundError) await requireRecords(storage, id!); // names where it looked
+            throw e;
+          })
+          .finally(() => progress?.done());
         if (v.out !== undefined) {
           if (v.out.trim() === "") return subFail("--out must not be empty (or leave it out for stdout)");
           try {
@@ -633,9 +639,17 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         }
         if (v.as !== undefined && v.as.trim() === "") return subFail("--as must not be empty: give the session id to import under");
         let r;
+        const progress = longWork(true);
         try {
-          r = await importSession(storage, text, { as: v.as, source: file === "-" ? "stdin" : file });
+          r = await importSession(storage, text, {
+            as: v.as,
+            source: file === "-" ? "stdin" : file,
+            // each line read, then the check of the whole, then the one write
+            onProgress: (phase) =>
+              phase === "read" ? progress?.tick() : progress?.phase(phase === "checking" ? "checking them" : "writing to the store"),
+          });
         } catch (e) {
+          progress?.done();
           if (e instanceof SessionConflictError && /exists already/.test(e.message))
             return journalError(
               `${e.message.replace(/: import it under another id.*$/, "")} in ${store.location}: nothing was imported; import it under another id with --as ID, or delete that session first (agentcore sessions delete ${shellWord((v.as ?? "").trim() || sessionIdIn(text))}${dirArgs} --yes)`,
@@ -644,6 +658,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
             return journalError(`${e.message}; a journal holds one session (--as ID renames one whole session, it does not merge two)`);
           throw e;
         }
+        progress?.done();
         emit({ ...r, store: store.location }, [
           `session ${visible(r.session_id)} imported into ${store.location}: ${r.records} record(s), ${r.branches.length === 1 ? "branch" : "branches"} ${r.branches.map(visible).join(", ")}${r.source_session_id !== r.session_id ? ` (from '${visible(r.source_session_id)}')` : ""}`,
         ]);
@@ -741,6 +756,11 @@ async function liveRuns(storage: JournalStorage, id: string, records: readonly S
 }
 
 /** A journal problem: the message says what to do, so no usage hint. Exit 2. */
+/** A progress line for export/import (src/cli/progress.ts) when stderr is a terminal and `wanted`; it is erased when the work ends. */
+function longWork(wanted: boolean): Progress | null {
+  return wanted && process.stderr.isTTY === true ? new Progress({ prefix: "agentcore sessions", noun: "records", quiet: true }) : null;
+}
+
 function journalError(message: string): number {
   process.stderr.write(`agentcore sessions: ${message}\n`);
   return 2;

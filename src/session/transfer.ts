@@ -30,6 +30,8 @@ export interface ImportOptions {
   as?: string;
   /** Where the text came from, for messages (a file name, or "stdin"). */
   source?: string;
+  /** Hears of the work (for a progress line): each line read, once before the records are checked together, once before they are written. */
+  onProgress?: (phase: "read" | "checking" | "writing", records: number) => void;
 }
 
 /** What {@link importSession} wrote. */
@@ -77,9 +79,11 @@ export function parseJournal(
         `${at} belongs to session '${r.session_id}', the lines before it to '${sourceId}': a journal holds one session; nothing was imported`,
       );
     records.push(r);
+    options.onProgress?.("read", records.length);
   });
   const target = options.as !== undefined ? normalizeId(options.as) : null;
   if (target !== null) for (const r of records) r.session_id = target;
+  options.onProgress?.("checking", records.length);
   try {
     validateRecords(records);
   } catch (e) {
@@ -97,6 +101,7 @@ export function parseJournal(
  */
 export async function importSession(storage: JournalStorage, text: string, options: ImportOptions = {}): Promise<SessionImport> {
   const { records, sourceId, lines } = parseJournal(text, options);
+  options.onProgress?.("writing", records.length);
   const r = await storage.importRecords(records, { lines });
   const branches = [...new Set(records.map((x) => x.branch_id))];
   return { session_id: r.session_id, source_session_id: sourceId, records: r.records, branches };

@@ -247,3 +247,72 @@ describe.skipIf(TMUX === null)("chat on a terminal (tmux)", () => {
     expect(stdout).not.toContain("\u001b");
   });
 });
+
+/** A valid journal of `n` records: a run started, then assistant messages, each the child of the one before. */
+function bigJournal(n: number): string {
+  const lines: string[] = [];
+  let parent: string | null = null;
+  for (let i = 1; i <= n; i++) {
+    const id = i.toString(16).padStart(32, "0");
+    const data =
+      i === 1 ? { run_id: "r".repeat(32), task: "t" } : { message: { content: `m${i}`, role: "assistant" }, run_id: "r".repeat(32) };
+    lines.push(
+      JSON.stringify({
+        agent_id: "a",
+        branch_id: "main",
+        data,
+        journal_schema_version: 1,
+        parent_id: parent,
+        record_id: id,
+        revision: i,
+        sequence: i,
+        session_id: "big",
+        type: i === 1 ? "run_started" : "message_appended",
+      }),
+    );
+    parent = id;
+  }
+  return lines.join("\n") + "\n";
+}
+
+describe.skipIf(SCRIPT === null)("sessions import/export: a progress line on a terminal, erased when done", () => {
+  /** `agentcore ARGS` with stdout and stderr on a pseudo-terminal: the bytes it wrote there. */
+  function pty(args: string[]): { tty: string; status: number | null } {
+    const r = Bun.spawnSync([SCRIPT!, "-qec", [bin, ...args].map(quote).join(" "), "/dev/null"], {
+      cwd: dir,
+      stdin: "ignore",
+      env: { ...CLEAN_ENV, TERM: "xterm" },
+    });
+    return { tty: r.stdout.toString(), status: r.exitCode };
+  }
+
+  test("import draws its phases, then only the result line stays; export --out the same; through pipes nothing on stderr", () => {
+    const journal = join(dir, "big.jsonl");
+    writeFileSync(journal, bigJournal(3000));
+    const store = join(dir, "store");
+    const imp = pty(["sessions", "import", journal, "--sessions-dir", store]);
+    expect(imp.status).toBe(0);
+    expect(imp.tty).toMatch(/agentcore sessions: 3,000 records, [\d,]+\/s; writing to the store… \d+\.\d s/);
+    expect(screenLines(imp.tty)).toEqual([`session big imported into ${store}: 3000 record(s), branch main`]);
+
+    const copy = join(dir, "copy.jsonl");
+    const exp = pty(["sessions", "export", "big", "--sessions-dir", store, "--out", copy]);
+    expect(exp.status).toBe(0);
+    expect(exp.tty).toMatch(/agentcore sessions: reading the journal… \d+\.\d s/);
+    expect(screenLines(exp.tty)).toEqual([`agentcore sessions: session big: 3000 record(s) written to ${copy}`]);
+    expect(readFileSync(copy, "utf8")).toBe(readFileSync(journal, "utf8"));
+
+    // Pipes: the journal alone on stdout, and no progress on stderr.
+    const piped = Bun.spawnSync([bin, "sessions", "export", "big", "--sessions-dir", store], { cwd: dir, stdin: "ignore", env: CLEAN_ENV });
+    expect(piped.exitCode).toBe(0);
+    expect(piped.stderr.toString()).toBe("");
+    expect(piped.stdout.toString()).toBe(readFileSync(journal, "utf8"));
+    const again = Bun.spawnSync([bin, "sessions", "import", journal, "--as", "big2", "--sessions-dir", store], {
+      cwd: dir,
+      stdin: "ignore",
+      env: CLEAN_ENV,
+    });
+    expect(again.exitCode).toBe(0);
+    expect(again.stderr.toString()).toBe("");
+  });
+});
