@@ -185,6 +185,86 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       expect(events.filter((m) => m.event === "agent_started").length).toBe(1);
     }, 180_000);
 
+  test("SIGKILL the owner while an approval waits: the takeover leaves the run suspended; approved and resumed through B, it completes once", async () => {
+    const dir = tmp();
+    const cfg = config(dir, ASK);
+    const count = path.join(dir, "count.txt");
+    const a = await startDaemon(dir, "a", cfg);
+    const created = await call(a, "POST", "/v1/runs", { task: "count", script: [shTurn("echo line >> count.txt"), { content: "done" }] });
+    const id = created.json.run_id as string;
+    const sid = created.json.session.session_id as string;
+    await waitFor(async () => {
+      const r = await call(a, "GET", "/v1/approvals");
+      return (r.json.approvals as { tool_call_id: string }[]).some((x) => x.tool_call_id === "w1");
+    }, "the approval to wait");
+    const b = await startDaemon(dir, "b", cfg);
+    a.proc.kill("SIGKILL");
+    await a.proc.exited;
+    const rest = await settled(b, id, 120_000);
+    expect(rest.status).toBe("suspended");
+    expect(rest.result.stop_reason).toBe("awaiting_approval");
+    // nothing waits in a live daemon any more: the journal's request is what is answered
+    expect((await call(b, "GET", "/v1/approvals")).json.approvals).toEqual([]);
+    const pending = await call(b, "GET", `/v1/sessions/${sid}/approvals`);
+    expect(pending.json.pending.map((p: { tool_call_id: string }) => p.tool_call_id)).toEqual(["w1"]);
+    expect((await call(b, "POST", `/v1/sessions/${sid}/approvals/w1`, { approved: true })).status).toBe(200);
+    const resumed = await call(b, "POST", `/v1/sessions/${sid}/resume`, { script: [{ content: "done" }] }, { accept: "application/json" });
+    expect(resumed.status).toBe(201);
+    expect(resumed.json.result.status).toBe("completed");
+    expect(lines(count)).toEqual(["line"]);
+  }, 180_000);
+
+  test("an owner that is only cut off (SIGSTOP) is fenced: another daemon takes the run over, and the old one, let go on, writes nothing more to it", async () => {
+    const dir = tmp();
+    const cfg = config(dir);
+    const count = path.join(dir, "count.txt");
+    const pidFile = path.join(dir, "sleeper.pid");
+    sleepers.push(pidFile);
+    const a = await startDaemon(dir, "a", cfg);
+    const created = await call(a, "POST", "/v1/runs", {
+      task: "count",
+      script: [shTurn("echo $$ > sleeper.pid; echo line >> count.txt; exec sleep 600"), { content: "finished by B" }],
+    });
+    const id = created.json.run_id as string;
+    const sid = created.json.session.session_id as string;
+    await waitFor(
+      async () => lines(count).length === 1 && fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim() !== "",
+      "the call to start",
+    );
+    const b = await startDaemon(dir, "b", cfg);
+    a.proc.kill("SIGSTOP");
+    try {
+      // A's heartbeat and leases lapse; B takes the run over and finishes it
+      const done = await settled(b, id, 150_000);
+      expect(done.result.output).toBe("finished by B");
+      // (B's first claims may find A's leases live until they expire: each claim moves the epoch on)
+      expect(done.cluster.status).toBe("idle");
+      expect(done.cluster.epoch).toBeGreaterThanOrEqual(2);
+    } finally {
+      a.proc.kill("SIGCONT");
+    }
+    const before = (await call(b, "GET", `/v1/sessions/${sid}/tree`)).json.records.length;
+    const eventsBefore = (await sse(b, id)).messages.length;
+    // the old owner's call now ends: its result must not reach the journal or the run's events
+    process.kill(Number(fs.readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+    await waitFor(async () => (await call(a, "GET", "/v1/health").catch(() => null))?.status === 200, "A to answer again");
+    await waitFor(async () => {
+      const r = await call(a, "GET", `/v1/runs/${id}`);
+      return r.status === 200 && r.json.agent_id !== undefined && r.json.status !== "running";
+    }, "A's run to stop");
+    expect((await call(b, "GET", `/v1/sessions/${sid}/tree`)).json.records.length).toBe(before);
+    expect((await sse(b, id)).messages.length).toBe(eventsBefore);
+    // A's own view says who owns the run now
+    const onA = await call(a, "GET", `/v1/runs/${id}`);
+    // it stopped its run: the queue's job signal or the epoch fence aborted it (the journal refused its appends meanwhile)
+    expect(onA.json.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+    expect(onA.json.result.error).toMatch(/taken over by another daemon|heartbeat was lost/);
+    const onB = (await call(b, "GET", `/v1/runs/${id}`)).json;
+    expect(onA.json.cluster).toEqual(onB.cluster);
+    expect(onA.json.cluster.owner).not.toBe(null);
+    expect(lines(count)).toEqual(["line"]);
+  }, 240_000);
+
   test("serve refuses a store it cannot use, with exit 2 and a message that says what to do", async () => {
     const dir = tmp();
     const serve = (...args: string[]) => {

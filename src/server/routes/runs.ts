@@ -120,8 +120,14 @@ export function runRoutes(deps: AppDeps) {
   app.get("/:id", async (c) => {
     const id = c.req.param("id");
     const local = runs.find(id);
-    if (local !== undefined || cluster === null) return jsonResponse(runs.view(runs.get(id)));
+    if (cluster === null) return jsonResponse(runs.view(runs.get(id)));
     const view = await cluster.view(id);
+    // a run this daemon runs (or ran): its own view, with the table's word on who owns it now
+    if (local !== undefined)
+      return jsonResponse({
+        ...runs.view(local),
+        ...(view !== null ? { cluster: { status: view.status, owner: view.owner, epoch: view.epoch } } : {}),
+      });
     if (view === null) throw new HttpError(404, "NOT_FOUND", `no run '${id.slice(0, 100)}'`, {});
     return jsonResponse(view);
   });
