@@ -5,6 +5,7 @@
  * expected JSON beside it.
  */
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createAgent } from "../../src/agent/index.ts";
@@ -101,7 +102,19 @@ for (const format of formats) {
           });
           await loadSessionImages(storage, checkout!.session);
           restoreSession(agent, checkout!);
-          expect([branch, agent.messages]).toEqual([branch, messages as never]);
+          // Images are expected by reference; their bytes must be back, and hash to their sha256.
+          const got = agent.messages.map((m) => {
+            if (!("images" in m) || !Array.isArray(m.images)) return m;
+            for (const a of m.images)
+              expect([
+                a.sha256,
+                createHash("sha256")
+                  .update(Buffer.from(a.data ?? "", "base64"))
+                  .digest("hex"),
+              ]).toEqual([a.sha256, a.sha256]);
+            return { ...m, images: m.images.map(({ data: _, ...ref }) => ref) };
+          });
+          expect([branch, got]).toEqual([branch, messages as never]);
           await agent.shutdown();
         }
       });
