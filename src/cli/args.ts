@@ -687,7 +687,12 @@ export const SERVE_OPTIONS = {
     section: "Limits",
     help: "requests handled at once before 503 (default 256; health, the approval\nroutes and abort have their own reserve and still get through)",
   },
-  "max-active-runs": { type: "string", arg: "N", section: "Limits", help: "agent runs active at once before 503 (default 16)" },
+  "max-active-runs": {
+    type: "string",
+    arg: "N",
+    section: "Limits",
+    help: "agent runs active at once before 503 (default 16); in cluster mode also the\nqueued runs this daemon takes at once",
+  },
   "request-timeout-ms": { type: "string", arg: "N", section: "Limits", help: "deadline of a request (not of run streams; default 30000)" },
   "approval-timeout-ms": {
     type: "string",
