@@ -7,7 +7,9 @@
  * `LLM_TEMPERATURE`, `LLM_INCLUDE_USAGE`).
  *
  * Output: by default the assistant's text streams to stdout; when stderr is a
- * terminal, each tool call shows as one line there. With `--events jsonl`
+ * terminal, the live view goes there (src/cli/live.ts): a spinner while the
+ * model is silent or tools run, each tool call as one line as chat draws it,
+ * and the run's summary line; `--show-thinking` adds the thinking. With `--events jsonl`
  * every event is one JSON line on stdout instead, ending with
  * `agent_finished`, which carries the result. Exit status 0 when the run
  * completed, 3 when it suspended awaiting an approval (`--suspend-on-approval`;

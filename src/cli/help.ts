@@ -133,7 +133,7 @@ export const AGENT_HELP: CommandSpec = {
     "agent --session ID --resume [options]  (after sessions approve|deny)",
   ],
   description:
-    'Runs an agent on TASK with the registered tools. The answer streams to stdout (with\n--events jsonl, every event instead); when stderr is a terminal each tool call shows there\nas one line. Side-effecting tools ask on the terminal first unless the config\'s "policy"\nsays otherwise or --approve-all is given.',
+    'Runs an agent on TASK with the registered tools. The answer streams to stdout (with\n--events jsonl, every event instead). When stderr is a terminal (and no --events), it shows\na spinner with the elapsed time while the model is silent or a tool runs, each tool call as\none line with its status and duration, and a last line with the stop reason, turns, tokens\nand time (NO_COLOR: no colour; TERM=dumb: no spinner). Side-effecting tools ask on the\nterminal first unless the config\'s "policy" says otherwise or --approve-all is given.',
   options: AGENT_OPTIONS,
   examples: [
     `agentcore agent --script examples/agent_script.jsonl "Read examples/hello.txt"`,
@@ -157,7 +157,7 @@ export const CHAT_HELP: CommandSpec = {
   summary: COMMANDS.chat.summary,
   usage: ["chat [options]"],
   description:
-    "The interactive agent: a REPL with streamed answers, one line per tool call, the plan as a\nchecklist and approvals at the prompt; /steer /abort /continue /compact /sessions /fork\n(/help inside). The conversation is kept in a session (--session, else a new one).",
+    "The interactive agent: a REPL with streamed answers, one line per tool call, the plan as a\nchecklist and approvals at the prompt; /steer /abort /continue /compact /sessions /fork\n(/help inside). On a terminal, a spinner while the model is silent and a summary line\nafter each run. The conversation is kept in a session (--session, else a new one).",
   options: CHAT_OPTIONS,
   examples: [
     "agentcore chat --preset ollama --model qwen3 --tools write_file",
