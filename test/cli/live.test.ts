@@ -230,6 +230,25 @@ describe.skipIf(TMUX === null)("chat on a terminal (tmux)", () => {
     );
   });
 
+  test("a line typed while the spinner is drawn: the spinner gives way to it, and comes back once the line is empty again", async () => {
+    const path = writeScript("chat.jsonl", [{ delay_ms: 8000, content: "Late answer.", usage: { input_tokens: 4, output_tokens: 2 } }]);
+    start(["chat", "--no-plan", "--script", path, "--root", dir]);
+    await waitFor(has("/help lists the commands"), "the banner");
+    tmux("send-keys", "-t", NAME, "-l", "hello");
+    tmux("send-keys", "-t", NAME, "Enter");
+    await waitFor(has("waiting for the model"), "the spinner");
+    tmux("send-keys", "-t", NAME, "-l", "abc");
+    const typing = await waitFor((s) => s.split("\n").some((l) => l.trimEnd() === "abc"), "the typed text on a line of its own");
+    expect(typing).not.toContain("waiting for the model");
+    tmux("send-keys", "-t", NAME, "BSpace", "BSpace", "BSpace");
+    await waitFor(has("waiting for the model"), "the spinner again");
+    await waitFor(has("[completed: text_response · 1 turn · tokens 4 in, 2 out"), "the summary");
+    tmux("send-keys", "-t", NAME, "C-d");
+    const end = await waitFor(has("[exited with 0]"), "the end of the chat");
+    expect(end).not.toContain("waiting for the model");
+    expect(end).toContain("Late answer.");
+  });
+
   test("piped chat: no spinner and no summary lines (the transcript is unchanged)", async () => {
     const path = writeScript("chat.jsonl", [{ delay_ms: 1500, content: "Piped answer." }]);
     const p = Bun.spawn([bin, "chat", "--no-plan", "--script", path, "--root", dir], {
