@@ -169,7 +169,7 @@ export class JsonlSessionStorage extends JournalStorage {
   /**
    * Writes an image blob (0600, in a 0700 directory beside the journal):
    * to a temporary file, fsynced, then renamed into place, so a blob is
-   * whole or absent. A blob already there is left as it is.
+   * whole or absent. A blob already there with these bytes is left as it is.
    */
   override async putBlob(sessionId: string, sha256: string, bytes: Uint8Array): Promise<void> {
     assertBlobName(sessionId, sha256);
@@ -178,7 +178,8 @@ export class JsonlSessionStorage extends JournalStorage {
     const file = path.join(dir, sha256);
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      if (fs.existsSync(file)) return;
+      // Already there with these bytes: nothing to do (a blob whose bytes were changed is written again).
+      if (fs.existsSync(file) && createHash("sha256").update(fs.readFileSync(file)).digest("hex") === sha256) return;
       const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(16).slice(2)}`;
       const fd = fs.openSync(tmp, "wx", 0o600);
       try {

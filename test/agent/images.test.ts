@@ -332,3 +332,16 @@ test("the token estimate counts an image as IMAGE_TOKEN_ESTIMATE, not its base64
   const parts = { role: "user", content: [{ type: "text", text: "look" }, imageContentPart(big)] };
   expect(heuristicEstimator.estimateMessage(parts)).toBeLessThan(plain + IMAGE_TOKEN_ESTIMATE + 20);
 });
+
+test("JSONL: writing a blob again mends one whose bytes were changed", async () => {
+  const storage = new JsonlSessionStorage(dir);
+  await storage.putBlob("mend", PNG_SHA, PNG);
+  const file = path.join(storage.blobDir("mend"), PNG_SHA);
+  fs.writeFileSync(file, "changed");
+  await storage.putBlob("mend", PNG_SHA, PNG);
+  expect(new Uint8Array(fs.readFileSync(file))).toEqual(PNG);
+  expect(fs.readdirSync(storage.blobDir("mend"))).toEqual([PNG_SHA]);
+  const e = await storage.putBlob("mend", "../../etc/passwd", PNG).catch((x) => x);
+  expect(e).toBeInstanceOf(SessionBlobError);
+  expect(e.message).toContain("is not a SHA-256");
+});
