@@ -623,7 +623,7 @@ async function agentCommand(
     if (thinking !== null && event.kind === "assistant_thinking_delta") {
       spinner.stop();
       thinking.write(event.delta);
-    }
+    } else if (event.kind === "message_completed") thinking?.end(); // each turn's thinking is a block of its own
     if (flags.events === "jsonl") {
       output(JSON.stringify(event), true);
       return;

@@ -204,6 +204,27 @@ describe.skipIf(SCRIPT === null)("agent through script(1) and pipes", () => {
   });
 });
 
+test("--show-thinking: each turn's thinking is a block of its own, with --events jsonl too (stdout keeps the events alone)", async () => {
+  const path = writeScript("think.jsonl", [
+    { thinking: "first thought", content: null, tool_calls: [{ id: "c1", name: "read_file", arguments: '{"path":"note.txt"}' }] },
+    { thinking: "second thought", content: "ok" },
+  ]);
+  for (const extra of [[], ["--events", "jsonl"]]) {
+    const p = Bun.spawn([bin, "agent", "--no-plan", "--show-thinking", ...extra, "--script", path, "go"], {
+      cwd: dir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: CLEAN_ENV,
+    });
+    const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    expect(status).toBe(0);
+    expect(stderr).toBe("thinking: first thought\nthinking: second thought\n");
+    if (extra.length === 0) expect(stdout).toBe("ok\n");
+    else for (const line of stdout.trimEnd().split("\n")) expect(typeof (JSON.parse(line) as { kind: unknown }).kind).toBe("string");
+  }
+});
+
 describe.skipIf(TMUX === null)("chat on a terminal (tmux)", () => {
   test("a spinner while the model is silent, gone after; each run ends with its summary line", async () => {
     const path = writeScript("chat.jsonl", [
