@@ -11,9 +11,10 @@
 import { expect, test } from "bun:test";
 import * as path from "node:path";
 import { tmpPerTest } from "../support/tmp.ts";
-import { ASK, call, config, lines, maybe, sse, startDaemon, waitFor, type Daemon } from "../support/cluster.ts";
+import { ASK, call, clusterFile, config, lines, sse, startDaemon, waitFor, type Daemon } from "../support/cluster.ts";
 
 const tmp = tmpPerTest("agentcore-cluster-load-");
+const { db, maybe } = await clusterFile("the cluster load test");
 const RUNS = Number(process.env.AGENTCORE_CLUSTER_LOAD_RUNS ?? 24);
 
 maybe("cluster mode under load, with a daemon SIGKILLed twice", () => {
@@ -21,7 +22,7 @@ maybe("cluster mode under load, with a daemon SIGKILLed twice", () => {
     const dir = tmp();
     const cfg = config(dir, ASK);
     // a few runs at a time each, so that the load lasts and a kill finds runs in flight (c, the one killed, takes more)
-    const start = (name: string) => startDaemon(dir, name, cfg, ["--max-active-runs", name.startsWith("c") ? "4" : "2"]);
+    const start = (name: string) => startDaemon(db!, dir, name, cfg, ["--max-active-runs", name.startsWith("c") ? "4" : "2"]);
     const daemons: (Daemon | null)[] = [await start("a"), await start("b"), await start("c")];
     const alive = () => daemons.filter((d): d is Daemon => d !== null);
     const ids: string[] = [];

@@ -7,12 +7,14 @@
 import { expect, test } from "bun:test";
 import * as path from "node:path";
 import { restartableCluster, skipMessage } from "../support/postgres.ts";
-import { call, config, lines, startDaemon, waitFor } from "../support/cluster.ts";
+import { call, clusterFile, config, lines, startDaemon, waitFor } from "../support/cluster.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 import { describe } from "bun:test";
 
 const tmp = tmpPerTest("agentcore-cluster-pgrestart-");
 const pg = restartableCluster();
+// (the file's own database on the shared server is unused: the daemons use the restartable cluster)
+await clusterFile("the PostgreSQL restart test");
 if (pg === null) console.warn(`skipping the PostgreSQL restart test: ${skipMessage}`);
 const maybe = pg === null ? describe.skip : describe;
 
@@ -26,8 +28,8 @@ maybe("cluster mode while PostgreSQL restarts", () => {
     const dir = tmp();
     const cfg = config(dir);
     const store = pg!.url;
-    const a = await startDaemon(dir, "a", cfg, ["--max-active-runs", "2"], store);
-    const b = await startDaemon(dir, "b", cfg, ["--max-active-runs", "2"], store);
+    const a = await startDaemon(store, dir, "a", cfg, ["--max-active-runs", "2"]);
+    const b = await startDaemon(store, dir, "b", cfg, ["--max-active-runs", "2"]);
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
       const r = await call(i % 2 === 0 ? a : b, "POST", "/v1/runs", { task: `run ${i}`, script: [turn(i), { content: `done ${i}` }] });

@@ -12,13 +12,12 @@ import { binaryPath } from "../support/binary.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 import {
   ASK,
-  db,
+  clusterFile,
   ENV,
   call,
   claimed,
   config,
   lines,
-  maybe,
   settled,
   shTurn,
   sleepers,
@@ -29,13 +28,14 @@ import {
 } from "../support/cluster.ts";
 
 const tmp = tmpPerTest("agentcore-cluster-");
+const { db, maybe } = await clusterFile();
 
 maybe("cluster mode: several daemons on one PostgreSQL store", () => {
   test("the daemons share one token; a run created on A is followed on B, replay included; GET /v1/runs on B shows it", async () => {
     const dir = tmp();
     const cfg = config(dir);
-    const a = await startDaemon(dir, "a", cfg);
-    const b = await startDaemon(dir, "b", cfg);
+    const a = await startDaemon(db!, dir, "a", cfg);
+    const b = await startDaemon(db!, dir, "b", cfg);
     expect(fs.readFileSync(a.tokenFile, "utf8")).toBe(fs.readFileSync(b.tokenFile, "utf8"));
     // the other daemon's token is refused by neither (it is the same), a wrong one by both
     expect((await fetch(`${b.url}/v1/runs`, { headers: { authorization: `Bearer ${"x".repeat(43)}` } })).status).toBe(401);
@@ -72,7 +72,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
   test("a run on A waiting for an approval is listed, steered, and approved on B; another is aborted on B; the call runs once", async () => {
     const dir = tmp();
     const cfg = config(dir, ASK);
-    const a = await startDaemon(dir, "a", cfg);
+    const a = await startDaemon(db!, dir, "a", cfg);
     const count = path.join(dir, "count.txt");
     const first = await call(a, "POST", "/v1/runs", { task: "count", script: [shTurn("echo line >> count.txt"), { content: "done" }] });
     const id = first.json.run_id as string;
@@ -83,7 +83,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       }, "the pending approval");
     await pendingOn(a);
     // B starts only now: the run is A's
-    const b = await startDaemon(dir, "b", cfg);
+    const b = await startDaemon(db!, dir, "b", cfg);
     const onB = await pendingOn(b);
     const steer = await call(b, "POST", `/v1/runs/${id}/steer`, { content: "steered from B" });
     expect(steer.status).toBe(202);
@@ -119,7 +119,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       const r = await call(a, "GET", "/v1/approvals");
       return (r.json.approvals as { tool_call_id: string }[]).some((x) => x.tool_call_id === "w2");
     }, "the second approval");
-    const b2 = await startDaemon(dir, "b2", cfg);
+    const b2 = await startDaemon(db!, dir, "b2", cfg);
     const aborted = await call(b2, "POST", `/v1/runs/${id2}/abort`, { reason: "stopped from B" });
     expect(aborted.status).toBe(200);
     expect(aborted.json).toEqual({ run_id: id2, aborted: true });
@@ -152,7 +152,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       const count = path.join(dir, "count.txt");
       const pidFile = path.join(dir, "sleeper.pid");
       sleepers.push(pidFile);
-      const a = await startDaemon(dir, "a", cfg);
+      const a = await startDaemon(db!, dir, "a", cfg);
       const turn = shTurn("echo $$ > sleeper.pid; echo line >> count.txt; exec sleep 600");
       if (!withRead) turn.tool_calls.pop();
       const created = await call(a, "POST", "/v1/runs", { task: "count", script: [turn, { content: "finished after the takeover" }] });
@@ -163,7 +163,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
         async () => lines(count).length === 1 && fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim() !== "",
         "the call to start",
       );
-      const b = await startDaemon(dir, "b", cfg);
+      const b = await startDaemon(db!, dir, "b", cfg);
       a.proc.kill("SIGKILL");
       await a.proc.exited;
       process.kill(Number(fs.readFileSync(pidFile, "utf8").trim()), "SIGKILL");
@@ -189,7 +189,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
     const dir = tmp();
     const cfg = config(dir, ASK);
     const count = path.join(dir, "count.txt");
-    const a = await startDaemon(dir, "a", cfg);
+    const a = await startDaemon(db!, dir, "a", cfg);
     const created = await call(a, "POST", "/v1/runs", { task: "count", script: [shTurn("echo line >> count.txt"), { content: "done" }] });
     const id = created.json.run_id as string;
     const sid = created.json.session.session_id as string;
@@ -197,7 +197,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       const r = await call(a, "GET", "/v1/approvals");
       return (r.json.approvals as { tool_call_id: string }[]).some((x) => x.tool_call_id === "w1");
     }, "the approval to wait");
-    const b = await startDaemon(dir, "b", cfg);
+    const b = await startDaemon(db!, dir, "b", cfg);
     a.proc.kill("SIGKILL");
     await a.proc.exited;
     const rest = await settled(b, id, 120_000);
@@ -220,7 +220,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
     const count = path.join(dir, "count.txt");
     const pidFile = path.join(dir, "sleeper.pid");
     sleepers.push(pidFile);
-    const a = await startDaemon(dir, "a", cfg);
+    const a = await startDaemon(db!, dir, "a", cfg);
     const created = await call(a, "POST", "/v1/runs", {
       task: "count",
       script: [shTurn("echo $$ > sleeper.pid; echo line >> count.txt; exec sleep 600"), { content: "finished by B" }],
@@ -231,7 +231,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       async () => lines(count).length === 1 && fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim() !== "",
       "the call to start",
     );
-    const b = await startDaemon(dir, "b", cfg);
+    const b = await startDaemon(db!, dir, "b", cfg);
     a.proc.kill("SIGSTOP");
     try {
       // A's heartbeat and leases lapse; B takes the run over and finishes it
@@ -293,7 +293,7 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
   test("--max-active-runs 1: the daemon works one run at a time from the queue", async () => {
     const dir = tmp();
     const cfg = config(dir);
-    const a = await startDaemon(dir, "a", cfg, ["--max-active-runs", "1"]);
+    const a = await startDaemon(db!, dir, "a", cfg, ["--max-active-runs", "1"]);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await call(a, "POST", "/v1/runs", {

@@ -11,27 +11,35 @@ import { binaryPath } from "./binary.ts";
 import { freshDatabase, skipMessage } from "./postgres.ts";
 
 export const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: os.tmpdir() };
-export const db = await freshDatabase();
-if (db === null) console.warn(`skipping the cluster tests: ${skipMessage}`);
-export const maybe = db === null ? describe.skip : describe;
 
 let bin = "";
-beforeAll(() => {
-  if (db !== null) bin = binaryPath();
-}, 300_000);
-
 export const live: { kill(signal?: number | NodeJS.Signals): void }[] = [];
 export const sleepers: string[] = [];
-afterEach(() => {
-  for (const p of live.splice(0)) p.kill("SIGKILL");
-  for (const f of sleepers.splice(0)) {
-    try {
-      process.kill(Number(fs.readFileSync(f, "utf8").trim()), "SIGKILL");
-    } catch {
-      /* gone */
+
+/**
+ * Set up a cluster test file (call it at the file's top level): a fresh
+ * database of its own (dropped after the file), the binary built before its
+ * tests, and every daemon and left-over sleeper of a test killed after it.
+ * `maybe` is `describe`, or `describe.skip` without a PostgreSQL server.
+ */
+export async function clusterFile(what = "the cluster tests"): Promise<{ db: string | null; maybe: typeof describe }> {
+  const db = await freshDatabase();
+  if (db === null) console.warn(`skipping ${what}: ${skipMessage}`);
+  beforeAll(() => {
+    if (db !== null) bin = binaryPath();
+  }, 300_000);
+  afterEach(() => {
+    for (const p of live.splice(0)) p.kill("SIGKILL");
+    for (const f of sleepers.splice(0)) {
+      try {
+        process.kill(Number(fs.readFileSync(f, "utf8").trim()), "SIGKILL");
+      } catch {
+        /* gone */
+      }
     }
-  }
-});
+  });
+  return { db, maybe: db === null ? describe.skip : describe };
+}
 
 /** A config whose exec may run sh without isolation, and maybe a policy. */
 export function config(dir: string, extra: Record<string, unknown> = {}): string {
@@ -77,7 +85,7 @@ export interface Daemon {
 }
 
 /** `agentcore serve --store <db>` on a free loopback port, its own state directory. */
-export async function startDaemon(dir: string, name: string, cfg: string, extra: string[] = [], store = db!): Promise<Daemon> {
+export async function startDaemon(store: string, dir: string, name: string, cfg: string, extra: string[] = []): Promise<Daemon> {
   const state = path.join(dir, `state-${name}`);
   if (bin === "") bin = binaryPath();
   const proc = Bun.spawn([bin, "serve", "--config", cfg, "--store", store, "--port", "0", "--state-dir", state, ...extra], {

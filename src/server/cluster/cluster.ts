@@ -50,6 +50,8 @@ export const RUN_QUEUE = "agentcore-runs";
 export const BOSS_SCHEMA = "agentcore_queue";
 const COMMANDS_CHANNEL = "agentcore_run_commands";
 const OUTCOMES_CHANNEL = "agentcore_run_command_outcomes";
+/** How often a run's job is retried (a daemon that died, a refusal a retry may change) before the run is failed. */
+export const RUN_RETRY_LIMIT = 100;
 
 /** A command's kinds. */
 export type CommandKind = "steer" | "abort" | "follow_up" | "continue" | "approval";
@@ -215,7 +217,7 @@ export class Cluster {
         .createQueue(RUN_QUEUE, {
           heartbeatSeconds: this.#opts.heartbeatSeconds,
           expireInSeconds: 86_400,
-          retryLimit: 100,
+          retryLimit: RUN_RETRY_LIMIT,
           retryDelay: 1,
         })
         .catch(() => {}); // another daemon made it meanwhile
@@ -224,7 +226,7 @@ export class Cluster {
       RUN_QUEUE,
       { localConcurrency: this.#opts.maxActiveRuns, batchSize: 1, pollingIntervalSeconds: 1 },
       async (jobs) => {
-        for (const job of jobs) await this.#execute(job.data.run_id, job.signal);
+        for (const job of jobs) await this.#execute(job.data.run_id, job.signal, job.retryCount >= RUN_RETRY_LIMIT);
       },
     );
   }
@@ -352,7 +354,7 @@ export class Cluster {
   }
 
   /** The job handler: claim the run, run it (or take it over), resolve when its task ended or suspended. */
-  async #execute(runId: string, jobSignal: AbortSignal): Promise<void> {
+  async #execute(runId: string, jobSignal: AbortSignal, lastTry: boolean): Promise<void> {
     const runs = this.#runs!;
     const storage = this.#opts.storage;
     const claimed = await this.pool.query(
@@ -427,7 +429,7 @@ export class Cluster {
       try {
         run = await runs.create(request, runId);
       } catch (e) {
-        await this.#failed(runId, epoch, writer, e);
+        await this.#failed(runId, epoch, writer, e, lastTry);
         return;
       }
       const r = run;
@@ -453,7 +455,8 @@ export class Cluster {
       } catch (e) {
         r.listeners.delete(listener);
         await runs.discard(r);
-        await this.#failed(runId, epoch, writer, e);
+        run = null;
+        await this.#failed(runId, epoch, writer, e, lastTry);
         return;
       }
       const onJobAbort = () => r.agent.abort("the queue gave this run's job up (its heartbeat was lost)");
@@ -468,16 +471,26 @@ export class Cluster {
       // the store went away, or the branch is held elsewhere: the job is retried
       this.#logger?.warn("cluster: a run could not be taken", { run_id: runId, error: (e as Error)?.message });
       await writer.flush().catch(() => {});
+      if (run === null && lastTry) {
+        await this.#setStatus(
+          runId,
+          epoch,
+          "failed",
+          null,
+          `not taken after ${RUN_RETRY_LIMIT} tries: ${(e as Error)?.message ?? String(e)}`,
+        );
+        return;
+      }
       if (run === null) throw e;
     } finally {
       if (run === null) this.#writers.delete(runId);
     }
   }
 
-  async #failed(runId: string, epoch: number, writer: EventWriter, e: unknown): Promise<void> {
+  async #failed(runId: string, epoch: number, writer: EventWriter, e: unknown, lastTry: boolean): Promise<void> {
     const message = e instanceof HttpError ? e.message : ((e as Error)?.message ?? String(e));
     // a refusal a retry may change (this daemon full or stopping, the branch held elsewhere): queued again, the job retried
-    if (e instanceof HttpError && (e.status === 503 || (e.status === 409 && e.details.reason === "session_busy"))) {
+    if (!lastTry && e instanceof HttpError && (e.status === 503 || (e.status === 409 && e.details.reason === "session_busy"))) {
       await this.#setStatus(runId, epoch, "queued", null);
       throw e;
     }
