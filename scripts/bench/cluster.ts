@@ -189,7 +189,7 @@ table(["contender", "runs/s", "ratio"], rows);
   const created = await call(a, "POST", "/v1/runs", { task: "sleep", script: sleepy, session: "bench-takeover", detached: true });
   const id = created.json.run_id as string;
   // wait until a daemon owns it: the other daemon's view names the owner (host:pid:…)
-  let owner: Daemon | null = null;
+  let owner = null as Daemon | null;
   for (let i = 0; i < 600 && owner === null; i++) {
     for (const d of [a, b]) {
       const o = (await call(d, "GET", `/v1/runs/${id}`)).json?.owner as string | null | undefined;
