@@ -7,7 +7,7 @@
  * must restart their server (never AGENTCORE_TEST_PG's, which other tests
  * use), and by scripts/bench/store.ts. No bun:test import: scripts load it.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -64,12 +64,28 @@ export function startCluster(options: ClusterOptions = {}): PrivateCluster | nul
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`initdb failed for a private PostgreSQL cluster: ${init.stderr}`);
   }
+  // A watchdog stops the server and removes its folder once this process is
+  // gone, however it ends (an exit handler does not run after SIGKILL, or when
+  // a test runner is killed at its timeout): no server outlives its tests.
+  const q = (x: string) => `'${x.replace(/'/g, "'\\''")}'`;
+  const stopCmd = [...as([join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-s"])].map(q).join(" ");
+  const watchdog = spawn(
+    "sh",
+    ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stopCmd} >/dev/null 2>&1; rm -rf ${q(dir)}`],
+    { detached: true, stdio: "ignore" },
+  );
+  watchdog.unref();
   let stopped = false;
   const stop = () => {
     if (stopped) return;
     stopped = true;
     run([join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-s"]);
     rmSync(dir, { recursive: true, force: true });
+    try {
+      watchdog.kill("SIGKILL");
+    } catch {
+      // gone already
+    }
   };
   process.on("exit", stop);
   const durability = options.fsync === true ? "" : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
