@@ -38,7 +38,7 @@ import {
 } from "./args.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import { type JournalStorage, repairMessage } from "../session/journal.ts";
-import { exportSession, importSession } from "../session/transfer.ts";
+import { exportSession, exportSessionBlobs, importSession } from "../session/transfer.ts";
 import { openStore, type OpenedStore } from "../host/store.ts";
 import { ConfigError, resolveSettings } from "../host/settings.ts";
 import {
@@ -607,10 +607,21 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
             throw e;
           })
           .finally(() => progress?.done());
+        // the images' bytes go beside the journal: FILE.jsonl → FILE.blobs/<sha256> (the JSONL store's layout)
+        const blobs = await exportSessionBlobs(storage, id!);
+        if (blobs.size > 0 && v.out === undefined)
+          return journalError(
+            `session '${visible(id!)}' holds ${blobs.size} image(s), whose bytes can't go to stdout with the journal: export it with --out FILE.jsonl (the images go to FILE.blobs/ beside it)`,
+          );
         if (v.out !== undefined) {
           if (v.out.trim() === "") return subFail("--out must not be empty (or leave it out for stdout)");
           try {
             fs.writeFileSync(v.out, text, { flag: "wx", mode: 0o600 });
+            if (blobs.size > 0) {
+              const dir = blobsBeside(v.out);
+              fs.mkdirSync(dir, { mode: 0o700 });
+              for (const [sha, bytes] of blobs) fs.writeFileSync(path.join(dir, sha), bytes, { flag: "wx", mode: 0o600 });
+            }
           } catch (e) {
             const code = (e as NodeJS.ErrnoException).code;
             return journalError(
@@ -620,7 +631,8 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
             );
           }
           const n = text.split("\n").length - 1;
-          process.stderr.write(`agentcore sessions: session ${visible(id!)}: ${n} record(s) written to ${v.out}\n`);
+          const images = blobs.size > 0 ? `, ${blobs.size} image(s) to ${blobsBeside(v.out)}` : "";
+          process.stderr.write(`agentcore sessions: session ${visible(id!)}: ${n} record(s) written to ${v.out}${images}\n`);
         } else {
           out.write(text);
           out.flush();
@@ -643,6 +655,7 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
         try {
           r = await importSession(storage, text, {
             as: v.as,
+            blobs: file === "-" ? undefined : readBlobsBeside(file),
             source: file === "-" ? "stdin" : file,
             // each line read, then the check of the whole, then the one write
             onProgress: (phase) =>
@@ -813,4 +826,23 @@ function branchJson(branch: SessionBranch, c: SessionCheckout) {
 
 function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Where the images of journal FILE travel: `NAME.blobs/` beside `NAME.jsonl` (or `FILE.blobs/` for another name). */
+function blobsBeside(file: string): string {
+  return `${file.replace(/\.jsonl$/, "")}.blobs`;
+}
+
+/** The blobs in the folder beside journal `file` (none when there is no such folder). Their hashes are checked by the import. */
+function readBlobsBeside(file: string): Map<string, Uint8Array> {
+  const dir = blobsBeside(file);
+  const out = new Map<string, Uint8Array>();
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const name of names) if (/^[0-9a-f]{64}$/.test(name)) out.set(name, new Uint8Array(fs.readFileSync(path.join(dir, name))));
+  return out;
 }

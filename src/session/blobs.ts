@@ -92,6 +92,22 @@ export function externalizeImages(data: Record<string, unknown>): { data: Record
   return { data: walk(data) as Record<string, unknown>, blobs };
 }
 
+/** The hashes of every image a journal's records name (sorted, each once): the blobs a copy of the session needs. */
+export function recordImageHashes(records: readonly { data: Record<string, unknown> }[]): string[] {
+  const found = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) for (const x of v) walk(x);
+    else if (typeof v === "object" && v !== null) {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "images" && Array.isArray(x)) for (const a of x) if (isImageAttachment(a)) found.add(a.sha256);
+        walk(x);
+      }
+    }
+  };
+  for (const r of records) walk(r.data);
+  return [...found].sort();
+}
+
 /** Write the blobs of {@link externalizeImages} to `store` (hash checked first). */
 export async function putBlobs(store: BlobStore, sessionId: string, blobs: ReadonlyMap<string, Uint8Array>): Promise<void> {
   for (const [sha, bytes] of blobs) {

@@ -10,11 +10,19 @@
  * session id) before it writes anything, then writes the whole session in
  * one step ({@link JournalStorage.importRecords}): all of it or nothing.
  *
+ * Images: a journal names its images by SHA-256; their bytes (blobs) travel
+ * beside it ({@link exportSessionBlobs}, the `blobs` option of an import),
+ * checked against their hashes, so a session with images moves whole too.
+ * The command line keeps them in a `NAME.blobs/` folder beside `NAME.jsonl`,
+ * the layout of the JSONL store.
+ *
  * @module
  */
 import { parseStrict } from "../core/index.ts";
 import { type JournalStorage, normalizeId, RECORD_LIMITS, validateRecords } from "./journal.ts";
 import { SessionError, type SessionRecord, SessionNotFoundError, SessionValidationError } from "./types.ts";
+import { putBlobs, recordImageHashes, SessionBlobError } from "./blobs.ts";
+import { sha256Hex } from "../providers/images.ts";
 
 /** The journal of session `sessionId` as JSONL (every record, revision order). Throws SessionNotFoundError when it holds none. */
 export async function exportSession(storage: JournalStorage, sessionId: string): Promise<string> {
@@ -24,8 +32,36 @@ export async function exportSession(storage: JournalStorage, sessionId: string):
   return text;
 }
 
+/**
+ * The blobs of every image session `sessionId`'s journal names, by hash (an
+ * empty map for a session without images). Throws SessionBlobError for a
+ * blob the store does not have.
+ */
+export async function exportSessionBlobs(storage: JournalStorage, sessionId: string): Promise<Map<string, Uint8Array>> {
+  const id = normalizeId(sessionId);
+  const out = new Map<string, Uint8Array>();
+  for (const sha of recordImageHashes(await storage.records(id))) {
+    const bytes = await storage.getBlob(id, sha);
+    if (bytes === null)
+      throw new SessionBlobError(
+        `session '${id}': the blob of image ${sha} is missing from the store; the session cannot be exported whole`,
+        id,
+        sha,
+        "missing",
+      );
+    out.set(sha, bytes);
+  }
+  return out;
+}
+
 /** Options of {@link parseJournal} and {@link importSession}. */
 export interface ImportOptions {
+  /**
+   * The blobs of the journal's images, by hash ({@link exportSessionBlobs}
+   * on the other side). Every image the journal names must be here, with
+   * bytes that hash to its name; nothing is imported otherwise.
+   */
+  blobs?: ReadonlyMap<string, Uint8Array>;
   /** Store the session under this id instead of the one its records carry (every record's session_id is rewritten). */
   as?: string;
   /** Where the text came from, for messages (a file name, or "stdin"). */
@@ -101,7 +137,32 @@ export function parseJournal(
  */
 export async function importSession(storage: JournalStorage, text: string, options: ImportOptions = {}): Promise<SessionImport> {
   const { records, sourceId, lines } = parseJournal(text, options);
+  const where = options.source ?? "the journal";
+  const hashes = recordImageHashes(records);
+  const missing = hashes.filter((h) => !options.blobs?.has(h));
+  if (missing.length > 0)
+    throw new SessionBlobError(
+      `${where} names ${hashes.length} image(s) whose bytes are not given (${missing.length} missing, the first ${missing[0]}); nothing was imported: import it with its blobs (the command line reads them from the NAME.blobs/ folder beside NAME.jsonl, as \`sessions export --out\` writes them)`,
+      sourceId,
+      missing[0]!,
+      "missing",
+    );
   options.onProgress?.("writing", records.length);
+  const id = records[0]!.session_id;
+  // every blob checked against its name before anything is written; then the blobs (content-addressed:
+  // a failed import leaves only bytes nothing names), then the records in one step
+  const blobs = new Map(hashes.map((h) => [h, options.blobs!.get(h)!]));
+  for (const [h, bytes] of blobs) {
+    const actual = sha256Hex(bytes);
+    if (actual !== h)
+      throw new SessionBlobError(
+        `${where}: the blob of image ${h} is corrupted (its bytes hash to ${actual}); nothing was imported`,
+        id,
+        h,
+        "corrupted",
+      );
+  }
+  if (blobs.size > 0) await putBlobs(storage, id, blobs);
   const r = await storage.importRecords(records, { lines });
   const branches = [...new Set(records.map((x) => x.branch_id))];
   return { session_id: r.session_id, source_session_id: sourceId, records: r.records, branches };

@@ -67,7 +67,7 @@ function restored(cwd: string, store: string[], id: string): Record<string, unkn
 }
 
 describe.skipIf(server === null)("sessions export/import: lossless both ways (the binary, a real server)", () => {
-  test("every corpus journal: JSONL → export (the file's bytes) → import into PostgreSQL → export → the same bytes → import into a new JSONL folder → the same file; restores the same messages everywhere", async () => {
+  test("every corpus journal: JSONL → export (the file's bytes, its images' blobs beside it) → import into PostgreSQL → export → the same bytes and blobs → import into a new JSONL folder → the same file; restores the same messages (images included) everywhere", async () => {
     for (const journal of JOURNALS) {
       const db = await database(); // the journals share session ids
       const dir = tmp();
@@ -80,15 +80,43 @@ describe.skipIf(server === null)("sessions export/import: lossless both ways (th
       // the corpus file as a JSONL store holds it
       const imported = cli(dir, ["sessions", "import", journal, ...a]);
       expect({ journal, stderr: imported.stderr, code: imported.code }).toEqual({ journal, stderr: "", code: 0 });
-      const fromJsonl = cli(dir, ["sessions", "export", id, ...a]);
-      expect(fromJsonl.code).toBe(0);
-      expect(Buffer.from(fromJsonl.bytes).equals(original)).toBe(true);
-      // into PostgreSQL (stdin) and back out
-      const intoPg = cli(dir, ["sessions", "import", "-", ...pg], { stdin: fromJsonl.bytes });
+      // out to a file (a session with images also gets FILE.blobs/ beside it: the JSONL store's layout)
+      const out1 = path.join(dir, "a-export.jsonl");
+      const fromJsonl = cli(dir, ["sessions", "export", id, "--out", out1, ...a]);
+      expect({ journal, stderr: fromJsonl.code === 0 ? "" : fromJsonl.stderr, code: fromJsonl.code }).toEqual({
+        journal,
+        stderr: "",
+        code: 0,
+      });
+      expect(fs.readFileSync(out1).equals(original)).toBe(true);
+      const corpusBlobs = journal.replace(/\.jsonl$/, ".blobs");
+      const blobsOf = (d: string) =>
+        fs.existsSync(d)
+          ? fs
+              .readdirSync(d)
+              .sort()
+              .map((f) => [f, fs.readFileSync(path.join(d, f)).toString("hex")])
+          : [];
+      expect(blobsOf(path.join(dir, "a-export.blobs"))).toEqual(blobsOf(corpusBlobs));
+      // into PostgreSQL and back out
+      const intoPg = cli(dir, ["sessions", "import", out1, ...pg]);
       expect({ journal, stderr: intoPg.stderr, code: intoPg.code }).toEqual({ journal, stderr: "", code: 0 });
       const fromPg = cli(dir, ["sessions", "export", id, "--out", path.join(dir, "pg.jsonl"), ...pg]);
       expect(fromPg.code).toBe(0);
       expect(fs.readFileSync(path.join(dir, "pg.jsonl")).equals(original)).toBe(true);
+      expect(blobsOf(path.join(dir, "pg.blobs"))).toEqual(blobsOf(corpusBlobs));
+      if (fs.existsSync(corpusBlobs)) {
+        // the journal alone can't carry its images: stdout is refused, and so is an import without the blobs
+        const toStdout = cli(dir, ["sessions", "export", id, ...pg]);
+        expect(toStdout.code).toBe(2);
+        expect(toStdout.stderr).toContain("image(s), whose bytes can't go to stdout with the journal: export it with --out FILE.jsonl");
+        const bare = cli(dir, ["sessions", "import", "-", "--store", path.join(dir, "c")], { stdin: fs.readFileSync(out1) });
+        expect(bare.code).toBe(2);
+        expect(bare.stderr).toContain("whose bytes are not given");
+        expect(fs.existsSync(path.join(dir, "c")) ? fs.readdirSync(path.join(dir, "c")).filter((f) => f.endsWith(".jsonl")) : []).toEqual(
+          [],
+        );
+      }
       // PostgreSQL → a new JSONL folder: the journal file is the original, byte for byte
       expect(cli(dir, ["sessions", "import", path.join(dir, "pg.jsonl"), ...b]).code).toBe(0);
       const files = fs.readdirSync(path.join(dir, "b")).filter((f) => f.endsWith(".jsonl"));
