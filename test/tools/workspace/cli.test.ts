@@ -170,7 +170,7 @@ describe("workspace tools through the CLI", () => {
       [["--config", config({ tools: { exec: { allow: ["ls", 3] } } }, "c4.json")], '"tools.exec.allow[1]" must be a non-empty string'],
       [
         ["--config", config({ tools: { exec: { allow: ["ls"], isolation: "maybe" } } }, "c5.json")],
-        '"tools.exec.isolation" must be "auto", "required" or "off"',
+        '"tools.exec.isolation" must be one of auto, required, off',
       ],
       [["--config", config({ tools: { bash: true } }, "c6.json")], 'unknown key "tools.bash"'],
       [["--config", config({ tools: { exec: { allow: ["/bin/sh"] } } }, "c7.json")], "must be a bare program name"],
