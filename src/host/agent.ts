@@ -16,6 +16,8 @@ import { AgentcoreError } from "../core/errors.ts";
 import { createAgent, type Agent, type AgentEventSink } from "../agent/index.ts";
 import { createPlanTool, PLAN_PROMPT, PLAN_TOOL_NAME, planFromMessages, type Plan, type PlanTracker } from "../agent/plan.ts";
 import type { RuntimePolicyOptions } from "../agent/types.ts";
+import type { ToolApprover } from "../runtime/middleware/approval.ts";
+import { runtimeView } from "../runtime/view.ts";
 import { budgetForContextWindow, CompactionPolicy, ModelCompactor } from "../context/index.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -26,6 +28,7 @@ import { restoreSession } from "../session/restore.ts";
 import { sessionMessages, type SessionCheckout } from "../session/types.ts";
 import type { SkillCatalog } from "../skills/catalog.ts";
 import type { ModelSpec } from "./model.ts";
+import { type PolicyPreset, presetMiddleware } from "./policy-presets.ts";
 import { summaryPrompt } from "./prompts.ts";
 
 /** Compaction of a run spec: the model's context window, and optionally the budget's other two numbers. */
@@ -52,6 +55,10 @@ export interface RunSpec {
   session?: { id: string; branch?: string };
   /** A call that needs an approval journals its request and ends the run `awaiting_approval` (see `AgentOptions.suspendOnApproval`). */
   suspendOnApproval?: boolean;
+  /** The runtime's tools the run may use (absent: all); the others are not offered, and a call to one is `UNKNOWN_TOOL`. */
+  tools?: readonly string[];
+  /** A policy preset applied after the runtime's own policy (it only narrows it; default `daemon`: nothing added). */
+  policy?: PolicyPreset;
 }
 
 /** A setup problem of the spec the front end words for its users (a plan tool already registered). */
@@ -92,6 +99,8 @@ export interface BuildAgentOptions {
   source?: string;
   /** Hears every plan update. */
   onPlanChange?: (plan: Plan) => void;
+  /** Answers the approvals of the `ask` policy preset (the daemon's approval queue). */
+  approver?: ToolApprover;
 }
 
 /** An agent ready to run, and what the front end keeps of its making. */
@@ -148,6 +157,14 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
   if (spec.maxSteps !== undefined) policy.maxSteps = spec.maxSteps;
   if (spec.maxRunTokens !== undefined) policy.maxRunTokens = spec.maxRunTokens;
   const { planner, systemPrompt } = setupPlan(runtime, spec.system, spec.plan, options.onPlanChange);
+  // The run's own tools and preset: a view of the runtime (the runtime itself is shared by every run).
+  const preset = spec.policy === undefined ? null : presetMiddleware(spec.policy, options.approver);
+  if (spec.tools !== undefined || preset !== null) {
+    runtime = runtimeView(runtime, {
+      ...(spec.tools !== undefined ? { tools: planner === null ? spec.tools : [...spec.tools, PLAN_TOOL_NAME] } : {}),
+      ...(preset !== null ? { middleware: [preset] } : {}),
+    });
+  }
   let compaction;
   try {
     compaction = spec.compaction === undefined ? undefined : compactionOptions(model, spec.compaction, options.source);

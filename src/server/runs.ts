@@ -35,6 +35,7 @@ import { SessionRecorder } from "../session/recorder.ts";
 import { resumeDecisions } from "../session/approvals.ts";
 import { buildAgent, type RunSpec } from "../host/agent.ts";
 import { isPresetName, makeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
+import { isPolicyPreset, POLICY_PRESETS, type PolicyPreset } from "../host/policy-presets.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import {
   pendingApprovals,
@@ -84,6 +85,10 @@ export interface RunRequest {
   outputSchema?: Record<string, unknown>;
   /** `images`: the task's images, checked (RunOptions.images; see `src/server/images.ts`). */
   images?: ImageAttachment[];
+  /** `tools`: the daemon's tools this run may use (absent: all); checked against the registry by {@link RunManager.checkTools}. */
+  tools?: string[];
+  /** `policy`: a preset applied after the daemon's policy (`daemon`, the default, adds nothing). */
+  policy?: PolicyPreset;
 }
 
 /** A run as `GET /v1/runs/{id}` shows it. */
@@ -103,6 +108,10 @@ export interface RunView {
   can_continue: boolean;
   continue_rejection_reason: string | null;
   pending_approvals: number;
+  /** The tools the run may use (null: all of the daemon's). */
+  tools: string[] | null;
+  /** The run's policy preset. */
+  policy: PolicyPreset;
 }
 
 export interface RunManagerOptions {
@@ -138,6 +147,8 @@ const RUN_KEYS = [
   "suspend_on_approval",
   "output_schema",
   "images",
+  "tools",
+  "policy",
 ] as const;
 
 /** Check a `POST /v1/runs` body; throws 400 naming the field. */
@@ -175,6 +186,21 @@ export function parseRunRequest(body: unknown): RunRequest {
     }
     req.outputSchema = schema as Record<string, unknown>;
   }
+  const tools = f.array("tools");
+  if (tools !== undefined) {
+    if (tools.length > 1000) f.fail("tools", `holds ${tools.length} names; at most 1000`);
+    tools.forEach((t, i) => {
+      if (typeof t !== "string" || t === "") f.fail(`tools/${i}`, "must be a tool name (a non-empty string; see GET /v1/tools)");
+    });
+    req.tools = [...new Set(tools as string[])];
+  }
+  const policy = f.string("policy", { max: 100 });
+  if (policy !== undefined && !isPolicyPreset(policy))
+    f.fail(
+      "policy",
+      `must be one of ${POLICY_PRESETS.join(", ")} (a preset only narrows the daemon's policy), got ${JSON.stringify(policy)}`,
+    );
+  if (policy !== undefined) req.policy = policy as PolicyPreset;
   const images = parseRunImages(f.body.images);
   if (images !== undefined && images.length > 0) req.images = images;
   const rawCompaction = f.body.compaction;
@@ -235,6 +261,8 @@ export function runSpecOfRequest(req: RunRequest): RunSpec {
   if (req.compaction !== undefined) spec.compaction = { ...req.compaction, auto: false };
   if (req.session !== undefined) spec.session = { id: req.session, branch: req.branch ?? "main" };
   if (req.suspendOnApproval === true) spec.suspendOnApproval = true;
+  if (req.tools !== undefined) spec.tools = req.tools;
+  if (req.policy !== undefined) spec.policy = req.policy;
   return spec;
 }
 
@@ -327,6 +355,9 @@ export class ServerRun {
   lastActivity = Date.now();
   /** Whether the run was created with compaction settings (so `compact` works). */
   compaction = false;
+  /** The tools the run may use (null: all), and its policy preset. */
+  tools: string[] | null = null;
+  policy: PolicyPreset = "daemon";
   /** Operations in flight (task, continue, compaction): the session lease is held while > 0. */
   busy = 0;
   /** The session branch, taken (across processes) while an operation is in flight. */
@@ -431,6 +462,8 @@ export class RunManager {
       can_continue: reason === null,
       continue_rejection_reason: reason,
       pending_approvals: this.#opts.approvals.list().filter((a) => a.run_id !== null && r.agentRunIds.has(a.run_id)).length,
+      tools: r.tools,
+      policy: r.policy,
     };
   }
 
@@ -462,6 +495,21 @@ export class RunManager {
     return holder !== undefined && holder.status === "running" ? holder : null;
   }
 
+  /** Refuse (400, naming them) tool names of `req.tools` the daemon does not register. */
+  checkTools(req: RunRequest): void {
+    if (req.tools === undefined) return;
+    const registry = this.#opts.runtime.registry;
+    const unknown = req.tools.filter((t) => !registry.has(t));
+    if (unknown.length === 0) return;
+    const known = registry.list().map((t) => t.name);
+    throw new HttpError(
+      400,
+      "INVALID_REQUEST",
+      `/tools: ${unknown.length === 1 ? "no tool named" : "no tools named"} ${unknown.map((t) => JSON.stringify(t.slice(0, 100))).join(", ")}; this daemon registers ${known.length > 0 ? known.join(", ") : "(none)"} (GET /v1/tools)`,
+      { location: "/tools", unknown: unknown.map((t) => t.slice(0, 100)) },
+    );
+  }
+
   /**
    * Create a run's agent (restoring its session). Does not start it. `runId`:
    * the id to give it (a cluster run claimed from the queue keeps the id it
@@ -473,6 +521,7 @@ export class RunManager {
       throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
     if (this.#runs.size >= this.#opts.maxRuns) this.#forgetOldest();
     if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
+    this.checkTools(req);
     const spec = runSpecOfRequest(req);
     const model = await this.#makeModel(spec);
     const id = runId ?? newRunId();
@@ -510,6 +559,7 @@ export class RunManager {
       ({ agent } = await buildAgent(spec, this.#opts.runtime, {
         model,
         skills: this.#opts.skills ?? null,
+        approver: this.#opts.approvals.approver,
         ...(session !== null ? { storage: session.storage, recordSink: session.recorder } : {}),
         checkout,
         // The recorder first: an event reaches a stream only after its record is written.
@@ -537,6 +587,8 @@ export class RunManager {
     }
     run = new ServerRun(id, agent, req.detached, session);
     run.compaction = req.compaction !== undefined;
+    run.tools = req.tools ?? null;
+    run.policy = req.policy ?? "daemon";
     this.#runs.set(id, run);
     return run;
   }

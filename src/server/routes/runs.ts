@@ -90,6 +90,7 @@ export function runRoutes(deps: AppDeps) {
           },
         );
       // cluster mode: queued in the store, run by whichever daemon claims it (docs/cluster.md)
+      runs.checkTools(req);
       const view = await cluster.submit(req);
       return jsonResponse(view, 201, { location: `/v1/runs/${view.run_id}`, "x-run-id": view.run_id });
     }
