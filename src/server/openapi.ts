@@ -536,6 +536,19 @@ export function openApiDocument(version: string): Record<string, unknown> {
                 ],
               },
             },
+            tools: {
+              type: "array",
+              maxItems: 1000,
+              items: { type: "string", minLength: 1 },
+              description:
+                "the daemon's registered tools (GET /v1/tools) this run may use; absent: all of them. The others are not offered to the model, and a call naming one gets the unknown-tool error. A name the daemon does not register is a 400 at /tools naming it (details.unknown)",
+            },
+            policy: {
+              enum: ["daemon", "read_only", "ask"],
+              default: "daemon",
+              description:
+                "a policy preset applied after the daemon's own policy, so it only narrows it (a deny of the daemon stays a deny): daemon adds nothing; read_only refuses side-effecting tools (DENIED, rule_id preset:read_only); ask makes side-effecting calls wait for an approval (rule_id preset:ask), unless the daemon's policy already had one approved",
+            },
             suspend_on_approval: {
               type: "boolean",
               default: false,
@@ -582,6 +595,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
             can_continue: { type: "boolean" },
             continue_rejection_reason: { type: ["string", "null"] },
             pending_approvals: { type: "integer" },
+            tools: { type: ["array", "null"], items: { type: "string" }, description: "the tools the run may use (null: all)" },
+            policy: { enum: ["daemon", "read_only", "ask"], description: "the run's policy preset" },
           },
         },
         RunResult: {
