@@ -6,8 +6,8 @@
 // record is lost, and no side-effecting call runs twice. A run whose daemon
 // died while its approval waited is left suspended by the takeover: it is
 // approved and resumed through the session routes, and completes.
-// AGENTCORE_CLUSTER_LOAD_RUNS sets the number of runs (default 24; the issue
-// names 300, which these cores take minutes for).
+// AGENTCORE_CLUSTER_LOAD_RUNS sets the number of runs: 300 in CI (.ci/run
+// sets it; the issue's figure, about three minutes on two cores), 24 by default.
 import { expect, test } from "bun:test";
 import * as path from "node:path";
 import { tmpPerTest } from "../support/tmp.ts";

@@ -208,6 +208,8 @@ export class Cluster {
       max: 4,
       monitorIntervalSeconds: this.#opts.monitorSeconds,
       superviseIntervalSeconds: this.#opts.monitorSeconds,
+      // a queued run wakes a worker at once (NOTIFY), instead of at its next poll
+      useListenNotify: true,
     });
     boss.on("error", (e: unknown) => this.#logger?.warn("cluster queue error", { error: (e as Error)?.message ?? String(e) }));
     await boss.start();
@@ -219,12 +221,13 @@ export class Cluster {
           expireInSeconds: 86_400,
           retryLimit: RUN_RETRY_LIMIT,
           retryDelay: 1,
+          notify: true,
         })
         .catch(() => {}); // another daemon made it meanwhile
-    }
+    } else await boss.updateQueue(RUN_QUEUE, { notify: true }).catch(() => {}); // a queue made before notify was on
     await boss.work<{ run_id: string }>(
       RUN_QUEUE,
-      { localConcurrency: this.#opts.maxActiveRuns, batchSize: 1, pollingIntervalSeconds: 1 },
+      { localConcurrency: this.#opts.maxActiveRuns, batchSize: 1, pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 5 },
       async (jobs) => {
         for (const job of jobs) await this.#execute(job.data.run_id, job.signal, job.retryCount >= RUN_RETRY_LIMIT);
       },
