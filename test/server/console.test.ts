@@ -13,8 +13,10 @@
  * Skipped (with a note) when /usr/bin/chromium is missing; `.ci/run` installs it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { deflateSync } from "node:zlib";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { tmp } from "../support/tmp.ts";
@@ -62,6 +64,52 @@ async function startServe(options: { history?: boolean } = {}): Promise<Daemon> 
   const link = /serve: console (\S+) /.exec(text)![1]!;
   const token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
   return { proc, url, port: Number(new URL(url).port), token, link, dir, stderr: err.text };
+}
+
+/** The console's Content-Security-Policy, as docs/console.md gives it. */
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** A small RGB PNG (a diagonal gradient), made here: the image of a task. */
+function gradientPng(width: number, height: number): Buffer {
+  const table = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf: Buffer) => {
+    let c = 0xffffffff;
+    for (const b of buf) c = table[(c ^ b) & 0xff]! ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc(body), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    const at = y * (width * 3 + 1);
+    for (let x = 0; x < width; x++) {
+      rows[at + 1 + x * 3] = Math.round((255 * x) / width);
+      rows[at + 2 + x * 3] = Math.round((255 * y) / height);
+      rows[at + 3 + x * 3] = 160;
+    }
+  }
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 /** The script of the run: text, then an echo call (which waits for an approval), then the answer. */
@@ -219,6 +267,86 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     expect(await call.locator(".verdict").textContent()).toContain("(byte 8)"); // the o of nope (n could still begin null)
     await page.locator("#run-output", { hasText: "Sorry, my arguments were broken." }).waitFor();
     await shot("05b-run-bad-arguments");
+  }, 60_000);
+
+  test("a task's image is shown in the run view: a bounded <img> with a data: URL, named in its alt text; the CSP is the documented one", async () => {
+    const png = gradientPng(160, 96);
+    const sha = createHash("sha256").update(png).digest("hex");
+    const violations: string[] = [];
+    page.on("console", (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    const res = await fetch(`${d.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...bearer(), "content-type": "application/json" },
+      body: JSON.stringify({
+        task: "What is in this picture?",
+        detached: true,
+        images: [{ data_url: `data:image/png;base64,${png.toString("base64")}` }],
+        script: [{ content: "A gradient, from dark to light." }],
+      }),
+    });
+    expect(res.status).toBe(201);
+    const runId = res.headers.get("x-run-id")!;
+    await res.body?.cancel();
+    await page.goto(`${d.url}/#/runs/${encodeURIComponent(runId)}`);
+    const nav = await page.reload(); // the page's own answer (a change of the fragment alone loads nothing)
+    // the documented policy, exactly: img-src 'self' data: is the one source images may come from
+    expect(nav!.headers()["content-security-policy"]).toBe(CSP);
+    expect(readFileSync(join(REPO, "docs/console.md"), "utf8").replace(/\s+/g, " ")).toContain(`Content-Security-Policy: ${CSP}`);
+    for (const asset of ["/console/app.js", "/console/console.css"])
+      expect((await fetch(`${d.url}${asset}`)).headers.get("content-security-policy")).toBe(CSP);
+    await page.locator("#run-output", { hasText: "A gradient, from dark to light." }).waitFor();
+    const img = page.locator("#task-images img");
+    await img.waitFor();
+    const alt = `image 1 of the task, PNG, ${(png.length / 1000).toFixed(1)} kB, sha256 ${sha.slice(0, 12)}…`;
+    expect(await img.getAttribute("alt")).toBe(alt);
+    await page.getByRole("img", { name: alt }).waitFor();
+    expect(await img.getAttribute("src")).toBe(`data:image/png;base64,${png.toString("base64")}`);
+    expect(await img.getAttribute("data-sha256")).toBe(sha);
+    // decoded (the CSP let the data: URL through), and drawn within the bounds the stylesheet sets
+    const box = await img.evaluate((el: HTMLImageElement) => ({
+      natural: el.naturalWidth,
+      complete: el.complete,
+      width: el.getBoundingClientRect().width,
+      height: el.getBoundingClientRect().height,
+    }));
+    expect(box).toMatchObject({ natural: 160, complete: true });
+    expect(box.width).toBeLessThanOrEqual(320);
+    expect(box.height).toBeLessThanOrEqual(240);
+    expect(violations).toEqual([]);
+    await shot("05c-run-task-image");
+  }, 60_000);
+
+  test("start a run from the form with a tools choice and a policy preset: a tool left out is unknown to the run", async () => {
+    await page.goto(`${d.url}/#/start`);
+    const tools = page.getByLabel("Tools the run may use");
+    // the daemon's tools, from GET /v1/tools
+    await tools.locator('option[value="read_file"]').waitFor({ state: "attached" });
+    expect(await tools.locator("option").allTextContents()).toEqual(["echo (read_only)", "read_file (read_only)"]);
+    await page.getByLabel("Task").fill("Echo, though you may not");
+    await page
+      .getByLabel("Model turns (JSONL, one turn a line)")
+      .fill(
+        [
+          '{"content": null, "tool_calls": [{"id": "call_left_out", "name": "echo", "arguments": "{\\"message\\":\\"hi\\"}"}]}',
+          '{"content": "Echo is not mine to use."}',
+        ].join("\n"),
+      );
+    await tools.selectOption(["read_file"]);
+    await page.getByLabel("Policy preset").selectOption("ask");
+    await shot("01b-start-run-tools-policy");
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.waitForURL(/#\/runs\/run_/);
+    const runId = decodeURIComponent(page.url().split("#/runs/")[1]!);
+    await page.locator("#run-scope", { hasText: "Tools: read_file; policy: ask." }).waitFor();
+    const call = page.locator('li.tool[data-call="call_left_out"]');
+    await call.locator(".tool-result", { hasText: /unknown tool \\?"echo\\?"; available tools: read_file/ }).waitFor();
+    await page.locator("#run-output", { hasText: "Echo is not mine to use." }).waitFor();
+    // the daemon's view of the run, and nobody was asked (echo needs a person under the daemon's policy, but the run has no echo)
+    const view = await (await fetch(`${d.url}/v1/runs/${runId}`, { headers: bearer() })).json();
+    expect(view).toMatchObject({ tools: ["read_file"], policy: "ask", pending_approvals: 0 });
+    await shot("05d-run-tools-policy");
   }, 60_000);
 
   test("fork the run's session and see the new branch in the tree", async () => {

@@ -253,6 +253,53 @@ function viewRuns() {
   }, 2000);
 }
 
+/** The image types the daemon takes; nothing else is rendered. */
+const IMAGE_TYPES = { "image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP" };
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+const fmtBytes = (n) =>
+  typeof n !== "number" || !Number.isFinite(n)
+    ? "size unknown"
+    : n < 1000
+      ? `${n} B`
+      : n < 1e6
+        ? `${(n / 1000).toFixed(1)} kB`
+        : `${(n / 1e6).toFixed(1)} MB`;
+
+/**
+ * Images (`{media_type, sha256, bytes, data}`) as a list of bounded <img>
+ * elements with data: URLs, each named in its alt text ("image 1 of the
+ * task, PNG, 1.2 kB, sha256 ab12…"). An image of another type, or without
+ * its bytes, is named but not rendered.
+ */
+function imageList(images, of) {
+  return h(
+    "ul",
+    { class: "images" },
+    ...images.map((im, i) => {
+      const kind = IMAGE_TYPES[im?.media_type];
+      const sha = typeof im?.sha256 === "string" ? `, sha256 ${im.sha256.slice(0, 12)}…` : "";
+      const name = `image ${i + 1} of ${of}, ${kind ?? "unknown type"}, ${fmtBytes(im?.bytes)}${sha}`;
+      if (kind === undefined || typeof im.data !== "string" || im.data === "" || !BASE64.test(im.data))
+        return h(
+          "li",
+          { class: "image-missing" },
+          `${name}: not shown (${kind === undefined ? "not an image type the daemon takes" : "no bytes"})`,
+        );
+      return h(
+        "li",
+        {},
+        h(
+          "figure",
+          {},
+          h("img", { src: `data:${im.media_type};base64,${im.data}`, alt: name, "data-sha256": im.sha256 ?? "" }),
+          h("figcaption", { "aria-hidden": "true" }, name),
+        ),
+      );
+    }),
+  );
+}
+
 /** The tool call's arguments as text (the model's raw text, or the parsed value). */
 const argText = (call) => (typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}, null, 2));
 
@@ -260,6 +307,8 @@ function viewRun(id) {
   const statusEl = h("span", {}, "…");
   const output = h("div", { class: "output", "aria-live": "polite", "aria-atomic": "false", id: "run-output" });
   const thinking = h("details", { hidden: true }, h("summary", {}, "Thinking"), h("pre", { class: "thinking" }));
+  const taskImages = h("div", { id: "task-images" });
+  const scopeEl = h("span", { id: "run-scope" });
   const tools = h("ol", { class: "tools", id: "run-tools", "aria-live": "polite" });
   const approvalsEl = h("div", { id: "run-approvals" });
   const resultEl = h("dl", { class: "result", id: "run-result" });
@@ -304,9 +353,9 @@ function viewRun(id) {
 
   show(
     `Run ${id}`,
-    h("p", {}, "Status: ", statusEl, " ", link("#/runs", "All runs")),
+    h("p", {}, "Status: ", statusEl, " ", scopeEl, " ", link("#/runs", "All runs")),
     err,
-    h("section", { "aria-labelledby": "h-out" }, h("h2", { id: "h-out" }, "Output"), output, thinking),
+    h("section", { "aria-labelledby": "h-out" }, h("h2", { id: "h-out" }, "Output"), taskImages, output, thinking),
     h("section", { "aria-labelledby": "h-appr" }, h("h2", { id: "h-appr" }, "Waiting approvals"), approvalsEl),
     h("section", { "aria-labelledby": "h-tools" }, h("h2", { id: "h-tools" }, "Tool calls"), tools),
     h("section", { "aria-labelledby": "h-res" }, h("h2", { id: "h-res" }, "Result"), resultEl),
@@ -321,6 +370,7 @@ function viewRun(id) {
     const dur = h("span", { class: "dur" });
     const res = h("pre", { class: "tool-result" });
     const verdict = h("p", { class: "verdict", hidden: true });
+    const imgs = h("div", { class: "tool-images" });
     const li = h(
       "li",
       { class: "tool", "data-call": callId },
@@ -330,9 +380,10 @@ function viewRun(id) {
       verdict,
       h("p", { class: "label" }, "Result"),
       res,
+      imgs,
     );
     tools.append(li);
-    c = { li, args, state, dur, res, verdict, started: null, streamed: "", deltas: 0 };
+    c = { li, args, state, dur, res, verdict, imgs, name: name ?? "tool", started: null, streamed: "", deltas: 0 };
     calls.set(callId, c);
     return c;
   };
@@ -384,6 +435,7 @@ function viewRun(id) {
       const { approvals } = await api("GET", "/v1/approvals");
       if (mine !== refreshes) return;
       statusEl.replaceChildren(statusBadge(v.status));
+      scopeEl.textContent = `Tools: ${Array.isArray(v.tools) ? (v.tools.length === 0 ? "none" : v.tools.join(", ")) : "all"}; policy: ${v.policy ?? "daemon"}.`;
       if (v.result) setResult(v.result);
       const waiting = approvals.filter((a) => a.agent_id === v.agent_id);
       const key = waiting.map((a) => a.approval_id).join(",");
@@ -397,6 +449,10 @@ function viewRun(id) {
 
   const onEvent = ({ event, data }) => {
     switch (event) {
+      case "agent_started":
+        if (Array.isArray(data.images) && data.images.length > 0)
+          taskImages.replaceChildren(h("p", { class: "label" }, "Task images"), imageList(data.images, "the task"));
+        break;
       case "assistant_text_delta":
         output.append(data.delta);
         break;
@@ -449,6 +505,9 @@ function viewRun(id) {
         c.runId = data.run_id;
         durations();
         c.res.textContent = r.error ?? r.output ?? (r.messages ?? []).map((m) => pretty(m.content)).join("\n");
+        const images = (r.messages ?? []).flatMap((m) => (Array.isArray(m.images) ? m.images : []));
+        if (images.length > 0)
+          c.imgs.replaceChildren(h("p", { class: "label" }, "Result images"), imageList(images, `the ${c.name} result`));
         break;
       }
       case "approval_requested":
@@ -776,6 +835,21 @@ function viewStart() {
   const branch = h("input", { type: "text", name: "branch" });
   const system = h("textarea", { name: "system", rows: 2 });
   const err = h("div");
+  const toolSelect = h("select", { name: "tools", multiple: true, size: 4 });
+  const policy = h(
+    "select",
+    { name: "policy" },
+    h("option", { value: "daemon" }, "daemon: the daemon's policy as it is"),
+    h("option", { value: "read_only" }, "read_only: side-effecting tools are refused"),
+    h("option", { value: "ask" }, "ask: side-effecting tools need an approval"),
+  );
+  api("GET", "/v1/tools").then(
+    ({ tools }) => {
+      toolSelect.replaceChildren(...tools.map((t) => h("option", { value: t.name }, `${t.name} (${t.effect})`)));
+      toolSelect.size = Math.min(8, Math.max(2, tools.length));
+    },
+    (e) => err.replaceChildren(errorBox(e)),
+  );
   const scriptBox = h(
     "fieldset",
     {},
@@ -828,6 +902,9 @@ function viewStart() {
     if (session.value.trim()) body.session = session.value.trim();
     if (branch.value.trim()) body.branch = branch.value.trim();
     if (system.value.trim()) body.system = system.value;
+    const chosen = [...toolSelect.selectedOptions].map((o) => o.value);
+    if (chosen.length > 0) body.tools = chosen;
+    if (policy.value !== "daemon") body.policy = policy.value;
     try {
       const res = await fetch("/v1/runs", {
         method: "POST",
@@ -851,7 +928,11 @@ function viewStart() {
   };
   show(
     "Start a run",
-    h("p", {}, "The run uses this daemon's tools and policy (see Tools). It is detached: leaving its page does not stop it."),
+    h(
+      "p",
+      {},
+      "The run uses the tools chosen here (all of the daemon's when none is chosen; see Tools) under the daemon's policy, narrowed by the preset. It is detached: leaving its page does not stop it.",
+    ),
     err,
     h(
       "form",
@@ -860,6 +941,21 @@ function viewStart() {
       field("Model source", source),
       scriptBox,
       modelBox,
+      h(
+        "fieldset",
+        {},
+        h("legend", {}, "Tools and policy"),
+        field(
+          "Tools the run may use",
+          toolSelect,
+          "None chosen: all of the daemon's tools. Ctrl or Shift and a click (or Space) choose more than one.",
+        ),
+        field(
+          "Policy preset",
+          policy,
+          "Applied after the daemon's own policy: a preset can only narrow it, and a deny of the daemon stays a deny.",
+        ),
+      ),
       h(
         "fieldset",
         {},
