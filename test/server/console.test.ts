@@ -39,13 +39,19 @@ interface Daemon {
   stderr: () => string;
 }
 
-async function startServe(options: { history?: boolean } = {}): Promise<Daemon> {
+/** The MCP reference server (its get-tiny-image tool answers with a PNG). */
+const EVERYTHING = join(REPO, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+
+async function startServe(options: { history?: boolean; mcp?: boolean } = {}): Promise<Daemon> {
   const dir = tmp("agentcore-console-");
   const config = join(dir, "agentcore.jsonc");
   writeFileSync(
     config,
     JSON.stringify({
       ...(options.history === false ? {} : { history: join(dir, "history.jsonl") }),
+      ...(options.mcp === true
+        ? { mcpServers: { ev: { command: process.execPath, args: [EVERYTHING, "stdio"], timeout_ms: 20_000 } } }
+        : {}),
       policy: { default: "allow", rules: [{ id: "ask-echo", action: "require_approval", tools: ["echo"], reason: "echo needs a person" }] },
     }),
   );
@@ -138,7 +144,7 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    d = await startServe();
+    d = await startServe({ mcp: true });
     ctx = await chromium.launchPersistentContext(tmp("agentcore-chromium-"), {
       executablePath: CHROMIUM,
       headless: true,
@@ -318,12 +324,38 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     await shot("05c-run-task-image");
   }, 60_000);
 
+  test("a tool result's image (an MCP server's) is shown under that call's result", async () => {
+    const res = await fetch(`${d.url}/v1/runs`, {
+      method: "POST",
+      headers: { ...bearer(), "content-type": "application/json" },
+      body: JSON.stringify({
+        task: "Show me the tiny image",
+        detached: true,
+        script: [
+          { content: null, tool_calls: [{ id: "call_img", name: "ev__get-tiny-image", arguments: "{}" }] },
+          { content: "That was the tiny image." },
+        ],
+      }),
+    });
+    expect(res.status).toBe(201);
+    const runId = res.headers.get("x-run-id")!;
+    await res.body?.cancel();
+    await page.goto(`${d.url}/#/runs/${encodeURIComponent(runId)}`);
+    await page.locator("#run-output", { hasText: "That was the tiny image." }).waitFor();
+    const img = page.locator('li.tool[data-call="call_img"] .tool-images img');
+    await img.waitFor();
+    expect(await img.getAttribute("alt")).toMatch(/^image 1 of the ev__get-tiny-image result, PNG, [0-9.]+ (B|kB), sha256 [0-9a-f]{12}…$/);
+    expect(await img.getAttribute("src")).toMatch(/^data:image\/png;base64,[A-Za-z0-9+/]+=*$/);
+    expect(await img.evaluate((el: HTMLImageElement) => el.complete && el.naturalWidth > 0)).toBe(true);
+    await shot("05e-run-tool-image");
+  }, 60_000);
+
   test("start a run from the form with a tools choice and a policy preset: a tool left out is unknown to the run", async () => {
     await page.goto(`${d.url}/#/start`);
     const tools = page.getByLabel("Tools the run may use");
     // the daemon's tools, from GET /v1/tools
     await tools.locator('option[value="read_file"]').waitFor({ state: "attached" });
-    expect(await tools.locator("option").allTextContents()).toEqual(["echo (read_only)", "read_file (read_only)"]);
+    expect(await tools.locator("option").allTextContents()).toEqual(expect.arrayContaining(["echo (read_only)", "read_file (read_only)"]));
     await page.getByLabel("Task").fill("Echo, though you may not");
     await page
       .getByLabel("Model turns (JSONL, one turn a line)")
@@ -370,10 +402,10 @@ describe.skipIf(!haveChromium)("the console in a real browser", () => {
     await page.goto(`${d.url}/#/history`);
     await page.getByRole("cell", { name: /require_approval \(approved\)/ }).waitFor();
     await page.getByLabel("Status").selectOption("failed");
-    await page.getByText("0 of 1 calls").waitFor();
+    await page.getByText("0 of 2 calls").waitFor(); // the echo call, and the MCP image call
     await page.getByLabel("Status").selectOption("");
     await page.getByLabel("Tool").fill("echo");
-    await page.getByText("1 of 1 calls").waitFor();
+    await page.getByText("1 of 2 calls").waitFor();
     await shot("08-history");
     await page.goto(`${d.url}/#/tools`);
     const echo = page.getByRole("article", { name: "Tool echo" });
