@@ -49,4 +49,6 @@ export {
   sourceBranchFor,
 } from "./manage.ts";
 export { type ApprovalAnswer, decideApproval, resumeDecisions, SessionApprovalError } from "./approvals.ts";
-export { exportSession, type ImportOptions, importSession, parseJournal, type SessionImport } from "./transfer.ts";
+export { PostgresSessionStorage, type PostgresSessionStorageOptions } from "./postgres/storage.ts";
+export { MigrationError, MIGRATIONS, migrate, type MigrationResult } from "./postgres/migrations.ts";
+export { exportSession, exportSessionBlobs, type ImportOptions, importSession, parseJournal, type SessionImport } from "./transfer.ts";

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { freshDatabase, skipMessage } from "../support/postgres.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
 const LOWEST_NODE = "22.0.0";
@@ -213,6 +214,32 @@ export async function resolve(specifier, context, next) {
     expect(s.status).toBe(2);
     expect(s.stderr).toContain("Node has neither");
     expect(s.stderr).toContain("bunx --bun agentcore serve");
+  });
+
+  test("the PostgreSQL store from the compiled package: append, conflict on a stale head, read back (a real server)", async () => {
+    const db = await freshDatabase();
+    if (db === null) return void console.warn(`skipping the Node PostgreSQL check: ${skipMessage}`);
+    writeFileSync(
+      join(nodeApp, "pg.mjs"),
+      `import { PostgresSessionStorage, SessionConflictError } from "agentcore/session";
+const s = await PostgresSessionStorage.open(process.argv[2]);
+const base = { session_id: "node-1", agent_id: "node", branch_id: "main" };
+const draft = (sequence) =>
+  sequence === 1
+    ? { ...base, sequence, type: "run_started", data: { run_id: "r1", task: "t" } }
+    : { ...base, sequence, type: "message_appended", data: { run_id: "r1", message: { role: "assistant", content: "hi " + sequence } } };
+const first = await s.append(draft(1));
+await s.append(draft(2), { checkHead: true, expectedHeadId: first.record_id });
+let conflict = null;
+try { await s.append(draft(3), { checkHead: true, expectedHeadId: first.record_id }); } catch (e) { conflict = e instanceof SessionConflictError ? e.code : String(e); }
+const records = await s.records("node-1");
+console.log(JSON.stringify({ revisions: records.map((r) => r.revision), conflict }));
+await s.close();
+`,
+    );
+    const r = ok(run(["node", "pg.mjs", db], nodeApp, env()), "node pg.mjs");
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ revisions: [1, 2], conflict: "SESSION_CONFLICT" });
   });
 });
 

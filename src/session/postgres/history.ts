@@ -7,17 +7,18 @@
  *
  * @module
  */
-import type { Pool } from "pg";
+import type { Queryable } from "./migrations.ts";
 import type { HistoryFilter, HistoryRecord } from "../../runtime/history.ts";
 import { SessionStorageError } from "../types.ts";
 import { isConnectionError, redactUrl, storageError } from "./errors.ts";
 
 /** The history of a PostgreSQL store; made by `PostgresSessionStorage.history()`. */
 export class PostgresHistory {
-  readonly #pool: Pool;
+  readonly #pool: Queryable;
   readonly #url: string;
 
-  constructor(pool: Pool, url: string) {
+  /** `pool`: the storage's `pg` Pool (anything with `query`; the declared type keeps `pg`'s types out of the package's declarations). */
+  constructor(pool: Queryable, url: string) {
     this.#pool = pool;
     this.#url = url;
   }
