@@ -162,7 +162,7 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
   if (spec.tools !== undefined || preset !== null) {
     runtime = runtimeView(runtime, {
       ...(spec.tools !== undefined ? { tools: planner === null ? spec.tools : [...spec.tools, PLAN_TOOL_NAME] } : {}),
-      ...(preset !== null ? { middleware: [preset] } : {}),
+      ...(preset !== null ? (preset.at === "before" ? { beforePolicy: [preset.middleware] } : { middleware: [preset.middleware] }) : {}),
     });
   }
   let compaction;

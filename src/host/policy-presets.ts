@@ -1,8 +1,11 @@
 /**
  * Policy presets of one run (`POST /v1/runs` `policy`): a name for a rule
- * applied after the runtime's own policy, so a preset only narrows what the
- * runtime allows, never widens it (a deny of the runtime stays a deny, and
- * a call the runtime sent for approval is asked once, not twice).
+ * added to the runtime's own policy that only narrows what the runtime
+ * allows, never widens it (a deny of the runtime stays a deny). `read_only`
+ * refuses before the runtime's policy (nobody is asked to approve a call
+ * that cannot run); `ask` asks after it (a deny of the runtime is not put to
+ * a person, and a call the runtime already had approved is asked once, not
+ * twice).
  *
  * | preset | read-only tools | side-effecting tools |
  * |---|---|---|
@@ -25,12 +28,19 @@ export function isPolicyPreset(name: unknown): name is PolicyPreset {
   return typeof name === "string" && (POLICY_PRESETS as readonly string[]).includes(name);
 }
 
+/** Where a preset's middleware goes in the chain (see `runtimeView`). */
+export interface PresetMiddleware {
+  middleware: ToolMiddleware;
+  /** `before`: right before the runtime's policy; `after`: after its whole chain. */
+  at: "before" | "after";
+}
+
 /**
  * The middleware of a preset (null for `daemon`: nothing added). `approver`
  * answers the `ask` preset's approvals (the daemon's approval queue);
  * without it those calls are refused, as the rule-based policy refuses them.
  */
-export function presetMiddleware(preset: PolicyPreset, approver?: ToolApprover): ToolMiddleware | null {
+export function presetMiddleware(preset: PolicyPreset, approver?: ToolApprover): PresetMiddleware | null {
   if (preset === "daemon") return null;
   const rule =
     preset === "read_only"
@@ -49,9 +59,10 @@ export function presetMiddleware(preset: PolicyPreset, approver?: ToolApprover):
   const inner = ruleBasedPolicy({ rules: [rule], defaultAction: "allow", ...(approver !== undefined ? { approver } : {}) });
   // A read-only tool, or a call a person already approved under the runtime's own policy, goes on
   // with the runtime's decision as it is (the history keeps the rule that decided).
-  return (ctx, next) => {
+  const middleware: ToolMiddleware = (ctx, next) => {
     if ((ctx.definition.effect ?? "side_effecting") === "read_only") return next(ctx);
     if (preset === "ask" && ctx.decision?.action === "require_approval" && ctx.decision.approved === true) return next(ctx);
     return inner(ctx, next);
   };
+  return { middleware, at: preset === "read_only" ? "before" : "after" };
 }

@@ -1,8 +1,9 @@
 /**
  * A narrowed view of a runtime: the same tools, root, logger and middleware,
- * but only some of the tools, and optionally more middleware after the
+ * but only some of the tools, and optionally more middleware: after the
  * runtime's own chain (innermost, so it only ever sees calls the runtime's
- * policy let through). The daemon gives one run a view (`POST /v1/runs`
+ * policy let through), or right before its policy (a refusal that comes
+ * before anybody is asked to approve). The daemon gives one run a view (`POST /v1/runs`
  * `tools` and `policy`); every other run keeps the runtime as it is.
  *
  * A tool left out of the view is not there at all: the model is not offered
@@ -18,6 +19,7 @@ import { type RegisteredTool, ToolRegistrationError, ToolRegistry } from "../too
 import type { CallHooks } from "./context.ts";
 import { runCall } from "./dispatch.ts";
 import { failureEnvelope } from "./envelope_io.ts";
+import { isPolicyMiddleware } from "./middleware/policy.ts";
 import type { ToolMiddleware } from "./middleware/types.ts";
 import type { Runtime } from "./runtime.ts";
 
@@ -27,6 +29,12 @@ export interface RuntimeViewOptions {
   tools?: readonly string[];
   /** Middleware run after the runtime's chain, first = outermost (absent = none). */
   middleware?: readonly ToolMiddleware[];
+  /**
+   * Middleware run right before the runtime's first policy middleware (after
+   * the schema validation), or innermost when it has none: a refusal that
+   * should come before anybody is asked for an approval.
+   */
+  beforePolicy?: readonly ToolMiddleware[];
 }
 
 /** The runtime's registry with only `names` in it (tools registered later under those names appear too). */
@@ -66,10 +74,14 @@ class RegistryView extends ToolRegistry {
 export function runtimeView(base: Runtime, options: RuntimeViewOptions): Runtime {
   const registry = new RegistryView(base.registry, options.tools === undefined ? null : new Set(options.tools));
   const extra = [...(options.middleware ?? [])];
-  extra.forEach((m, i) => {
+  const early = [...(options.beforePolicy ?? [])];
+  [...early, ...extra].forEach((m, i) => {
     if (typeof m !== "function") throw new TypeError(`middleware[${i}] must be a function`);
   });
-  const chain = Object.freeze([...base.middlewareChain, ...extra]);
+  const list = [...base.middlewareChain];
+  const at = list.findIndex(isPolicyMiddleware);
+  list.splice(at < 0 ? list.length : at, 0, ...early);
+  const chain = Object.freeze([...list, ...extra]);
   const env = {
     registry,
     logger: base.logger,

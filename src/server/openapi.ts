@@ -547,7 +547,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
               enum: ["daemon", "read_only", "ask"],
               default: "daemon",
               description:
-                "a policy preset applied after the daemon's own policy, so it only narrows it (a deny of the daemon stays a deny): daemon adds nothing; read_only refuses side-effecting tools (DENIED, rule_id preset:read_only); ask makes side-effecting calls wait for an approval (rule_id preset:ask), unless the daemon's policy already had one approved",
+                "a policy preset that only narrows the daemon's own policy (a deny of the daemon stays a deny): daemon adds nothing; read_only refuses side-effecting tools before the daemon's policy asks anyone (DENIED, rule_id preset:read_only); ask, after the daemon's policy, makes side-effecting calls wait for an approval (rule_id preset:ask), unless the daemon's policy already had one approved",
             },
             suspend_on_approval: {
               type: "boolean",

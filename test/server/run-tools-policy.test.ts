@@ -19,16 +19,10 @@ let url: string;
 let token: string;
 let stop: () => Promise<void>;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "agentcore-run-tools-"));
-  const config = join(dir, "agentcore.json");
-  // The daemon's own policy: everything allowed but apply_patch, which is denied.
-  writeFileSync(
-    config,
-    JSON.stringify({
-      policy: { default: "allow", rules: [{ id: "no-patch", action: "deny", tools: ["apply_patch"], reason: "patches are off here" }] },
-    }),
-  );
+/** A daemon on `root` with `policy` and the write_file and apply_patch tools. */
+async function spawnDaemon(root: string, policy: unknown) {
+  const config = join(root, "agentcore.json");
+  writeFileSync(config, JSON.stringify({ policy }));
   const proc = Bun.spawn(
     [
       binaryPath(),
@@ -36,24 +30,35 @@ beforeAll(async () => {
       "--port",
       "0",
       "--state-dir",
-      join(dir, "state"),
+      join(root, "state"),
       "--root",
-      dir,
+      root,
       "--config",
       config,
       "--tools",
       "write_file,apply_patch",
     ],
-    { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir }, stdout: "ignore", stderr: "pipe" },
+    { cwd: root, env: { PATH: process.env.PATH ?? "", HOME: root }, stdout: "ignore", stderr: "pipe" },
   );
   const err = collectStderr(proc);
   const text = await err.ready(/token file .+\n/);
-  url = /serve: listening on (\S+)\n/.exec(text)![1]!;
-  token = readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim();
-  stop = async () => {
-    if (proc.exitCode === null) proc.kill("SIGTERM");
-    await err.exited;
+  return {
+    url: /serve: listening on (\S+)\n/.exec(text)![1]!,
+    token: readFileSync(/token file (.+)\n/.exec(text)![1]!, "utf8").trim(),
+    stop: async () => {
+      if (proc.exitCode === null) proc.kill("SIGTERM");
+      await err.exited;
+    },
   };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "agentcore-run-tools-"));
+  // The daemon's own policy: everything allowed but apply_patch, which is denied.
+  ({ url, token, stop } = await spawnDaemon(dir, {
+    default: "allow",
+    rules: [{ id: "no-patch", action: "deny", tools: ["apply_patch"], reason: "patches are off here" }],
+  }));
 }, 120_000);
 afterAll(async () => {
   await stop?.();
@@ -185,7 +190,7 @@ describe("policy presets", () => {
   });
 
   test("a preset cannot lift the daemon's deny: apply_patch stays denied under ask and daemon, and nobody is asked", async () => {
-    for (const policy of ["ask", "daemon", "read_only"]) {
+    for (const policy of ["ask", "daemon"]) {
       const { messages } = await runToEnd({
         task: "patch",
         policy,
@@ -196,9 +201,48 @@ describe("policy presets", () => {
       expect(String(tool.result.output)).toContain('"rule_id":"no-patch"');
       expect(messages.some((m) => m.event === "tool_approval_requested")).toBe(false);
     }
+    // read_only refuses it first (its own reason): denied either way
+    const ro = await runToEnd({
+      task: "patch",
+      policy: "read_only",
+      script: callThen("apply_patch", { edits: [{ path: "secret.txt", old: "the", new: "a" }] }),
+    });
+    expect(completed(ro.messages).result.error).toContain("refuses side-effecting tools");
     expect(readFileSync(join(dir, "secret.txt"), "utf8")).toBe("the secret");
     expect(((await get("/v1/approvals")) as { approvals: unknown[] }).approvals).toEqual([]);
   });
+
+  test("under a daemon policy that asks about writes: read_only refuses before anybody is asked; ask asks once, not twice", async () => {
+    const root = mkdtempSync(join(tmpdir(), "agentcore-run-tools-ask-"));
+    const d = await spawnDaemon(root, {
+      default: "allow",
+      rules: [{ id: "ask-writes", action: "require_approval", tools: ["write_file"] }],
+    });
+    const h = { authorization: `Bearer ${d.token}`, "content-type": "application/json" };
+    const start = (json: unknown) => fetch(`${d.url}/v1/runs`, { method: "POST", headers: h, body: JSON.stringify(json) });
+    const approvals = async () => ((await (await fetch(`${d.url}/v1/approvals`, { headers: h })).json()) as { approvals: any[] }).approvals;
+    try {
+      const ro = await start({ task: "w", policy: "read_only", script: callThen("write_file", { path: "a.txt", content: "x" }) });
+      const roMessages = await new SseReader(ro).all();
+      expect(completed(roMessages).result.error).toContain('preset "read_only" refuses side-effecting tools');
+      expect(roMessages.some((m) => m.event === "tool_approval_requested")).toBe(false);
+      expect(existsSync(join(root, "a.txt"))).toBe(false);
+
+      const res = await start({ task: "w", policy: "ask", script: callThen("write_file", { path: "b.txt", content: "y" }) });
+      const sse = new SseReader(res);
+      const first = await eventually(async () => (await approvals())[0], 50);
+      expect(first).toMatchObject({ tool: "write_file", rule_id: "ask-writes" });
+      const answer = await fetch(`${d.url}/v1/approvals/${first.approval_id}`, { method: "POST", headers: h, body: '{"approved": true}' });
+      expect(answer.status).toBe(200);
+      const messages = await sse.all();
+      expect(messages.filter((m) => m.event === "tool_approval_requested").length).toBe(1);
+      expect(finished(messages)).toMatchObject({ status: "completed" });
+      expect(readFileSync(join(root, "b.txt"), "utf8")).toBe("y");
+    } finally {
+      await d.stop();
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   test("tools and policy together: a write tool left out is unknown, not asked about", async () => {
     const { messages } = await runToEnd({

@@ -950,11 +950,7 @@ function viewStart() {
           toolSelect,
           "None chosen: all of the daemon's tools. Ctrl or Shift and a click (or Space) choose more than one.",
         ),
-        field(
-          "Policy preset",
-          policy,
-          "Applied after the daemon's own policy: a preset can only narrow it, and a deny of the daemon stays a deny.",
-        ),
+        field("Policy preset", policy, "A preset can only narrow the daemon's own policy: a deny of the daemon stays a deny."),
       ),
       h(
         "fieldset",
