@@ -15,7 +15,6 @@ import {
   clusterFile,
   ENV,
   call,
-  claimed,
   config,
   lines,
   settled,
@@ -157,8 +156,12 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
       if (!withRead) turn.tool_calls.pop();
       const created = await call(a, "POST", "/v1/runs", { task: "count", script: [turn, { content: "finished after the takeover" }] });
       const id = created.json.run_id as string;
-      const ownerA = await claimed(a, id);
-      expect(ownerA.agent_id).toBe("agentcore-daemon"); // A's own view: it runs it
+      // A's own view once its run manager has the run (the claim is in the table a moment before)
+      const ownerA = await waitFor(async () => {
+        const r = await call(a, "GET", `/v1/runs/${id}`);
+        return r.status === 200 && r.json.agent_id !== undefined ? r.json : null;
+      }, "daemon A to run it");
+      expect(ownerA.agent_id).toBe("agentcore-daemon");
       await waitFor(
         async () => lines(count).length === 1 && fs.existsSync(pidFile) && fs.readFileSync(pidFile, "utf8").trim() !== "",
         "the call to start",
