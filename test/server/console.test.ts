@@ -25,6 +25,9 @@ import { collectStderr, rawRequest } from "./support.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
+// In CI (.ci/run installs chromium) a missing browser is a failure, not a quiet skip.
+if (!haveChromium && process.env.CI === "true")
+  throw new Error(`console.test: ${CHROMIUM} is missing under CI=true: .ci/run should have installed it (apt-get install chromium)`);
 if (!haveChromium) console.warn(`console.test: ${CHROMIUM} is missing (apt-get install chromium): the browser tests are skipped`);
 const ARTIFACTS = join(REPO, "test-artifacts", "console");
 const WAIT = 20_000;
