@@ -271,7 +271,7 @@ describe("mcpServers in the config of tools, execute and run", () => {
       probe,
       `import { main } from ${JSON.stringify(MAIN)};\n` +
         `await main(["execute", '{"id":"1","tool":"echo","arguments":{}}']);\n` +
-        `const loaded = Object.keys(require.cache).filter((k) => k.includes("modelcontextprotocol") || k.includes("/src/mcp/"));\n` +
+        `const loaded = Object.keys(require.cache).filter((k) => k.includes("modelcontextprotocol") || k.includes("/src/mcp/")).sort();\n` +
         `process.stderr.write("LOADED " + JSON.stringify(loaded) + "\\n");\n`,
     );
     const p = Bun.spawn([BUN, probe], { cwd: dir, stdout: "pipe", stderr: "pipe", env: ENV });
