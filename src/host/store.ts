@@ -63,16 +63,7 @@ export function defaultStoreDir(root?: string): string {
  * SessionStorageError when PostgreSQL cannot be reached or migrated.
  */
 export async function openStore(spec: string | undefined, options: OpenStoreOptions = {}): Promise<OpenedStore> {
-  if (spec === undefined) {
-    const dir = path.resolve(options.sessionsDir ?? defaultStoreDir(options.root));
-    return {
-      kind: "jsonl",
-      location: dir,
-      sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }),
-      history: null,
-      close: async () => {},
-    };
-  }
+  if (spec === undefined) return jsonlStore(options.sessionsDir ?? defaultStoreDir(options.root), options);
   const text = spec.trim();
   if (text === "")
     throw new SessionValidationError("the store must not be empty: give a folder for JSONL journals or a postgres://USER@HOST:PORT/DB URL");
@@ -89,11 +80,16 @@ export async function openStore(spec: string | undefined, options: OpenStoreOpti
     throw new SessionValidationError(
       `unsupported store '${text.replace(/\/\/[^@/]*@/, "//…@")}': give a folder for JSONL journals, or a postgres:// (postgresql://) URL`,
     );
-  const dir = path.resolve(text);
+  return jsonlStore(text, options);
+}
+
+/** JSONL journals in folder `dir` (resolved from the current directory). */
+function jsonlStore(dir: string, options: OpenStoreOptions): OpenedStore {
+  const location = path.resolve(dir);
   return {
     kind: "jsonl",
-    location: dir,
-    sessions: new JsonlSessionStorage(dir, { onRepair: options.onRepair }),
+    location,
+    sessions: new JsonlSessionStorage(location, { onRepair: options.onRepair }),
     history: null,
     close: async () => {},
   };

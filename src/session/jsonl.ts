@@ -517,16 +517,7 @@ export class JsonlSessionStorage extends JournalStorage {
         }
         throw ioError(`cannot write ${file}`, e);
       }
-      try {
-        const dfd = fs.openSync(this.dir, "r");
-        try {
-          fs.fsyncSync(dfd);
-        } finally {
-          fs.closeSync(dfd);
-        }
-      } catch {
-        /* best effort */
-      }
+      syncFolder(this.dir);
       this.#cache.delete(id);
       return { session_id: id, records: records.length };
     });
@@ -672,16 +663,21 @@ export class JsonlSessionStorage extends JournalStorage {
     } finally {
       fs.closeSync(fd);
     }
-    try {
-      const dfd = fs.openSync(this.dir, "r");
-      try {
-        fs.fsyncSync(dfd);
-      } finally {
-        fs.closeSync(dfd);
-      }
-    } catch {
-      /* best effort */
-    }
+    syncFolder(this.dir);
     return cut;
+  }
+}
+
+/** fsync a folder, so a file created or renamed in it survives a crash; best effort (some file systems refuse). */
+function syncFolder(dir: string): void {
+  try {
+    const dfd = fs.openSync(dir, "r");
+    try {
+      fs.fsyncSync(dfd);
+    } finally {
+      fs.closeSync(dfd);
+    }
+  } catch {
+    /* best effort */
   }
 }

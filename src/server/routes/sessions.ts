@@ -8,7 +8,7 @@
 import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
 import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
-import { parseResumeRequest } from "../runs.ts";
+import { parseResumeRequest, type RunManager } from "../runs.ts";
 import { runCommands, runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
 import { HttpError, jsonResponse } from "../errors.ts";
@@ -98,12 +98,7 @@ export function sessionRoutes(deps: AppDeps) {
     const force = f.bool("force") === true;
     const s = await existing(id);
     // A run of this daemon on the branch is alive, not interrupted: never close it from under it.
-    const live = runs.runningOn(id, branch);
-    if (live !== null)
-      throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, {
-        reason: "session_busy",
-        run_id: live.id,
-      });
+    refuseLiveRun(runs, id, branch);
     // A run of another process (its live-run mark names a live pid): SessionRunActiveError, 409, unless forced.
     return jsonResponse(await s.recoverRuns(id, { branch, force, reason: "recovered through the daemon" }));
   });
@@ -178,12 +173,7 @@ export function sessionRoutes(deps: AppDeps) {
     const branch = req.branch ?? "main";
     const s = await existing(id);
     // A daemon (or CLI) that died mid-run: the crash rules close it first, with this daemon's tool effects.
-    const live = runs.runningOn(id, branch);
-    if (live !== null)
-      throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, {
-        reason: "session_busy",
-        run_id: live.id,
-      });
+    refuseLiveRun(runs, id, branch);
     const c0 = await s.checkout(id, branch);
     if (c0 === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
     if (unfinishedRuns(c0.session).length > 0) {
@@ -202,4 +192,14 @@ export function sessionRoutes(deps: AppDeps) {
     }
   });
   return app;
+}
+
+/** A run of this daemon on the branch is alive, not interrupted: 409, never close or resume it from under it. */
+function refuseLiveRun(runs: RunManager, id: string, branch: string): void {
+  const live = runs.runningOn(id, branch);
+  if (live !== null)
+    throw new HttpError(409, "CONFLICT", `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use by run ${live.id}`, {
+      reason: "session_busy",
+      run_id: live.id,
+    });
 }
