@@ -489,6 +489,11 @@ export const CHAT_OPTIONS = {
   ...RUNTIME_OPTIONS,
   ...HISTORY_OPTION,
   ...MODEL_OPTIONS,
+  "show-thinking": {
+    type: "boolean",
+    section: "Run",
+    help: "show the model's thinking as it streams, above each answer (thinking: …)",
+  },
   "context-window": AGENT_OPTIONS["context-window"],
 } as const satisfies OptionTable;
 

@@ -601,6 +601,7 @@ async function runCommand(argv: string[]): Promise<number> {
           approvalTimeoutMs: settings.policy?.approval_timeout_ms,
         };
         if (typeof values["context-window"] === "string") chatFlags.contextWindow = contextWindowFlag(values["context-window"]);
+        if (values["show-thinking"] === true) chatFlags.showThinking = true;
         // Loaded on demand, like agent. The REPL answers approvals itself.
         const chat = await import("./chat.ts");
         const gate = chat.createReplApprover();

@@ -573,6 +573,18 @@ describe("agentcore chat through the CLI, stdin piped", () => {
     expect(r.stderr).toBe("");
   });
 
+  test("--show-thinking: each turn's thinking as a plain block before its answer (none without the flag)", () => {
+    const s = script([{ thinking: "The user greets me.\nI greet back.", content: "hello there" }]);
+    const shown = cli(["chat", "--show-thinking", "--no-plan", "--script", s, "--root", dir], "hi\n");
+    expect(shown.code).toBe(0);
+    expect(shown.stderr).toBe("");
+    expect(shown.stdout).toContain("thinking: The user greets me.\n  I greet back.\nhello there");
+    expect(shown.stdout).not.toMatch(ANSI);
+    const hidden = cli(["chat", "--no-plan", "--script", s, "--root", dir], "hi\n");
+    expect(hidden.stdout).toContain("hello there");
+    expect(hidden.stdout).not.toContain("thinking");
+  });
+
   test("--approve-all writes without asking and warns once on stderr", () => {
     writeFileSync(join(dir, "notes.txt"), "original");
     const s = script([writeTurn, { content: "written" }]);

@@ -11,7 +11,7 @@ import type { AgentEvent } from "../../agent/index.ts";
 import { PLAN_TOOL_NAME, renderPlan, type Plan } from "../../agent/plan.ts";
 import { argsSummary, outcomeText, runStatusLine } from "./render.ts";
 import type { Screen } from "./screen.ts";
-import { Spinner, summaryLine, type TerminalLook } from "../live.ts";
+import { Spinner, summaryLine, ThinkingView, type TerminalLook } from "../live.ts";
 
 /** Why an automatic compaction happened. */
 const COMPACTION_WHY: Readonly<Record<string, string>> = {
@@ -44,10 +44,16 @@ export class ChatEvents {
     private readonly look: TerminalLook = { live: false, redraw: false, color: false },
     out: { write(text: string): unknown } = { write: () => undefined },
     mayDraw: () => boolean = () => true,
+    showThinking = false,
   ) {
     this.spinner = new Spinner(out, look, () => screen.atStart && mayDraw());
     screen.beforeWrite = () => this.spinner.clear();
+    // --show-thinking: as agent shows it, but plain (the screen writes no escape sequences)
+    this.thinking = showThinking ? new ThinkingView({ write: (t: string) => screen.write(t) }, { ...look, color: false }) : null;
   }
+
+  /** The thinking block, with --show-thinking. */
+  private readonly thinking: ThinkingView | null;
 
   /** Something else printed a line (an approval question): a tool's outcome goes on a line of its own. */
   interrupted(): void {
@@ -71,17 +77,26 @@ export class ChatEvents {
         this.spinner.start("waiting for the model");
         break;
       case "assistant_thinking_delta":
+        this.spinner.stop();
+        if (this.thinking !== null) {
+          if (!screen.atStart && !this.thinking.open) screen.endLine();
+          this.thinking.write(event.delta);
+          this.#openTool = null;
+        }
+        break;
       case "tool_call_arguments_delta":
         this.spinner.stop();
         break;
       case "assistant_text_delta":
         this.spinner.stop();
+        this.thinking?.end();
         this.#textOpen = true;
         this.#openTool = null;
         screen.write(event.delta);
         break;
       case "message_completed":
         this.spinner.stop();
+        this.thinking?.end(); // each turn's thinking is a block of its own
         if (this.#textOpen) screen.endLine();
         this.#textOpen = false;
         break;

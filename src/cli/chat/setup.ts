@@ -96,6 +96,7 @@ export async function openChat(
       gate,
       io,
       commands: options.commands ?? CHAT_COMMANDS,
+      showThinking: flags.showThinking === true,
     });
     // The same run spec as agent's. /compact summarises everything but the last
     // turn; with --context-window the history is also compacted on its own, as

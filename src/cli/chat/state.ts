@@ -66,6 +66,8 @@ export interface ChatStateInit {
   io: ChatIO;
   /** The command table (/help is made from it). */
   commands: readonly ChatCommand[];
+  /** --show-thinking: the model's thinking as it streams. */
+  showThinking?: boolean;
 }
 
 export class ChatState {
@@ -132,6 +134,7 @@ export class ChatState {
       this.interactive ? look : { ...look, live: false, redraw: false },
       init.io.output,
       () => !this.gate.waiting && (this.line?.line ?? "") === "",
+      init.showThinking === true,
     );
     this.recordSink = {
       handle: async (event: AgentEvent, source: AgentEventSource) => {
