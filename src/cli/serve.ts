@@ -191,6 +191,10 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
         sessionsDir,
         historyFile: settings.history,
         ...(storeSetup !== null ? { storage: storeSetup.store.sessions, cluster: storeSetup.cluster } : {}),
+        // the store's history, which GET /v1/history (and the console's History page) reads when no file is named
+        ...(storeSetup !== null && settings.history === undefined && storeSetup.store.history !== null
+          ? { historyReader: storeSetup.store.history }
+          : {}),
         ...(v["access-log"] === true ? { accessLog: true } : {}),
         ...(skills !== null ? { skills } : {}),
       },

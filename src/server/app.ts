@@ -58,7 +58,7 @@ import { healthRoutes, openApiRoutes, toolRoutes } from "./routes/basics.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { runCommands, runRoutes } from "./routes/runs.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
-import { historyRoutes } from "./routes/history.ts";
+import { historyRoutes, type HistoryReader } from "./routes/history.ts";
 import { consoleGate, consoleRoutes, isConsoleOpen } from "./routes/console.ts";
 import { ConsoleAuth } from "./console/auth.ts";
 
@@ -123,6 +123,8 @@ export interface AppOptions {
   console?: boolean;
   /** The execution history log (JSONL) that `GET /v1/history` reads; none by default. */
   historyFile?: string;
+  /** Or the store's history (PostgreSQL's history table) that `GET /v1/history` reads, when there is no history file. */
+  historyReader?: HistoryReader;
 }
 
 /** A created app and the parts a server needs for shutdown. */
@@ -306,7 +308,7 @@ export function createApp(options: AppOptions): Daemon {
   app.route("/v1/runs", runRoutes(deps));
   app.route("/v1/approvals", approvalRoutes(deps));
   app.route("/v1/sessions", sessionRoutes(deps));
-  app.route("/v1", historyRoutes(deps, options.historyFile));
+  app.route("/v1", historyRoutes(deps, options.historyFile ?? options.historyReader));
   if (consoleAuth !== null) app.route("/", consoleRoutes(consoleAuth, options.port));
   const mcp = options.mcp === false ? null : mcpRoutes(deps);
   if (mcp !== null) app.route("/mcp", mcp.app);

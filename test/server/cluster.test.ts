@@ -268,6 +268,26 @@ maybe("cluster mode: several daemons on one PostgreSQL store", () => {
     expect(lines(count)).toEqual(["line"]);
   }, 240_000);
 
+  test("the execution history goes to the store, and GET /v1/history (the console's History page) reads it there on any daemon", async () => {
+    const dir = tmp();
+    const cfg = config(dir);
+    const a = await startDaemon(db!, dir, "a", cfg);
+    const b = await startDaemon(db!, dir, "b", cfg);
+    const marker = `history-${crypto.randomUUID()}`;
+    const r = await call(a, "POST", "/v1/calls", { id: marker, tool: "echo", arguments: { text: marker } });
+    expect(r.status).toBe(200);
+    for (const d of [a, b]) {
+      const h = await call(d, "GET", "/v1/history?tool=echo");
+      expect(h.status).toBe(200);
+      expect(h.json.enabled).toBe(true);
+      expect((h.json.records as { call_id: string; tool: string; success: boolean }[]).find((x) => x.call_id === marker)).toMatchObject({
+        tool: "echo",
+        success: true,
+      });
+    }
+    expect((await call(b, "GET", "/v1/history?failed=maybe")).status).toBe(400);
+  }, 120_000);
+
   test("serve refuses a store it cannot use, with exit 2 and a message that says what to do", async () => {
     const dir = tmp();
     const serve = (...args: string[]) => {

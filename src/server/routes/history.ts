@@ -1,6 +1,7 @@
 /**
- * `GET /v1/history`: the execution history (the config's `history` log), read
- * only, newest last: `{enabled, records}`. Query: `tool`, `failed`
+ * `GET /v1/history`: the execution history (the config's `history` log, or
+ * the PostgreSQL store's history table), read only, newest last:
+ * `{enabled, records}`. Query: `tool`, `failed`
  * (`true`/`false`), `since` (ISO 8601), `limit` (the last N; default 1000, at
  * most 10000). A daemon without a history log answers `{"enabled": false,
  * "records": []}`.
@@ -9,14 +10,19 @@
  */
 import { existsSync } from "node:fs";
 import { HttpError, jsonResponse } from "../errors.ts";
-import { readHistory, type HistoryFilter } from "../../runtime/history.ts";
+import { readHistory, type HistoryFilter, type HistoryRecord } from "../../runtime/history.ts";
 import { deadline } from "../middleware/deadline.ts";
 import { subApp, type AppDeps } from "./deps.ts";
 
-/** The history sub-app; `file` is the daemon's history log (undefined: none). */
-export function historyRoutes(deps: AppDeps, file: string | undefined) {
-  return subApp().get("/history", deadline(deps.deadlines), (c) => {
-    if (file === undefined) return jsonResponse({ enabled: false, records: [] });
+/** A history that can be queried (the PostgreSQL store's: `PostgresHistory`). */
+export interface HistoryReader {
+  read(filter: HistoryFilter): Promise<HistoryRecord[]>;
+}
+
+/** The history sub-app; `source` is the daemon's history log file, or the store's history (undefined: none). */
+export function historyRoutes(deps: AppDeps, source: string | HistoryReader | undefined) {
+  return subApp().get("/history", deadline(deps.deadlines), async (c) => {
+    if (source === undefined) return jsonResponse({ enabled: false, records: [] });
     const filter: HistoryFilter = {};
     const tool = c.req.query("tool");
     if (tool !== undefined && tool !== "") filter.tool = tool;
@@ -38,7 +44,7 @@ export function historyRoutes(deps: AppDeps, file: string | undefined) {
     const rawLimit = c.req.query("limit") ?? "1000";
     if (!/^\d{1,5}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 10_000)
       throw new HttpError(400, "INVALID_REQUEST", "the query parameter limit must be an integer from 1 to 10000", { query: "limit" });
-    const records = existsSync(file) ? readHistory(file, filter) : [];
+    const records = typeof source === "string" ? (existsSync(source) ? readHistory(source, filter) : []) : await source.read(filter);
     return jsonResponse({ enabled: true, records: records.slice(-Number(rawLimit)) });
   });
 }
