@@ -538,6 +538,14 @@ export const STORE_OPTIONS = {
   json: { type: "boolean", help: 'print {"store", "applied": [{"version", "name"}], "version"}' },
 } as const satisfies OptionTable;
 
+export const VERSION_OPTIONS = {
+  ...HELP_OPTION,
+  json: {
+    type: "boolean",
+    help: 'print {"version", "commit", "build_date", "target", "bun_version", "wasm_sha256", "built"}',
+  },
+} as const satisfies OptionTable;
+
 /** Options every `sessions` subcommand takes. */
 const SESSIONS_COMMON = {
   ...HELP_OPTION,
@@ -750,6 +758,7 @@ export const COMMANDS = {
   history: { summary: "read an execution history log", options: HISTORY_OPTIONS },
   store: { summary: "set up a PostgreSQL store: apply its migrations", options: STORE_OPTIONS },
   mcp: { summary: "serve the registered tools to an MCP client over stdio", options: MCP_OPTIONS },
+  version: { summary: "print the version and build information (commit, target, WASM core hash)", options: VERSION_OPTIONS },
 } as const;
 
 export type CommandName = keyof typeof COMMANDS;

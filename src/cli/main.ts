@@ -384,7 +384,7 @@ async function cmdRun(rt: Runtime, source: string, out: LineWriter, progress: Pr
 // ---------------------------------------------------------------- main
 
 /** Commands that parse their own options, so options written before them are moved after them. */
-const SELF_PARSING = new Set(["history", "sessions", "serve", "skills", "store"]);
+const SELF_PARSING = new Set(["history", "sessions", "serve", "skills", "store", "version"]);
 /** Options that take a value in some command (the token after them is not a command). */
 const VALUE_OPTIONS = valueOptions();
 
@@ -495,7 +495,9 @@ async function runCommand(argv: string[]): Promise<number> {
   if (command === "skills") return (await import("./skills.ts")).cmdSkills(args, { out });
   // `store` too (it loads the PostgreSQL client only for a postgres:// store).
   if (command === "store") return (await import("./store.ts")).cmdStore(args, { out });
-  const name = command as Exclude<CommandName, "history" | "sessions" | "serve" | "skills" | "store">;
+  // `version` prints the build information (src/core/build-info.ts).
+  if (command === "version") return (await import("./version.ts")).cmdVersion(args, { out });
+  const name = command as Exclude<CommandName, "history" | "sessions" | "serve" | "skills" | "store" | "version">;
   let values: Record<string, string | boolean | undefined>;
   let rest: string[];
   try {

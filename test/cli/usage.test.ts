@@ -64,7 +64,7 @@ const INVOCATIONS: [string, string[]][] = [
 describe("each command takes exactly its flags, and has its own --help", () => {
   test("agent --json is refused (exit 2), naming where --json applies", () => {
     const r = run(["agent", "--json", "--script", script, "hello"]);
-    expectUsage(r, "agent", "--json applies to 'tools', 'sessions', 'skills', 'history' and 'store' only, not to 'agent'");
+    expectUsage(r, "agent", "--json applies to 'tools', 'sessions', 'skills', 'history', 'store' and 'version' only, not to 'agent'");
   });
 
   test("every command refuses an unknown flag, with the hint to its own help", () => {
@@ -80,7 +80,7 @@ describe("each command takes exactly its flags, and has its own --help", () => {
     expectUsage(
       run(["execute", "--json", "{}"]),
       "execute",
-      "--json applies to 'tools', 'sessions', 'skills', 'history' and 'store' only, not to 'execute'",
+      "--json applies to 'tools', 'sessions', 'skills', 'history', 'store' and 'version' only, not to 'execute'",
     );
     expectUsage(
       run(["tools", "--history", "h.jsonl"]),
@@ -151,7 +151,7 @@ describe("each command takes exactly its flags, and has its own --help", () => {
     expectUsage(
       run(["--json", "agent", "--script", script, "x"]),
       "agent",
-      "--json applies to 'tools', 'sessions', 'skills', 'history' and 'store' only, not to 'agent'",
+      "--json applies to 'tools', 'sessions', 'skills', 'history', 'store' and 'version' only, not to 'agent'",
     );
   });
 });
@@ -181,7 +181,7 @@ describe("what is wrong, in a sentence, with the nearest flag or command", () =>
     expectUsage(
       run(["exec", "{}"]),
       "",
-      "unknown command 'exec' (commands: tools, execute, run, agent, chat, sessions, serve, skills, history, store, mcp)",
+      "unknown command 'exec' (commands: tools, execute, run, agent, chat, sessions, serve, skills, history, store, mcp, version)",
     );
     expectUsage(run(["sessions", "shwo", "demo"]), "sessions", "unknown subcommand 'shwo'; did you mean 'show'?");
     expectUsage(run(["skills", "lsit"]), "skills", "unknown subcommand 'lsit'; did you mean 'list'?");
@@ -205,7 +205,11 @@ describe("what is wrong, in a sentence, with the nearest flag or command", () =>
     expectUsage(run(["serve", "--port", "http"]), "serve", "--port expects an integer, got 'http'");
     expectUsage(run(["execute"]), "execute", "missing argument: execute needs exactly one argument: a JSON tool call, or - for stdin");
     expectUsage(run(["tools", "extra"]), "tools", "unexpected argument 'extra': tools takes no arguments");
-    expectUsage(run([]), "", "missing command: one of tools, execute, run, agent, chat, sessions, serve, skills, history, store, mcp");
+    expectUsage(
+      run([]),
+      "",
+      "missing command: one of tools, execute, run, agent, chat, sessions, serve, skills, history, store, mcp, version",
+    );
     // a value may start with a dash when it is not an option: --system "-be terse" works, --system=--x too
     const r = run(["agent", "--script", script, "--system", "-be terse", "x"]);
     expect(r.status).toBe(0);
