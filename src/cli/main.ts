@@ -157,8 +157,6 @@ async function runCommand(argv: string[]): Promise<number> {
   if (command === "store") return (await import("./store.ts")).cmdStore(args, { out });
   // `version` prints the build information (src/core/build-info.ts).
   if (command === "version") return (await import("./version.ts")).cmdVersion(args, { out });
-  // `version [--json]`: the build information (the fast path is `--version`, above).
-  if (command === "version") return (await import("./version.ts")).cmdVersion(args, { out });
   const name = command as CallCommand;
   let values: Record<string, string | boolean | undefined>;
   let rest: string[];
