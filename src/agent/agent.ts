@@ -221,8 +221,15 @@ export class Agent {
   #historyVersion = 0;
 
   #messages: AgentMessage[] = [];
-  /** The same conversation in request shape (no `usage`), kept in step with `#messages`. */
-  #wire: ChatMessage[] = [];
+  /**
+   * The request context, kept in step with `#messages`: the system message
+   * (when there is one) followed by each history message in request shape
+   * (frozen, no `usage`). It grows in place, and a request without
+   * request-only additions carries this array itself (see `#context`).
+   */
+  #request: ChatMessage[] = [];
+  /** Messages before the history in `#request`: 1 with a system message, else 0. */
+  #base = 0;
   /** Tool messages of the history with images (requests then carry them as a user message after the tool messages). */
   #toolImages = 0;
   #lastResult: AgentRunResult | null = null;
@@ -237,7 +244,7 @@ export class Agent {
   #shuttingDown = false;
   #started = false;
   #specs: ModelToolSpec[] | undefined;
-  #system: ChatMessage | null | undefined;
+  #system: ChatMessage | null = null;
   readonly #skills: SkillCatalog | null;
   #activeSkill: Skill | null = null;
 
@@ -258,6 +265,11 @@ export class Agent {
     if (typeof this.agentId !== "string" || this.agentId.length === 0)
       throw new TypeError("createAgent: agentId must be a non-empty string");
     this.#systemPrompt = options.systemPrompt;
+    const system = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter(
+      (s) => s !== undefined && s.length > 0,
+    );
+    if (system.length > 0) this.#system = Object.freeze({ role: "system" as const, content: system.join("\n\n") });
+    this.#request = this.#emptyRequest();
     const hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as AgentHooks];
     this.#hooks = [...hooks];
     this.#steeringCapacity = positiveCapacity("steeringQueueCapacity", options.steeringQueueCapacity);
@@ -281,12 +293,13 @@ export class Agent {
     this.#model = tracer === null ? m : tracer.wrapModel(m);
     const self = this;
     // Sinks read the conversation through this (a SessionRecorder journals it after a compaction).
-    const sinks = tracer === null ? (options.sinks ?? []) : [tracer.sink, ...(options.sinks ?? [])];
-    this.#emitter = new EventEmitter(this.agentId, sinks, this.runtime.logger, {
+    // The tracer goes first, as an observer: events it does not need cost nothing when no sink listens.
+    const source = {
       get messages() {
         return self.messages;
       },
-    });
+    };
+    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, source, tracer);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg), tracer);
   }
 
@@ -505,7 +518,7 @@ export class Agent {
   reset(messages: readonly AgentMessage[] = []): void {
     if (this.isActive) throw new Error("cannot reset an active agent");
     this.#messages = [];
-    this.#wire = [];
+    this.#request = this.#emptyRequest();
     this.#toolImages = 0;
     this.#historyVersion++;
     for (const m of structuredClone([...messages])) this.#append(m);
@@ -699,11 +712,19 @@ export class Agent {
     return hooks;
   }
 
+  /** A request context with no history: the system message, if any. */
+  #emptyRequest(): ChatMessage[] {
+    const out = this.#system === null ? [] : [this.#system];
+    this.#base = out.length;
+    return out;
+  }
+
   /** Add a message to the conversation (and its frozen request-shaped twin). */
   #append(m: AgentMessage): void {
     if (m.role === "tool" && m.images !== undefined && m.images.length > 0) this.#toolImages++;
+    this.#checkRequest();
     this.#messages.push(m);
-    this.#wire.push(toModelMessage(m));
+    this.#request.push(toModelMessage(m));
     this.#historyVersion++;
   }
 
@@ -711,8 +732,22 @@ export class Agent {
   #replaceHistory(messages: AgentMessage[]): void {
     this.#toolImages = messages.filter((m) => m.role === "tool" && m.images !== undefined && m.images.length > 0).length;
     this.#messages = messages;
-    this.#wire = messages.map(toModelMessage);
+    this.#request = this.#emptyRequest();
+    for (const m of messages) this.#request.push(toModelMessage(m));
     this.#historyVersion++;
+  }
+
+  /**
+   * The request array goes to the model as it is, and an adapter must not
+   * change it (ModelRequest.messages). Should one have added or removed
+   * messages anyway, the next request is rebuilt from the history, which the
+   * adapter never sees.
+   */
+  #checkRequest(): void {
+    const r = this.#request;
+    if (r.length === this.#base + this.#messages.length && (this.#base === 0 || r[0] === this.#system)) return;
+    this.#request = this.#emptyRequest();
+    for (const m of this.#messages) this.#request.push(toModelMessage(m));
   }
 
   /** Estimate the request context and ask the policy; emits `context_pressure_evaluated`. */
@@ -720,12 +755,13 @@ export class Agent {
     const c = this.#compaction;
     if (c === null) return null;
     // The request context, but with the stored messages (their reported usage counts).
-    // The history's request copies are the #wire objects themselves, in order
+    // The history's request copies are the #request objects themselves, in order
     // (other messages, such as the skill messages, may sit between them).
     const estimated: EstimatedMessage[] = messages.slice();
-    const wire = this.#wire;
-    for (let i = 0, j = 0; i < estimated.length && j < wire.length; i++) {
-      if (estimated[i] === wire[j]) estimated[i] = this.#messages[j++];
+    const wire = this.#request;
+    const base = this.#base;
+    for (let i = 0, j = 0; i < estimated.length && base + j < wire.length; i++) {
+      if (estimated[i] === wire[base + j]) estimated[i] = this.#messages[j++];
     }
     const estimate = estimateContextUsage(estimated, toolsForEstimate(this.#toolSpecs()), c.policy.estimator);
     const decision = c.policy.evaluate(estimate);
@@ -770,16 +806,18 @@ export class Agent {
     return this.#specs;
   }
 
-  /** The request context: system prompt (+ explicit-finish note), history without usage, transient retry note. */
-  #context(noToolResponses: number): ChatMessage[] {
-    if (this.#system === undefined) {
-      const parts = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter(
-        (s) => s !== undefined && s.length > 0,
-      );
-      this.#system = parts.length > 0 ? Object.freeze({ role: "system" as const, content: parts.join("\n\n") }) : null;
-    }
-    // One native copy of the history (the messages themselves are shared and frozen).
-    const out = this.#system === null ? this.#wire.slice() : [this.#system].concat(this.#wire);
+  /**
+   * The request context: system prompt (+ explicit-finish note), history
+   * without usage, transient retry note, skills. Without request-only
+   * additions it is `#request` itself, not a copy: a turn costs the same
+   * however long the history (the adapter reads it during the request and
+   * must neither change nor keep it, see ModelRequest.messages).
+   */
+  #context(noToolResponses: number): readonly ChatMessage[] {
+    this.#checkRequest();
+    if (noToolResponses === 0 && this.#skills === null && this.#toolImages === 0) return this.#request;
+    // Request-only additions: a copy of the array (the messages themselves are shared and frozen).
+    const out = this.#request.slice();
     if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
     if (this.#skills !== null) this.#insertSkillMessages(out);
     return this.#toolImages > 0 ? withToolImages(out) : out;

@@ -116,14 +116,33 @@ class Subscription implements AsyncIterableIterator<AgentEvent> {
 }
 
 /**
+ * A sink of the agent's own (the tracer) that says which events it needs:
+ * it is delivered to first, before the sinks, and while it wants no event of
+ * a kind it costs nothing for that kind.
+ */
+export interface EventObserver {
+  /** Whether an event of this kind is needed now. */
+  wants(kind: AgentEventPayload["kind"]): boolean;
+  handle(event: AgentEvent, source: AgentEventSource): void | Promise<void>;
+}
+
+const DELIVERED: Promise<void> = Promise.resolve();
+
+/**
  * Numbers, freezes and delivers events. Deliveries are chained, so events
  * reach sinks in emission order even when emitted from concurrent tool calls;
- * `emit()` resolves once every sink has handled the event.
+ * `emit()` resolves once every sink has handled the event. An event that
+ * nobody would receive (no sink, no subscriber, an observer that does not
+ * want it, nothing still being delivered) is only numbered: it is not built,
+ * frozen or chained.
  */
 export class EventEmitter {
   readonly #sinks: AgentEventSink[];
+  readonly #observer: EventObserver | null;
   readonly #subs = new Set<Subscription>();
-  #tail: Promise<void> = Promise.resolve();
+  #tail: Promise<void> = DELIVERED;
+  /** Deliveries emitted and not yet finished. */
+  #pending = 0;
   #runId = "";
   #closed = false;
   #sequence = 0;
@@ -135,6 +154,7 @@ export class EventEmitter {
     sinks: readonly AgentEventSink[],
     private readonly logger: Logger,
     source: AgentEventSource = { messages: [] },
+    observer: EventObserver | null = null,
   ) {
     this.#source = source;
     for (const s of sinks) {
@@ -143,6 +163,21 @@ export class EventEmitter {
       }
     }
     this.#sinks = [...sinks];
+    this.#observer = observer;
+  }
+
+  /**
+   * Whether an event of this kind would reach anyone now. Emitters of
+   * events that are costly to build may skip building them when not (and
+   * call {@link skip} to keep the numbering).
+   */
+  listens(kind: AgentEventPayload["kind"]): boolean {
+    return this.#pending > 0 || this.#sinks.length > 0 || this.#subs.size > 0 || (this.#observer !== null && this.#observer.wants(kind));
+  }
+
+  /** Number an event that nobody receives (see {@link listens}). */
+  skip(): void {
+    ++this.#sequence;
   }
 
   /** Start a new event run: fresh random run id, sequence back to 0. */
@@ -157,30 +192,48 @@ export class EventEmitter {
   }
 
   emit(payload: AgentEventPayload): Promise<void> {
+    if (!this.listens(payload.kind)) {
+      ++this.#sequence;
+      return DELIVERED;
+    }
     const event = Object.freeze({ agent_id: this.agentId, run_id: this.#runId, sequence: ++this.#sequence, ...payload }) as AgentEvent;
+    this.#pending++;
     const p = this.#tail.then(() => this.#deliver(event));
     this.#tail = p;
     return p;
   }
 
   async #deliver(event: AgentEvent): Promise<void> {
+    try {
+      await this.#deliverAll(event);
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #deliverAll(event: AgentEvent): Promise<void> {
     for (const s of this.#subs) s.push(event);
     let failed = 0;
-    for (const sink of this.#sinks) {
-      try {
-        if (typeof sink === "function") await sink(event, this.#source);
-        else await sink.handle(event, this.#source);
-      } catch (err) {
-        failed++;
-        this.logger.warn("agent event sink failed", {
-          agent_id: event.agent_id,
-          kind: event.kind,
-          sequence: event.sequence,
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
-    }
+    if (this.#observer !== null && !(await this.#handOver(this.#observer, event))) failed++;
+    for (const sink of this.#sinks) if (!(await this.#handOver(sink, event))) failed++;
     if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
+  }
+
+  /** Give one sink the event; false (logged) when it failed. */
+  async #handOver(sink: AgentEventSink | EventObserver, event: AgentEvent): Promise<boolean> {
+    try {
+      if (typeof sink === "function") await sink(event, this.#source);
+      else await sink.handle(event, this.#source);
+      return true;
+    } catch (err) {
+      this.logger.warn("agent event sink failed", {
+        agent_id: event.agent_id,
+        kind: event.kind,
+        sequence: event.sequence,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return false;
+    }
   }
 
   subscribe(options: EventStreamOptions = {}): AsyncIterableIterator<AgentEvent> {

@@ -81,7 +81,7 @@ export interface LoopHooks {
    * the retry note after `noToolResponses` plain replies, request-only
    * additions (skills).
    */
-  context(noToolResponses: number): ChatMessage[];
+  context(noToolResponses: number): readonly ChatMessage[];
   /** The tools offered to the model. */
   tools(): ModelToolSpec[];
   /** Steering was applied (the skill it mentions becomes active). */
@@ -167,6 +167,55 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, reason: () => s
   return raceSignal(p, signal, () => new AgentCancelledError(reason()));
 }
 
+/**
+ * One abort listener for a whole run: `wait(p)` settles with `p`, or rejects
+ * with AgentCancelledError as soon as the signal aborts. The loop waits on
+ * one thing at a time (each step of the model's stream), so instead of a
+ * listener added and removed per step, the run's single listener rejects
+ * whatever wait is current. The work itself is not stopped (it has the
+ * signal); its later outcome is ignored.
+ */
+class AbortWatch {
+  #reject: ((e: unknown) => void) | null = null;
+  readonly #onAbort = (): void => {
+    const reject = this.#reject;
+    this.#reject = null;
+    reject?.(new AgentCancelledError(this.reason()));
+  };
+
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly reason: () => string,
+  ) {
+    if (!signal.aborted) signal.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  wait<T>(p: Promise<T>): Promise<T> {
+    if (this.signal.aborted) {
+      p.catch(() => {});
+      return Promise.reject(new AgentCancelledError(this.reason()));
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#reject = reject;
+      p.then(
+        (v) => {
+          if (this.#reject === reject) this.#reject = null;
+          resolve(v);
+        },
+        (e) => {
+          if (this.#reject === reject) this.#reject = null;
+          reject(e);
+        },
+      );
+    });
+  }
+
+  dispose(): void {
+    this.#reject = null;
+    this.signal.removeEventListener("abort", this.#onAbort);
+  }
+}
+
 /** A run result from the usage so far. */
 export function result(
   status: RunStatus,
@@ -215,6 +264,15 @@ function repairMessage(format: ResponseFormat, errors: readonly OutputError[]): 
  * errors).
  */
 export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
+  const watch = new AbortWatch(ctx.signal, ctx.abortReason);
+  try {
+    return await turns(ctx, watch);
+  } finally {
+    watch.dispose();
+  }
+}
+
+async function turns(ctx: LoopContext, watch: AbortWatch): Promise<AgentRunResult> {
   const { policy, signal, usage, counters, emit } = ctx;
   const reason = ctx.abortReason;
   const state = { noToolResponses: 0, repairs: 0 };
@@ -243,7 +301,7 @@ export async function runLoop(ctx: LoopContext): Promise<AgentRunResult> {
     await emit({ kind: "turn_started", turn });
     let response: AssistantMessage;
     try {
-      const answer = await modelTurn(ctx, turn, state);
+      const answer = await modelTurn(ctx, turn, state, watch);
       response = answer.message;
       if (signal.aborted) throw new AgentCancelledError(reason());
       const cut = answer.finishReason === null ? undefined : CUT_OFF[answer.finishReason];
@@ -391,10 +449,10 @@ function budgetFailure(policy: RuntimePolicy, usage: UsageAccumulator, turns: nu
  * on pressure, stream the model (compacting and retrying once after an
  * overflow), record the message.
  */
-async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponses: number }): Promise<ModelAnswer> {
+async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponses: number }, watch: AbortWatch): Promise<ModelAnswer> {
   const { signal, hooks } = ctx;
   const reason = ctx.abortReason;
-  const build = async (): Promise<{ messages: ChatMessage[]; preparation: CompactionPreparation | null }> => {
+  const build = async (): Promise<{ messages: readonly ChatMessage[]; preparation: CompactionPreparation | null }> => {
     for (;;) {
       const drained = ctx.drainSteering();
       if (drained.length > 0) state.noToolResponses = 0;
@@ -418,7 +476,7 @@ async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponse
   for (;;) {
     if (signal.aborted) throw new AgentCancelledError(reason());
     try {
-      return await requestModel(ctx, turn, messages);
+      return await requestModel(ctx, turn, messages, watch);
     } catch (err) {
       if (!(err instanceof ModelProviderError) || err.kind !== "context_overflow" || err.responseStarted || signal.aborted) throw err;
       if (!auto?.enabled || !auto.recoverOnOverflow || retries >= auto.maxOverflowRetries) throw err;
@@ -430,7 +488,7 @@ async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponse
 }
 
 /** One model request: stream it, emit deltas, record the assistant message. */
-async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessage[]): Promise<ModelAnswer> {
+async function requestModel(ctx: LoopContext, turn: number, messages: readonly ChatMessage[], watch: AbortWatch): Promise<ModelAnswer> {
   const { signal, usage } = ctx;
   const reason = ctx.abortReason;
   usage.beginRequest();
@@ -447,7 +505,7 @@ async function requestModel(ctx: LoopContext, turn: number, messages: ChatMessag
   let shown = false;
   try {
     for (;;) {
-      const step = await raceAbort(it.next(), signal, reason);
+      const step = await watch.wait(it.next());
       if (step.done) {
         finished = true;
         break;

@@ -13,8 +13,9 @@
  *   `tool_completed`, the active span while the tool runs (an HTTP MCP call
  *   carries it); approval requests and answers are events on it.
  *
- * The tracer is built from the agent's own events (it is the first sink)
- * and two wrappers: the model adapter, and the dispatch of a call. The loop
+ * The tracer is built from the agent's own events (it receives each one
+ * before the sinks, as the emitter's observer, and only the kinds it needs
+ * while a run is untraced) and two wrappers: the model adapter, and the dispatch of a call. The loop
  * knows nothing of it.
  *
  * Arguments, results and message text are recorded only on opt-in:
@@ -44,7 +45,7 @@ import {
 } from "../providers/types.ts";
 import { TRACER_NAME } from "../runtime/tracing.ts";
 import { VERSION } from "../core/version.ts";
-import type { AgentEvent, AgentEventSink } from "./events.ts";
+import type { AgentEvent } from "./events.ts";
 
 /** The environment variable that turns content capture on (`true`), as in other GenAI instrumentations. */
 export const CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
@@ -191,8 +192,19 @@ export class AgentTracer {
     return this.#content;
   }
 
-  /** The event sink that opens and closes the run and tool spans. */
-  readonly sink: AgentEventSink = (event: AgentEvent) => this.#handle(event);
+  /**
+   * The events the tracer needs now: a run's start and end always, the
+   * others only while the run is traced (or not yet known to be untraced).
+   * The agent's emitter skips the rest (see `EventObserver`).
+   */
+  wants(kind: AgentEvent["kind"]): boolean {
+    return this.#active !== false || kind === "agent_started" || kind === "agent_continued" || kind === "agent_finished";
+  }
+
+  /** Open and close the run and tool spans (the agent's emitter calls this before the sinks). */
+  handle(event: AgentEvent): void {
+    this.#handle(event);
+  }
 
   #common(): Attributes {
     const a: Attributes = { "gen_ai.provider.name": this.#info.provider, "gen_ai.agent.id": this.agentId };

@@ -56,7 +56,7 @@ export interface OpenAIModelAdapterOptions {
 /** The request body this adapter sends (the fields it sets). */
 export interface ChatCompletionBody {
   model: string;
-  messages: unknown[];
+  messages: readonly unknown[];
   temperature: number;
   stream: true;
   stream_options?: { include_usage: true };

@@ -325,7 +325,7 @@ export class ScriptedModel implements ModelAdapter {
     const signal = request.signal;
     if (signal?.aborted) throw abortReason(signal);
     if (this.#record) {
-      const r: RecordedRequest = { messages: copyData(request.messages), tools: copyData(request.tools) };
+      const r: RecordedRequest = { messages: copyData(request.messages as ChatMessage[]), tools: copyData(request.tools) };
       if (request.responseFormat !== undefined) r.responseFormat = copyData(request.responseFormat);
       this.requests.push(r);
     }

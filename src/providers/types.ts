@@ -77,7 +77,13 @@ export interface ModelToolSpec {
 
 /** What an adapter is asked for: the context of one model request. */
 export interface ModelRequest {
-  messages: ChatMessage[];
+  /**
+   * The request's context. Read it during the request; do not change it and
+   * do not keep it afterwards (copy what you keep): the agent hands over its
+   * own array, which grows in place with the conversation, rather than a
+   * copy per request. The messages in it are frozen.
+   */
+  messages: readonly ChatMessage[];
   tools: ModelToolSpec[];
   /** Aborts the request; adapters must stop promptly and throw. */
   signal?: AbortSignal;
