@@ -1,7 +1,7 @@
 /**
- * Per-turn overhead of the agent harness, side by side with two peers.
+ * Per-turn overhead of the agent harness, side by side with its peers.
  *
- *   bun scripts/bench/agent.ts [TURNS]
+ *   bun scripts/bench/agent.ts [TURNS] [--rounds N] [--only NAMES] [--json FILE]
  *
  * One run of TURNS + 1 model turns: turn i (< TURNS) calls `echo` with
  * {"n": i}, the last turn answers with text. The model costs nothing (each is
@@ -10,12 +10,22 @@
  * parsing and validation, tool dispatch and bookkeeping, over a conversation
  * that grows by two messages per turn.
  *
+ * Contenders, each named in the output:
  * - agentcore: createAgent + ScriptedModel (recordRequests off), the echo
- *   tool through the runtime's dispatch (ajv validation).
- * - pi: @mariozechner/pi-agent-core with pi-ai's faux provider.
- * - openai-agents: @openai/agents-core Runner with a scripted Model.
+ *   tool through the runtime's dispatch (ajv validation), no sinks.
+ * - pi runAgentLoop: pi-agent-core's loop function with a minimal stream
+ *   function (pi's fastest honest configuration; the reference).
+ * - pi Agent: pi-agent-core's Agent class with pi-ai's faux provider.
+ * - openai agents-core: the Runner with a scripted Model, tracing disabled.
  *
- * Rounds alternate between contenders; medians are reported.
+ * agentcore also runs at 100 turns, for the growth of its per-turn cost with
+ * history (TURNS ÷ 100). Runs of 100 turns are repeated so that a sample
+ * holds about as many turns as a TURNS-turn run. Rounds alternate between
+ * contenders; medians are reported, with min and max.
+ *
+ * `--only` takes a comma-separated subset of: agentcore, pi-loop, pi-agent,
+ * openai (agentcore and pi-loop are always run: the ratio needs them).
+ * `--json FILE` also writes the measures (scripts/bench/chart.ts) to FILE.
  *
  *   bun scripts/bench/agent.ts [TURNS] --tracing
  *
@@ -31,11 +41,27 @@
 import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/index.ts";
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { median, RUNTIME, table } from "./lib.ts";
-import { runOpenAIAgents, runPi } from "./peers.ts";
+import { runOpenAIAgents, runPi, runPiLoop } from "./peers.ts";
 
-const TRACING = process.argv.includes("--tracing");
-const TURNS = Number(process.argv.slice(2).find((a) => !a.startsWith("--")) ?? 1000);
+const { values: opts, positionals } = parseArgs({
+  args: process.argv.slice(2),
+  allowPositionals: true,
+  options: {
+    tracing: { type: "boolean" },
+    rounds: { type: "string" },
+    only: { type: "string" },
+    json: { type: "string" },
+  },
+});
+const TRACING = opts.tracing === true;
+const TURNS = Number(positionals[0] ?? 1000);
+const ROUNDS = Number(opts.rounds ?? 5);
+const SMALL = 100;
+if (!Number.isSafeInteger(TURNS) || TURNS < 1) throw new Error(`TURNS must be a positive integer, got ${positionals[0]}`);
+if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a positive integer, got ${opts.rounds}`);
 
 /** Run agentcore's agent for `turns` tool turns plus a final text turn. Returns the number of model calls. */
 export async function runAgentcore(turns: number, tracing?: false): Promise<number> {
@@ -80,34 +106,69 @@ async function runAgentcoreWithSdk(turns: number): Promise<number> {
   }
 }
 
-const contenders: [string, (n: number) => Promise<number>][] = TRACING
+const AGENTCORE = "agentcore";
+const AGENTCORE_SMALL = `agentcore, ${SMALL} turns`;
+const PI_LOOP = "pi runAgentLoop (minimal stream function)";
+const PI_AGENT = "pi Agent (pi-ai faux provider)";
+const OPENAI = "openai agents-core Runner (scripted Model)";
+
+/** One measure for the report (the shape scripts/bench/chart.ts reads). */
+interface Measure {
+  id: string;
+  title: string;
+  unit: string;
+  better: "lower" | "higher";
+  reference: string;
+  contenders: { name: string; median: number; min: number; max: number }[];
+  ratio: number;
+  target?: { op: "<=" | ">="; value: number; text: string };
+  notes?: string;
+}
+
+/** A contender: its name, the turns of one run, and the runs per sample. */
+interface Entry {
+  name: string;
+  turns: number;
+  runs: number;
+  fn: (n: number) => Promise<number>;
+}
+
+const only = opts.only === undefined ? null : new Set(opts.only.split(","));
+const entries: Entry[] = TRACING
   ? [
-      ["agentcore, tracing: false", (n) => runAgentcore(n, false)],
-      ["agentcore, tracing off (no SDK)", runAgentcore],
-      ["agentcore, SDK registered", runAgentcoreWithSdk],
+      { name: "agentcore, tracing: false", turns: TURNS, runs: 1, fn: (n) => runAgentcore(n, false) },
+      { name: "agentcore, tracing off (no SDK)", turns: TURNS, runs: 1, fn: runAgentcore },
+      { name: "agentcore, SDK registered", turns: TURNS, runs: 1, fn: runAgentcoreWithSdk },
     ]
   : [
-      ["agentcore", runAgentcore],
-      ["pi-agent-core", runPi],
-      ["openai agents-core", runOpenAIAgents],
+      { name: AGENTCORE, turns: TURNS, runs: 1, fn: runAgentcore },
+      ...(TURNS > SMALL ? [{ name: AGENTCORE_SMALL, turns: SMALL, runs: Math.ceil(TURNS / SMALL), fn: runAgentcore }] : []),
+      { name: PI_LOOP, turns: TURNS, runs: 1, fn: runPiLoop },
+      ...(only === null || only.has("pi-agent") ? [{ name: PI_AGENT, turns: TURNS, runs: 1, fn: runPi }] : []),
+      ...(only === null || only.has("openai") ? [{ name: OPENAI, turns: TURNS, runs: 1, fn: runOpenAIAgents }] : []),
     ];
 
-for (const [, fn] of contenders) await fn(Math.min(TURNS, 200)); // warm-up
-const samples = new Map<string, number[]>(contenders.map(([n]) => [n, []]));
-const rounds = 5;
-for (let r = 0; r < rounds; r++) {
-  for (const [name, fn] of r % 2 ? [...contenders].reverse() : contenders) {
+for (const e of entries) await e.fn(Math.min(e.turns, 200)); // warm-up
+const samples = new Map<string, number[]>(entries.map((e) => [e.name, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const e of r % 2 ? [...entries].reverse() : entries) {
     const t0 = performance.now();
-    const turns = await fn(TURNS);
+    for (let k = 0; k < e.runs; k++) {
+      const turns = await e.fn(e.turns);
+      if (turns < e.turns) throw new Error(`${e.name} ran only ${turns} turns`);
+    }
     const dt = performance.now() - t0;
-    if (turns < TURNS) throw new Error(`${name} ran only ${turns} turns`);
-    samples.get(name)!.push((dt * 1000) / (TURNS + 1));
+    samples.get(e.name)!.push((dt * 1000) / (e.runs * (e.turns + 1)));
   }
 }
+const med = new Map([...samples].map(([k, v]) => [k, median(v)]));
+const stat = (name: string) => {
+  const xs = samples.get(name)!;
+  return { name, median: med.get(name)!, min: Math.min(...xs), max: Math.max(...xs) };
+};
 
 if (TRACING) {
   console.log(`## The cost of tracing per turn, ${TURNS.toLocaleString("en-US")} tool turns + 1 (${RUNTIME})\n`);
-  const med = new Map([...samples].map(([k, v]) => [k, median(v)]));
   const base = med.get("agentcore, tracing: false")!;
   table(
     ["agentcore", "µs per turn", "vs tracing: false"],
@@ -116,12 +177,50 @@ if (TRACING) {
   process.exit(0);
 }
 
-console.log(`## Agent harness overhead per turn, ${TURNS.toLocaleString("en-US")} tool turns + 1 (${RUNTIME})\n`);
-const med = new Map([...samples].map(([k, v]) => [k, median(v)]));
-const ours = med.get("agentcore")!;
-const fastestPeer = Math.min(med.get("pi-agent-core")!, med.get("openai agents-core")!);
-table(
-  ["harness", "µs per turn", "vs agentcore"],
-  [...med].map(([k, v]) => [k, v.toFixed(1), `${(v / ours).toFixed(2)}x`]),
+console.log(
+  `## Agent harness overhead per turn, ${TURNS.toLocaleString("en-US")} tool turns + 1, in memory (${RUNTIME}, ${ROUNDS} rounds)\n`,
 );
-console.log(`\nagentcore / fastest peer: ${(ours / fastestPeer).toFixed(2)} (target: <= 0.50)`);
+const ours = med.get(AGENTCORE)!;
+const piLoop = med.get(PI_LOOP)!;
+table(
+  ["harness", "µs per turn (median)", "min–max", "÷ pi runAgentLoop"],
+  entries.map((e) => {
+    const s = stat(e.name);
+    return [e.name, s.median.toFixed(1), `${s.min.toFixed(1)}–${s.max.toFixed(1)}`, `${(s.median / piLoop).toFixed(2)}x`];
+  }),
+);
+const ratio = ours / piLoop;
+console.log(`\nagentcore ÷ pi runAgentLoop (minimal stream function), ${TURNS} turns: ${ratio.toFixed(2)} (target: <= 1.5)`);
+const measures: Measure[] = [
+  {
+    id: "agent.turn",
+    title: `agent loop per turn, ${TURNS.toLocaleString("en-US")} turns, in memory`,
+    unit: "µs/turn",
+    better: "lower",
+    reference: PI_LOOP,
+    contenders: entries.filter((e) => e.name !== AGENTCORE_SMALL).map((e) => stat(e.name)),
+    ratio,
+    target: { op: "<=", value: 1.5, text: "≤ 1.5× pi runAgentLoop" },
+    notes:
+      `${TURNS} tool turns (echo {"n": i}) + 1 text turn, zero-latency scripted models, no event sinks; ` +
+      `medians of ${ROUNDS} alternating rounds. pi runAgentLoop: a stream function pushing the next prebuilt message as one done event, ` +
+      "convertToLlm the identity, a no-op emit.",
+  },
+];
+if (med.has(AGENTCORE_SMALL)) {
+  const small = med.get(AGENTCORE_SMALL)!;
+  const growth = ours / small;
+  console.log(`agentcore ${TURNS} turns ÷ ${SMALL} turns, per turn: ${growth.toFixed(2)} (target: <= 1.2)`);
+  measures.push({
+    id: "agent.growth",
+    title: `agentcore per turn at ${TURNS.toLocaleString("en-US")} turns ÷ at ${SMALL} turns`,
+    unit: "µs/turn",
+    better: "lower",
+    reference: AGENTCORE_SMALL,
+    contenders: [stat(AGENTCORE), stat(AGENTCORE_SMALL)],
+    ratio: growth,
+    target: { op: "<=", value: 1.2, text: `≤ 1.2× its ${SMALL}-turn figure` },
+    notes: `The same agentcore run at ${TURNS} and at ${SMALL} turns (the ${SMALL}-turn run repeated ${Math.ceil(TURNS / SMALL)} times per sample), in the same alternating rounds.`,
+  });
+}
+if (opts.json !== undefined) writeFileSync(opts.json, `${JSON.stringify(measures, null, 2)}\n`);

@@ -3,15 +3,26 @@
  * zero-latency scripted model equivalent to agentcore's ScriptedModel:
  * turn i (< N) calls `echo` with {"n": i}; turn N answers with text.
  *
- * - pi: `@mariozechner/pi-agent-core` Agent, with pi-ai's own faux provider
- *   (its in-process scripted model; one chunk per response).
+ * - pi `Agent`: `@mariozechner/pi-agent-core`'s Agent class, with pi-ai's own
+ *   faux provider (its in-process scripted model; one chunk per response).
+ * - pi `runAgentLoop`: pi-agent-core's loop function itself, with a minimal
+ *   stream function (each call pushes the next prebuilt assistant message as
+ *   one `done` event), `convertToLlm` the identity and a no-op event sink:
+ *   pi's fastest honest configuration (no Agent state, no provider).
  * - openai-agents: `@openai/agents-core` Runner, with a `Model` whose
  *   getResponse() returns the scripted turn at once. Tracing disabled.
  *
  * @module
  */
-import { Agent as PiAgent } from "@mariozechner/pi-agent-core";
-import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
+import { Agent as PiAgent, type AgentTool, runAgentLoop } from "@mariozechner/pi-agent-core";
+import {
+  type AssistantMessage as PiAssistantMessage,
+  createAssistantMessageEventStream,
+  fauxAssistantMessage,
+  fauxText,
+  fauxToolCall,
+  registerFauxProvider,
+} from "@mariozechner/pi-ai";
 import { Agent as OaAgent, Runner, tool, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents-core";
 
 const ECHO_SCHEMA = {
@@ -48,6 +59,46 @@ export async function runPi(turns: number): Promise<number> {
   await agent.prompt("go");
   const calls = faux.state.callCount;
   faux.unregister();
+  return calls;
+}
+
+/** The echo tool in pi's shape. */
+const PI_ECHO: AgentTool = {
+  name: "echo",
+  label: "echo",
+  description: "Return the arguments",
+  parameters: ECHO_SCHEMA as never,
+  execute: async (_id: string, args: unknown) => ({ content: [{ type: "text", text: JSON.stringify(args) }], details: args }),
+};
+
+/**
+ * Run pi's `runAgentLoop` for `turns` tool turns plus a final text turn, with
+ * a minimal stream function. Returns the number of model calls.
+ */
+export async function runPiLoop(turns: number): Promise<number> {
+  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
+  const model = faux.getModel();
+  const steps: PiAssistantMessage[] = [];
+  for (let i = 0; i < turns; i++)
+    steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
+  steps.push(fauxAssistantMessage(fauxText("done")));
+  faux.unregister();
+  let calls = 0;
+  const streamFn = () => {
+    const stream = createAssistantMessageEventStream();
+    const message = steps[calls++]!;
+    stream.push({ type: "done", reason: message.stopReason === "toolUse" ? "toolUse" : "stop", message });
+    stream.end();
+    return stream;
+  };
+  await runAgentLoop(
+    [{ role: "user", content: "go", timestamp: Date.now() }],
+    { systemPrompt: "You are a test agent.", messages: [], tools: [PI_ECHO] },
+    { model, convertToLlm: (m) => m as never, toolExecution: "sequential" },
+    () => {},
+    undefined,
+    streamFn as never,
+  );
   return calls;
 }
 
@@ -98,6 +149,7 @@ export async function runOpenAIAgents(turns: number): Promise<number> {
 
 if (import.meta.main) {
   const n = 50;
-  console.log("pi model calls:", await runPi(n));
+  console.log("pi Agent model calls:", await runPi(n));
+  console.log("pi runAgentLoop model calls:", await runPiLoop(n));
   console.log("openai-agents model calls:", await runOpenAIAgents(n));
 }
