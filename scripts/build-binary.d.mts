@@ -15,7 +15,7 @@ export interface BuildInfo {
   commit: string;
   buildDate: string;
 }
-export declare function buildInfo(): BuildInfo;
+export declare function buildInfo(root?: string): BuildInfo;
 export declare function buildInfoDefines(target: string, info?: BuildInfo): Record<string, string>;
 export interface BuildOptions {
   target?: string;
@@ -23,6 +23,7 @@ export interface BuildOptions {
   define?: Record<string, string>;
   flags?: string[];
   info?: BuildInfo;
+  root?: string;
   quiet?: boolean;
 }
 export declare function buildBinary(options?: BuildOptions): { outfile: string; target: string; ms: number; args: string[] };

@@ -49,9 +49,9 @@ export function bunExecutable() {
   return existsSync(local) ? local : "bun";
 }
 
-function git(args) {
+function git(args, cwd) {
   try {
-    return execFileSync("git", args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   } catch {
     return null;
   }
@@ -62,15 +62,15 @@ function git(args) {
  * commit (HEAD, "+dirty" when tracked files differ from it), build date
  * (SOURCE_DATE_EPOCH, else the commit's date, else now), as strings.
  */
-export function buildInfo() {
-  const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
-  let commit = git(["rev-parse", "HEAD"]);
-  if (commit !== null && spawnSync("git", ["diff", "--quiet", "HEAD", "--"], { cwd: ROOT }).status === 1) commit += "+dirty";
+export function buildInfo(root = ROOT) {
+  const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
+  let commit = git(["rev-parse", "HEAD"], root);
+  if (commit !== null && spawnSync("git", ["diff", "--quiet", "HEAD", "--"], { cwd: root }).status === 1) commit += "+dirty";
   let date;
   const epoch = process.env.SOURCE_DATE_EPOCH;
   if (epoch !== undefined && /^\d+$/.test(epoch)) date = new Date(Number(epoch) * 1000);
   else {
-    const seconds = git(["log", "-1", "--format=%ct"]);
+    const seconds = git(["log", "-1", "--format=%ct"], root);
     date = seconds !== null && /^\d+$/.test(seconds) ? new Date(Number(seconds) * 1000) : new Date();
   }
   return { version, commit: commit ?? "unknown", buildDate: date.toISOString().replace(/\.\d{3}Z$/, "Z") };
@@ -89,14 +89,18 @@ export function buildInfoDefines(target, info = buildInfo()) {
  * Compile the binary. `target`: a TARGETS name, or undefined for this machine
  * (no --target flag). `define`: extra or overriding `--define` values (KEY →
  * a JSON/JS literal). `flags`: extra `bun build` flags. `info`: the build
- * information to embed (default: buildInfo()). Resolves to { outfile, target,
- * ms, args }; throws with Bun's stderr when the build fails.
+ * information to embed (default: buildInfo(root)). `root`: the checkout to
+ * build (default: this one). A Windows target's outfile gets ".exe" if it
+ * lacks it (Bun would add it). Returns { outfile, target, ms, args }; throws
+ * with Bun's stderr when the build fails.
  */
-export function buildBinary({ target, outfile, define = {}, flags = [], info, quiet = true } = {}) {
+export function buildBinary({ target, outfile, define = {}, flags = [], info, root = ROOT, quiet = true } = {}) {
   const t = target === undefined ? null : targetOf(target);
-  const out = resolve(ROOT, outfile ?? join("dist", t === null ? "agentcore" : t.file));
+  const name = t === null ? hostTarget() : t.name;
+  let out = resolve(root, outfile ?? join("dist", t === null ? "agentcore" : t.file));
+  if (name.startsWith("windows-") && !out.endsWith(".exe")) out += ".exe";
   mkdirSync(dirname(out), { recursive: true });
-  const defines = { ...buildInfoDefines(t === null ? hostTarget() : t.name, info ?? buildInfo()), ...define };
+  const defines = { ...buildInfoDefines(name, info ?? buildInfo(root)), ...define };
   // --bytecode: the bundle is shipped as JSC bytecode, so start-up skips parsing it
   // (about 60 ms of every command's start; scripts/bench/startup.ts)
   const args = ["build", "--compile", "--minify", "--bytecode"];
@@ -104,12 +108,12 @@ export function buildBinary({ target, outfile, define = {}, flags = [], info, qu
   for (const [k, v] of Object.entries(defines)) args.push("--define", `${k}=${v}`);
   args.push(...flags, ENTRY, "--outfile", out);
   const started = performance.now();
-  const r = spawnSync(bunExecutable(), args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const r = spawnSync(bunExecutable(), args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   const ms = performance.now() - started;
   if (r.error !== undefined) throw new Error(`bun build could not start: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`bun build --compile${t === null ? "" : ` --target=${t.bun}`} failed:\n${r.stderr}${r.stdout}`);
   if (!quiet) process.stderr.write(r.stdout);
-  return { outfile: out, target: t === null ? hostTarget() : t.name, ms, args };
+  return { outfile: out, target: name, ms, args };
 }
 
 function cli(argv) {
