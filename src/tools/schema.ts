@@ -1,5 +1,7 @@
 /**
- * Argument validation with ajv, compiled once per tool at registration.
+ * Argument validation with ajv, compiled once per tool at registration (the
+ * built-in tools' schemas were compiled at build time: see
+ * src/tools/builtin-schemas.ts).
  *
  * - The draft is picked from the schema's `$schema`: draft-07
  *   (`http://json-schema.org/draft-07/schema#`, or the same with https) uses ajv's default class,
@@ -28,6 +30,7 @@ import Ajv2019 from "ajv/dist/2019.js";
 import Ajv2020 from "ajv/dist/2020.js";
 import type { ErrorObject, Options, ValidateFunction } from "ajv";
 import type { JsonSchema } from "./definition.ts";
+import { PRECOMPILED } from "./parameters.validator.generated.ts";
 
 /** One reported validation problem. */
 export interface ArgumentError {
@@ -101,8 +104,31 @@ const AJV_OPTIONS: Options = {
   messages: true,
 };
 
+/** The ajv options schemas are compiled with; `trusted`: not checked against the draft's meta-schema. */
+export function ajvOptions(trusted: boolean): Options {
+  return trusted ? { ...AJV_OPTIONS, validateSchema: false } : AJV_OPTIONS;
+}
+
+/**
+ * Validators generated at build time for the built-in tools' trusted schemas
+ * (src/tools/builtin-schemas.ts), by the schema's JSON text: the same code
+ * ajv would compile with {@link ajvOptions}(true), without compiling it at
+ * every start.
+ */
+const precompiled = new Map<string, ValidateFunction>(Object.entries(PRECOMPILED as unknown as Record<string, ValidateFunction>));
+
 type AjvInstance = { compile(schema: object): ValidateFunction };
-type Draft = "07" | "2019" | "2020";
+/** A JSON Schema draft ajv compiles. */
+export type Draft = "07" | "2019" | "2020";
+
+/** The draft `schema.$schema` names; throws {@link SchemaCompileError} for one ajv does not compile here. */
+export function draftOf(schema: JsonSchema): Draft {
+  const dialect = schema.$schema;
+  if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.has(dialect))) return "2020";
+  if (typeof dialect === "string" && DRAFT_07.has(dialect)) return "07";
+  if (typeof dialect === "string" && DRAFT_2019.has(dialect)) return "2019";
+  throw new SchemaCompileError(`unsupported $schema ${JSON.stringify(dialect)} (use draft-07, 2019-09 or 2020-12)`);
+}
 type InstanceKey = `${Draft}:${"checked" | "trusted"}`;
 
 /** Escape one JSON Pointer reference token (RFC 6901). */
@@ -160,11 +186,27 @@ export class SchemaCompiler {
     const key: InstanceKey = `${draft}:${trusted ? "trusted" : "checked"}`;
     let ajv = this.#instances[key];
     if (ajv === undefined) {
-      const options: Options = trusted ? { ...AJV_OPTIONS, validateSchema: false } : AJV_OPTIONS;
+      const options = ajvOptions(trusted);
       ajv = draft === "07" ? new Ajv07(options) : draft === "2019" ? new Ajv2019(options) : new Ajv2020(options);
       this.#instances[key] = ajv;
     }
     return ajv;
+  }
+
+  #compileWithAjv(schema: JsonSchema, draft: Draft, trusted: boolean): ValidateFunction {
+    try {
+      // ajv keeps a reference to the schema; give it a private deep copy so a
+      // caller mutating theirs later can't desynchronise cache and validator.
+      const copy = structuredClone(schema);
+      if (draft === "07") copy.$schema = "http://json-schema.org/draft-07/schema#"; // the id ajv knows
+      return this.#ajv(draft, trusted).compile(copy);
+    } catch (err) {
+      const raw = err instanceof Error ? err.message : String(err);
+      // ajv repeats identical entries (one per alternative it tried): keep one of each.
+      const prefix = raw.startsWith("schema is invalid: ") ? "schema is invalid: " : "";
+      const msg = prefix + [...new Set(raw.slice(prefix.length).split(", "))].join(", ");
+      throw new SchemaCompileError(msg.length > 500 ? msg.slice(0, 500) + "…" : msg);
+    }
   }
 
   /**
@@ -177,29 +219,10 @@ export class SchemaCompiler {
     if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
       throw new SchemaCompileError("parameters must be a JSON Schema object");
     }
-    const dialect = schema.$schema;
-    let draft: Draft;
-    if (dialect === undefined || (typeof dialect === "string" && DRAFT_2020.has(dialect))) draft = "2020";
-    else if (typeof dialect === "string" && DRAFT_07.has(dialect)) draft = "07";
-    else if (typeof dialect === "string" && DRAFT_2019.has(dialect)) draft = "2019";
-    else {
-      throw new SchemaCompileError(`unsupported $schema ${JSON.stringify(dialect)} (use draft-07, 2019-09 or 2020-12)`);
-    }
+    const draft = draftOf(schema);
+    const trusted = trustedSchemas.has(schema);
 
-    let validate: ValidateFunction;
-    try {
-      // ajv keeps a reference to the schema; give it a private deep copy so a
-      // caller mutating theirs later can't desynchronise cache and validator.
-      const copy = structuredClone(schema);
-      if (draft === "07") copy.$schema = "http://json-schema.org/draft-07/schema#"; // the id ajv knows
-      validate = this.#ajv(draft, trustedSchemas.has(schema)).compile(copy);
-    } catch (err) {
-      const raw = err instanceof Error ? err.message : String(err);
-      // ajv repeats identical entries (one per alternative it tried): keep one of each.
-      const prefix = raw.startsWith("schema is invalid: ") ? "schema is invalid: " : "";
-      const msg = prefix + [...new Set(raw.slice(prefix.length).split(", "))].join(", ");
-      throw new SchemaCompileError(msg.length > 500 ? msg.slice(0, 500) + "…" : msg);
-    }
+    const validate = (trusted ? precompiled.get(JSON.stringify(schema)) : undefined) ?? this.#compileWithAjv(schema, draft, trusted);
 
     const max = this.maxErrors;
     const declared = strictProperties ? declaredProperties(schema) : null;
