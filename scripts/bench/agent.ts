@@ -8,7 +8,10 @@
  * a zero-latency in-process scripted model), so the time per turn is the
  * harness's own overhead: building the context, streaming, events, argument
  * parsing and validation, tool dispatch and bookkeeping, over a conversation
- * that grows by two messages per turn.
+ * that grows by two messages per turn. The scripted model and its script
+ * (the fixture) are made before the clock starts; the harness (agentcore's
+ * runtime and agent, pi's Agent, the Agents SDK's agent and runner) is made
+ * and run on the clock.
  *
  * Contenders, each named in the output:
  * - agentcore: createAgent + ScriptedModel (recordRequests off), the echo
@@ -44,7 +47,7 @@ import { createRuntime } from "../../src/runtime/index.ts";
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { median, RUNTIME, table } from "./lib.ts";
-import { runOpenAIAgents, runPi, runPiLoop } from "./peers.ts";
+import { prepareOpenAIAgents, preparePi, preparePiLoop } from "./peers.ts";
 
 const { values: opts, positionals } = parseArgs({
   args: process.argv.slice(2),
@@ -63,8 +66,14 @@ const SMALL = 100;
 if (!Number.isSafeInteger(TURNS) || TURNS < 1) throw new Error(`TURNS must be a positive integer, got ${positionals[0]}`);
 if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a positive integer, got ${opts.rounds}`);
 
-/** Run agentcore's agent for `turns` tool turns plus a final text turn. Returns the number of model calls. */
-export async function runAgentcore(turns: number, tracing?: false): Promise<number> {
+/** A run, its fixture (the scripted model) made beforehand; it returns the number of model calls. */
+type Run = () => Promise<number>;
+
+/**
+ * A run of agentcore's agent for `turns` tool turns plus a final text turn:
+ * the scripted model now, the runtime and the agent when the run starts.
+ */
+export function prepareAgentcore(turns: number, tracing?: false): Run {
   const script = [];
   for (let i = 0; i < turns; i++) {
     script.push({
@@ -75,35 +84,40 @@ export async function runAgentcore(turns: number, tracing?: false): Promise<numb
   }
   script.push({ content: "done", usage: { input_tokens: 10, output_tokens: 5 } });
   const model = new ScriptedModel(script, { recordRequests: false });
-  const agent = createAgent({
-    model,
-    runtime: createRuntime(),
-    systemPrompt: "You are a test agent.",
-    policy: { maxSteps: turns + 5 },
-    ...(tracing === false ? { tracing: false as const } : {}),
-  });
-  const r = await agent.run("go");
-  if (r.status !== "completed" || r.output !== "done") throw new Error(`agentcore ended ${r.status}/${r.stop_reason}: ${r.error}`);
-  await agent.shutdown();
-  return r.turns;
+  return async () => {
+    const agent = createAgent({
+      model,
+      runtime: createRuntime(),
+      systemPrompt: "You are a test agent.",
+      policy: { maxSteps: turns + 5 },
+      ...(tracing === false ? { tracing: false as const } : {}),
+    });
+    const r = await agent.run("go");
+    if (r.status !== "completed" || r.output !== "done") throw new Error(`agentcore ended ${r.status}/${r.stop_reason}: ${r.error}`);
+    await agent.shutdown();
+    return r.turns;
+  };
 }
 
 /** agentcore with an OpenTelemetry SDK registered for the run (spans made and batched, the exporter drops them). */
-async function runAgentcoreWithSdk(turns: number): Promise<number> {
-  const api = await import("@opentelemetry/api");
-  const sdk = await import("@opentelemetry/sdk-trace");
-  const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
-  const exporter = { export: (_spans: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }), shutdown: async () => {} };
-  const provider = new sdk.TracerProvider({ spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
-  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  api.trace.setGlobalTracerProvider(provider);
-  try {
-    return await runAgentcore(turns);
-  } finally {
-    await provider.shutdown();
-    api.trace.disable();
-    api.context.disable();
-  }
+function prepareAgentcoreWithSdk(turns: number): Run {
+  const run = prepareAgentcore(turns);
+  return async () => {
+    const api = await import("@opentelemetry/api");
+    const sdk = await import("@opentelemetry/sdk-trace");
+    const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
+    const exporter = { export: (_spans: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }), shutdown: async () => {} };
+    const provider = new sdk.TracerProvider({ spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
+    api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    api.trace.setGlobalTracerProvider(provider);
+    try {
+      return await run();
+    } finally {
+      await provider.shutdown();
+      api.trace.disable();
+      api.context.disable();
+    }
+  };
 }
 
 const AGENTCORE = "agentcore";
@@ -130,31 +144,32 @@ interface Entry {
   name: string;
   turns: number;
   runs: number;
-  fn: (n: number) => Promise<number>;
+  prepare: (n: number) => Run;
 }
 
 const only = opts.only === undefined ? null : new Set(opts.only.split(","));
 const entries: Entry[] = TRACING
   ? [
-      { name: "agentcore, tracing: false", turns: TURNS, runs: 1, fn: (n) => runAgentcore(n, false) },
-      { name: "agentcore, tracing off (no SDK)", turns: TURNS, runs: 1, fn: runAgentcore },
-      { name: "agentcore, SDK registered", turns: TURNS, runs: 1, fn: runAgentcoreWithSdk },
+      { name: "agentcore, tracing: false", turns: TURNS, runs: 1, prepare: (n) => prepareAgentcore(n, false) },
+      { name: "agentcore, tracing off (no SDK)", turns: TURNS, runs: 1, prepare: prepareAgentcore },
+      { name: "agentcore, SDK registered", turns: TURNS, runs: 1, prepare: prepareAgentcoreWithSdk },
     ]
   : [
-      { name: AGENTCORE, turns: TURNS, runs: 1, fn: runAgentcore },
-      ...(TURNS > SMALL ? [{ name: AGENTCORE_SMALL, turns: SMALL, runs: Math.ceil(TURNS / SMALL), fn: runAgentcore }] : []),
-      { name: PI_LOOP, turns: TURNS, runs: 1, fn: runPiLoop },
-      ...(only === null || only.has("pi-agent") ? [{ name: PI_AGENT, turns: TURNS, runs: 1, fn: runPi }] : []),
-      ...(only === null || only.has("openai") ? [{ name: OPENAI, turns: TURNS, runs: 1, fn: runOpenAIAgents }] : []),
+      { name: AGENTCORE, turns: TURNS, runs: 1, prepare: prepareAgentcore },
+      ...(TURNS > SMALL ? [{ name: AGENTCORE_SMALL, turns: SMALL, runs: Math.ceil(TURNS / SMALL), prepare: prepareAgentcore }] : []),
+      { name: PI_LOOP, turns: TURNS, runs: 1, prepare: preparePiLoop },
+      ...(only === null || only.has("pi-agent") ? [{ name: PI_AGENT, turns: TURNS, runs: 1, prepare: preparePi }] : []),
+      ...(only === null || only.has("openai") ? [{ name: OPENAI, turns: TURNS, runs: 1, prepare: prepareOpenAIAgents }] : []),
     ];
 
-for (const e of entries) await e.fn(Math.min(e.turns, 200)); // warm-up
+for (const e of entries) await e.prepare(Math.min(e.turns, 200))(); // warm-up
 const samples = new Map<string, number[]>(entries.map((e) => [e.name, []]));
 for (let r = 0; r < ROUNDS; r++) {
   for (const e of r % 2 ? [...entries].reverse() : entries) {
+    const runs = Array.from({ length: e.runs }, () => e.prepare(e.turns));
     const t0 = performance.now();
-    for (let k = 0; k < e.runs; k++) {
-      const turns = await e.fn(e.turns);
+    for (const run of runs) {
+      const turns = await run();
       if (turns < e.turns) throw new Error(`${e.name} ran only ${turns} turns`);
     }
     const dt = performance.now() - t0;

@@ -12,6 +12,10 @@
  * - openai-agents: `@openai/agents-core` Runner, with a `Model` whose
  *   getResponse() returns the scripted turn at once. Tracing disabled.
  *
+ * Each `prepare…(turns)` makes the scripted model (the fixture) and returns
+ * the run, which builds the harness and runs it: the benchmark times only
+ * the run.
+ *
  * @module
  */
 import { Agent as PiAgent, type AgentTool, runAgentLoop } from "@mariozechner/pi-agent-core";
@@ -32,36 +36,6 @@ const ECHO_SCHEMA = {
   additionalProperties: false,
 } as const;
 
-/** Run pi's agent for `turns` tool turns plus a final text turn. Returns the number of model calls. */
-export async function runPi(turns: number): Promise<number> {
-  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
-  const steps = [];
-  for (let i = 0; i < turns; i++)
-    steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
-  steps.push(fauxAssistantMessage(fauxText("done")));
-  faux.setResponses(steps);
-  const agent = new PiAgent({
-    initialState: {
-      systemPrompt: "You are a test agent.",
-      model: faux.getModel(),
-      tools: [
-        {
-          name: "echo",
-          label: "echo",
-          description: "Return the arguments",
-          parameters: ECHO_SCHEMA as never,
-          execute: async (_id: string, args: unknown) => ({ content: [{ type: "text", text: JSON.stringify(args) }], details: args }),
-        },
-      ],
-    },
-    toolExecution: "sequential",
-  });
-  await agent.prompt("go");
-  const calls = faux.state.callCount;
-  faux.unregister();
-  return calls;
-}
-
 /** The echo tool in pi's shape. */
 const PI_ECHO: AgentTool = {
   name: "echo",
@@ -71,35 +45,64 @@ const PI_ECHO: AgentTool = {
   execute: async (_id: string, args: unknown) => ({ content: [{ type: "text", text: JSON.stringify(args) }], details: args }),
 };
 
-/**
- * Run pi's `runAgentLoop` for `turns` tool turns plus a final text turn, with
- * a minimal stream function. Returns the number of model calls.
- */
-export async function runPiLoop(turns: number): Promise<number> {
-  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
-  const model = faux.getModel();
+/** pi's scripted turns: `turns` echo calls, then "done". */
+function piSteps(turns: number): PiAssistantMessage[] {
   const steps: PiAssistantMessage[] = [];
   for (let i = 0; i < turns; i++)
     steps.push(fauxAssistantMessage(fauxToolCall("echo", { n: i }, { id: `call_${i}` }), { stopReason: "toolUse" }));
   steps.push(fauxAssistantMessage(fauxText("done")));
-  faux.unregister();
-  let calls = 0;
-  const streamFn = () => {
-    const stream = createAssistantMessageEventStream();
-    const message = steps[calls++]!;
-    stream.push({ type: "done", reason: message.stopReason === "toolUse" ? "toolUse" : "stop", message });
-    stream.end();
-    return stream;
+  return steps;
+}
+
+/**
+ * A run of pi's Agent for `turns` tool turns plus a final text turn: the faux
+ * provider and its script are made now, the agent when the run starts. The
+ * run returns the number of model calls.
+ */
+export function preparePi(turns: number): () => Promise<number> {
+  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
+  faux.setResponses(piSteps(turns));
+  return async () => {
+    const agent = new PiAgent({
+      initialState: { systemPrompt: "You are a test agent.", model: faux.getModel(), tools: [PI_ECHO] },
+      toolExecution: "sequential",
+    });
+    await agent.prompt("go");
+    const calls = faux.state.callCount;
+    faux.unregister();
+    return calls;
   };
-  await runAgentLoop(
-    [{ role: "user", content: "go", timestamp: Date.now() }],
-    { systemPrompt: "You are a test agent.", messages: [], tools: [PI_ECHO] },
-    { model, convertToLlm: (m) => m as never, toolExecution: "sequential" },
-    () => {},
-    undefined,
-    streamFn as never,
-  );
-  return calls;
+}
+
+/**
+ * A run of pi's `runAgentLoop` for `turns` tool turns plus a final text turn,
+ * with a minimal stream function (the script is made now). The run returns
+ * the number of model calls.
+ */
+export function preparePiLoop(turns: number): () => Promise<number> {
+  const faux = registerFauxProvider({ tokenSize: { min: 1_000_000, max: 1_000_000 } });
+  const model = faux.getModel();
+  faux.unregister();
+  const steps = piSteps(turns);
+  return async () => {
+    let calls = 0;
+    const streamFn = () => {
+      const stream = createAssistantMessageEventStream();
+      const message = steps[calls++]!;
+      stream.push({ type: "done", reason: message.stopReason === "toolUse" ? "toolUse" : "stop", message });
+      stream.end();
+      return stream;
+    };
+    await runAgentLoop(
+      [{ role: "user", content: "go", timestamp: Date.now() }],
+      { systemPrompt: "You are a test agent.", messages: [], tools: [PI_ECHO] },
+      { model, convertToLlm: (m) => m as never, toolExecution: "sequential" },
+      () => {},
+      undefined,
+      streamFn as never,
+    );
+    return calls;
+  };
 }
 
 class ScriptedOaModel implements Model {
@@ -130,26 +133,28 @@ class ScriptedOaModel implements Model {
   }
 }
 
-/** Run the OpenAI Agents SDK for `turns` tool turns plus a final text turn. Returns the number of model calls. */
-export async function runOpenAIAgents(turns: number): Promise<number> {
+/** A run of the OpenAI Agents SDK for `turns` tool turns plus a final text turn (the model made now). The run returns the number of model calls. */
+export function prepareOpenAIAgents(turns: number): () => Promise<number> {
   const model = new ScriptedOaModel(turns);
-  const echo = tool({
-    name: "echo",
-    description: "Return the arguments",
-    parameters: ECHO_SCHEMA as never,
-    strict: true,
-    execute: async (input: unknown) => JSON.stringify(input),
-  });
-  const agent = new OaAgent({ name: "bench", instructions: "You are a test agent.", model, tools: [echo] });
-  const runner = new Runner({ tracingDisabled: true });
-  const result = await runner.run(agent, "go", { maxTurns: turns + 5 });
-  if (result.finalOutput !== "done") throw new Error(`openai-agents ended with ${String(result.finalOutput)}`);
-  return model.calls;
+  return async () => {
+    const echo = tool({
+      name: "echo",
+      description: "Return the arguments",
+      parameters: ECHO_SCHEMA as never,
+      strict: true,
+      execute: async (input: unknown) => JSON.stringify(input),
+    });
+    const agent = new OaAgent({ name: "bench", instructions: "You are a test agent.", model, tools: [echo] });
+    const runner = new Runner({ tracingDisabled: true });
+    const result = await runner.run(agent, "go", { maxTurns: turns + 5 });
+    if (result.finalOutput !== "done") throw new Error(`openai-agents ended with ${String(result.finalOutput)}`);
+    return model.calls;
+  };
 }
 
 if (import.meta.main) {
   const n = 50;
-  console.log("pi Agent model calls:", await runPi(n));
-  console.log("pi runAgentLoop model calls:", await runPiLoop(n));
-  console.log("openai-agents model calls:", await runOpenAIAgents(n));
+  console.log("pi Agent model calls:", await preparePi(n)());
+  console.log("pi runAgentLoop model calls:", await preparePiLoop(n)());
+  console.log("openai-agents model calls:", await prepareOpenAIAgents(n)());
 }

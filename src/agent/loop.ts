@@ -134,6 +134,13 @@ export interface LoopContext {
   drainSteering(): ControlInput[];
   hasSteering(): boolean;
   emit: EventEmitter["emit"];
+  /**
+   * Emit an event that may share a group (one journal write and fsync) with
+   * the events after it: it need not be delivered before the loop goes on.
+   * Whatever must follow it durably awaits a later event (a side-effecting
+   * call's tool_started, a tool_completed). Default: `emit`.
+   */
+  emitGrouped?: EventEmitter["emit"];
   /** The final answer must be one JSON document matching this schema (one repair turn, then `output_invalid`). */
   readonly output?: LoopOutput;
 }
@@ -563,19 +570,30 @@ async function requestModel(ctx: LoopContext, turn: number, messages: readonly C
 
   // Frozen: the same object goes to sinks and drives tool execution. The
   // verdicts travel beside it, so events keep the call's wire shape.
-  const calls = completed.message.tool_calls ?? [];
-  const args = calls.map(toolCallArguments);
-  const message: AssistantMessage = Object.freeze({
-    content: completed.message.content ?? null,
-    tool_calls: Object.freeze(calls.map((c) => Object.freeze({ id: c.id, name: c.name, arguments: c.arguments }))) as ModelToolCall[],
-  });
+  const given = completed.message.tool_calls ?? [];
+  const n = given.length;
+  const args: ParseResult[] = new Array(n);
+  const calls: ModelToolCall[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const c = given[i]!;
+    args[i] = toolCallArguments(c);
+    calls[i] = Object.freeze({ id: c.id, name: c.name, arguments: c.arguments });
+  }
+  const content = completed.message.content ?? null;
+  const message: AssistantMessage = Object.freeze({ content, tool_calls: Object.freeze(calls) as ModelToolCall[] });
   usage.record(completed.usage);
-  const stored: AgentMessage = { role: "assistant", content: message.content };
-  if (message.tool_calls.length > 0) {
-    stored.tool_calls = message.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+  const stored: AgentMessage = { role: "assistant", content };
+  if (n > 0) {
+    const wire: { id: string; type: "function"; function: { name: string; arguments: string } }[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const c = calls[i]!;
+      wire[i] = { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } };
+    }
+    stored.tool_calls = wire;
   }
   if (completed.usage !== undefined) stored.usage = { ...completed.usage };
   ctx.hooks.append(stored);
-  await ctx.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
+  // Not waited for when the sinks take groups: the turn's tool results (or its end) join the message's journal write.
+  await (ctx.emitGrouped ?? ctx.emit)({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
   return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
 }

@@ -17,7 +17,7 @@ import { takeResultImages } from "../providers/images.ts";
 import type { Envelope } from "../core/envelope.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolControl } from "../tools/definition.ts";
-import { type ApprovalHooks, AWAITING_APPROVAL, type RunInfo } from "../runtime/middleware/types.ts";
+import { type ApprovalHooks, AWAITING_APPROVAL, type RunInfo, type ToolApprovalRequest } from "../runtime/middleware/types.ts";
 import { redactArguments } from "../runtime/middleware/approval.ts";
 import { invalidArgumentsPayload } from "../runtime/middleware/validation.ts";
 import { rejectionPayload } from "../runtime/middleware/policy.ts";
@@ -70,29 +70,37 @@ interface PreparedCall {
   readonly call: ModelToolCall;
   /** The provider's verdict on the arguments (never parsed again here). */
   readonly args: ParseResult;
+  /**
+   * What the repeat guard compares, with the tool's name: the canonical JSON
+   * of the parsed arguments (key order and spacing do not matter), or, for
+   * arguments that did not parse, their raw text after a NUL (canonical JSON
+   * never starts with one, so the two never match each other).
+   */
   readonly signature: string;
 }
 
 function prepare(call: ModelToolCall, args: ParseResult): PreparedCall {
-  const canon = args.ok ? canonicalJson(args.value) : call.arguments;
-  return { call, args, signature: JSON.stringify([call.name, canon]) };
+  return { call, args, signature: args.ok ? canonicalJson(args.value) : `\u0000${call.arguments}` };
 }
 
 /** Consecutive identical calls within a run. */
 export class RepeatGuard {
+  #lastName: string | undefined;
   #last: string | undefined;
   #count = 0;
   constructor(private readonly max: number) {}
 
   reset(): void {
+    this.#lastName = undefined;
     this.#last = undefined;
     this.#count = 0;
   }
 
   /** Record a call; returns the refusal message when this call trips the guard. */
   check(p: PreparedCall): string | null {
-    if (p.signature === this.#last) this.#count++;
+    if (p.signature === this.#last && p.call.name === this.#lastName) this.#count++;
     else {
+      this.#lastName = p.call.name;
       this.#last = p.signature;
       this.#count = 1;
     }
@@ -101,11 +109,13 @@ export class RepeatGuard {
 
   /** Whether recording `calls` in order would trip the guard (state unchanged). */
   wouldTrip(calls: readonly PreparedCall[]): boolean {
+    let lastName = this.#lastName;
     let last = this.#last;
     let count = this.#count;
     for (const p of calls) {
-      if (p.signature === last) count++;
+      if (p.signature === last && p.call.name === lastName) count++;
       else {
+        lastName = p.call.name;
         last = p.signature;
         count = 1;
       }
@@ -227,7 +237,10 @@ export class ToolExecutor {
         }
       }
       const p = prepared[i];
-      await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      // A side-effecting (or unknown) call runs only once every event before it is delivered (a journal: its
+      // intent is durable); a read-only one may run while its turn's records wait to share one journal write.
+      if (this.#isReadOnly(p.call)) await this.emitter.emitGrouped({ kind: "tool_started", turn, tool_call: p.call });
+      else await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
       const refusal = this.guard.check(p);
       if (refusal !== null) {
         await this.emitter.emit({
@@ -256,7 +269,7 @@ export class ToolExecutor {
     for (let start = 0; start < group.length; start += size) {
       const chunk = group.slice(start, start + size);
       for (const p of chunk) this.guard.check(p); // cannot trip: checked by wouldTrip
-      for (const p of chunk) await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      for (const p of chunk) await this.emitter.emitGrouped({ kind: "tool_started", turn, tool_call: p.call }); // read-only: see #executeAll
       const outs = await Promise.all(chunk.map((p) => this.#run(p, turn, signal, abortReason)));
       for (let k = 0; k < chunk.length; k++) await this.#commit(chunk[k], turn, outs[k]);
       const rest = group.slice(start + size);
@@ -307,35 +320,10 @@ export class ToolExecutor {
 
   /** The approval hooks of one call: its request and answer become events (a session journals them). */
   #approvalHooks(call: ModelToolCall, turn: number, given: ResumeDecision | undefined): ApprovalHooks {
-    return {
-      ...(this.#batch.suspendOnApproval === true ? { suspend: true } : {}),
-      ...(given !== undefined ? { given: { approved: given.approved, ...(given.reason ? { reason: given.reason } : {}) } } : {}),
-      requested: async (request, suspended) => {
-        let preview: unknown;
-        try {
-          preview = redactArguments(request.arguments);
-        } catch {
-          preview = "(arguments cannot be shown)";
-        }
-        await this.emitter.emit({
-          kind: "tool_approval_requested",
-          turn,
-          tool_call: call,
-          request: { tool: request.tool, effect: request.effect, rule_id: request.ruleId, reason: request.reason, arguments: preview },
-          suspended,
-        });
-      },
-      decided: async (_request, d) => {
-        await this.emitter.emit({
-          kind: "tool_approval_decided",
-          turn,
-          tool_call_id: call.id,
-          approved: d.approved,
-          reason: d.reason,
-          decided_by: d.decidedBy,
-        });
-      },
-    };
+    const hooks = new CallApproval(this.emitter, call, turn);
+    if (this.#batch.suspendOnApproval === true) hooks.suspend = true;
+    if (given !== undefined) hooks.given = { approved: given.approved, ...(given.reason ? { reason: given.reason } : {}) };
+    return hooks;
   }
 
   /** Parse check, dispatch, progress; never throws. */
@@ -418,6 +406,48 @@ export class ToolExecutor {
       return outcome(call, JSON.stringify(rejectionPayload(call.name, e.message, ruleId)), control, e.message, false);
     }
     return fail(e.code, e.message);
+  }
+}
+
+/**
+ * One call's approval hooks, made for every dispatched call (most of them
+ * never need an approval): one small object, no closures.
+ */
+class CallApproval implements ApprovalHooks {
+  suspend?: boolean;
+  given?: ApprovalHooks["given"];
+
+  constructor(
+    private readonly emitter: EventEmitter,
+    private readonly call: ModelToolCall,
+    private readonly turn: number,
+  ) {}
+
+  async requested(request: ToolApprovalRequest, suspended: boolean): Promise<void> {
+    let preview: unknown;
+    try {
+      preview = redactArguments(request.arguments);
+    } catch {
+      preview = "(arguments cannot be shown)";
+    }
+    await this.emitter.emit({
+      kind: "tool_approval_requested",
+      turn: this.turn,
+      tool_call: this.call,
+      request: { tool: request.tool, effect: request.effect, rule_id: request.ruleId, reason: request.reason, arguments: preview },
+      suspended,
+    });
+  }
+
+  async decided(_request: ToolApprovalRequest, d: { approved: boolean; reason: string | null; decidedBy: string }): Promise<void> {
+    await this.emitter.emit({
+      kind: "tool_approval_decided",
+      turn: this.turn,
+      tool_call_id: this.call.id,
+      approved: d.approved,
+      reason: d.reason,
+      decided_by: d.decidedBy,
+    });
   }
 }
 

@@ -21,12 +21,13 @@ const toolImages = new WeakMap<object, readonly ImageAttachment[]>();
  */
 export function toModelMessage(m: AgentMessage): ChatMessage {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(m)) {
-    if (isInternalKey(k)) continue;
-    if (k === "images") continue;
-    if (k === "tool_calls" && Array.isArray(v)) {
-      out[k] = v.map((c) => Object.freeze({ ...c, function: Object.freeze({ ...c.function }) }));
-    } else out[k] = v;
+  const src = m as unknown as Record<string, unknown>;
+  // Once per message added to the history: a plain key loop (no entry pairs).
+  for (const k of Object.keys(src)) {
+    if (k === "images" || isInternalKey(k)) continue;
+    const v = src[k];
+    if (k === "tool_calls" && Array.isArray(v)) out[k] = v.map(frozenCall);
+    else out[k] = v;
   }
   const images = (m as { images?: ImageAttachment[] }).images;
   if (Array.isArray(images) && images.length > 0) {
@@ -43,6 +44,11 @@ export function toModelMessage(m: AgentMessage): ChatMessage {
     }
   }
   return Object.freeze(out) as ChatMessage;
+}
+
+/** A frozen copy of a request tool call (its `function` too). */
+function frozenCall(c: { function?: unknown }): unknown {
+  return Object.freeze({ ...c, function: Object.freeze({ ...(c.function as object) }) });
 }
 
 /**

@@ -129,3 +129,28 @@ describe("abort", () => {
     expect(again.output).toBe("second");
   });
 });
+
+describe("repeat guard signatures", () => {
+  test("the same arguments to another tool are not a repeat; the same parsed value in another spelling is", async () => {
+    const seen: string[] = [];
+    const tool = (name: string): ToolDefinition => ({
+      name,
+      description: "",
+      parameters: { type: "object" },
+      handler: () => void seen.push(name),
+    });
+    const model = new FakeModel([
+      call("1", "a", '{"x":1}'),
+      call("2", "b", '{"x":1}'),
+      call("3", "a", '{"x":1}'),
+      call("4", "a", '{ "x": 1 }'),
+      call("5", "a", '{"x":1.0}'),
+      text("unreachable"),
+    ]);
+    const agent = createAgent({ model, tools: [tool("a"), tool("b")] });
+    const r = await agent.run("go");
+    expect(r.stop_reason).toBe("repeated_tool_call");
+    expect(r.turns).toBe(5);
+    expect(seen).toEqual(["a", "b", "a", "a"]);
+  });
+});
