@@ -18,6 +18,7 @@ import { REPO } from "../support/binary.ts";
 
 const onLinuxX64 = hostTarget() === "linux-x64";
 const underCI = process.env.CI === "true";
+const qemu = findQemu();
 let work: string;
 let out: string;
 let build: { status: number; stderr: string };
@@ -52,19 +53,36 @@ describe.if(onLinuxX64)("release of linux-x64 and linux-arm64", () => {
     expect(build.stderr).toMatch(/ 0 failed\n$/);
   });
 
-  test("the smoke tests ran: linux-arm64 under qemu prints what linux-x64 prints", () => {
-    const qemu = findQemu();
-    if (underCI) expect(qemu).not.toHaveProperty("missing"); // CI installs qemu-user-static and an aarch64 glibc (.ci/run)
-    if ("missing" in qemu) {
-      expect(build.stderr).toContain(`skip  smoke linux-arm64 (qemu): ${qemu.missing}`);
-      return;
-    }
+  // Without qemu the release script skips the arm64 smoke test (and says so), and so does this test; under
+  // CI=true the script fails instead (.ci/run installs qemu-user-static and an aarch64 glibc).
+  test.if(!("missing" in qemu) || underCI)("the smoke tests ran: linux-arm64 under qemu prints what linux-x64 prints", () => {
+    expect(qemu).not.toHaveProperty("missing");
     for (const name of ["--version", "version --json", "tools", "execute echo", "run examples/tool_calls.jsonl"]) {
       expect(build.stderr).toContain(`ok    smoke linux-x64: ${name}:`);
       expect(build.stderr).toContain(`ok    smoke linux-arm64: ${name}:`);
       expect(build.stderr).toContain(`ok    smoke linux-arm64 = linux-x64: ${name}: exit `);
     }
     expect(build.stderr).toMatch(/ 0 skipped, 0 failed\n$/);
+  });
+
+  test("without qemu: --smoke auto skips the arm64 smoke test and says why; --smoke require and CI=true fail", () => {
+    const noQemu = (smoke: string[], ci: string) =>
+      Bun.spawnSync([process.execPath, join(REPO, "scripts/release.ts"), "--check", "--out", out, ...smoke], {
+        cwd: REPO,
+        env: { PATH: join(work, "empty-path"), CI: ci },
+      });
+    const auto = noQemu([], "");
+    expect(auto.stderr.toString()).toContain("skip  smoke linux-arm64 (qemu): qemu-aarch64(-static) is not on PATH");
+    expect(auto.stderr.toString()).toContain("ok    smoke linux-x64: run examples/tool_calls.jsonl: exit 1, 9 envelopes");
+    expect(auto.exitCode).toBe(0);
+    for (const [smoke, ci] of [
+      [["--smoke", "require"], ""],
+      [[], "true"],
+    ] as const) {
+      const r = noQemu([...smoke], ci);
+      expect(r.stderr.toString()).toContain("FAIL  smoke linux-arm64 (qemu): qemu-aarch64(-static) is not on PATH");
+      expect(r.exitCode).toBe(1);
+    }
   });
 
   test("SHA256SUMS (sha256sum's format, checked by sha256sum itself) and manifest.json", () => {
