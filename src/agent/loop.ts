@@ -134,13 +134,6 @@ export interface LoopContext {
   drainSteering(): ControlInput[];
   hasSteering(): boolean;
   emit: EventEmitter["emit"];
-  /**
-   * Emit an event that may share a group (one journal write and fsync) with
-   * the events after it: it need not be delivered before the loop goes on.
-   * Whatever must follow it durably awaits a later event (a side-effecting
-   * call's tool_started, a tool_completed). Default: `emit`.
-   */
-  emitGrouped?: EventEmitter["emit"];
   /** The final answer must be one JSON document matching this schema (one repair turn, then `output_invalid`). */
   readonly output?: LoopOutput;
 }
@@ -593,7 +586,6 @@ async function requestModel(ctx: LoopContext, turn: number, messages: readonly C
   }
   if (completed.usage !== undefined) stored.usage = { ...completed.usage };
   ctx.hooks.append(stored);
-  // Not waited for when the sinks take groups: the turn's tool results (or its end) join the message's journal write.
-  await (ctx.emitGrouped ?? ctx.emit)({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
+  await ctx.emit({ kind: "message_completed", turn, message, usage: completed.usage ?? null });
   return { message, args, finishReason: typeof completed.finish_reason === "string" ? completed.finish_reason : null };
 }

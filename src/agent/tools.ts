@@ -237,10 +237,7 @@ export class ToolExecutor {
         }
       }
       const p = prepared[i];
-      // A side-effecting (or unknown) call runs only once every event before it is delivered (a journal: its
-      // intent is durable); a read-only one may run while its turn's records wait to share one journal write.
-      if (this.#isReadOnly(p.call)) await this.emitter.emitGrouped({ kind: "tool_started", turn, tool_call: p.call });
-      else await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
+      await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
       const refusal = this.guard.check(p);
       if (refusal !== null) {
         await this.emitter.emit({
@@ -269,7 +266,7 @@ export class ToolExecutor {
     for (let start = 0; start < group.length; start += size) {
       const chunk = group.slice(start, start + size);
       for (const p of chunk) this.guard.check(p); // cannot trip: checked by wouldTrip
-      for (const p of chunk) await this.emitter.emitGrouped({ kind: "tool_started", turn, tool_call: p.call }); // read-only: see #executeAll
+      for (const p of chunk) await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
       const outs = await Promise.all(chunk.map((p) => this.#run(p, turn, signal, abortReason)));
       for (let k = 0; k < chunk.length; k++) await this.#commit(chunk[k], turn, outs[k]);
       const rest = group.slice(start + size);
