@@ -157,6 +157,8 @@ const CUT_OFF: Readonly<Record<string, { stop: StopReason; error: string }>> = {
   },
 };
 
+const NO_STEERING: readonly ControlInput[] = Object.freeze([]);
+
 /** Why the tool calls of a cut-off answer are not run (their arguments may be incomplete). */
 function notRunReason(finishReason: string): string {
   return `not run: the model's answer was cut off (finish_reason ${JSON.stringify(finishReason)}), so this call may be incomplete`;
@@ -454,7 +456,7 @@ async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponse
   const reason = ctx.abortReason;
   const build = async (): Promise<{ messages: readonly ChatMessage[]; preparation: CompactionPreparation | null }> => {
     for (;;) {
-      const drained = ctx.drainSteering();
+      const drained = ctx.hasSteering() ? ctx.drainSteering() : NO_STEERING;
       if (drained.length > 0) state.noToolResponses = 0;
       for (const c of drained) {
         hooks.append({ role: "user", content: c.content });

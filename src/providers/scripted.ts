@@ -15,11 +15,11 @@
  *
  * @module
  */
-import { AgentcoreError } from "../core/errors.ts";
+import { AgentcoreError, type ParseResult } from "../core/errors.ts";
 import { parseStrict } from "../core/index.ts";
 import { abortReason } from "./errors.ts";
 import { abortableSleep } from "./retry.ts";
-import { completedToolCall, ToolCallAssembler } from "./toolcalls.ts";
+import { completedToolCall, ToolCallAssembler, toolCallWithVerdict } from "./toolcalls.ts";
 import {
   MODEL_ERROR_KINDS,
   ModelProviderError,
@@ -271,7 +271,14 @@ export interface ScriptedModelOptions {
  * turns". Every request is recorded in {@link requests}.
  */
 export class ScriptedModel implements ModelAdapter {
-  readonly #turns: ScriptedTurn[];
+  readonly #turns: ScriptedTurn[] = [];
+  /**
+   * The verdict on each turn's call arguments, parsed (strictly) when the
+   * turn is added, so that a request costs next to nothing; undefined for a
+   * turn that streams its arguments (they go through the incremental
+   * validator as they are played) or has no calls.
+   */
+  readonly #verdicts: (ParseResult[] | undefined)[] = [];
   #next = 0;
   /** Deep copies of every request received, in order. */
   readonly requests: RecordedRequest[] = [];
@@ -279,14 +286,22 @@ export class ScriptedModel implements ModelAdapter {
 
   constructor(turns: readonly unknown[], options: ScriptedModelOptions = {}) {
     if (!Array.isArray(turns)) throw new ScriptError("scripted model: turns must be an array");
-    this.#turns = turns.map((t, i) => validateScriptedTurn(t, `turn ${i + 1}`));
+    this.#add(turns.map((t, i) => validateScriptedTurn(t, `turn ${i + 1}`)));
     this.#record = options.recordRequests ?? true;
+  }
+
+  #add(turns: readonly ScriptedTurn[]): void {
+    for (const t of turns) {
+      this.#turns.push(t);
+      const calls = "error" in t || t.arguments_chunk_size !== undefined ? undefined : t.tool_calls;
+      this.#verdicts.push(calls === undefined || calls.length === 0 ? undefined : calls.map((c) => parseStrict(c.arguments)));
+    }
   }
 
   /** A model from JSONL text. */
   static fromJsonl(text: string, options: ScriptedModelOptions = {}): ScriptedModel {
     const m = new ScriptedModel([], options);
-    m.#turns.push(...parseScript(text));
+    m.#add(parseScript(text));
     return m;
   }
 
@@ -332,6 +347,7 @@ export class ScriptedModel implements ModelAdapter {
     if (this.#next >= this.#turns.length) {
       throw new ModelProviderError("provider_error", "scripted model has no more turns");
     }
+    const verdicts = this.#verdicts[this.#next];
     const turn = this.#turns[this.#next++];
     if (turn.delay_ms !== undefined && turn.delay_ms > 0) await abortableSleep(turn.delay_ms, signal);
     if ("error" in turn) throw new ModelProviderError(turn.error.kind, turn.error.message);
@@ -364,7 +380,17 @@ export class ScriptedModel implements ModelAdapter {
       } finally {
         assembler.dispose();
       }
-    } else tool_calls = (turn.tool_calls ?? []).map((c) => completedToolCall(c.id, c.name, c.arguments));
+    } else {
+      const calls = turn.tool_calls ?? [];
+      tool_calls = new Array(calls.length);
+      for (let i = 0; i < calls.length; i++) {
+        const c = calls[i]!;
+        tool_calls[i] =
+          verdicts === undefined
+            ? completedToolCall(c.id, c.name, c.arguments)
+            : toolCallWithVerdict(c.id, c.name, c.arguments, verdicts[i]!);
+      }
+    }
     const ev: ModelStreamEvent = { type: "completed", message: { content: turn.content, tool_calls } };
     if (turn.finish_reason !== undefined) ev.finish_reason = turn.finish_reason;
     if (turn.usage) {

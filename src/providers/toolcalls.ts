@@ -21,6 +21,11 @@ export function completedToolCall(id: string, name: string, args: string, limits
   return withVerdict({ id, name, arguments: args }, parseStrict(args, limits));
 }
 
+/** The same, with a verdict on `args` reached earlier (`parseStrict(args)`). */
+export function toolCallWithVerdict(id: string, name: string, args: string, verdict: ParseResult): ModelToolCall {
+  return withVerdict({ id, name, arguments: args }, verdict);
+}
+
 /**
  * The verdict on a call's arguments: the adapter's (`parsed`, or its
  * `arguments_error`) when it gave one, otherwise a strict parse of the text
