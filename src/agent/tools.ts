@@ -212,7 +212,8 @@ export class ToolExecutor {
     signal: AbortSignal,
     abortReason: () => string,
   ): Promise<ToolBatchResult> {
-    const prepared = calls.map((c, i) => prepare(c, args[i]!));
+    const prepared: PreparedCall[] = new Array(calls.length);
+    for (let k = 0; k < calls.length; k++) prepared[k] = prepare(calls[k]!, args[k]!);
     let i = 0;
     // End of a read-only group that must run one by one (it would trip the repeat guard).
     let sequentialUntil = 0;
