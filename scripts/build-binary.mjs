@@ -2,7 +2,7 @@
 // The one place that compiles the single `agentcore` binary (npm run build, the
 // release script, the release workflow). It runs
 //
-//   bun build --compile --minify --bytecode [--target=bun-<os>-<arch>] src/cli/main.ts --outfile FILE
+//   bun build --compile --minify --bytecode --format=esm --splitting [--target=bun-<os>-<arch>] src/cli/main.ts --outfile FILE
 //
 // with the build information (commit, build date, target) passed as
 // `--define` values that src/core/build-info.ts reads.
@@ -102,8 +102,10 @@ export function buildBinary({ target, outfile, define = {}, flags = [], info, ro
   mkdirSync(dirname(out), { recursive: true });
   const defines = { ...buildInfoDefines(name, info ?? buildInfo(root)), ...define };
   // --bytecode: the bundle is shipped as JSC bytecode, so start-up skips parsing it
-  // (about 60 ms of every command's start; scripts/bench/startup.ts)
-  const args = ["build", "--compile", "--minify", "--bytecode"];
+  // (about 60 ms of every command's start). --format=esm --splitting: each command's
+  // import() is its own chunk inside the binary, so a command evaluates only its own
+  // modules (--version and --help almost none). See scripts/bench/startup.ts.
+  const args = ["build", "--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
   if (t !== null) args.push(`--target=${t.bun}`);
   for (const [k, v] of Object.entries(defines)) args.push("--define", `${k}=${v}`);
   args.push(...flags, ENTRY, "--outfile", out);

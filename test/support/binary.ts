@@ -15,9 +15,8 @@ export function binaryPath(): string {
   const work = mkdtempSync(join(tmpdir(), "agentcore-binary-"));
   const out = join(work, "build", "agentcore");
   // the release flags (scripts/build-binary.mjs): --bytecode changes how the bundle is loaded
-  const r = Bun.spawnSync([process.execPath, "build", "--compile", "--minify", "--bytecode", "src/cli/main.ts", "--outfile", out], {
-    cwd: REPO,
-  });
+  const flags = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
+  const r = Bun.spawnSync([process.execPath, "build", ...flags, "src/cli/main.ts", "--outfile", out], { cwd: REPO });
   if (r.exitCode !== 0) throw new Error(`bun build --compile failed: ${r.stderr.toString()}`);
   mkdirSync(join(work, "bin"));
   const bin = join(work, "bin", "agentcore");
