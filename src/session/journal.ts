@@ -43,8 +43,13 @@ export function assertJson(value: unknown, path = "data", seen = new Set<object>
   if (typeof value !== "object") throw new SessionValidationError(`${path} is not JSON (${typeof value})`);
   if (seen.has(value)) throw new SessionValidationError(`${path} is a cycle`);
   seen.add(value);
-  if (Array.isArray(value)) value.forEach((v, i) => assertJson(v, `${path}[${i}]`, seen));
-  else {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      // A hole would be written as `[1,,3]`: not JSON, and the journal could not be read back.
+      if (!(i in value)) throw new SessionValidationError(`${path}[${i}] is not JSON (a hole in an array)`);
+      assertJson(value[i], `${path}[${i}]`, seen);
+    }
+  } else {
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) throw new SessionValidationError(`${path} is not a plain object`);
     for (const [k, v] of Object.entries(value)) assertJson(v, `${path}.${k}`, seen);
@@ -72,9 +77,131 @@ export function checkRecordSize(data: unknown, what = "the record"): void {
     );
 }
 
+/** Thrown by {@link encode} for a value JSON cannot hold (the caller words the error). */
+const NOT_JSON = Symbol("not JSON");
+/** Deeper than this, {@link encode} leaves the value to the slower path (which finds cycles). */
+const FAST_DEPTH = 256;
+
+/**
+ * Canonical JSON (the text of `canonicalJson`: sorted keys, no whitespace)
+ * of a plain JSON value, in one pass; throws {@link NOT_JSON} for anything
+ * else (non-finite numbers, undefined, functions, holes, class instances,
+ * cycles or nesting deeper than {@link FAST_DEPTH}).
+ */
+function encode(v: unknown, depth: number): string {
+  switch (typeof v) {
+    case "string":
+      return JSON.stringify(v);
+    case "number":
+      if (!Number.isFinite(v)) throw NOT_JSON;
+      return String(v);
+    case "boolean":
+      return v ? "true" : "false";
+    case "object": {
+      if (v === null) return "null";
+      if (depth > FAST_DEPTH) throw NOT_JSON;
+      if (Array.isArray(v)) {
+        let out = "[";
+        for (let i = 0; i < v.length; i++) {
+          if (!(i in v)) throw NOT_JSON;
+          out += (i === 0 ? "" : ",") + encode(v[i], depth + 1);
+        }
+        return out + "]";
+      }
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) throw NOT_JSON;
+      const keys = Object.keys(v);
+      for (let i = 1; i < keys.length; i++)
+        if (keys[i - 1]! > keys[i]!) {
+          keys.sort();
+          break;
+        }
+      let out = "{";
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!;
+        out += (i === 0 ? "" : ",") + JSON.stringify(k) + ":" + encode((v as Record<string, unknown>)[k], depth + 1);
+      }
+      return out + "}";
+    }
+    default:
+      throw NOT_JSON;
+  }
+}
+
 /** One journal line: compact JSON, sorted keys, newline-terminated. */
 export function serializeRecord(record: SessionRecord): string {
-  return canonicalJson(record) + "\n";
+  try {
+    return encode(record, 0) + "\n";
+  } catch (e) {
+    if (e !== NOT_JSON) throw e;
+    return canonicalJson(record) + "\n";
+  }
+}
+
+/** The data of records made by {@link JournalStorage.appendMany}, serialised (and checked) before the transaction. */
+const encodedData = new WeakMap<SessionRecord, string>();
+
+/**
+ * Canonical JSON of a record's data, checked: plain JSON ({@link assertJson}'s
+ * errors) and small enough for a journal line ({@link MAX_RECORD_BYTES}).
+ * Throws SessionValidationError.
+ */
+function encodeData(data: unknown): string {
+  let json: string;
+  try {
+    json = encode(data, 0);
+  } catch (e) {
+    if (e !== NOT_JSON) throw e;
+    assertJson(data); // names the bad value
+    json = canonicalJson(data); // plain JSON, only deeper than the fast path goes
+  }
+  // A UTF-16 unit is at most three UTF-8 bytes: count the bytes only when it may matter.
+  if (json.length * 3 + 1024 > MAX_RECORD_BYTES) {
+    const bytes = Buffer.byteLength(json, "utf8");
+    if (bytes + 1024 > MAX_RECORD_BYTES)
+      throw new SessionValidationError(
+        `the record is too large for a journal: its data is ${bytes} bytes, and a journal line holds at most ${MAX_RECORD_BYTES} bytes (64 MiB)`,
+      );
+  }
+  return json;
+}
+
+/** The envelope keys of a record, sorted (the order of a canonical line). */
+const ENVELOPE_KEYS = 11;
+
+/**
+ * The line a storage writes for a record it made: {@link serializeRecord}'s
+ * text, built once (the data serialised by `appendMany` before its
+ * transaction is reused), after checking that the data is plain JSON and
+ * that the line fits in {@link MAX_RECORD_BYTES}. Throws
+ * SessionValidationError.
+ */
+export function recordLine(record: SessionRecord): string {
+  const data = encodedData.get(record) ?? encodeData(record.data);
+  const r = record;
+  if (
+    Object.keys(r).length === ENVELOPE_KEYS &&
+    typeof r.branch_id === "string" &&
+    (r.agent_id === null || typeof r.agent_id === "string") &&
+    typeof r.journal_schema_version === "number" &&
+    (r.parent_id === null || typeof r.parent_id === "string") &&
+    typeof r.record_id === "string" &&
+    Number.isSafeInteger(r.revision) &&
+    Number.isSafeInteger(r.sequence) &&
+    typeof r.session_id === "string" &&
+    typeof r.time === "string" &&
+    typeof r.type === "string"
+  ) {
+    // The canonical line, its keys in sorted order, without walking the data again.
+    return (
+      `{"agent_id":${r.agent_id === null ? "null" : JSON.stringify(r.agent_id)},"branch_id":${JSON.stringify(r.branch_id)},"data":${data}` +
+      `,"journal_schema_version":${r.journal_schema_version},"parent_id":${r.parent_id === null ? "null" : JSON.stringify(r.parent_id)}` +
+      `,"record_id":${JSON.stringify(r.record_id)},"revision":${r.revision},"sequence":${r.sequence},"session_id":${JSON.stringify(r.session_id)}` +
+      `,"time":${JSON.stringify(r.time)},"type":${JSON.stringify(r.type)}}\n`
+    );
+  }
+  assertJson(record, "record");
+  return serializeRecord(record);
 }
 
 /** Envelope shape check of a parsed line; returns a message or null. */
@@ -263,7 +390,8 @@ export class JournalIndex {
       agent_id: draft.agent_id,
       sequence: draft.sequence,
       type: draft.type,
-      data: structuredClone(draft.data),
+      // Not copied: the storage keeps its own copy, parsed from the line it writes (recordLine).
+      data: draft.data,
       time: new Date().toISOString(),
     };
   }
@@ -465,26 +593,49 @@ export abstract class JournalStorage implements BlobStore {
 
   /** Append a record (not branch_created). With `checkHead`, fails with SessionConflictError when the branch head moved. */
   async append(draft: SessionRecordDraft, options: AppendOptions = {}): Promise<SessionRecord> {
-    if (draft.type === "branch_created")
-      throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
-    assertJson(draft.data);
-    checkRecordSize(draft.data);
-    const sessionId = normalizeId(draft.session_id);
+    return (await this.appendMany([draft], options))[0]!;
+  }
+
+  /**
+   * Append records of one session as one group, in order, each on the head
+   * of its branch (the one before it, for a second record on the same
+   * branch): one transaction, all or none. The JSONL storage writes the
+   * group's lines with one write and one fsync, so when this resolves every
+   * record of the group is durable, and when it rejects none was written
+   * (a crash mid-write leaves a torn tail, cut off at the next open). With
+   * `checkHead`, the first record's branch head must be `expectedHeadId`
+   * (SessionConflictError otherwise). Each record's data must be plain JSON
+   * and its line at most {@link MAX_RECORD_BYTES} (SessionValidationError).
+   */
+  async appendMany(drafts: readonly SessionRecordDraft[], options: AppendOptions = {}): Promise<SessionRecord[]> {
+    if (drafts.length === 0) return [];
+    const sessionId = normalizeId(drafts[0]!.session_id);
+    for (const draft of drafts) {
+      if (draft.type === "branch_created")
+        throw new SessionValidationError("branch_created records are written by fork(), rollback(), or prepareRetry()");
+      if (draft !== drafts[0] && normalizeId(draft.session_id) !== sessionId)
+        throw new SessionValidationError(`the records of one group belong to one session ('${sessionId}', not '${draft.session_id}')`);
+    }
+    // Checked and serialised once, before anything is locked or created; the line reuses it.
+    const data = drafts.map((d) => encodeData(d.data));
     return await this.transact(
       sessionId,
-      (index, write) => {
-        const b = index.branches.get(draft.branch_id);
-        if (b === undefined && draft.branch_id !== "main") throw new SessionValidationError(`unknown branch '${draft.branch_id}'`);
-        const head = b?.head_id ?? null;
-        if (options.checkHead === true && head !== (options.expectedHeadId ?? null)) {
-          throw new SessionConflictError(
-            `Session branch '${draft.branch_id}' head changed from ${options.expectedHeadId ?? "none"} to ${head ?? "none"}`,
-          );
-        }
-        const record = index.build({ ...draft, session_id: sessionId }, head);
-        write(record);
-        return record;
-      },
+      (index, write) =>
+        drafts.map((draft, i) => {
+          const b = index.branches.get(draft.branch_id);
+          if (b === undefined && draft.branch_id !== "main")
+            throw new SessionValidationError(`unknown branch '${draft.branch_id}' in session '${sessionId}'`);
+          const head = b?.head_id ?? null;
+          if (i === 0 && options.checkHead === true && head !== (options.expectedHeadId ?? null)) {
+            throw new SessionConflictError(
+              `Session branch '${draft.branch_id}' head changed from ${options.expectedHeadId ?? "none"} to ${head ?? "none"}`,
+            );
+          }
+          const record = index.build({ ...draft, session_id: sessionId }, head);
+          encodedData.set(record, data[i]!);
+          write(record);
+          return record;
+        }),
       false,
     );
   }
@@ -764,13 +915,25 @@ export class MemorySessionStorage extends JournalStorage {
       let index = this.#sessions.get(sessionId);
       const fresh = index === undefined;
       if (index === undefined) index = new JournalIndex(sessionId);
+      const before = index.records.length;
       const write = (record: SessionRecord) => {
         // Round-trip through the wire form so memory and files behave alike.
-        const copy = JSON.parse(serializeRecord(record)) as SessionRecord;
+        const copy = JSON.parse(recordLine(record)) as SessionRecord;
         index!.add(copy);
         if (fresh) this.#sessions.set(sessionId, index!);
       };
-      return fn(index, write);
+      try {
+        return fn(index, write);
+      } catch (e) {
+        // All or none: a group that failed part-way leaves the session as it was.
+        if (index.records.length > before) {
+          const kept = new JournalIndex(sessionId);
+          for (const r of index.records.slice(0, before)) kept.add(r);
+          if (before === 0) this.#sessions.delete(sessionId);
+          else this.#sessions.set(sessionId, kept);
+        }
+        throw e;
+      }
     });
     this.#tail = run.catch(() => {});
     return await run;

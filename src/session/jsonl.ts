@@ -1,9 +1,13 @@
 /**
  * Session journals as JSONL files: one file per session named
  * `sha256(session_id).jsonl` (ids cannot escape the directory), every branch
- * in one file. Each append truncates a torn tail left by a crash, writes the
- * whole line, fsyncs the file and (best effort) the directory, all under a
- * cross-process lock (`<file>.lock`). Lines are parsed by the strict core.
+ * in one file. Each transaction (an append, a group of them, a recovery)
+ * truncates a torn tail left by a crash, then writes all its lines in one
+ * write and fsyncs the file once, all under a cross-process lock
+ * (`<file>.lock`, taken once per transaction); the directory is fsynced (best
+ * effort) the first time a descriptor writes the file. The file stays open
+ * between transactions (the last few journals of the process). Lines are
+ * parsed by the strict core.
  * A torn last line is ignored when read, the first line included (the
  * session is then empty), and reported through `onRepair` when cut off.
  * A branch taken for a run (`claimBranch`) is a file
@@ -28,12 +32,13 @@ import {
   type ImportRecordsOptions,
   normalizeId,
   RECORD_LIMITS,
+  recordLine,
   serializeRecord,
   sessionExistsMessage,
   validateRecords,
 } from "./journal.ts";
 import { assertBlobName } from "./blobs.ts";
-import { breakStale, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
+import { breakStale, lockExists, pidAlive, readLock, tryCreate, withFileLock } from "./lock.ts";
 import { makeStateDir } from "./state-dir.ts";
 import {
   JOURNAL_SCHEMA_VERSION,
@@ -68,6 +73,37 @@ interface Cached {
   validLength: number;
   /** Bytes after them with no newline: a torn last line (0 when none). */
   torn: number;
+  /** The file's inode when last read (null: there was no file). */
+  ino: number | null;
+}
+
+/** A journal file this process keeps open for appending. */
+interface OpenJournal {
+  fd: number;
+  ino: number;
+  /** Whether the folder was fsynced since this descriptor was opened (so the file's name is durable). */
+  folderSynced: boolean;
+}
+
+/**
+ * The journal files this process appended to last, kept open (by path) so
+ * an append does not open and close the file; at most {@link OPEN_JOURNALS},
+ * the least recently used closed first. A descriptor is used only under the
+ * journal's lock and only while the path still names its inode (a journal
+ * deleted, or replaced by an import, is opened again).
+ */
+const openJournals = new Map<string, OpenJournal>();
+const OPEN_JOURNALS = 8;
+
+function forgetJournal(file: string): void {
+  const j = openJournals.get(file);
+  if (j === undefined) return;
+  openJournals.delete(file);
+  try {
+    fs.closeSync(j.fd);
+  } catch {
+    /* already closed */
+  }
 }
 
 /** What a branch claim file holds. */
@@ -446,29 +482,42 @@ export class JsonlSessionStorage extends JournalStorage {
     readOnly: boolean,
   ): Promise<T> {
     const file = this.fileFor(sessionId);
-    if (readOnly && !fs.existsSync(file) && !fs.existsSync(file + ".lock"))
+    if (readOnly && !fs.existsSync(file) && !lockExists(file + ".lock"))
       return fn(new JournalIndex(sessionId), () => {
         throw new Error("read-only");
       });
     if (!readOnly) this.#ensureDir();
     return await withFileLock(file + ".lock", this.lockTimeoutMs, () => {
       const cached = this.#read(sessionId, file);
+      // The transaction's lines, written together once `fn` returns: one write, one fsync.
+      const lines: string[] = [];
       const write = (record: SessionRecord) => {
-        const line = Buffer.from(serializeRecord(record), "utf8");
-        const tornLine = cached.index.records.length + 1;
-        cached.index.add(record); // validates by applying
-        let cut: number;
-        try {
-          cut = this.#writeLine(file, line, cached.validLength);
-        } catch (e) {
-          this.#cache.delete(sessionId);
-          throw e;
-        }
-        cached.validLength += line.length;
-        cached.torn = 0;
-        if (cut > 0) this.onRepair?.({ session_id: sessionId, file, line: tornLine, bytes: cut, repaired: true });
+        const line = recordLine(record); // plain JSON, small enough: checked as it is serialised
+        cached.index.add(JSON.parse(line) as SessionRecord); // validates by applying; the index keeps its own copy
+        lines.push(line);
       };
-      return fn(cached.index, write);
+      let result: T;
+      try {
+        result = fn(cached.index, write);
+      } catch (e) {
+        // All or none: the index may hold records of this transaction that were not written.
+        if (lines.length > 0) this.#cache.delete(sessionId);
+        throw e;
+      }
+      if (lines.length === 0) return result;
+      const bytes = Buffer.from(lines.length === 1 ? lines[0]! : lines.join(""), "utf8");
+      const tornLine = cached.index.records.length - lines.length + 1;
+      let cut: number;
+      try {
+        cut = this.#appendLines(file, bytes, cached);
+      } catch (e) {
+        this.#cache.delete(sessionId);
+        throw e;
+      }
+      cached.validLength += bytes.length;
+      cached.torn = 0;
+      if (cut > 0) this.onRepair?.({ session_id: sessionId, file, line: tornLine, bytes: cut, repaired: true });
+      return result;
     });
   }
 
@@ -559,15 +608,19 @@ export class JsonlSessionStorage extends JournalStorage {
   /** Bring the cached index up to date with the file (reads only the new bytes). */
   #read(sessionId: string, file: string): Cached {
     let size: number;
+    let ino: number | null;
     try {
-      size = fs.statSync(file).size;
+      const st = fs.statSync(file);
+      size = st.size;
+      ino = st.ino;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw new SessionStorageError(`cannot read ${file}: ${(e as Error).message}`);
       size = 0;
+      ino = null;
     }
     let cached = this.#cache.get(sessionId);
-    if (cached === undefined || size < cached.validLength) {
-      cached = { index: new JournalIndex(sessionId), validLength: 0, torn: 0 };
+    if (cached === undefined || size < cached.validLength || ino !== cached.ino) {
+      cached = { index: new JournalIndex(sessionId), validLength: 0, torn: 0, ino };
       this.#cache.set(sessionId, cached);
     }
     cached.torn = 0;
@@ -640,30 +693,54 @@ export class JsonlSessionStorage extends JournalStorage {
     return cached;
   }
 
-  /** Append a line (cutting off a torn tail first); returns the bytes cut off. */
-  #writeLine(file: string, line: Buffer, validLength: number): number {
-    let fd: number;
+  /**
+   * Append `bytes` (whole lines) to the journal under its lock, cutting off a
+   * torn tail first, in one write, then fsync the file; the folder too the
+   * first time this descriptor writes (the file may have just been created,
+   * or created by a process that crashed before it fsynced the folder).
+   * Returns the bytes cut off.
+   */
+  #appendLines(file: string, bytes: Buffer, cached: Cached): number {
+    let j = openJournals.get(file);
+    if (j !== undefined && j.ino !== cached.ino) {
+      forgetJournal(file); // the path names another file now (deleted, or replaced by an import)
+      j = undefined;
+    }
+    if (j === undefined) {
+      let fd: number;
+      try {
+        fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND, 0o600);
+      } catch (e) {
+        throw ioError(`cannot open ${file}`, e);
+      }
+      j = { fd, ino: -1, folderSynced: false };
+      openJournals.set(file, j);
+      if (openJournals.size > OPEN_JOURNALS) forgetJournal(openJournals.keys().next().value!);
+    } else {
+      // most recently used last
+      openJournals.delete(file);
+      openJournals.set(file, j);
+    }
     let cut = 0;
     try {
-      fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND, 0o600);
-    } catch (e) {
-      throw ioError(`cannot open ${file}`, e);
-    }
-    try {
-      const size = fs.fstatSync(fd).size;
-      if (size > validLength) {
-        fs.ftruncateSync(fd, validLength); // repair a torn tail
-        cut = size - validLength;
+      const st = fs.fstatSync(j.fd);
+      j.ino = st.ino;
+      cached.ino = st.ino;
+      if (st.size > cached.validLength) {
+        fs.ftruncateSync(j.fd, cached.validLength); // repair a torn tail
+        cut = st.size - cached.validLength;
       }
       let off = 0;
-      while (off < line.length) off += fs.writeSync(fd, line, off, line.length - off);
-      fs.fsyncSync(fd);
+      while (off < bytes.length) off += fs.writeSync(j.fd, bytes, off, bytes.length - off);
+      fs.fsyncSync(j.fd);
     } catch (e) {
+      forgetJournal(file);
       throw ioError(`cannot append to ${file}`, e);
-    } finally {
-      fs.closeSync(fd);
     }
-    syncFolder(this.dir);
+    if (!j.folderSynced) {
+      syncFolder(this.dir);
+      j.folderSynced = true;
+    }
     return cut;
   }
 }

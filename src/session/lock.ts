@@ -1,8 +1,9 @@
 /**
  * A cross-process exclusive lock built on node:fs only (works in Bun and
- * Deno): a sidecar file created atomically (written to a private temp file,
- * then hard-linked into place, so it is never seen half-written) holding the
- * owner's pid and a random token. Waiters poll every 10 ms until a deadline.
+ * Deno): a sidecar entry created atomically holding the owner's pid and a
+ * random token: a symbolic link whose target is that text (one system call,
+ * no data block), or, where links are refused, a file written to a private
+ * temp file and hard-linked into place, so it is never seen half-written. Waiters poll every 10 ms until a deadline.
  * A lock whose owner pid is dead is stale and is broken under a short-lived
  * breaker lock, after re-checking that it is still the same stale lock, so a
  * SIGKILLed holder never blocks others beyond the lock timeout. A
@@ -36,12 +37,54 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** The content of a lock (or claim) file, or null when it is gone. */
+/** The content of a lock (or claim) file, or null when it is gone; a lock made as a symbolic link holds it in its target. */
 export function readLock(file: string): string | null {
+  try {
+    return fs.readlinkSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    // EINVAL: a regular file (a claim, or a lock made where links are refused)
+  }
   try {
     return fs.readFileSync(file, "utf8");
   } catch {
     return null;
+  }
+}
+
+/** Whether symbolic links can be made here; false after the first refusal (then locks are files). */
+let symlinks = true;
+
+/**
+ * Create the lock `file` holding `content` atomically; false when it
+ * exists. It is a symbolic link whose target is the content: one system
+ * call, never seen half-made, and (a short target lives in the inode) no
+ * data block for a journal fsync to flush. Where links are refused
+ * (Windows without the privilege, a file system without them) it is a file
+ * made as {@link tryCreate} makes one; readers take either.
+ */
+export function tryCreateLock(file: string, content: string, token: string): boolean {
+  if (symlinks) {
+    try {
+      fs.symlinkSync(content, file);
+      return true;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EEXIST") return false;
+      if (code === "ENOENT" || code === "EACCES" || code === "EROFS") throw e;
+      symlinks = false; // EPERM, ENOSYS, ENOTSUP, Deno's NotCapable, …: use files from now on
+    }
+  }
+  return tryCreate(file, content, token);
+}
+
+/** Whether `file` exists as an entry (a lock made as a dangling symbolic link counts). */
+export function lockExists(file: string): boolean {
+  try {
+    fs.lstatSync(file);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -119,7 +162,7 @@ export async function withFileLock<T>(lockFile: string, timeoutMs: number | null
     for (;;) {
       let created: boolean;
       try {
-        created = tryCreate(key, content, token);
+        created = tryCreateLock(key, content, token);
       } catch (e) {
         throw new SessionStorageError(`cannot create the Session journal lock ${lockFile}: ${(e as Error).message}`);
       }

@@ -9,9 +9,13 @@
  * discarded steering are not persisted. Images (a task's, a tool result's)
  * are journaled by reference (`media_type`, `sha256`, `bytes`), their bytes
  * written to the storage's blobs first (`src/session/blobs.ts`). Each
- * record is a conditional append against the branch head the recorder just
- * read, so a concurrent writer on the same branch surfaces as a
- * SessionConflictError instead of interleaving. From its start record to its
+ * event's record (or a group's records, `handleMany`) is one transaction of
+ * the storage (`appendMany`: under one lock, one write and one fsync for the
+ * JSONL storage), and the sink returns only once it is durable, so a later
+ * sink sees the event only after its record is on disk. Within a run each
+ * record is a conditional append on the recorder's own last record, so a
+ * concurrent writer on the same branch surfaces as a SessionConflictError
+ * instead of interleaving. From its start record to its
  * run_finished, a run is marked live in the storage (`markRunLive`), so a
  * recovery does not close it from under it.
  *
@@ -21,7 +25,7 @@ import type { AgentEvent, AgentEventSource } from "../context/events.ts";
 import type { AgentMessage } from "../providers/messages.ts";
 import { externalizeImages, putBlobs } from "./blobs.ts";
 import type { JournalStorage } from "./journal.ts";
-import { type SessionRecord, type SessionRecordDraft, SessionValidationError } from "./types.ts";
+import type { SessionRecord, SessionRecordDraft } from "./types.ts";
 
 /**
  * Journals one agent's run into `storage` (session `sessionId`, branch
@@ -42,26 +46,58 @@ export class SessionRecorder {
     readonly branchId = "main",
   ) {}
 
+  /**
+   * While one of this recorder's runs is open, the head its next record goes
+   * on: its own last record (any other writer on the branch meanwhile is a
+   * SessionConflictError). Undefined between runs: a run's first record goes
+   * on whatever the head is then.
+   */
+  #expectedHead: string | undefined = undefined;
+
   /** The sink entry point (the agent calls it with each event and itself as `source`); `sinks: [recorder]`. */
   async handle(event: AgentEvent, source?: AgentEventSource): Promise<void> {
-    const full = recordDraft(event, this.sessionId, this.branchId, source === undefined ? undefined : () => source.messages);
-    if (full === null) return;
-    // Images go to the store's blobs, each before the record that names it; the record keeps a reference.
-    const { data, blobs } = externalizeImages(full.data);
-    const draft = blobs.size === 0 ? full : { ...full, data };
+    await this.handleMany([event], source);
+  }
+
+  /**
+   * Journal events that are ready together as one group: their records go
+   * out in one transaction (the JSONL storage: one write and one fsync), so
+   * when this resolves all of them are durable, and when it throws none was
+   * written. Events that make no record are skipped.
+   */
+  async handleMany(events: readonly AgentEvent[], source?: AgentEventSource): Promise<void> {
+    const messages = source === undefined ? undefined : () => source.messages;
+    const drafts: SessionRecordDraft[] = [];
+    const blobs = new Map<string, Uint8Array>();
+    for (const event of events) {
+      const full = recordDraft(event, this.sessionId, this.branchId, messages);
+      if (full === null) continue;
+      // Images go to the store's blobs, each before the record that names it; the record keeps a reference.
+      const ext = externalizeImages(full.data);
+      for (const [k, v] of ext.blobs) blobs.set(k, v);
+      drafts.push(ext.blobs.size === 0 ? full : { ...full, data: ext.data });
+    }
+    if (drafts.length === 0) return;
+    const runIdOf = (d: SessionRecordDraft) => d.data.run_id as string;
     try {
       if (blobs.size > 0) await putBlobs(this.storage, this.sessionId, blobs);
-      const head = await this.storage.head(this.sessionId, this.branchId);
-      if (head === null && this.branchId !== "main")
-        throw new SessionValidationError(`unknown branch '${this.branchId}' in session '${this.sessionId}'`);
-      this.lastRecord = await this.storage.append(draft, { expectedHeadId: head?.record_id ?? null, checkHead: true });
+      // One transaction reads the head and appends: no other writer can come between.
+      const expected = drafts[0]!.type === "run_started" || drafts[0]!.type === "run_continued" ? undefined : this.#expectedHead;
+      const written = await this.storage.appendMany(drafts, expected === undefined ? {} : { expectedHeadId: expected, checkHead: true });
+      this.lastRecord = written[written.length - 1]!;
+      this.#expectedHead = this.lastRecord.record_id;
       // While the run goes on, recoverRuns (in any process) leaves it alone.
-      if (draft.type === "run_started" || draft.type === "run_continued") await this.storage.markRunLive(this.sessionId, event.run_id);
+      for (const d of drafts)
+        if (d.type === "run_started" || d.type === "run_continued") await this.storage.markRunLive(this.sessionId, runIdOf(d));
     } catch (e) {
       this.errors.push(e as Error);
       throw e;
     } finally {
-      if (draft.type === "run_finished") await this.storage.clearRunLive(this.sessionId, event.run_id).catch(() => {});
+      for (const d of drafts)
+        if (d.type === "run_finished") {
+          this.#expectedHead = undefined;
+          await this.storage.clearRunLive(this.sessionId, runIdOf(d)).catch(() => {});
+        }
     }
   }
 }

@@ -368,7 +368,10 @@ export function sessionToDocument(session: AgentSession): { schema_version: numb
 /**
  * Apply one record to a projection. All checks run before any change, so a
  * rejected record leaves the projection as it was. `branch_created` is handled
- * by the storage (the projection of its parent).
+ * by the storage (the projection of its parent). The projection shares the
+ * record's messages (not copied): a record given to an index is the index's
+ * own (each storage adds a copy parsed from its line) and is never changed,
+ * and whoever reads a projection out copies it (`checkout`, `clone`).
  */
 export function applyRecord(p: Projection, record: SessionRecord): void {
   const s = p.session;
@@ -447,7 +450,7 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const m = record.data.message;
       if (!isMessage(m) || m.role !== "assistant") fail(record, "data.message must be an assistant message");
       openRun(runId);
-      s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m as AgentMessage) });
+      s.entries.push({ sequence: record.sequence, run_id: runId, message: m as AgentMessage });
       p.lastSeq.set(runId, record.sequence);
       return;
     }
@@ -460,7 +463,7 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
         if (bad !== null) fail(record, `data.messages[${i}].images ${bad}`);
       });
       openRun(runId);
-      for (const m of ms as AgentMessage[]) s.entries.push({ sequence: record.sequence, run_id: runId, message: structuredClone(m) });
+      for (const m of ms as AgentMessage[]) s.entries.push({ sequence: record.sequence, run_id: runId, message: m });
       p.lastSeq.set(runId, record.sequence);
       if (s.approvals !== undefined) {
         const answered = new Set(

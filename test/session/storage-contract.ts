@@ -252,6 +252,54 @@ export function storageContract(name: string, harness: ContractHarness): void {
       expect((await storage.append(draft("run_started", { run_id: "r1", task: "t" }, 1))).revision).toBe(1);
     });
 
+    test("appendMany: a group's records chain in order on their branch heads; another instance reads them", async () => {
+      const { storage, another } = await open();
+      const written = await storage.appendMany([
+        draft("run_started", { run_id: "r1", task: "t" }, 1),
+        draft("message_appended", { run_id: "r1", message: { role: "assistant", content: null, tool_calls: [call("a", "echo")] } }, 2),
+        draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "a", content: "ok" }] }, 3),
+      ]);
+      expect(written.map((r) => [r.revision, r.type])).toEqual([
+        [1, "run_started"],
+        [2, "message_appended"],
+        [3, "messages_appended"],
+      ]);
+      expect(written.map((r) => r.parent_id)).toEqual([null, written[0]!.record_id, written[1]!.record_id]);
+      const again = await (await another()).records("s1");
+      expect(again.map((r) => r.record_id)).toEqual(written.map((r) => r.record_id));
+      expect(again.map((r) => serializeRecord(r))).toEqual(written.map((r) => serializeRecord(r)));
+      // checkHead applies to the group's first record
+      const stale = await storage
+        .appendMany([draft("run_finished", { run_id: "r1", result: result("x") }, 4)], {
+          expectedHeadId: written[0]!.record_id,
+          checkHead: true,
+        })
+        .catch((e) => e);
+      expect(stale).toBeInstanceOf(SessionConflictError);
+      expect(await storage.appendMany([])).toEqual([]);
+    });
+
+    test("appendMany is all or none: a group with one bad record writes nothing, and the session goes on", async () => {
+      const { storage, another } = await open();
+      await storage.append(draft("run_started", { run_id: "r1", task: "t" }, 1));
+      const ok = draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "x" } }, 2);
+      // refused before anything is written: data that is not JSON, a branch_created, another session
+      await expect(storage.appendMany([ok, draft("messages_appended", { run_id: "r1", n: Number.NaN }, 3)])).rejects.toThrow("not JSON");
+      await expect(storage.appendMany([ok, draft("branch_created", {}, 0)])).rejects.toThrow("fork(), rollback(), or prepareRetry()");
+      await expect(storage.appendMany([ok, draft("run_finished", { run_id: "r1" }, 3, "main", "other")])).rejects.toThrow(
+        "belong to one session",
+      );
+      // refused by the journal's rules part-way through the group
+      await expect(
+        storage.appendMany([ok, draft("message_appended", { run_id: "zz", message: { role: "assistant", content: "y" } }, 3)]),
+      ).rejects.toThrow("unknown run");
+      expect((await storage.records("s1")).map((r) => r.type)).toEqual(["run_started"]);
+      expect((await (await another()).records("s1")).map((r) => r.type)).toEqual(["run_started"]);
+      const next = await storage.appendMany([ok, draft("run_finished", { run_id: "r1", result: result("x") }, 3)]);
+      expect(next.map((r) => r.revision)).toEqual([2, 3]);
+      expect((await (await another()).records("s1")).map((r) => r.revision)).toEqual([1, 2, 3]);
+    });
+
     test("listSessions and exists: sorted ids of the sessions that hold records; nothing is created by reading", async () => {
       const { storage, another } = await open();
       expect(await storage.listSessions()).toEqual([]);

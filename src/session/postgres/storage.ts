@@ -31,7 +31,7 @@ import {
   JournalIndex,
   JournalStorage,
   normalizeId,
-  serializeRecord,
+  recordLine,
 } from "../journal.ts";
 import { pidAlive } from "../lock.ts";
 import {
@@ -64,6 +64,8 @@ export interface PostgresSessionStorageOptions {
   onMigrate?: (result: MigrationResult) => void;
 }
 
+/** Rows per INSERT of records (9 parameters each; PostgreSQL takes at most 65,535 per statement). */
+const INSERT_ROWS = 1000;
 /** The pause before the one retry after a lost connection (a server restart takes about a second). */
 const RETRY_DELAY_MS = 500;
 
@@ -241,6 +243,7 @@ export class PostgresSessionStorage extends JournalStorage {
         let committing = false;
         let broken: Error | undefined;
         const written: SessionRecord[] = [];
+        const lines: string[] = [];
         let result: T | undefined;
         try {
           if (readOnly) {
@@ -263,20 +266,33 @@ export class PostgresSessionStorage extends JournalStorage {
           const cached = await this.#catchUp(client, sessionId, last, row.rows[0]!.generation as string);
           result = fn(cached.index, (record) => {
             checkText(record);
-            cached.index.add(record); // validates by applying
-            written.push(record);
+            // Serialised once (and checked: plain JSON, small enough); the index keeps its own copy, parsed from the line.
+            const line = this.#verbatim.get(`${sessionId}\u0000${record.record_id}`) ?? recordLine(record);
+            const owned = JSON.parse(line) as SessionRecord;
+            cached.index.add(owned); // validates by applying
+            written.push(owned);
+            lines.push(line);
           });
           if (written.length === 0) {
             await client.query("ROLLBACK");
             return result;
           }
-          for (const r of written) {
-            const line = this.#verbatim.get(`${sessionId}\u0000${r.record_id}`) ?? serializeRecord(r);
-            // jsonb holds no U+0000: such data stays in `line` only.
-            const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
+          // A group's records in one INSERT (one round trip; a big import in chunks), in the one transaction.
+          for (let from = 0; from < written.length; from += INSERT_ROWS) {
+            const values: unknown[] = [];
+            const rows: string[] = [];
+            for (let i = from; i < Math.min(written.length, from + INSERT_ROWS); i++) {
+              const r = written[i]!;
+              const line = lines[i]!;
+              // jsonb holds no U+0000: such data stays in `line` only.
+              const data = line.includes("\\u0000") ? null : JSON.stringify(r.data);
+              const n = values.length;
+              rows.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7}, $${n + 8}, $${n + 9})`);
+              values.push(sessionId, r.revision, r.record_id, r.parent_id, r.branch_id, r.type, line, data, r.time ?? null);
+            }
             await client.query(
-              "INSERT INTO agentcore.records (session_id, revision, record_id, parent_id, branch_id, type, line, data, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-              [sessionId, r.revision, r.record_id, r.parent_id, r.branch_id, r.type, line, data, r.time ?? null],
+              `INSERT INTO agentcore.records (session_id, revision, record_id, parent_id, branch_id, type, line, data, time) VALUES ${rows.join(", ")}`,
+              values,
             );
           }
           const agent = cached.index.agentId;
