@@ -143,6 +143,8 @@ export class EventEmitter {
   #tail: Promise<void> = DELIVERED;
   /** Deliveries emitted and not yet finished. */
   #pending = 0;
+  /** Whether a sink takes groups of events (`handleMany`; see {@link emitAll}). */
+  readonly #grouping: boolean;
   #runId = "";
   #closed = false;
   #sequence = 0;
@@ -164,6 +166,7 @@ export class EventEmitter {
     }
     this.#sinks = [...sinks];
     this.#observer = observer;
+    this.#grouping = this.#sinks.some((s) => typeof s === "object" && typeof s.handleMany === "function");
   }
 
   /**
@@ -201,6 +204,56 @@ export class EventEmitter {
     const p = this.#tail.then(() => this.#deliver(event));
     this.#tail = p;
     return p;
+  }
+
+  /**
+   * Emit events that are ready together (the results of a chunk of
+   * parallel tool calls), numbered in order. When a sink takes groups
+   * (`handleMany`, a SessionRecorder) they are delivered as one group: that
+   * sink gets them in one call (one journal write and fsync), then each
+   * later sink gets each event in order. Resolves once every sink has
+   * handled them all. Otherwise the same as emitting each in turn.
+   */
+  emitAll(payloads: readonly AgentEventPayload[]): Promise<void> {
+    if (!this.#grouping || payloads.length < 2) {
+      let last = DELIVERED;
+      for (const payload of payloads) last = this.emit(payload);
+      return last;
+    }
+    const events = payloads.map(
+      (payload) => Object.freeze({ agent_id: this.agentId, run_id: this.#runId, sequence: ++this.#sequence, ...payload }) as AgentEvent,
+    );
+    this.#pending += events.length;
+    const p = this.#tail.then(() => this.#deliverGroup(events));
+    this.#tail = p;
+    return p;
+  }
+
+  async #deliverGroup(events: readonly AgentEvent[]): Promise<void> {
+    try {
+      for (const event of events) for (const s of this.#subs) s.push(event);
+      const failed = new Map<AgentEvent, number>();
+      const fail = (event: AgentEvent) => failed.set(event, (failed.get(event) ?? 0) + 1);
+      if (this.#observer !== null) for (const event of events) if (!(await this.#handOver(this.#observer, event))) fail(event);
+      for (const sink of this.#sinks) {
+        if (typeof sink === "object" && typeof sink.handleMany === "function") {
+          try {
+            await sink.handleMany(events, this.#source);
+          } catch (err) {
+            for (const event of events) fail(event);
+            this.logger.warn("agent event sink failed", {
+              agent_id: events[0]!.agent_id,
+              kinds: events.map((e) => e.kind),
+              sequences: events.map((e) => e.sequence),
+              error: err instanceof Error ? err.message : String(err),
+            });
+          }
+        } else for (const event of events) if (!(await this.#handOver(sink, event))) fail(event);
+      }
+      for (const [event, n] of failed) if (n > 1) this.logger.warn(`${n} agent event sinks failed`, { kind: event.kind });
+    } finally {
+      this.#pending -= events.length;
+    }
   }
 
   async #deliver(event: AgentEvent): Promise<void> {

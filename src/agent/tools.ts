@@ -22,7 +22,7 @@ import { redactArguments } from "../runtime/middleware/approval.ts";
 import { invalidArgumentsPayload } from "../runtime/middleware/validation.ts";
 import { rejectionPayload } from "../runtime/middleware/policy.ts";
 import type { ArgumentError } from "../tools/schema.ts";
-import type { EventEmitter } from "./events.ts";
+import type { AgentEventPayload, EventEmitter } from "./events.ts";
 import type { AgentTracer } from "./tracing.ts";
 import type { RuntimePolicy, ToolCallResult, ToolMessage } from "./types.ts";
 
@@ -269,7 +269,7 @@ export class ToolExecutor {
       for (const p of chunk) this.guard.check(p); // cannot trip: checked by wouldTrip
       for (const p of chunk) await this.emitter.emit({ kind: "tool_started", turn, tool_call: p.call });
       const outs = await Promise.all(chunk.map((p) => this.#run(p, turn, signal, abortReason)));
-      for (let k = 0; k < chunk.length; k++) await this.#commit(chunk[k], turn, outs[k]);
+      await this.#commitAll(chunk, turn, outs);
       const rest = group.slice(start + size);
       if (outs.some((o) => o.result.cancelled)) {
         await this.#settleCancelled(rest, turn, abortReason());
@@ -282,6 +282,24 @@ export class ToolExecutor {
       }
     }
     return { control: "continue", output: null, cancelled: false };
+  }
+
+  /**
+   * Commit a chunk's outcomes in order; their tool_completed events go out
+   * as one group (a session journals them with one write and one fsync).
+   */
+  async #commitAll(chunk: readonly PreparedCall[], turn: number, outs: readonly CallOutcome[]): Promise<void> {
+    const events: AgentEventPayload[] = [];
+    for (let k = 0; k < chunk.length; k++) {
+      const out = outs[k]!;
+      if (out.suspended === true) {
+        this.#suspended.push(chunk[k]!);
+        continue;
+      }
+      this.append(out.message);
+      events.push({ kind: "tool_completed", turn, tool_call: chunk[k]!.call, result: out.result });
+    }
+    await this.emitter.emitAll(events);
   }
 
   async #commit(p: PreparedCall, turn: number, out: CallOutcome): Promise<void> {

@@ -137,7 +137,14 @@ export interface AgentEventSource {
 /**
  * An event sink: a function, or an object with `handle`. Both may be async;
  * they are awaited in order. The second argument reads the emitting agent.
+ * An object may also have `handleMany`: the agent then hands it the events
+ * that are ready together as one group, in order (a `SessionRecorder`
+ * journals a group with one write and one fsync), and the sinks after it see
+ * each of those events only once it returns.
  */
 export type AgentEventSink =
   | ((event: AgentEvent, source: AgentEventSource) => void | Promise<void>)
-  | { handle(event: AgentEvent, source: AgentEventSource): void | Promise<void> };
+  | {
+      handle(event: AgentEvent, source: AgentEventSource): void | Promise<void>;
+      handleMany?(events: readonly AgentEvent[], source: AgentEventSource): void | Promise<void>;
+    };
