@@ -4,7 +4,11 @@
  * - {@link HistoryLog} appends one record per line. Each append is a single
  *   `write` on a file opened with `O_APPEND` (so concurrent writers, in this
  *   process or others, never interleave within a line), followed by `fsync`,
- *   before the call's outcome is returned. A new file is created with mode
+ *   before the call's outcome is returned. Calls that finish together share
+ *   it: the middleware appends through {@link HistoryLog.appendGrouped}, which
+ *   writes the records handed in during one turn of the event loop (or
+ *   during the previous group's fsync) with one `write` and one `fsync`, and
+ *   resolves each once the group is on disk. A new file is created with mode
  *   0600 and its folder is fsynced once, so the file's entry is durable too.
  * - {@link historyMiddleware} is the {@link ToolMiddleware} that records every
  *   call. Place it FIRST (outermost) in the chain so it also sees calls that
@@ -34,7 +38,7 @@
 import { canonicalJson } from "../core/canonical.ts";
 import { concatBytes } from "../core/bytes.ts";
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseStrict } from "../core/index.ts";
 import { AgentcoreError, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
@@ -131,6 +135,9 @@ function sha256Hex(text: string): string {
 const NEWLINE = 0x0a;
 const ENCODER = new TextEncoder();
 
+/** Run `fn` in the next turn of the event loop (after the microtasks queued now). */
+const later: (fn: () => void) => void = typeof setImmediate === "function" ? (fn) => void setImmediate(fn) : (fn) => void setTimeout(fn, 0);
+
 /**
  * An open history log. `append` is synchronous: when it returns, the line is
  * on disk (written and fsynced). Not safe to share across `fork`; safe to
@@ -207,10 +214,62 @@ export class HistoryLog {
    * {@link append}; exposed for tests and tools that copy logs.
    */
   appendLine(json: string): void {
+    if (json.includes("\n")) throw new HistoryError(this.path, "a history line cannot contain a newline");
+    const fd = this.#write(json + "\n");
+    try {
+      fsyncSync(fd);
+    } catch (e) {
+      throw new HistoryError(this.path, `cannot fsync history file ${this.path}: ${errnoCode(e)}`);
+    }
+  }
+
+  /** Records waiting for the next group write ({@link appendGrouped}), with their callers. */
+  #queue: { json: string; done: (e?: HistoryError) => void }[] = [];
+  #flushing = false;
+
+  /**
+   * Group commit: append `record` as one line and resolve once it is on
+   * disk (written and fsynced), like {@link append}, but together with the
+   * records appended around it: those handed in during the same turn of the
+   * event loop, or while the previous group's fsync runs, go out in one
+   * `write` and one `fsync` (calls that finish together, in one process,
+   * share their fsync). Rejects with {@link HistoryError} when the log is
+   * closed or the write or fsync fails.
+   */
+  appendGrouped(record: HistoryRecord): Promise<void> {
+    const json = JSON.stringify(record);
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ json, done: (e) => (e === undefined ? resolve() : reject(e)) });
+      if (this.#flushing) return;
+      this.#flushing = true;
+      later(() => void this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const group = this.#queue.splice(0);
+        let failure: HistoryError | undefined;
+        try {
+          const fd = this.#write(group.map((g) => g.json).join("\n") + "\n");
+          // The event loop goes on during the fsync: records handed in meanwhile make the next group.
+          await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+        } catch (e) {
+          failure = e instanceof HistoryError ? e : new HistoryError(this.path, `cannot fsync history file ${this.path}: ${errnoCode(e)}`);
+        }
+        for (const g of group) g.done(failure);
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  /** Write whole lines in one `write` call (after a newline when the file ends torn); returns the fd to fsync. */
+  #write(lines: string): number {
     const fd = this.#fd;
     if (fd === null) throw new HistoryError(this.path, `history file ${this.path} is closed`);
-    if (json.includes("\n")) throw new HistoryError(this.path, "a history line cannot contain a newline");
-    const bytes = ENCODER.encode((this.#torn ? "\n" : "") + json + "\n");
+    const bytes = ENCODER.encode((this.#torn ? "\n" : "") + lines);
     let written: number;
     try {
       written = writeSync(fd, bytes, 0, bytes.length);
@@ -224,11 +283,7 @@ export class HistoryLog {
       throw new HistoryError(this.path, `short write to history file ${this.path} (${written} of ${bytes.length} bytes)`);
     }
     this.#torn = false;
-    try {
-      fsyncSync(fd);
-    } catch (e) {
-      throw new HistoryError(this.path, `cannot fsync history file ${this.path}: ${errnoCode(e)}`);
-    }
+    return fd;
   }
 
   /** Close the file. Idempotent. */
@@ -279,6 +334,12 @@ export interface HistorySink {
   /** Where the records go, for messages (a file, or a store's URL without its password). */
   readonly path: string;
   append(record: HistoryRecord): void | Promise<void>;
+  /**
+   * Append with the records appended around it as one group (one write and
+   * one fsync, or one INSERT), resolving once this one is committed; the
+   * middleware uses it when there is one ({@link HistoryLog.appendGrouped}).
+   */
+  appendGrouped?(record: HistoryRecord): Promise<void>;
 }
 
 /**
@@ -360,7 +421,8 @@ export function historyMiddleware(log: HistorySink, options: HistoryMiddlewareOp
         rec.agent_id = ctx.run.agentId;
         rec.turn = ctx.run.turn;
       }
-      await log.append(rec);
+      if (log.appendGrouped !== undefined) await log.appendGrouped(rec);
+      else await log.append(rec);
     } catch (err) {
       report(ctx, err);
     }

@@ -235,6 +235,52 @@ describe("HistoryLog", () => {
     expect(() => log.append(record())).toThrow(HistoryError);
   });
 
+  test("grouped appends: records handed in together are all on disk, in order, when each resolves", async () => {
+    const log = HistoryLog.open(file);
+    const first = Array.from({ length: 20 }, (_, i) => log.appendGrouped(record({ call_id: `g${i}` })));
+    await first[0];
+    expect(readHistory(file).map((r) => r.call_id)).toEqual(Array.from({ length: 20 }, (_, i) => `g${i}`));
+    await Promise.all(first);
+    // handed in while nothing is pending, after a synchronous append: still in order
+    log.append(record({ call_id: "sync" }));
+    await Promise.all([log.appendGrouped(record({ call_id: "h0" })), log.appendGrouped(record({ call_id: "h1" }))]);
+    log.close();
+    expect(
+      readHistory(file)
+        .map((r) => r.call_id)
+        .slice(19),
+    ).toEqual(["g19", "sync", "h0", "h1"]);
+  });
+
+  test("a grouped append isolates a torn tail too, and after close it rejects with HistoryError", async () => {
+    writeFileSync(file, JSON.stringify(record({ call_id: "old" })) + '\n{"v":1,"tool":"ec');
+    const log = HistoryLog.open(file);
+    await Promise.all([log.appendGrouped(record({ call_id: "a" })), log.appendGrouped(record({ call_id: "b" }))]);
+    expect(readHistory(file).map((r) => r.call_id)).toEqual(["old", "a", "b"]);
+    log.close();
+    expect(log.appendGrouped(record())).rejects.toBeInstanceOf(HistoryError);
+  });
+
+  test("calls through the middleware that finish together are recorded together, each before its outcome", async () => {
+    const log = HistoryLog.open(file);
+    const mw = historyMiddleware(log);
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        mw(ctxFor(ECHO, { i }, { id: `p${i}` }), async (c) => {
+          const o = ok(c, i);
+          return o;
+        }),
+      ),
+    );
+    expect(outcomes.map((o) => o.envelope.result)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    log.close();
+    expect(
+      readHistory(file)
+        .map((r) => r.call_id)
+        .sort(),
+    ).toEqual(Array.from({ length: 8 }, (_, i) => `p${i}`));
+  });
+
   test("opening in a missing folder is a HistoryError naming the file", () => {
     const bad = join(dir, "nope", "h.jsonl");
     expect(() => HistoryLog.open(bad)).toThrow(bad);
