@@ -9,9 +9,9 @@
  * harness's own overhead: building the context, streaming, events, argument
  * parsing and validation, tool dispatch and bookkeeping, over a conversation
  * that grows by two messages per turn. The scripted model and its script
- * (the fixture) are made before the clock starts; the harness (agentcore's
- * runtime and agent, pi's Agent, the Agents SDK's agent and runner) is made
- * and run on the clock.
+ * and the tools (agentcore's runtime with its registry; pi's tool array)
+ * are made before the clock starts; the harness (agentcore's agent, pi's
+ * Agent, the Agents SDK's agent and runner) is made and run on the clock.
  *
  * Contenders, each named in the output:
  * - agentcore: createAgent + ScriptedModel (recordRequests off), the echo
@@ -71,7 +71,8 @@ type Run = () => Promise<number>;
 
 /**
  * A run of agentcore's agent for `turns` tool turns plus a final text turn:
- * the scripted model now, the runtime and the agent when the run starts.
+ * the scripted model and the runtime (the tool registry, as pi's tools are
+ * a module constant) now, the agent when the run starts.
  */
 export function prepareAgentcore(turns: number, tracing?: false): Run {
   const script = [];
@@ -84,10 +85,11 @@ export function prepareAgentcore(turns: number, tracing?: false): Run {
   }
   script.push({ content: "done", usage: { input_tokens: 10, output_tokens: 5 } });
   const model = new ScriptedModel(script, { recordRequests: false });
+  const runtime = createRuntime();
   return async () => {
     const agent = createAgent({
       model,
-      runtime: createRuntime(),
+      runtime,
       systemPrompt: "You are a test agent.",
       policy: { maxSteps: turns + 5 },
       ...(tracing === false ? { tracing: false as const } : {}),

@@ -14,7 +14,7 @@
  *
  * Each `prepare…(turns)` makes the scripted model (the fixture) and returns
  * the run, which builds the harness and runs it: the benchmark times only
- * the run.
+ * the run. The tools are made beforehand too (pi's is a module constant).
  *
  * @module
  */
@@ -133,17 +133,17 @@ class ScriptedOaModel implements Model {
   }
 }
 
-/** A run of the OpenAI Agents SDK for `turns` tool turns plus a final text turn (the model made now). The run returns the number of model calls. */
+/** A run of the OpenAI Agents SDK for `turns` tool turns plus a final text turn (the model and the tool made now). The run returns the number of model calls. */
 export function prepareOpenAIAgents(turns: number): () => Promise<number> {
   const model = new ScriptedOaModel(turns);
+  const echo = tool({
+    name: "echo",
+    description: "Return the arguments",
+    parameters: ECHO_SCHEMA as never,
+    strict: true,
+    execute: async (input: unknown) => JSON.stringify(input),
+  });
   return async () => {
-    const echo = tool({
-      name: "echo",
-      description: "Return the arguments",
-      parameters: ECHO_SCHEMA as never,
-      strict: true,
-      execute: async (input: unknown) => JSON.stringify(input),
-    });
     const agent = new OaAgent({ name: "bench", instructions: "You are a test agent.", model, tools: [echo] });
     const runner = new Runner({ tracingDisabled: true });
     const result = await runner.run(agent, "go", { maxTurns: turns + 5 });

@@ -18,6 +18,7 @@ import {
   type ChatMessage,
   type ModelAdapter,
   ModelProviderError,
+  type ModelRequest,
   type ModelToolCall,
   type ModelToolSpec,
   type ModelUsage,
@@ -468,7 +469,11 @@ async function modelTurn(ctx: LoopContext, turn: number, state: { noToolResponse
       if (!ctx.hasSteering()) return { messages, preparation };
     }
   };
-  let { messages, preparation } = await build();
+  // Without steering or pressure evaluation there is nothing to wait for.
+  let { messages, preparation } =
+    hooks.evaluatePressure === undefined && !ctx.hasSteering()
+      ? { messages: hooks.context(state.noToolResponses), preparation: null }
+      : await build();
   if (signal.aborted) throw new AgentCancelledError(reason());
   const auto = hooks.autoCompaction;
   if (preparation !== null && auto?.enabled && auto.compactOnPressure) {
@@ -495,12 +500,9 @@ async function requestModel(ctx: LoopContext, turn: number, messages: readonly C
   const reason = ctx.abortReason;
   usage.beginRequest();
   const tools = ctx.hooks.tools();
-  const stream = streamModel(ctx.model, {
-    messages,
-    tools,
-    signal,
-    ...(ctx.output !== undefined ? { responseFormat: ctx.output.format } : {}),
-  });
+  const request: ModelRequest = { messages, tools, signal };
+  if (ctx.output !== undefined) request.responseFormat = ctx.output.format;
+  const stream = streamModel(ctx.model, request);
   const it = stream[Symbol.asyncIterator]();
   let completed: { message: AssistantMessage; usage?: ModelUsage; finish_reason?: string } | undefined;
   let finished = false;
@@ -582,7 +584,8 @@ async function requestModel(ctx: LoopContext, turn: number, messages: readonly C
     const wire: { id: string; type: "function"; function: { name: string; arguments: string } }[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const c = calls[i]!;
-      wire[i] = { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } };
+      // Frozen, so the request copy of this message shares them (toModelMessage).
+      wire[i] = Object.freeze({ id: c.id, type: "function", function: Object.freeze({ name: c.name, arguments: c.arguments }) });
     }
     stored.tool_calls = wire;
   }

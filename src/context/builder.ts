@@ -46,8 +46,9 @@ export function toModelMessage(m: AgentMessage): ChatMessage {
   return Object.freeze(out) as ChatMessage;
 }
 
-/** A frozen copy of a request tool call (its `function` too). */
+/** A frozen copy of a request tool call (its `function` too); a call that is frozen already, itself. */
 function frozenCall(c: { function?: unknown }): unknown {
+  if (Object.isFrozen(c) && Object.isFrozen(c.function)) return c;
   return Object.freeze({ ...c, function: Object.freeze({ ...(c.function as object) }) });
 }
 

@@ -351,13 +351,17 @@ export class ScriptedModel implements ModelAdapter {
     const turn = this.#turns[this.#next++];
     if (turn.delay_ms !== undefined && turn.delay_ms > 0) await abortableSleep(turn.delay_ms, signal);
     if ("error" in turn) throw new ModelProviderError(turn.error.kind, turn.error.message);
-    for (const delta of pieces(turn.thinking ?? "", turn.chunk_size)) {
-      yield { type: "thinking_delta", delta };
-      if (signal?.aborted) throw abortReason(signal);
+    if (turn.thinking) {
+      for (const delta of pieces(turn.thinking, turn.chunk_size)) {
+        yield { type: "thinking_delta", delta };
+        if (signal?.aborted) throw abortReason(signal);
+      }
     }
-    for (const delta of pieces(turn.content ?? "", turn.chunk_size)) {
-      yield { type: "text_delta", delta };
-      if (signal?.aborted) throw abortReason(signal);
+    if (turn.content) {
+      for (const delta of pieces(turn.content, turn.chunk_size)) {
+        yield { type: "text_delta", delta };
+        if (signal?.aborted) throw abortReason(signal);
+      }
     }
     let tool_calls: ModelToolCall[];
     if (turn.arguments_chunk_size !== undefined && (turn.tool_calls ?? []).length > 0) {
