@@ -669,6 +669,7 @@ export class Agent {
           drainSteering: () => op.steering.splice(0),
           hasSteering: () => op.steering.length > 0,
           emit: (e) => emitter.emit(e),
+          listens: (kind) => emitter.listens(kind),
         });
       } catch (err) {
         const turns = counters.turns;

@@ -27,7 +27,7 @@ import {
 } from "../providers/types.ts";
 import { toolCallArguments } from "../providers/toolcalls.ts";
 import type { CompactionPreparation, CompactionStatus, CompactionTrigger } from "../context/types.ts";
-import type { EventEmitter } from "./events.ts";
+import type { AgentEvent, EventEmitter } from "./events.ts";
 import { AgentCancelledError, type ResumeDecision, type ToolBatchResult, type ToolExecutor } from "./tools.ts";
 import type {
   AgentMessage,
@@ -135,6 +135,8 @@ export interface LoopContext {
   drainSteering(): ControlInput[];
   hasSteering(): boolean;
   emit: EventEmitter["emit"];
+  /** Whether an event of this kind would reach anyone now (see `EventEmitter.listens`); assumed when absent. */
+  listens?(kind: AgentEvent["kind"]): boolean;
   /** The final answer must be one JSON document matching this schema (one repair turn, then `output_invalid`). */
   readonly output?: LoopOutput;
 }
@@ -577,7 +579,11 @@ async function requestModel(ctx: LoopContext, turn: number, messages: readonly C
     calls[i] = Object.freeze({ id: c.id, name: c.name, arguments: c.arguments });
   }
   const content = completed.message.content ?? null;
-  const message: AssistantMessage = Object.freeze({ content, tool_calls: Object.freeze(calls) as ModelToolCall[] });
+  // The message reaches sinks (message_completed) and stays the turn's own
+  // record, so it is frozen; its calls array only when the event goes out
+  // (freezing an array is dear on JavaScriptCore, and nobody else sees it).
+  const delivered = ctx.listens === undefined || ctx.listens("message_completed");
+  const message: AssistantMessage = Object.freeze({ content, tool_calls: delivered ? (Object.freeze(calls) as ModelToolCall[]) : calls });
   usage.record(completed.usage);
   const stored: AgentMessage = { role: "assistant", content };
   if (n > 0) {

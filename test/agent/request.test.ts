@@ -154,3 +154,19 @@ describe("repeat guard signatures", () => {
     expect(seen).toEqual(["a", "b", "a", "a"]);
   });
 });
+
+describe("the assistant message a sink receives", () => {
+  test("is frozen through its calls", async () => {
+    const events: AgentEvent[] = [];
+    const model = new FakeModel([call("c1", "echo", { text: "a" }), text("done")]);
+    const agent = createAgent({ model, tools: [echo as never], sinks: [(e) => void events.push(e)] });
+    await agent.run("go");
+    const done = events.find((e) => e.kind === "message_completed" && e.message.tool_calls.length > 0) as Extract<
+      AgentEvent,
+      { kind: "message_completed" }
+    >;
+    expect(Object.isFrozen(done.message)).toBe(true);
+    expect(Object.isFrozen(done.message.tool_calls)).toBe(true);
+    expect(Object.isFrozen(done.message.tool_calls[0])).toBe(true);
+  });
+});
