@@ -15,7 +15,8 @@ import type { ToolMiddleware } from "../runtime/middleware/types.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { workspaceTools } from "../tools/workspace/index.ts";
 import { ConfigError, type HostSettings } from "./settings.ts";
-import { isPostgresStore, type OpenedStore, openStore } from "./store.ts";
+import { isPostgresStore } from "./store-spec.ts";
+import type { OpenedStore } from "./store.ts";
 
 /** The root is missing or not a folder, the history can't be opened: the settings can't be used as they are. */
 export class SettingsUseError extends ConfigError {
@@ -88,7 +89,8 @@ export function storeHistorySink(spec: string): { sink: HistorySink; close: () =
     sink: {
       path: where,
       append: async (record) => {
-        opened ??= openStore(spec);
+        // the store's code is loaded with it (the JSONL store and node:crypto stay out of a plain start)
+        opened ??= import("./store.ts").then((m) => m.openStore(spec));
         await (await opened).history!.append(record);
       },
     },

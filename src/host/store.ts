@@ -18,6 +18,7 @@ import { JsonlSessionStorage } from "../session/jsonl.ts";
 import type { PostgresHistory } from "../session/postgres/history.ts";
 import type { MigrationResult } from "../session/postgres/migrations.ts";
 import { SessionValidationError } from "../session/types.ts";
+import { isPostgresStore } from "./store-spec.ts";
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {
@@ -47,10 +48,8 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-/** Whether a store spec names PostgreSQL. */
-export function isPostgresStore(spec: string | undefined): boolean {
-  return spec !== undefined && /^postgres(ql)?:\/\//i.test(spec.trim());
-}
+/** Whether a store spec names PostgreSQL (src/host/store-spec.ts, which loads no store). */
+export { isPostgresStore };
 
 /** The JSONL folder for no spec: `.agentcore/sessions` under the root. */
 export function defaultStoreDir(root?: string): string {

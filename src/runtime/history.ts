@@ -37,9 +37,9 @@
  */
 import { canonicalJson } from "../core/canonical.ts";
 import { concatBytes } from "../core/bytes.ts";
-import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsync, fsyncSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { createRequire } from "node:module";
 import { parseStrict } from "../core/index.ts";
 import { AgentcoreError, HARD_MAX_BYTES, HARD_MAX_DEPTH } from "../core/errors.ts";
 import type { ToolEffect } from "../tools/definition.ts";
@@ -126,7 +126,19 @@ export function argumentsDigest(args: unknown): string {
   return sha256Hex(canonicalJson(args));
 }
 
+/**
+ * node:crypto's createHash, loaded at the first digest rather than with this
+ * module: evaluating node:crypto (and the streams it pulls in) cost about 10 ms
+ * of every CLI start, history or not.
+ */
+let createHash: typeof import("node:crypto").createHash | undefined;
+
 function sha256Hex(text: string): string {
+  // getBuiltinModule: Bun, Deno, Node 20.16+/22.3+; require for an older Node 22
+  createHash ??= (
+    (process.getBuiltinModule?.("node:crypto") as typeof import("node:crypto") | undefined) ??
+    (createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto"))
+  ).createHash;
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
