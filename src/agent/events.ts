@@ -258,35 +258,52 @@ export class EventEmitter {
 
   async #deliver(event: AgentEvent): Promise<void> {
     try {
-      await this.#deliverAll(event);
+      for (const s of this.#subs) s.push(event);
+      let failed = 0;
+      if (this.#observer !== null) {
+        const ok = this.#handOver(this.#observer, event);
+        if (!(ok === true || (ok !== false && (await ok)))) failed++;
+      }
+      for (const sink of this.#sinks) {
+        const ok = this.#handOver(sink, event);
+        if (!(ok === true || (ok !== false && (await ok)))) failed++;
+      }
+      if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
     } finally {
       this.#pending--;
     }
   }
 
-  async #deliverAll(event: AgentEvent): Promise<void> {
-    for (const s of this.#subs) s.push(event);
-    let failed = 0;
-    if (this.#observer !== null && !(await this.#handOver(this.#observer, event))) failed++;
-    for (const sink of this.#sinks) if (!(await this.#handOver(sink, event))) failed++;
-    if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
-  }
-
-  /** Give one sink the event; false (logged) when it failed. */
-  async #handOver(sink: AgentEventSink | EventObserver, event: AgentEvent): Promise<boolean> {
+  /**
+   * Give one sink the event: true, or false (logged) when it failed; for a
+   * sink that returns a promise, a promise of that. A synchronous sink is
+   * not awaited (no extra turn of the event loop per sink).
+   */
+  #handOver(sink: AgentEventSink | EventObserver, event: AgentEvent): boolean | Promise<boolean> {
+    let r: void | Promise<void>;
     try {
-      if (typeof sink === "function") await sink(event, this.#source);
-      else await sink.handle(event, this.#source);
-      return true;
+      r = typeof sink === "function" ? sink(event, this.#source) : sink.handle(event, this.#source);
     } catch (err) {
-      this.logger.warn("agent event sink failed", {
-        agent_id: event.agent_id,
-        kind: event.kind,
-        sequence: event.sequence,
-        error: err instanceof Error ? err.message : String(err),
-      });
+      this.#sinkFailed(event, err);
       return false;
     }
+    if (r === undefined || r === null || typeof (r as { then?: unknown }).then !== "function") return true;
+    return Promise.resolve(r).then(
+      () => true,
+      (err: unknown) => {
+        this.#sinkFailed(event, err);
+        return false;
+      },
+    );
+  }
+
+  #sinkFailed(event: AgentEvent, err: unknown): void {
+    this.logger.warn("agent event sink failed", {
+      agent_id: event.agent_id,
+      kind: event.kind,
+      sequence: event.sequence,
+      error: err instanceof Error ? err.message : String(err),
+    });
   }
 
   subscribe(options: EventStreamOptions = {}): AsyncIterableIterator<AgentEvent> {
