@@ -24,17 +24,16 @@ import type { ImageAttachment } from "../providers/images.ts";
 import { parseRunImages } from "./images.ts";
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
-import { type Agent, type AgentEvent, type AgentRunResult, compileOutputSchema } from "../agent/index.ts";
-import { budgetForContextWindow, MAX_CONTEXT_WINDOW } from "../context/index.ts";
-import { ModelConfigError, type ModelPresetName } from "../providers/config.ts";
+import type { Agent, AgentEvent, AgentRunResult } from "../agent/index.ts";
+import type { ModelPresetName } from "../providers/config.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { JsonlSessionStorage } from "../session/jsonl.ts";
 import type { JournalStorage } from "../session/journal.ts";
 import { SessionRecorder } from "../session/recorder.ts";
 import { resumeDecisions } from "../session/approvals.ts";
-import { buildAgent, type RunSpec } from "../host/agent.ts";
-import { isPresetName, makeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
+import type { RunSpec } from "../host/agent.ts";
+import type * as RunStack from "./run-stack.ts";
 import { isPolicyPreset, POLICY_PRESETS, type PolicyPreset } from "../host/policy-presets.ts";
 import type { BranchClaim } from "../session/journal.ts";
 import {
@@ -151,8 +150,25 @@ const RUN_KEYS = [
   "policy",
 ] as const;
 
-/** Check a `POST /v1/runs` body; throws 400 naming the field. */
+let runStack: typeof RunStack | null = null;
+
+/**
+ * Load what runs need (the agent, the model adapters: `run-stack.ts`) once;
+ * the run routes await it before {@link parseRunRequest}, so that a daemon
+ * loads it on its first run, not at start.
+ */
+export async function loadRunStack(): Promise<typeof RunStack> {
+  return (runStack ??= await import("./run-stack.ts"));
+}
+
+function stack(): typeof RunStack {
+  if (runStack === null) throw new Error("the run stack is not loaded: await loadRunStack() first");
+  return runStack;
+}
+
+/** Check a `POST /v1/runs` body; throws 400 naming the field. Needs {@link loadRunStack} to have resolved. */
 export function parseRunRequest(body: unknown): RunRequest {
+  const { isPresetName, PRESET_NAMES, compileOutputSchema, MAX_CONTEXT_WINDOW, budgetForContextWindow } = stack();
   const f = Fields.of(body, RUN_KEYS);
   const req: RunRequest = { task: f.string("task", { required: true, max: 1 << 20 })!, detached: f.bool("detached") ?? false };
   const m = f.object("model", ["preset", "model", "url"]);
@@ -328,7 +344,7 @@ export const BACKLOG = 2000;
  */
 function daemonModelMessage(e: Error | null, message: string, ownUrl: boolean): string {
   if (e === null) return message;
-  if (!(e instanceof ModelConfigError) || e.problem !== "missing") return e.message;
+  if (runStack === null || !(e instanceof runStack.ModelConfigError) || e.problem !== "missing") return e.message;
   if (e.setting === "model") return "no model configured: send model.model (or a script), or start the daemon with CHAT_MODEL set";
   if (e.setting === "apiKey") {
     const who = e.message.slice(0, e.message.indexOf(" needs an API key"));
@@ -472,6 +488,7 @@ export class RunManager {
   }
 
   async #makeModel(spec: RunSpec): Promise<ModelAdapter> {
+    const { makeModel, ModelSpecError } = await loadRunStack();
     try {
       // The operator's key goes only to the operator's endpoint: a URL chosen by
       // the request gets no MODEL_API_KEY (unless it is the configured MODEL_URL).
@@ -556,7 +573,7 @@ export class RunManager {
     };
     let agent: Agent;
     try {
-      ({ agent } = await buildAgent(spec, this.#opts.runtime, {
+      ({ agent } = await (await loadRunStack()).buildAgent(spec, this.#opts.runtime, {
         model,
         skills: this.#opts.skills ?? null,
         approver: this.#opts.approvals.approver,

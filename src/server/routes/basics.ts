@@ -6,7 +6,6 @@
  */
 import { VERSION } from "../../core/version.ts";
 import { jsonResponse } from "../errors.ts";
-import { openApiDocument } from "../openapi.ts";
 import { subApp, type AppDeps } from "./deps.ts";
 
 /** `GET /v1/health`: `{"status":"ok"}`, or `"stopping"` during shutdown. */
@@ -14,9 +13,9 @@ export function healthRoutes(deps: AppDeps) {
   return subApp().get("/health", () => jsonResponse({ status: deps.stopping() ? "stopping" : "ok" }));
 }
 
-/** `GET /v1/openapi.json`. */
+/** `GET /v1/openapi.json` (the document's builder is loaded on the first request). */
 export function openApiRoutes() {
-  return subApp().get("/openapi.json", () => jsonResponse(openApiDocument(VERSION)));
+  return subApp().get("/openapi.json", async () => jsonResponse((await import("../openapi.ts")).openApiDocument(VERSION)));
 }
 
 /** `GET /v1/tools`: the registered tools. */

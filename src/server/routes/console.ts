@@ -21,7 +21,6 @@
  */
 import { Fields } from "../body.ts";
 import { errorResponse, jsonResponse } from "../errors.ts";
-import { CONSOLE_CSS, CONSOLE_JS } from "../console/assets.generated.ts";
 import { ConsoleAuth, cookieName, csrfRefusal, isSafeMethod, readCookie, selfOrigin } from "../console/auth.ts";
 import { consolePage } from "../console/page.ts";
 import { subApp } from "./deps.ts";
@@ -64,6 +63,10 @@ export function consoleGate(auth: ConsoleAuth, port: () => number | null): (req:
   };
 }
 
+let loaded: Promise<typeof import("../console/assets.generated.ts")> | null = null;
+/** The built-in script and styles, loaded once on first use. */
+const assets = () => (loaded ??= import("../console/assets.generated.ts"));
+
 /** The console's sub-app, mounted at `/`. */
 export function consoleRoutes(auth: ConsoleAuth, port: () => number | null) {
   const sessionOf = (req: Request) => auth.session(readCookie(req.headers.get("cookie"), cookieName(port())));
@@ -76,8 +79,12 @@ export function consoleRoutes(auth: ConsoleAuth, port: () => number | null) {
         new Response(consolePage(session === null ? null : session.csrf), { headers: { "content-type": "text/html; charset=utf-8" } }),
       );
     })
-    .get("/console/app.js", () => secured(new Response(CONSOLE_JS, { headers: { "content-type": "text/javascript; charset=utf-8" } })))
-    .get("/console/console.css", () => secured(new Response(CONSOLE_CSS, { headers: { "content-type": "text/css; charset=utf-8" } })))
+    .get("/console/app.js", async () =>
+      secured(new Response((await assets()).CONSOLE_JS, { headers: { "content-type": "text/javascript; charset=utf-8" } })),
+    )
+    .get("/console/console.css", async () =>
+      secured(new Response((await assets()).CONSOLE_CSS, { headers: { "content-type": "text/css; charset=utf-8" } })),
+    )
     .post("/console/session", async (c) => {
       // Only the daemon's own page may sign in (a foreign Origin was refused by the guard already; no Origin is no page).
       const origin = c.req.header("origin");

@@ -7,10 +7,12 @@
  * they have settled, so the client gets its CANCELLED result and the
  * history record is written before the daemon exits.
  *
+ * The MCP SDK (and its schema library) is loaded on the first `/mcp`
+ * request, not with the daemon: an idle daemon that nobody speaks MCP to
+ * does not carry it.
+ *
  * @module
  */
-import { createMcpHandler } from "@modelcontextprotocol/server";
-import { createMcpServer } from "../../mcp/server.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import type { Envelope } from "../../core/envelope.ts";
 import { validateStrict } from "../../core/index.ts";
@@ -48,10 +50,15 @@ export function mcpRoutes(deps: AppDeps): { app: ReturnType<typeof subApp>; clos
       return out;
     },
   });
-  const mcp = createMcpHandler(() => createMcpServer(mcpRuntime), {
-    maxRequestBodySize: maxBody,
-    onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
-  });
+  type Handler = { fetch(req: Request): Promise<Response>; close(): Promise<void> };
+  let mcp: Promise<Handler> | null = null;
+  const handler = (): Promise<Handler> =>
+    (mcp ??= Promise.all([import("@modelcontextprotocol/server"), import("../../mcp/server.ts")]).then(([sdk, server]) =>
+      sdk.createMcpHandler(() => server.createMcpServer(mcpRuntime), {
+        maxRequestBodySize: maxBody,
+        onerror: (e) => runtime.logger.debug("mcp request refused", { error: e.message }),
+      }),
+    ));
 
   /**
    * An /mcp body, read under the cap and the deadline and validated strictly
@@ -103,7 +110,7 @@ export function mcpRoutes(deps: AppDeps): { app: ReturnType<typeof subApp>; clos
         }
         forward = new Request(raw.url, { method: "POST", headers: raw.headers, body: body as Uint8Array<ArrayBuffer> });
       }
-      res = await mcp.fetch(new Request(forward, { signal: ac.signal }));
+      res = await (await handler()).fetch(new Request(forward, { signal: ac.signal }));
     } catch (e) {
       settle();
       throw e;
@@ -115,5 +122,6 @@ export function mcpRoutes(deps: AppDeps): { app: ReturnType<typeof subApp>; clos
     const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: settle }));
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   });
-  return { app, close: () => mcp.close() };
+  // Nothing to close when no /mcp request ever came.
+  return { app, close: async () => (mcp === null ? undefined : (await mcp).close()) };
 }

@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { Fields } from "../body.ts";
 import { HttpError, jsonResponse } from "../errors.ts";
 import { deadline } from "../middleware/deadline.ts";
-import { parseRunRequest, type RunManager, type ServerRun } from "../runs.ts";
+import { loadRunStack, parseRunRequest, type RunManager, type ServerRun } from "../runs.ts";
 import { runEventStream, SSE_HEADERS } from "../sse.ts";
 import { subApp, type AppDeps, type DaemonEnv } from "./deps.ts";
 import type { CommandKind, CommandOutcome } from "../cluster/cluster.ts";
@@ -77,7 +77,9 @@ export function runRoutes(deps: AppDeps) {
 
   const cluster = deps.cluster;
   app.post("/", async (c) => {
-    const req = parseRunRequest(await c.var.body.json());
+    const body = await c.var.body.json();
+    await loadRunStack();
+    const req = parseRunRequest(body);
     if (cluster !== null) {
       // Not queued through the store yet: refused rather than dropped.
       if (req.images !== undefined)

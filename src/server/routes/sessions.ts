@@ -8,7 +8,7 @@
 import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
 import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
-import { parseResumeRequest, type RunManager } from "../runs.ts";
+import { loadRunStack, parseResumeRequest, type RunManager } from "../runs.ts";
 import { runCommands, runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
 import { HttpError, jsonResponse } from "../errors.ts";
@@ -169,7 +169,9 @@ export function sessionRoutes(deps: AppDeps) {
   // Go on with a suspended run: a new daemon run (like POST /v1/runs, followable at /v1/runs/{id}/events).
   app.post("/:id/resume", async (c) => {
     const id = c.req.param("id");
-    const req = parseResumeRequest(await c.var.body.json({ allowEmpty: true }), id);
+    const body = await c.var.body.json({ allowEmpty: true });
+    await loadRunStack();
+    const req = parseResumeRequest(body, id);
     const branch = req.branch ?? "main";
     const s = await existing(id);
     // A daemon (or CLI) that died mid-run: the crash rules close it first, with this daemon's tool effects.
