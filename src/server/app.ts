@@ -318,35 +318,43 @@ export function createApp(options: AppOptions): Daemon {
   // The direct path of POST /v1/calls: the middleware's checks as plain functions, in the same order.
   const checkHostOrigin = hostOriginCheck(guard);
   const checkToken = tokenCheck(options.token);
-  /** The app's fetch, with `POST /v1/calls` taken straight to its handler (same guards, same errors). */
+  // The end of a direct call without an Origin (the usual one): made once, not per request.
+  const callDone = (res: Response): Response => {
+    main.active--;
+    return closing(res);
+  };
+  const callFailed = (err: unknown): Response => callDone(errorFor(err, "POST", "/v1/calls"));
+  /**
+   * The app's fetch, with `POST /v1/calls` taken straight to its handler
+   * (same guards, same errors), then `Connection: close` where due.
+   */
   const route = (request: Request): Response | Promise<Response> => {
-    if (request.method !== "POST") return app.fetch(request);
+    if (request.method !== "POST") return routed(request);
     const url = request.url;
     const slash = url.indexOf("/", url.indexOf("//") + 2);
-    if (slash < 0 || url.length - slash !== 9 || !url.endsWith("/v1/calls")) return app.fetch(request);
+    if (slash < 0 || url.length - slash !== 9 || !url.endsWith("/v1/calls")) return routed(request);
     const origin = request.headers.get("origin");
     const refused =
       checkHostOrigin(request, origin) ??
       checkToken(request.headers.get("authorization")) ??
       (stopping ? stoppingResponse() : main.refusal());
-    if (refused !== null) return withCors(refused, origin);
+    if (refused !== null) return closing(withCors(refused, origin));
     main.active++;
-    const done = (res: Response): Response => {
-      main.active--;
-      return withCors(res, origin);
-    };
+    if (origin === null) return handleCall(request).then(callDone, callFailed);
+    const done = (res: Response): Response => callDone(withCors(res, origin));
     return handleCall(request).then(done, (err) => done(errorFor(err, "POST", "/v1/calls")));
   };
+  /** A request for the router, then `Connection: close` where due. */
+  const routed = (request: Request): Response | Promise<Response> => {
+    const out = app.fetch(request);
+    return out instanceof Promise ? out.then(closing) : closing(out);
+  };
 
-  /** Every request: routed, then `Connection: close` where due, then (when on) its access log line. */
+  /** Every request: routed (see `route`), then (when on) its access log line. */
   const fetch = (request: Request): Response | Promise<Response> => {
-    if (accessLog === null) {
-      const out = route(request);
-      return out instanceof Promise ? out.then(closing) : closing(out);
-    }
+    if (accessLog === null) return route(request);
     const start = performance.now();
     const log = (res: Response): Response => {
-      res = closing(res);
       // The path only: a query string, the headers (the token) and the body are never written.
       const path = pathOf(request.url);
       accessLog.info("access", {

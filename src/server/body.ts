@@ -48,38 +48,50 @@ function unreadable(e: unknown): HttpError {
   });
 }
 
+/** The bytes of an ArrayBuffer (hoisted: no closure per request). */
+const bytesOf = (b: ArrayBuffer): Uint8Array => new Uint8Array(b);
+const refuseUnreadable = (e: unknown): never => {
+  throw unreadable(e);
+};
+
 /**
- * Read a whole body up to `max` bytes; throws a 413 {@link HttpError} past
- * it, 415 for a compressed body (`Content-Encoding` other than identity),
- * 400 when it cannot be read to its end.
+ * Read a whole body up to `max` bytes; rejects with a 413 {@link HttpError}
+ * past it, 415 for a compressed body (`Content-Encoding` other than
+ * identity), 400 when it cannot be read to its end. (Not an async function:
+ * a body of declared length is one promise, the runtime's own.)
  */
-export async function readBody(req: Request, max: number): Promise<Uint8Array> {
-  // A compressed body would reach the parser as bytes like 0x1f: say what is really wrong.
-  const encoding = req.headers.get("content-encoding");
-  if (encoding !== null && encoding.trim() !== "" && encoding.trim().toLowerCase() !== "identity") {
-    throw new HttpError(
-      415,
-      "INVALID_REQUEST",
-      `Content-Encoding ${JSON.stringify(encoding.slice(0, 100))} is not supported: send the body uncompressed`,
-      { header: "content-encoding" },
-    );
-  }
-  const declared = req.headers.get("content-length");
-  if (declared !== null) {
-    const n = Number(declared);
-    if (!Number.isSafeInteger(n) || n < 0 || declared.trim() === "")
-      throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
-    if (n > max) throw tooLarge(max, { content_length: n });
-    // With a declared length (checked against the cap) the server reads
-    // exactly that many bytes: take the fast path (without touching
-    // `req.body`, which would make a stream).
-    if (n === 0) return new Uint8Array(0);
-    try {
-      return new Uint8Array(await req.arrayBuffer());
-    } catch (e) {
-      throw unreadable(e);
+export function readBody(req: Request, max: number): Promise<Uint8Array> {
+  try {
+    // A compressed body would reach the parser as bytes like 0x1f: say what is really wrong.
+    const encoding = req.headers.get("content-encoding");
+    if (encoding !== null && encoding.trim() !== "" && encoding.trim().toLowerCase() !== "identity") {
+      throw new HttpError(
+        415,
+        "INVALID_REQUEST",
+        `Content-Encoding ${JSON.stringify(encoding.slice(0, 100))} is not supported: send the body uncompressed`,
+        { header: "content-encoding" },
+      );
     }
+    const declared = req.headers.get("content-length");
+    if (declared !== null) {
+      const n = Number(declared);
+      if (!Number.isSafeInteger(n) || n < 0 || declared.trim() === "")
+        throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
+      if (n > max) throw tooLarge(max, { content_length: n });
+      // With a declared length (checked against the cap) the server reads
+      // exactly that many bytes: take the fast path (without touching
+      // `req.body`, which would make a stream).
+      if (n === 0) return Promise.resolve(new Uint8Array(0));
+      return req.arrayBuffer().then(bytesOf, refuseUnreadable);
+    }
+  } catch (e) {
+    return Promise.reject(e);
   }
+  return readStream(req, max);
+}
+
+/** A body without a declared length, counted chunk by chunk against `max`. */
+async function readStream(req: Request, max: number): Promise<Uint8Array> {
   if (req.body === null) return new Uint8Array(0);
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];

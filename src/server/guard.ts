@@ -116,7 +116,8 @@ export function hostOriginGuard(
   const accepted = new Map<string, number | null>();
   return function checkHostOrigin(host, origin, selfOrigin = false) {
     const port = options.port();
-    if (host !== null && origin === null && accepted.has(host) && accepted.get(host) === port) return null;
+    // (one lookup: a missing host reads as undefined, never a port or null)
+    if (host !== null && origin === null && accepted.get(host) === port) return null;
     const refusal = checkSlow(host, origin, port, selfOrigin);
     if (refusal === null && host !== null && origin === null && accepted.size < 64) accepted.set(host, port);
     return refusal;

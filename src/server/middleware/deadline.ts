@@ -56,18 +56,35 @@ export class Deadlines {
     };
   }
 
-  /** `p`, or a 504 TIMEOUT {@link HttpError} once the deadline passes; `ac` (when given) is aborted then. */
+  /**
+   * `p`, or a 504 TIMEOUT {@link HttpError} once the deadline passes; `ac`
+   * (when given) is aborted then. One promise settled by whichever comes
+   * first (no `Promise.race`, no second promise for the deadline).
+   */
   guard<T>(p: Promise<T>, ac?: AbortController): Promise<T> {
-    let settle!: () => void;
-    const late = new Promise<never>((_, reject) => {
-      settle = this.watch(() => {
-        // The refusal first: a call that answers its abort at once must not win the race.
-        reject(this.timeout());
-        ac?.abort(new DOMException("request timed out", "TimeoutError"));
-      });
+    return new Promise<T>((resolve, reject) => {
+      const entries = this.#entries;
+      const entry: Entry = {
+        at: performance.now() + this.timeoutMs,
+        fire: () => {
+          entries.delete(entry);
+          // The refusal first: a call that answers its abort at once must not win.
+          reject(this.timeout());
+          ac?.abort(new DOMException("request timed out", "TimeoutError"));
+        },
+      };
+      entries.add(entry);
+      p.then(
+        (v) => {
+          entries.delete(entry);
+          resolve(v);
+        },
+        (e: unknown) => {
+          entries.delete(entry);
+          reject(e);
+        },
+      );
     });
-    late.catch(() => {});
-    return Promise.race([p, late]).finally(settle);
   }
 
   /** Stop the ticker (at shutdown). */

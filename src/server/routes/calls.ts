@@ -17,6 +17,16 @@ const CALL_INPUT_CODES: ReadonlySet<string> = new Set([...JSON_ERROR_CODES, "INV
 
 /** The JSON headers as one `Headers` object: a Response copies it several times faster than a record. */
 const CALL_HEADERS = new Headers(JSON_HEADERS);
+/** The two answers' inits, made once (a call's answer is 200 or 400). */
+const INIT_200: ResponseInit = { status: 200, headers: CALL_HEADERS };
+const INIT_400: ResponseInit = { status: 400, headers: CALL_HEADERS };
+/** The Content-Type of a call: JSON, parameters allowed. */
+const CALL_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** A call's answer: the envelope, one line. */
+function answer(env: Envelope): Response {
+  return new Response(serializeEnvelope(env) + "\n", callStatus(env) === 200 ? INIT_200 : INIT_400);
+}
 
 /** HTTP status of a dispatched call's envelope: 400 when the call itself was malformed, else 200. */
 export function callStatus(env: Envelope): number {
@@ -34,7 +44,7 @@ export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> 
   const reusable = runtime.middlewareChain.length === 1;
   return async (req) => {
     const type = req.headers.get("content-type");
-    if (type === null || !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+    if (type === null || !CALL_TYPE.test(type)) {
       throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", {
         header: "content-type",
       });
@@ -46,15 +56,14 @@ export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> 
       // A synchronous call only read `signal.aborted`: with no middleware
       // (which could have listened), the controller is as new and is reused.
       if (reusable && controllers.length < 256) controllers.push(ac);
-      return new Response(serializeEnvelope(out) + "\n", { status: callStatus(out), headers: CALL_HEADERS });
+      return answer(out);
     }
     deps.track(ac, out);
     // A client that goes away cancels its call (runtimes that report it on the request's signal).
     const gone = () => ac.abort(new DOMException("the client disconnected", "AbortError"));
     req.signal?.addEventListener("abort", gone, { once: true });
     try {
-      const env = await deadlines.guard(out, ac);
-      return new Response(serializeEnvelope(env) + "\n", { status: callStatus(env), headers: CALL_HEADERS });
+      return answer(await deadlines.guard(out, ac));
     } finally {
       req.signal?.removeEventListener("abort", gone);
     }
