@@ -5,33 +5,44 @@
  *
  *   bun scripts/bench/serve-load.ts                 # 30 s x 64 connections each (the issue's figures)
  *   bun scripts/bench/serve-load.ts --duration 5 --connections 16
- *   bun scripts/bench/serve-load.ts --load wrk --daemon base=/tmp/agentcore-base --daemon head=/tmp/agentcore-head
+ *   bun scripts/bench/serve-load.ts --daemon base=/tmp/agentcore-base --daemon head=/tmp/agentcore-head
+ *   bun scripts/bench/serve-load.ts --json daemon.json
  *
- * `--load wrk` drives the load with wrk (`wrk` on PATH, 2 threads, bounded
- * by `--duration`) instead of autocannon. `--daemon NAME=BINARY` (repeatable)
- * measures compiled binaries (`BINARY serve`) side by side, e.g. two builds
- * of the same code base; without it the daemon is this checkout's CLI under
- * Bun. Every target is loaded in turn in each segment (the order rotates),
- * and each is given as a ratio against the bare server.
+ * The load is wrk (2 threads, `--connections` connections) when `wrk` is on
+ * PATH, else autocannon; `--load wrk|autocannon` picks one (autocannon loads
+ * a server less than wrk and flatters it). `--daemon NAME=BINARY`
+ * (repeatable) measures compiled binaries (`BINARY serve`) side by side, e.g.
+ * two builds of the same code base; without it the daemon is this checkout's
+ * CLI under Bun. Every target is loaded in turn in each segment (the order
+ * rotates), and each is given as a ratio against the bare server.
  *
- * Both servers run as child processes on 127.0.0.1 (so the load generator,
- * autocannon, does not share their event loop); the daemon is the real CLI
- * (`bun src/cli/main.ts serve --port 0`). Each target gets a short warm-up,
- * then the measured load, which alternates between the two in segments of
- * at most 5 s (the same total time each), so that the noise of a shared
- * machine hits both alike. Printed: requests/s, errors (connection errors,
- * timeouts and non-2xx answers), the worst segment's p99 latency, the ratios
- * daemon/bare (req/s, worst and median p99), and the daemon's RSS after
- * warm-up and at the end.
+ * Both servers run as child processes on 127.0.0.1 (so the load generator
+ * does not share their event loop); the daemon is the real CLI
+ * (`bun src/cli/main.ts serve --port 0`), with its bearer token, Host/Origin
+ * guard, strict parse, schema validation and dispatch. Once every server has
+ * started, and before any request, their idle RSS is sampled (the median of
+ * three samples). Each target then gets one probe request and a short
+ * warm-up, then the measured load, which alternates between the targets in
+ * segments of at most 5 s (the same total time each), so that the noise of a
+ * shared machine hits them alike. Printed: requests/s, errors (connection
+ * errors, timeouts and non-2xx answers), p99 latency (the median and the
+ * worst segment), CPU time per request (user + system, from /proc: steadier
+ * than req/s on a machine others load too), RSS idle and after the load, and
+ * the ratios daemon/bare of req/s, p99 and idle RSS.
+ *
+ * `--json FILE` writes the measures `daemon.throughput` (req/s, medians of
+ * the segments), `daemon.p99` (median of the segments' p99) and
+ * `daemon.rss_idle` (MiB, written as "MB") for scripts/bench/report.ts; with
+ * several `--daemon`s, the first is agentcore's figure.
  *
  * @module
  */
-import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { readFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
-import { RUNTIME } from "./lib.ts";
+import type { Measure } from "./chart.ts";
+import { median, RUNTIME } from "./lib.ts";
 
 const REPO = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 const { values } = parseArgs({
@@ -41,9 +52,10 @@ const { values } = parseArgs({
     warmup: { type: "string" },
     load: { type: "string" },
     daemon: { type: "string", multiple: true },
+    json: { type: "string" },
   },
 });
-const tool = values.load ?? "autocannon";
+const tool = values.load ?? (Bun.which("wrk") !== null ? "wrk" : "autocannon");
 if (tool !== "autocannon" && tool !== "wrk") throw new Error(`--load takes autocannon or wrk, not ${JSON.stringify(tool)}`);
 const daemonSpecs = (values.daemon ?? []).map((spec) => {
   const eq = spec.indexOf("=");
@@ -88,6 +100,14 @@ function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
   return Math.round((kb / 1024) * 10) / 10;
+}
+
+const TICK_MS = 10; // USER_HZ = 100 on Linux
+/** CPU time (user + system) of a process so far, ms. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;
 }
 
 interface Load {
@@ -145,6 +165,7 @@ async function wrkLoad(url: string, headers: Record<string, string>, seconds: nu
 
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Load> {
   if (tool === "wrk") return wrkLoad(url, headers, seconds);
+  const { default: autocannon } = await import("autocannon");
   const r = await autocannon({ url, method: "POST", headers, body: BODY, connections, duration: seconds, pipelining: 1 });
   return { rps: r.requests.average, errors: r.errors, non2xx: r.non2xx, timeouts: r.timeouts, p99: r.latency.p99, total: r.requests.total };
 }
@@ -159,10 +180,17 @@ interface Target {
   headers: Record<string, string>;
   daemon: boolean;
   loads: Load[];
+  /** CPU ms spent during each measured segment. */
+  cpu: number[];
+  /** RSS samples after start, before any request. */
+  idle: number[];
+  /** RSS after each measured segment. */
   rss: number[];
 }
 
 const targets: Target[] = [];
+const f0 = (n: number) => n.toFixed(0);
+const f2 = (n: number) => n.toFixed(2);
 try {
   const bare = await spawnUntil([process.execPath, "-e", bareCode], {}, /bare (\S+)\n/, "stdout");
   targets.push({
@@ -172,6 +200,8 @@ try {
     headers: { "content-type": "application/json" },
     daemon: false,
     loads: [],
+    cpu: [],
+    idle: [],
     rss: [],
   });
   for (const [i, spec] of daemonSpecs.entries()) {
@@ -190,60 +220,127 @@ try {
       headers,
       daemon: true,
       loads: [],
+      cpu: [],
+      idle: [],
       rss: [],
     });
+  }
+  // Idle: every server started and settled, no request yet.
+  for (let k = 0; k < 3; k++) {
+    await Bun.sleep(500);
+    for (const t of targets) t.idle.push(rssMiB(t.child.proc.pid));
+  }
+  for (const t of targets) {
+    if (!t.daemon) continue;
     // Check it answers what we expect before loading it.
-    const probe = await fetch(`${child.url}/v1/calls`, { method: "POST", headers, body: BODY });
+    const probe = await fetch(t.url, { method: "POST", headers: t.headers, body: BODY });
     const probeText = await probe.text();
     if (probe.status !== 200 || !probeText.includes('"success":true'))
-      throw new Error(`${spec.name} probe failed: ${probe.status} ${probeText}`);
+      throw new Error(`${t.name} probe failed: ${probe.status} ${probeText}`);
   }
   if (warmup > 0) for (const t of targets) await load(t.url, t.headers, warmup);
   // The load rotates between the targets in segments of at most 5 s (same
   // total duration each), so a noisy machine hits them all alike.
   const segments = Math.max(1, Math.round(duration / 5));
   const seg = duration / segments;
-  for (const t of targets) if (t.daemon) t.rss.push(rssMiB(t.child.proc.pid));
   for (let i = 0; i < segments; i++) {
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(i + k) % targets.length]!;
+      const c0 = cpuMs(t.child.proc.pid);
       t.loads.push(await load(t.url, t.headers, seg));
-      if (t.daemon) t.rss.push(rssMiB(t.child.proc.pid));
+      t.cpu.push(cpuMs(t.child.proc.pid) - c0);
+      t.rss.push(rssMiB(t.child.proc.pid));
     }
   }
   const sum = (xs: Load[]): Load => ({
-    rps: xs.reduce((a, x) => a + x.total, 0) / xs.reduce((a) => a + seg, 0),
+    rps: xs.reduce((a, x) => a + x.total, 0) / (xs.length * seg),
     errors: xs.reduce((a, x) => a + x.errors, 0),
     non2xx: xs.reduce((a, x) => a + x.non2xx, 0),
     timeouts: xs.reduce((a, x) => a + x.timeouts, 0),
     p99: Math.max(...xs.map((x) => x.p99)),
     total: xs.reduce((a, x) => a + x.total, 0),
   });
-  /** The median of the segments' p99s: steadier than the worst one on a shared machine. */
-  const medianP99 = (xs: Load[]): number => {
-    const v = xs.map((x) => x.p99).sort((a, b) => a - b);
-    return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+  const stats = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+  const rpsOf = (t: Target) => stats(t.loads.map((x) => x.rps));
+  const p99Of = (t: Target) => stats(t.loads.map((x) => x.p99));
+  const idleOf = (t: Target) => stats(t.idle);
+  /** CPU µs per request over the measured segments. */
+  const cpuPerRequest = (t: Target) => (t.cpu.reduce((a, x) => a + x, 0) * 1000) / t.loads.reduce((a, x) => a + x.total, 0);
+  const row = (t: Target) => {
+    const l = sum(t.loads);
+    return `${t.name.padEnd(34)} ${f0(l.rps).padStart(8)} req/s  ${String(l.total).padStart(9)} requests  errors ${l.errors}  timeouts ${l.timeouts}  non-2xx ${l.non2xx}  p99 median ${f2(p99Of(t).median)} ms, worst ${f2(l.p99)} ms  CPU ${cpuPerRequest(t).toFixed(1)} µs/request  RSS idle ${idleOf(t).median} MiB, after load ${t.rss.at(-1)} MiB`;
   };
-  const row = (name: string, l: Load) =>
-    `${name.padEnd(34)} ${l.rps.toFixed(0).padStart(8)} req/s  ${String(l.total).padStart(9)} requests  errors ${l.errors}  timeouts ${l.timeouts}  non-2xx ${l.non2xx}  p99 ${l.p99} ms`;
   console.log(
     `serve load (${RUNTIME}, ${connections} connections, ${duration} s each in ${segments} rotating segments, loopback, ${tool})`,
   );
-  const b = sum(targets[0]!.loads);
+  const b = targets[0]!;
   let failures = 0;
   for (const t of targets) {
-    const l = sum(t.loads);
-    console.log(row(t.name, l));
+    console.log(row(t));
     if (!t.daemon) continue;
+    const l = sum(t.loads);
+    const short = t.name.split(" ")[0];
     console.log(
-      `  ratio ${t.name.split(" ")[0]} / bare: req/s ${(l.rps / b.rps).toFixed(2)}x (target >= 0.6x), p99 worst ${(l.p99 / b.p99).toFixed(2)}x, median ${(medianP99(t.loads) / medianP99(targets[0]!.loads)).toFixed(2)}x; RSS ${t.rss[0]} -> ${t.rss.at(-1)} MiB`,
+      `  ratio ${short} / bare: req/s ${f2(rpsOf(t).median / rpsOf(b).median)}x (target >= 0.65x; whole-run rate ${f2(l.rps / sum(b.loads).rps)}x), ` +
+        `p99 ${f2(p99Of(t).median / p99Of(b).median)}x (target <= 2x; worst segments ${f2(l.p99 / sum(b.loads).p99)}x), ` +
+        `CPU per request ${f2(cpuPerRequest(t) / cpuPerRequest(b))}x, RSS idle ${f2(idleOf(t).median / idleOf(b).median)}x (target <= 1.5x)`,
     );
     failures += l.errors + l.timeouts + l.non2xx;
   }
   console.log(`per segment p99 ms: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.p99).join(" ")}`).join("; ")}`);
-  console.log(
-    `per segment req/s: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => x.rps.toFixed(0)).join(" ")}`).join("; ")}`,
-  );
+  console.log(`per segment req/s: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.loads.map((x) => f0(x.rps)).join(" ")}`).join("; ")}`);
+  console.log(`RSS idle samples MiB: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.idle.join(" ")}`).join("; ")}`);
+  if (values.json !== undefined) {
+    const daemons = targets.filter((t) => t.daemon);
+    const setup = `POST /v1/calls with the echo tool (bearer token, Host/Origin guard, strict parse, schema validation, dispatch) against a bare Bun.serve handler doing JSON parse + stringify; ${tool}${tool === "wrk" ? " -t2" : ""}, ${connections} connections, ${duration} s each in ${segments} rotating segments, loopback, ${RUNTIME}`;
+    const measure = (
+      id: string,
+      title: string,
+      unit: string,
+      better: "lower" | "higher",
+      of: (t: Target) => { median: number; min: number; max: number },
+      target: Measure["target"],
+      notes: string,
+    ): Measure => {
+      const contenders = [...daemons, b].map((t) => ({ name: t.name, ...of(t) }));
+      return { id, title, unit, better, reference: b.name, contenders, ratio: contenders[0]!.median / of(b).median, target, notes };
+    };
+    const measures: Measure[] = [
+      measure(
+        "daemon.throughput",
+        "daemon POST /v1/calls (echo), 64 connections",
+        "req/s",
+        "higher",
+        rpsOf,
+        { op: ">=", value: 0.65, text: "≥ 0.65× bare Bun.serve" },
+        `${setup}; medians of the segments' req/s; errors ${daemons
+          .map((t) => {
+            const l = sum(t.loads);
+            return l.errors + l.timeouts + l.non2xx;
+          })
+          .join("/")}`,
+      ),
+      measure(
+        "daemon.p99",
+        "daemon POST /v1/calls p99 latency",
+        "ms",
+        "lower",
+        p99Of,
+        { op: "<=", value: 2, text: "≤ 2× bare Bun.serve" },
+        `${setup}; medians of the segments' p99`,
+      ),
+      measure(
+        "daemon.rss_idle",
+        "daemon RSS idle",
+        "MB",
+        "lower",
+        idleOf,
+        { op: "<=", value: 1.5, text: "≤ 1.5× bare Bun.serve" },
+        `VmRSS in MiB after start, before any request (median of 3 samples, 0.5 s apart); after the load: ${targets.map((t) => `${t.name.split(" ")[0]} ${t.rss.at(-1)}`).join(", ")} MiB`,
+      ),
+    ];
+    writeFileSync(values.json, `${JSON.stringify(measures, null, 2)}\n`);
+  }
   if (failures > 0) {
     console.log(`FAIL: the daemons had ${failures} failed requests`);
     process.exitCode = 1;
