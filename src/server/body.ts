@@ -82,7 +82,8 @@ export function readBody(req: Request, max: number): Promise<Uint8Array> {
       // exactly that many bytes: take the fast path (without touching
       // `req.body`, which would make a stream).
       if (n === 0) return Promise.resolve(new Uint8Array(0));
-      return req.arrayBuffer().then(bytesOf, refuseUnreadable);
+      // `bytes()` where the runtime has it (Bun, Deno 2): no ArrayBuffer to wrap
+      return typeof req.bytes === "function" ? req.bytes().catch(refuseUnreadable) : req.arrayBuffer().then(bytesOf, refuseUnreadable);
     }
   } catch (e) {
     return Promise.reject(e);

@@ -87,6 +87,42 @@ export class Deadlines {
     });
   }
 
+  /**
+   * `then(await p)` in one promise, where `p` (not what `then` returns) is
+   * under the deadline: past it, a 504 TIMEOUT {@link HttpError}. What
+   * `then` throws rejects the promise; what it returns (a value or a
+   * promise) resolves it. The request path of `POST /v1/calls`: the body's
+   * read under the deadline and the call after it, with no promise of its
+   * own for the deadline.
+   */
+  settle<T, U = Uint8Array>(p: Promise<U>, then: (value: U) => T | Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entries = this.#entries;
+      const entry: Entry = {
+        at: performance.now() + this.timeoutMs,
+        fire: () => {
+          entries.delete(entry);
+          reject(this.timeout());
+        },
+      };
+      entries.add(entry);
+      p.then(
+        (v) => {
+          entries.delete(entry);
+          try {
+            resolve(then(v));
+          } catch (e) {
+            reject(e);
+          }
+        },
+        (e: unknown) => {
+          entries.delete(entry);
+          reject(e);
+        },
+      );
+    });
+  }
+
   /** Stop the ticker (at shutdown). */
   close(): void {
     clearInterval(this.#ticker);

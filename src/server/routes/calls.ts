@@ -33,23 +33,25 @@ export function callStatus(env: Envelope): number {
   return env.success || env.error === null ? 200 : CALL_INPUT_CODES.has(env.error.code) ? 400 : 200;
 }
 
+/** The refusal of a call whose body is not JSON. */
+const notJson = (): HttpError =>
+  new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", {
+    header: "content-type",
+  });
+
 /**
  * The handler of `POST /v1/calls`, also reached without the router (see
- * `createApp`). A synchronous tool answers without any timer; an
- * asynchronous one races the request deadline.
+ * `createApp`). The body is read under the request deadline; a synchronous
+ * tool then answers at once (one promise for the whole request: the body's
+ * read and the deadline settle it); an asynchronous one races the deadline
+ * too.
  */
 export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> {
   const { runtime, deadlines, maxBody } = deps;
   const controllers: AbortController[] = [];
   const reusable = runtime.middlewareChain.length === 1;
-  return async (req) => {
-    const type = req.headers.get("content-type");
-    if (type === null || !CALL_TYPE.test(type)) {
-      throw new HttpError(415, "INVALID_REQUEST", "the body must be one JSON tool call (Content-Type: application/json)", {
-        header: "content-type",
-      });
-    }
-    const bytes = await deadlines.guard(readBody(req, maxBody));
+  /** The call of a request whose body has been read. */
+  const call = (req: Request, bytes: Uint8Array): Response | Promise<Response> => {
     const ac = controllers.pop() ?? new AbortController();
     const out = runtime.dispatch(bytes, ac.signal);
     if (!(out instanceof Promise)) {
@@ -62,11 +64,23 @@ export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> 
     // A client that goes away cancels its call (runtimes that report it on the request's signal).
     const gone = () => ac.abort(new DOMException("the client disconnected", "AbortError"));
     req.signal?.addEventListener("abort", gone, { once: true });
-    try {
-      return answer(await deadlines.guard(out, ac));
-    } finally {
-      req.signal?.removeEventListener("abort", gone);
-    }
+    const unlisten = () => req.signal?.removeEventListener("abort", gone);
+    return deadlines.guard(out, ac).then(
+      (env) => {
+        unlisten();
+        return answer(env);
+      },
+      (e: unknown) => {
+        unlisten();
+        throw e;
+      },
+    );
+  };
+  return (req) => {
+    const type = req.headers.get("content-type");
+    if (type === null || !CALL_TYPE.test(type)) return Promise.reject(notJson());
+    const body = readBody(req, maxBody);
+    return deadlines.settle<Response>(body, (bytes) => call(req, bytes));
   };
 }
 

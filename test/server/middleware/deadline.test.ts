@@ -65,6 +65,30 @@ describe("Deadlines", () => {
     deadlines.close();
   });
 
+  test("settle: the next step's value or promise, its throw, and 504 once the awaited promise outlives the deadline", async () => {
+    const deadlines = new Deadlines(30);
+    expect(await deadlines.settle(Promise.resolve(2), (v) => v * 3)).toBe(6);
+    expect(await deadlines.settle(Promise.resolve(2), (v) => Promise.resolve(v + 1))).toBe(3);
+    const thrown = await deadlines
+      .settle(Promise.resolve(1), () => {
+        throw new Error("step failed");
+      })
+      .catch((e) => e);
+    expect((thrown as Error).message).toBe("step failed");
+    const rejected = await deadlines.settle(Promise.reject(new Error("read failed")), () => 0).catch((e) => e);
+    expect((rejected as Error).message).toBe("read failed");
+    let called = false;
+    const late = await deadlines
+      .settle(new Promise(() => {}), () => {
+        called = true;
+      })
+      .catch((e) => e);
+    expect(late).toBeInstanceOf(HttpError);
+    expect((late as HttpError).status).toBe(504);
+    expect(called).toBe(false);
+    deadlines.close();
+  });
+
   test("a resolved guard leaves its controller alone", async () => {
     const deadlines = new Deadlines(20);
     const ac = new AbortController();
