@@ -16,6 +16,9 @@
 import type { MiddlewareHandler } from "hono";
 import { HttpError } from "../errors.ts";
 
+/** The identity, for {@link Deadlines.guard} (made once). */
+const same = <T>(v: T): T => v;
+
 interface Entry {
   at: number;
   fire(): void;
@@ -62,6 +65,18 @@ export class Deadlines {
    * first (no `Promise.race`, no second promise for the deadline).
    */
   guard<T>(p: Promise<T>, ac?: AbortController): Promise<T> {
+    return this.settle(p, same, ac);
+  }
+
+  /**
+   * `then(await p)` in one promise, where `p` (not what `then` returns) is
+   * under the deadline: past it, a 504 TIMEOUT {@link HttpError}, and `ac`
+   * (when given) is aborted. What `then` throws rejects the promise; what
+   * it returns (a value or a promise) resolves it. The request path of
+   * `POST /v1/calls`: the body's read under the deadline and the call after
+   * it, with no promise of its own for the deadline.
+   */
+  settle<T, U = Uint8Array>(p: Promise<U>, then: (value: U) => T | Promise<T>, ac?: AbortController): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const entries = this.#entries;
       const entry: Entry = {
@@ -71,38 +86,6 @@ export class Deadlines {
           // The refusal first: a call that answers its abort at once must not win.
           reject(this.timeout());
           ac?.abort(new DOMException("request timed out", "TimeoutError"));
-        },
-      };
-      entries.add(entry);
-      p.then(
-        (v) => {
-          entries.delete(entry);
-          resolve(v);
-        },
-        (e: unknown) => {
-          entries.delete(entry);
-          reject(e);
-        },
-      );
-    });
-  }
-
-  /**
-   * `then(await p)` in one promise, where `p` (not what `then` returns) is
-   * under the deadline: past it, a 504 TIMEOUT {@link HttpError}. What
-   * `then` throws rejects the promise; what it returns (a value or a
-   * promise) resolves it. The request path of `POST /v1/calls`: the body's
-   * read under the deadline and the call after it, with no promise of its
-   * own for the deadline.
-   */
-  settle<T, U = Uint8Array>(p: Promise<U>, then: (value: U) => T | Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const entries = this.#entries;
-      const entry: Entry = {
-        at: performance.now() + this.timeoutMs,
-        fire: () => {
-          entries.delete(entry);
-          reject(this.timeout());
         },
       };
       entries.add(entry);
