@@ -86,15 +86,23 @@ export function fmt(n: number): string {
   return n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 }
 
+/** The measure's ratio: 3 significant digits, 4 when that would round it onto the other side of its target. */
+export function fmtRatio(m: Measure): string {
+  const short = Number(m.ratio.toPrecision(3));
+  const flips = m.target !== undefined && (short === m.target.value || short > m.target.value !== m.ratio > m.target.value);
+  return flips ? m.ratio.toPrecision(4) : String(short);
+}
+
 /** The measure as a horizontal bar chart. */
 export function chartSvg(m: Measure): string {
-  const W = 640;
-  const labelW = 230;
-  const valueW = 90;
+  // About 7 px a character at 13 px: the label column fits the longest name.
+  const labelW = Math.min(380, Math.max(120, Math.max(...m.contenders.map((c) => c.name.length)) * 7 + 16));
+  const plotW = 380;
+  const valueW = 100;
+  const W = labelW + plotW + valueW + 20;
   const barH = 22;
   const gap = 10;
-  const top = 46;
-  const plotW = W - labelW - valueW - 20;
+  const top = m.target ? 64 : 46;
   const n = m.contenders.length;
   const H = top + n * (barH + gap) + 30;
   const ref = m.contenders.find((c) => c.name === m.reference)!;
@@ -107,7 +115,8 @@ export function chartSvg(m: Measure): string {
     `<title>${esc(m.title)}</title>`,
     `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
     `<text x="10" y="20" font-size="15" font-weight="600" fill="#111">${esc(m.title)}</text>`,
-    `<text x="10" y="38" fill="#555">${esc(`${m.unit}, ${m.better} is better · ratio ${fmt(m.ratio)}× of ${m.reference}${m.target ? ` · target ${m.target.text}` : ""}`)}</text>`,
+    `<text x="10" y="38" fill="#555">${esc(`${m.unit}, ${m.better} is better · ratio ${fmtRatio(m)}× of ${m.reference}`)}</text>`,
+    ...(m.target ? [`<text x="10" y="56" fill="#555">${esc(`target: ${m.target.text}`)}</text>`] : []),
   );
   m.contenders.forEach((c, i) => {
     const y = top + i * (barH + gap);

@@ -22,7 +22,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import * as os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { chartSvg, fmt, type Measure, measureProblems, targetMet } from "./chart.ts";
+import { buildBinary } from "../build-binary.mjs";
+import { chartSvg, fmt, fmtRatio, type Measure, measureProblems, targetMet } from "./chart.ts";
 
 const REPO = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 const BEGIN = "<!-- bench-report:begin (written by scripts/bench/report.ts; edit the script, not this block) -->";
@@ -34,12 +35,20 @@ interface Bench {
   script: string;
   args: string[];
   quick: string[];
+  /** Arguments naming the compiled binary (built once by the report), if the script takes one. */
+  binary?: (path: string) => string[];
 }
 const BENCHES: Bench[] = [
   { name: "startup", script: "startup.ts", args: [], quick: ["--rounds", "3"] },
   { name: "durable", script: "durable-turn.ts", args: [], quick: ["--turns", "50", "--rounds", "3"] },
   { name: "agent", script: "agent.ts", args: ["1000"], quick: ["200"] },
-  { name: "daemon", script: "serve-load.ts", args: [], quick: ["--duration", "4"] },
+  {
+    name: "daemon",
+    script: "serve-load.ts",
+    args: [],
+    quick: ["--duration", "4"],
+    binary: (bin) => ["--daemon", `agentcore serve (binary)=${bin}`],
+  },
   { name: "run", script: "run.ts", args: [], quick: ["20000"] },
 ];
 
@@ -61,7 +70,7 @@ if (values.help) {
       "Runs the benchmarks of the performance targets and writes the report into",
       "docs/benchmarks.md (between its bench-report markers) and docs/bench/*.svg.",
       "",
-      `  --only NAMES  comma-separated subset of: ${BENCHES.map((b) => b.name).join(", ")}`,
+      `  --only NAMES  comma-separated subset of: ${BENCHES.map((b) => b.name).join(", ")} (printed; written only with --out)`,
       "  --from DIR    render from the JSON files in DIR (one per benchmark) instead of running",
       "  --keep DIR    keep each benchmark's JSON output in DIR",
       "  --quick       shorter runs, to check the pipeline (figures not fit for the docs)",
@@ -79,10 +88,26 @@ for (const name of only ?? [])
   }
 const chosen = BENCHES.filter((b) => !only || only.includes(b.name));
 
+/** The binary the daemon benchmark loads: built once, with the release flags (scripts/build-binary.mjs). */
+let binary: string | undefined;
+function binaryIn(dir: string): string {
+  if (binary === undefined) {
+    console.error("report: building the agentcore binary (scripts/build-binary.mjs) …");
+    binary = buildBinary({ outfile: join(dir, "agentcore"), quiet: true }).outfile;
+  }
+  return binary;
+}
+
 function runBench(b: Bench, dir: string): string {
   const file = join(dir, `${b.name}.json`);
   const bun = process.execPath;
-  const args = [join(REPO, "scripts/bench", b.script), ...(values.quick ? b.quick : b.args), "--json", file];
+  const args = [
+    join(REPO, "scripts/bench", b.script),
+    ...(values.quick ? b.quick : b.args),
+    ...(b.binary ? b.binary(binaryIn(dir)) : []),
+    "--json",
+    file,
+  ];
   console.error(`report: running ${b.script} ${args.slice(1, -2).join(" ")} …`);
   const t0 = performance.now();
   const r = spawnSync(bun, args, { cwd: REPO, stdio: ["ignore", "inherit", "inherit"] });
@@ -123,7 +148,7 @@ function machine(): string[] {
     `- Machine: ${cpus[0]?.model ?? "unknown CPU"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()} (${os.arch()})`,
     `- Runtime: Bun ${process.versions.bun ?? "?"}; agentcore at commit ${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes" : ""}`,
     `- Peers: @mariozechner/pi-agent-core ${peerVersion("@mariozechner/pi-agent-core")}, @openai/agents-core ${peerVersion("@openai/agents-core")}; load generator ${/wrk \S*?(\d+\.\d+\.\d+)/.exec(spawnSync("wrk", ["-v"], { encoding: "utf8" }).stdout ?? "")?.[0]?.replace(/ \S*?(?=\d)/, " ") ?? "wrk: not found"}`,
-    `- Run on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC${values.quick ? " with --quick (short runs: not the published figures)" : ""}`,
+    `- ${values.from ? "Rendered" : "Run"} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC${values.from ? " from measures saved earlier (--from), on the machine above" : ""}${values.quick ? " with --quick (short runs: not the published figures)" : ""}`,
   ];
 }
 
@@ -152,7 +177,7 @@ function render(measures: Measure[], chartDir: string, chartRel: string): string
     const ref = m.contenders.find((c) => c.name === m.reference)!;
     const met = targetMet(m);
     lines.push(
-      `| [${m.title}](#${anchor(m.title)}) | ${fmt(m.contenders[0]!.median)} ${m.unit} | ${m.reference}: ${fmt(ref.median)} ${m.unit} | ${fmt(m.ratio)}× | ${m.target?.text ?? "—"} | ${met === undefined ? "—" : met ? "yes" : "**no**"} |`,
+      `| [${m.title}](#${anchor(m.title)}) | ${fmt(m.contenders[0]!.median)} ${m.unit} | ${m.reference}: ${fmt(ref.median)} ${m.unit} | ${fmtRatio(m)}× | ${m.target?.text ?? "—"} | ${met === undefined ? "—" : met ? "yes" : "**no**"} |`,
     );
   }
   lines.push("");
@@ -195,6 +220,14 @@ try {
   }
   const measures = files.flatMap(readMeasures);
   if (measures.length === 0) throw new Error("no measures to report");
+  // docs/benchmarks.md holds one whole run, so that its figures share a machine state:
+  // a subset (--only, or --from a folder lacking some) is written only where --out says.
+  const partial = chosen.length < BENCHES.length || files.length < BENCHES.length;
+  if (partial && values.out === undefined) {
+    for (const m of measures) console.log(`  ${m.id.padEnd(22)} ${fmtRatio(m).padStart(8)}×  ${m.target?.text ?? ""}`);
+    console.error("report: a partial run; docs/benchmarks.md is written from a whole run only (give --out FILE to write this one)");
+    process.exit(0);
+  }
   const doc = resolve(values.out ?? join(REPO, "docs/benchmarks.md"));
   const chartDir = join(doc, "..", "bench");
   const block = render(measures, chartDir, "bench");
@@ -212,7 +245,7 @@ try {
   console.log(`report: ${measures.length} measures written to ${doc} and ${chartDir}/`);
   for (const m of measures) {
     const met = targetMet(m);
-    console.log(`  ${m.id.padEnd(22)} ${fmt(m.ratio).padStart(8)}×  ${m.target ? `${m.target.text}: ${met ? "met" : "NOT met"}` : ""}`);
+    console.log(`  ${m.id.padEnd(22)} ${fmtRatio(m).padStart(8)}×  ${m.target ? `${m.target.text}: ${met ? "met" : "NOT met"}` : ""}`);
   }
 } catch (e) {
   console.error(`report: ${(e as Error).message}`);
