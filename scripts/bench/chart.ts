@@ -70,6 +70,15 @@ export function measureProblems(value: unknown, where: string): string[] {
   return out;
 }
 
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens (test/docs/links.test.ts checks links with it). */
+export function anchor(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
 /** Whether the measure meets its target (undefined: it has none). */
 export function targetMet(m: Measure): boolean | undefined {
   if (!m.target) return undefined;

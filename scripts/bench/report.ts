@@ -23,7 +23,7 @@ import * as os from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { buildBinary } from "../build-binary.mjs";
-import { chartSvg, fmt, fmtRatio, type Measure, measureProblems, targetMet } from "./chart.ts";
+import { anchor, chartSvg, fmt, fmtRatio, type Measure, measureProblems, targetMet } from "./chart.ts";
 
 const REPO = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 const BEGIN = "<!-- bench-report:begin (written by scripts/bench/report.ts; edit the script, not this block) -->";
@@ -150,15 +150,6 @@ function machine(): string[] {
     `- Peers: @mariozechner/pi-agent-core ${peerVersion("@mariozechner/pi-agent-core")}, @openai/agents-core ${peerVersion("@openai/agents-core")}; load generator ${/wrk \S*?(\d+\.\d+\.\d+)/.exec(spawnSync("wrk", ["-v"], { encoding: "utf8" }).stdout ?? "")?.[0]?.replace(/ \S*?(?=\d)/, " ") ?? "wrk: not found"}`,
     `- ${values.from ? "Rendered" : "Run"} on ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC${values.from ? " from measures saved earlier (--from), on the machine above" : ""}${values.quick ? " with --quick (short runs: not the published figures)" : ""}`,
   ];
-}
-
-/** GitHub's anchor of a heading (as test/docs/links.test.ts computes it). */
-function anchor(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
-    .replace(/\s/g, "-");
 }
 
 function render(measures: Measure[], chartDir: string, chartRel: string): string {

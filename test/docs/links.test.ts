@@ -6,6 +6,7 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO } from "../support/binary.ts";
+import { anchor } from "../../scripts/bench/chart.ts";
 
 const pages = [
   "README.md",
@@ -18,15 +19,6 @@ const pages = [
 /** The page's text without fenced code blocks and inline code (links there are not links). */
 function prose(md: string): string {
   return md.replace(/^```[\s\S]*?^```/gm, "").replace(/`[^`\n]*`/g, "");
-}
-
-/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
-function anchor(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
-    .replace(/\s/g, "-");
 }
 
 function anchors(file: string): Set<string> {
