@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { ContinueRejectedError, createAgent, FollowUpDiscardedError, FollowUpRejectedError } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { toolOutcome } from "../../src/tools/definition.ts";
-import { call, deferred, FakeModel, Recorder, text, type Step } from "./support.ts";
+import { call, deferred, FakeModel, Recorder, text, type Step } from "../support/agent.ts";
 
 const echo: ToolDefinition = {
   name: "echo",

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
-import { call, calls, deferred, FakeModel, quietLogger, Recorder, text } from "./support.ts";
+import { call, calls, deferred, FakeModel, quietLogger, Recorder, text } from "../support/agent.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 
 const echo: ToolDefinition<{ text: string }> = {

@@ -2,7 +2,7 @@ import { MemorySessionStorage, SessionRecorder, sessionMessages } from "../../sr
 import { describe, expect, test } from "bun:test";
 import { createAgent, SKIPPED_AFTER_TERMINAL } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
-import { calls, type Deferred, deferred, FakeModel, Recorder, text } from "./support.ts";
+import { calls, type Deferred, deferred, FakeModel, Recorder, text } from "../support/agent.ts";
 
 /** A read-only tool whose calls wait until the test releases them, tracking concurrency. */
 function gatedTools() {

@@ -10,7 +10,7 @@ import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { EventEmitter } from "../../src/agent/events.ts";
 import type { ModelAdapter, ModelRequest, ModelStreamEvent } from "../../src/providers/types.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, FakeModel, quietLogger, text } from "./support.ts";
+import { call, FakeModel, quietLogger, text } from "../support/agent.ts";
 
 const echo: ToolDefinition<{ text: string }> = {
   name: "echo",

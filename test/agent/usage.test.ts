@@ -9,7 +9,7 @@ import {
   UsageAccumulator,
 } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, FakeModel, Recorder, text } from "./support.ts";
+import { call, FakeModel, Recorder, text } from "../support/agent.ts";
 
 const echo: ToolDefinition = { name: "echo", description: "", parameters: { type: "object" }, handler: (a) => a };
 

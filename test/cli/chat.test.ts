@@ -20,7 +20,7 @@ import type { ModelRequest } from "../../src/providers/types.ts";
 import { createRuntime } from "../../src/runtime/index.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
+import { call, deferred, FakeModel, text, type Step } from "../support/agent.ts";
 import { tmp } from "../support/tmp.ts";
 
 const REPO = resolve(import.meta.dir, "../..");

@@ -11,7 +11,7 @@ import {
   type ModelRequest,
   type ModelStreamEvent,
 } from "../../src/providers/index.ts";
-import { collect, failure } from "./helpers.ts";
+import { collect, failure } from "../support/providers.ts";
 
 const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
   messages: [{ role: "user", content }],

@@ -146,4 +146,4 @@ describe("JsonlSessionStorage", () => {
   });
 });
 
-// fork/rollback/retry, stale heads, restore and recovery for every storage: storage-contract.ts (storage-*.test.ts).
+// fork/rollback/retry, stale heads, restore and recovery for every storage: test/support/storage-contract.ts (storage-*.test.ts).

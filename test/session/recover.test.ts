@@ -71,7 +71,7 @@ async function crashed(storage: JournalStorage): Promise<void> {
   await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "b", content: "ok" }] }, 11));
 }
 
-// Closing an interrupted run, and a run still going, on every storage: storage-contract.ts.
+// Closing an interrupted run, and a run still going, on every storage: test/support/storage-contract.ts.
 describe("JournalStorage.recoverRuns", () => {
   test("unknown session and branch are SessionNotFoundError; another branch is recovered on its own", async () => {
     const storage = new MemorySessionStorage();
