@@ -1,66 +1,13 @@
 /**
- * Test support for the agent: a small in-process model adapter that plays
- * scripted turns (the ScriptedModel turn format), records every request, and
- * lets a test hold a turn behind a gate.
+ * Test support for the agent tests: turn builders for the public
+ * `ScriptedModel` (the one fake model), a deferred promise for gates, an
+ * event recorder, and a quiet logger.
  */
-import type {
-  AssistantMessage,
-  ChatMessage,
-  ModelAdapter,
-  ModelErrorKind,
-  ModelRequest,
-  ModelResponse,
-  ModelStreamEvent,
-  ModelUsage,
-} from "../../src/providers/types.ts";
-import { ModelProviderError } from "../../src/providers/types.ts";
+import type { ScriptedReply, ScriptedStep, ScriptedTurn } from "../../src/providers/scripted.ts";
 import type { AgentEvent } from "../../src/agent/index.ts";
 
-export interface ScriptTurn {
-  content?: string | null;
-  thinking?: string;
-  tool_calls?: { id: string; name: string; arguments: string }[];
-  usage?: { input_tokens: number; output_tokens: number };
-  chunk_size?: number;
-}
-export interface ScriptError {
-  error: { kind: ModelErrorKind; message: string };
-}
-/** A turn, or a function producing one (may wait on a gate; gets the request). */
-export type Step = ScriptTurn | ScriptError | ((request: ModelRequest) => ScriptTurn | ScriptError | Promise<ScriptTurn | ScriptError>);
-
-export class FakeModel implements ModelAdapter {
-  readonly requests: ModelRequest[] = [];
-  #i = 0;
-  constructor(private readonly steps: Step[]) {}
-
-  get calls(): number {
-    return this.requests.length;
-  }
-
-  async complete(request: ModelRequest): Promise<ModelResponse> {
-    let message: AssistantMessage | undefined;
-    let usage: ModelUsage | undefined;
-    for await (const e of this.stream(request)) if (e.type === "completed") ({ message, usage } = e);
-    return { message: message!, usage };
-  }
-
-  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
-    this.requests.push({ ...request, messages: structuredClone(request.messages) });
-    const raw = this.steps[this.#i++];
-    if (raw === undefined) throw new ModelProviderError("provider_error", "script exhausted");
-    const step = typeof raw === "function" ? await raw(request) : raw;
-    if ("error" in step) throw new ModelProviderError(step.error.kind, step.error.message);
-    if (step.thinking) yield { type: "thinking_delta", delta: step.thinking };
-    const content = step.content ?? null;
-    if (content) {
-      const n = step.chunk_size ?? content.length;
-      for (let k = 0; k < content.length; k += n) yield { type: "text_delta", delta: content.slice(k, k + n) };
-    }
-    const usage = step.usage ? { ...step.usage, total_tokens: step.usage.input_tokens + step.usage.output_tokens } : undefined;
-    yield { type: "completed", message: { content, tool_calls: step.tool_calls ?? [] }, usage };
-  }
-}
+/** One entry of a `ScriptedModel` script: a turn, or a step function that gives one when its request arrives. */
+export type Step = ScriptedTurn | ScriptedStep;
 
 /** A promise with its resolver exposed. */
 export interface Deferred<T> {
@@ -110,23 +57,22 @@ export class Recorder {
   }
 }
 
-export function text(content: string, usage?: ScriptTurn["usage"]): ScriptTurn {
+/** A text answer. */
+export function text(content: string, usage?: ScriptedReply["usage"]): ScriptedReply {
   return { content, usage };
 }
 
-export function call(id: string, name: string, args: unknown, usage?: ScriptTurn["usage"]): ScriptTurn {
+/** One tool call (`args` as JSON, or raw text when a string). */
+export function call(id: string, name: string, args: unknown, usage?: ScriptedReply["usage"]): ScriptedReply {
   return { content: null, tool_calls: [{ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) }], usage };
 }
 
-export function calls(list: [id: string, name: string, args: unknown][]): ScriptTurn {
+/** Several tool calls in one turn. */
+export function calls(list: [id: string, name: string, args: unknown][]): ScriptedReply {
   return {
     content: null,
     tool_calls: list.map(([id, name, args]) => ({ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) })),
   };
-}
-
-export function lastMessages(req: ModelRequest, n: number): ChatMessage[] {
-  return req.messages.slice(-n);
 }
 
 /** A logger that records warnings (for sink-failure tests) and stays silent. */
