@@ -2,7 +2,9 @@
  * `agentcore/testing`: test agents without a network or an API key.
  *
  * - `ScriptedModel`: a `ModelAdapter` that answers from a script of turns
- *   (text, tool calls, usage, failures), recording every request;
+ *   (text, tool calls, usage, failures), recording every request; in code a
+ *   turn may be a `ScriptedStep`, a function of the request that gives the
+ *   turn when it arrives (to hold it behind a gate);
  *   `parseScript` reads a JSONL script (the CLI's `--script`).
  * - `startOpenAIServer`: a scripted OpenAI-compatible HTTP server on
  *   127.0.0.1, to test `OpenAIModelAdapter` or any client end to end, with
@@ -33,6 +35,7 @@ export type {
   ScriptedFinishReason,
   ScriptedModelOptions,
   ScriptedReply,
+  ScriptedStep,
   ScriptedToolCall,
   ScriptedTurn,
   ScriptedUsage,

@@ -68,6 +68,7 @@ export {
   type ScriptedFinishReason,
   type ScriptedModelOptions,
   type ScriptedReply,
+  type ScriptedStep,
   type ScriptedToolCall,
   type ScriptedTurn,
   type ScriptedUsage,

@@ -13,6 +13,10 @@
  * {"error": {"kind": "rate_limit", "message": "slow down"}}
  * ```
  *
+ * In code, a turn may also be a {@link ScriptedStep}: a function of the
+ * request that returns the turn (or a promise of one) when the request
+ * arrives, e.g. to hold a turn behind a gate or to look at the request.
+ *
  * @module
  */
 import { AgentcoreError, type ParseResult } from "../core/errors.ts";
@@ -83,6 +87,27 @@ export interface ScriptedFailure {
 }
 
 export type ScriptedTurn = ScriptedReply | ScriptedFailure;
+
+/**
+ * A turn decided when its request arrives (only in code, not in JSONL).
+ * It is called with the request as the model got it (not a copy: its
+ * messages, tools and `signal`) and returns the turn to play, or a promise
+ * of one, so a test can hold the model behind a gate or answer from what it
+ * was sent. The model waits for that promise without racing the signal: a
+ * step that should stop on abort listens to `request.signal` itself (which
+ * lets a test play a model that ignores it). The turn it gives is checked
+ * like any other, and a bad one fails the request with a {@link ScriptError}
+ * naming the turn; a throw or a rejection fails the request with that error.
+ * The request is recorded before the step is called.
+ *
+ * @example
+ * ```ts
+ * let open!: () => void;
+ * const gate = new Promise<void>((resolve) => (open = resolve));
+ * const model = new ScriptedModel([async () => (await gate, { content: "late" })]);
+ * ```
+ */
+export type ScriptedStep = (request: ModelRequest) => ScriptedTurn | Promise<ScriptedTurn>;
 
 /** A request as the scripted model received it (a deep copy, without the signal). */
 export interface RecordedRequest {
@@ -266,12 +291,13 @@ export interface ScriptedModelOptions {
 }
 
 /**
- * A model that plays a fixed script. Each request consumes the next turn;
- * past the end it fails with `provider_error` "scripted model has no more
- * turns". Every request is recorded in {@link requests}.
+ * A model that plays a fixed script. Each request consumes the next turn
+ * (a {@link ScriptedTurn}, or a {@link ScriptedStep} that gives one when the
+ * request arrives); past the end it fails with `provider_error` "scripted
+ * model has no more turns". Every request is recorded in {@link requests}.
  */
 export class ScriptedModel implements ModelAdapter {
-  readonly #turns: ScriptedTurn[] = [];
+  readonly #turns: (ScriptedTurn | ScriptedStep)[] = [];
   /**
    * The verdict on each turn's call arguments, parsed (strictly) when the
    * turn is added, so that a request costs next to nothing; undefined for a
@@ -284,15 +310,24 @@ export class ScriptedModel implements ModelAdapter {
   readonly requests: RecordedRequest[] = [];
   readonly #record: boolean;
 
+  /**
+   * @param turns the script: each a turn object (checked here; a bad one is a
+   *   {@link ScriptError} naming it) or a {@link ScriptedStep} function
+   *   (whose turn is checked when it is played).
+   */
   constructor(turns: readonly unknown[], options: ScriptedModelOptions = {}) {
     if (!Array.isArray(turns)) throw new ScriptError("scripted model: turns must be an array");
-    this.#add(turns.map((t, i) => validateScriptedTurn(t, `turn ${i + 1}`)));
+    this.#add(turns.map((t, i) => (typeof t === "function" ? (t as ScriptedStep) : validateScriptedTurn(t, `turn ${i + 1}`))));
     this.#record = options.recordRequests ?? true;
   }
 
-  #add(turns: readonly ScriptedTurn[]): void {
+  #add(turns: readonly (ScriptedTurn | ScriptedStep)[]): void {
     for (const t of turns) {
       this.#turns.push(t);
+      if (typeof t === "function") {
+        this.#verdicts.push(undefined);
+        continue;
+      }
       const calls = "error" in t || t.arguments_chunk_size !== undefined ? undefined : t.tool_calls;
       this.#verdicts.push(calls === undefined || calls.length === 0 ? undefined : calls.map((c) => parseStrict(c.arguments)));
     }
@@ -348,7 +383,10 @@ export class ScriptedModel implements ModelAdapter {
       throw new ModelProviderError("provider_error", "scripted model has no more turns");
     }
     const verdicts = this.#verdicts[this.#next];
-    const turn = this.#turns[this.#next++];
+    const index = this.#next++;
+    const entry = this.#turns[index]!;
+    const turn =
+      typeof entry === "function" ? validateScriptedTurn(await entry(request), `turn ${index + 1} (from its step function)`) : entry;
     if (turn.delay_ms !== undefined && turn.delay_ms > 0) await abortableSleep(turn.delay_ms, signal);
     if ("error" in turn) throw new ModelProviderError(turn.error.kind, turn.error.message);
     if (turn.thinking) {

@@ -5,7 +5,7 @@ import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { ModelProviderError, type ModelAdapter, type ModelRequest, type ModelStreamEvent } from "../../src/providers/types.ts";
 import { OpenAIModelAdapter } from "../../src/providers/openai.ts";
 import { startOpenAIServer, textReply } from "../support/openai-server.ts";
-import { Recorder } from "./support.ts";
+import { Recorder } from "../support/agent.ts";
 
 /** Content length for conversation messages, 1 for system messages (prompt, summaries), no tools. */
 const lengthEstimator: TokenEstimator = {

@@ -3,7 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { ContinueRejectedError, createAgent, FollowUpDiscardedError, FollowUpRejectedError } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { toolOutcome } from "../../src/tools/definition.ts";
-import { call, deferred, FakeModel, Recorder, text, type Step } from "./support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import type { ModelRequest } from "../../src/providers/types.ts";
+import { call, deferred, Recorder, text, type Step } from "../support/agent.ts";
 
 const echo: ToolDefinition = {
   name: "echo",
@@ -16,7 +18,7 @@ describe("steering (harness tests 8-10)", () => {
   test("8: steering during the response forces another turn, applied FIFO", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       async () => {
         streaming.resolve();
         await gate.promise;
@@ -60,7 +62,7 @@ describe("steering (harness tests 8-10)", () => {
         return "slow done";
       },
     };
-    const model = new FakeModel([call("c1", "slow", {}), text("answer")]);
+    const model = new ScriptedModel([call("c1", "slow", {}), text("answer")]);
     const rec = new Recorder();
     const storage = new MemorySessionStorage();
     const journal = new SessionRecorder("s9", storage);
@@ -110,7 +112,7 @@ describe("steering (harness tests 8-10)", () => {
         return "late";
       },
     };
-    const model = new FakeModel([call("c1", "slow", {}), text("never")]);
+    const model = new ScriptedModel([call("c1", "slow", {}), text("never")]);
     const rec = new Recorder();
     const storage = new MemorySessionStorage();
     const journal = new SessionRecorder("s10", storage);
@@ -135,7 +137,7 @@ describe("steering (harness tests 8-10)", () => {
       content: '{"status":"cancelled","tool":"slow","error":"user pressed stop"}',
     });
     expect(rec.of("tool_completed")[0].result.cancelled).toBe(true);
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
     expect(agent.steer("idle now")).toMatchObject({ status: "agent_idle", queue_size: 0 });
     // the journal never holds the discarded steering (harness test 10)
     expect(journal.errors).toEqual([]);
@@ -147,7 +149,7 @@ describe("steering (harness tests 8-10)", () => {
   test("steering queue capacity", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([async () => (streaming.resolve(), await gate.promise, text("a")), text("b")]);
+    const model = new ScriptedModel([async () => (streaming.resolve(), await gate.promise, text("a")), text("b")]);
     const agent = createAgent({ model, steeringQueueCapacity: 1 });
     const running = agent.run("t");
     await streaming.promise;
@@ -163,8 +165,8 @@ describe("abort", () => {
   test("abort mid-model-stream ends cancelled/external_abort and still closes turn and run", async () => {
     const started = deferred();
     let sawSignal: AbortSignal | undefined;
-    const model = new FakeModel([
-      (req) => {
+    const model = new ScriptedModel([
+      (req: ModelRequest) => {
         sawSignal = req.signal;
         started.resolve();
         return new Promise(() => {}); // a model that never answers
@@ -185,8 +187,8 @@ describe("abort", () => {
 
   test("a model that throws its own error on abort still ends external_abort", async () => {
     const started = deferred();
-    const model = new FakeModel([
-      (req) =>
+    const model = new ScriptedModel([
+      (req: ModelRequest) =>
         new Promise((_res, rej) => {
           started.resolve();
           req.signal!.addEventListener("abort", () => rej(new Error("request aborted by the SDK")));
@@ -200,7 +202,7 @@ describe("abort", () => {
   });
 
   test("abort with no run returns false", () => {
-    const agent = createAgent({ model: new FakeModel([]) });
+    const agent = createAgent({ model: new ScriptedModel([]) });
     expect(agent.abort()).toBe(false);
   });
 
@@ -216,7 +218,7 @@ describe("abort", () => {
           ctx.signal.addEventListener("abort", () => rej(new Error("stopped")));
         }),
     };
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       {
         content: null,
         tool_calls: [
@@ -251,7 +253,7 @@ describe("continueRun", () => {
   test("rejections in check order, then a continued run without a new user message", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([async () => (streaming.resolve(), await gate.promise, text("first")), text("continued")]);
+    const model = new ScriptedModel([async () => (streaming.resolve(), await gate.promise, text("first")), text("continued")]);
     const rec = new Recorder();
     const agent = createAgent({ model, sinks: [rec.sink] });
     expect(agent.continueRejectionReason).toBe("no_previous_run");
@@ -281,7 +283,7 @@ describe("continueRun", () => {
       parameters: { type: "object" },
       handler: () => toolOutcome("x", { control: "cancel" }),
     };
-    const a1 = createAgent({ model: new FakeModel([call("1", "c", {})]), tools: [cancelTool] });
+    const a1 = createAgent({ model: new ScriptedModel([call("1", "c", {})]), tools: [cancelTool] });
     await a1.run("t");
     expect(a1.continueRejectionReason).toBe("unsupported_stop_reason");
 
@@ -293,7 +295,7 @@ describe("continueRun", () => {
       handler: () => toolOutcome("ok", { control: "complete" }),
     };
     const a2 = createAgent({
-      model: new FakeModel([
+      model: new ScriptedModel([
         {
           content: null,
           tool_calls: [
@@ -324,7 +326,7 @@ describe("follow-ups and serialisation", () => {
 
   test("accepted follow-ups drain FIFO after a successful run, each its own run", async () => {
     const g = gated("one");
-    const model = new FakeModel([...g.steps, text("two"), text("three")]);
+    const model = new ScriptedModel([...g.steps, text("two"), text("three")]);
     const rec = new Recorder();
     const agent = createAgent({ model, sinks: [rec.sink] });
     expect(agent.followUp("early").receipt.status).toBe("agent_idle");
@@ -352,7 +354,7 @@ describe("follow-ups and serialisation", () => {
   test("a failed run discards pending follow-ups (default policy)", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       async () => (streaming.resolve(), await gate.promise, { error: { kind: "rate_limit", message: "slow down" } }),
       text("never"),
     ]);
@@ -365,13 +367,13 @@ describe("follow-ups and serialisation", () => {
     const err = await h.wait().catch((e) => e);
     expect(err).toBeInstanceOf(FollowUpDiscardedError);
     expect(err.reason).toBe("previous_run_not_completed");
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
   });
 
   test("followUpFailurePolicy continue runs follow-ups after a failure", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       async () => (streaming.resolve(), await gate.promise, { error: { kind: "timeout", message: "t" } }),
       text("second ok"),
     ]);
@@ -387,7 +389,7 @@ describe("follow-ups and serialisation", () => {
   test("shutdown discards follow-ups with agent_shutdown", async () => {
     const gate = deferred();
     const streaming = deferred();
-    const model = new FakeModel([async () => (streaming.resolve(), await gate.promise, text("a"))]);
+    const model = new ScriptedModel([async () => (streaming.resolve(), await gate.promise, text("a"))]);
     const agent = createAgent({ model });
     const p = agent.run("first");
     await streaming.promise;
@@ -402,13 +404,13 @@ describe("follow-ups and serialisation", () => {
 
   test("a second run waits for the first", async () => {
     const g = gated("first");
-    const model = new FakeModel([...g.steps, text("second")]);
+    const model = new ScriptedModel([...g.steps, text("second")]);
     const rec = new Recorder();
     const agent = createAgent({ model, sinks: [rec.sink] });
     const p1 = agent.run("a");
     const p2 = agent.run("b");
     await g.streaming;
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
     g.open();
     const [r1, r2] = await Promise.all([p1, p2]);
     expect([r1.output, r2.output]).toEqual(["first", "second"]);
@@ -423,7 +425,7 @@ describe("follow-ups and serialisation", () => {
 
   test("reset while active throws; waitForIdle resolves after the run", async () => {
     const g = gated("x");
-    const agent = createAgent({ model: new FakeModel(g.steps) });
+    const agent = createAgent({ model: new ScriptedModel(g.steps) });
     const p = agent.run("t");
     await g.streaming;
     expect(() => agent.reset()).toThrow("active");

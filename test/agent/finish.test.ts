@@ -8,7 +8,7 @@ import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { Recorder } from "./support.ts";
+import { Recorder } from "../support/agent.ts";
 
 function countingTool(calls: unknown[]): ToolDefinition<{ text: string }> {
   return {

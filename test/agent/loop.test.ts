@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
-import { call, calls, deferred, FakeModel, quietLogger, Recorder, text } from "./support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { call, calls, deferred, quietLogger, Recorder, type Step, text } from "../support/agent.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 
 const echo: ToolDefinition<{ text: string }> = {
@@ -11,8 +12,8 @@ const echo: ToolDefinition<{ text: string }> = {
   handler: ({ text }) => ({ status: "success", text }),
 };
 
-function setup(steps: ConstructorParameters<typeof FakeModel>[0], opts: Partial<Parameters<typeof createAgent>[0]> = {}) {
-  const model = new FakeModel(steps);
+function setup(steps: Step[], opts: Partial<Parameters<typeof createAgent>[0]> = {}) {
+  const model = new ScriptedModel(steps);
   const rec = new Recorder();
   const agent = createAgent({ model, tools: [echo as never], sinks: [rec.sink], agentId: "a1", ...opts });
   return { model, rec, agent };
@@ -108,7 +109,7 @@ describe("events (harness tests 1-4)", () => {
         parameters: { type: "object" },
         handler: () => toolOutcome({ answer: 42 }, { control }),
       };
-      const model = new FakeModel([call("c1", "finish", {}), text("never")]);
+      const model = new ScriptedModel([call("c1", "finish", {}), text("never")]);
       const rec = new Recorder();
       const agent = createAgent({ model, tools: [finish], sinks: [rec.sink] });
       const result = await agent.run("go");
@@ -116,7 +117,7 @@ describe("events (harness tests 1-4)", () => {
       expect(rec.of("tool_completed")[0].result.control).toBe(control);
       expect(rec.of("tool_completed")[0].result.output).toBe('{"answer":42}');
       expect(rec.of("agent_finished")[0].result).toBe(result);
-      expect(model.calls).toBe(1);
+      expect(model.requests.length).toBe(1);
     });
   }
 });
@@ -125,7 +126,7 @@ describe("repeat guard (harness test 5)", () => {
   test("the third identical call fails before execution", async () => {
     let n = 0;
     const t: ToolDefinition = { name: "look", description: "", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       call("1", "look", '{"a":1,"b":2}'),
       call("2", "look", '{"b":2, "a":1}'),
       call("3", "look", '{"a":1,"b":2}'),
@@ -148,7 +149,7 @@ describe("repeat guard (harness test 5)", () => {
   test("a different call in between resets the count; a new run resets it too", async () => {
     let n = 0;
     const t: ToolDefinition = { name: "look", description: "", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       call("1", "look", "{}"),
       call("2", "look", '{"x":1}'),
       call("3", "look", "{}"),
@@ -179,7 +180,7 @@ describe("explicit finish (harness test 6)", () => {
     const result = await agent.run("task");
     expect(result).toMatchObject({ status: "failed", stop_reason: "max_no_tool_responses", turns: 3 });
     expect(result.error).toContain("without a completing tool call");
-    expect(model.calls).toBe(3);
+    expect(model.requests.length).toBe(3);
     const notes = model.requests.slice(1).map((r) => r.messages.at(-1)!);
     expect(notes.every((m) => m.role === "system")).toBe(true);
     expect(notes[0].content).not.toBe(notes[1].content);
@@ -198,7 +199,7 @@ describe("explicit finish (harness test 6)", () => {
       parameters: { type: "object" },
       handler: () => toolOutcome("all good", { control: "complete" }),
     };
-    const model = new FakeModel([text("thinking aloud"), call("c", "done", {})]);
+    const model = new ScriptedModel([text("thinking aloud"), call("c", "done", {})]);
     const agent = createAgent({ model, tools: [done], policy: { requireExplicitFinish: true }, systemPrompt: "Be useful." });
     expect(await agent.run("t")).toMatchObject({ status: "completed", stop_reason: "tool_completion", output: "all good", turns: 2 });
     expect(model.requests[0].messages[0].role).toBe("system");
@@ -231,7 +232,7 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
 
   test("the contract example: duplicate key a", async () => {
     const t: ToolDefinition = { name: "x", description: "", parameters: { type: "object" }, handler: () => "unused" };
-    const model = new FakeModel([call("c1", "x", '{"a":1, "a":2}'), text("ok")]);
+    const model = new ScriptedModel([call("c1", "x", '{"a":1, "a":2}'), text("ok")]);
     const agent = createAgent({ model, tools: [t] });
     await agent.run("go");
     expect(model.requests[1].messages.at(-1)!.content).toBe(
@@ -281,7 +282,7 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
         throw new Error("kaput");
       },
     };
-    const model = new FakeModel([call("c1", "boom", {}), text("ok")]);
+    const model = new ScriptedModel([call("c1", "boom", {}), text("ok")]);
     const agent = createAgent({ model, tools: [t] });
     expect((await agent.run("go")).status).toBe("completed");
     expect(JSON.parse(model.requests[1].messages.at(-1)!.content as string)).toEqual({
@@ -294,7 +295,7 @@ describe("bad tool calls from the model (harness test 7, issue §3)", () => {
 
   test("string results are sent as-is", async () => {
     const t: ToolDefinition = { name: "s", description: "", parameters: { type: "object" }, handler: async () => "plain text" };
-    const model = new FakeModel([call("c1", "s", {}), text("ok")]);
+    const model = new ScriptedModel([call("c1", "s", {}), text("ok")]);
     await createAgent({ model, tools: [t] }).run("go");
     expect(model.requests[1].messages.at(-1)!.content).toBe("plain text");
   });
@@ -319,7 +320,8 @@ describe("loop limits and hooks", () => {
     const { agent, rec } = setup([{ content: "abcdef", thinking: "hmm", chunk_size: 2 }]);
     await agent.run("x");
     expect(rec.of("assistant_text_delta").map((e) => e.delta)).toEqual(["ab", "cd", "ef"]);
-    expect(rec.of("assistant_thinking_delta").map((e) => e.delta)).toEqual(["hmm"]);
+    // The scripted model streams thinking in chunk_size pieces too.
+    expect(rec.of("assistant_thinking_delta").map((e) => e.delta)).toEqual(["hm", "m"]);
     expect(rec.kinds().indexOf("assistant_text_delta")).toBeLessThan(rec.kinds().indexOf("message_completed"));
   });
 
@@ -336,7 +338,7 @@ describe("loop limits and hooks", () => {
     });
     const r = await agent.run("x");
     expect(r).toMatchObject({ status: "completed", stop_reason: "behavior_stop", output: "stopped by hook", turns: 1 });
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
     expect(rec.kinds().slice(-2)).toEqual(["turn_completed", "agent_finished"]);
     expect(seen).toEqual([1]);
     expect(agent.canContinue).toBe(true);
@@ -365,7 +367,7 @@ describe("loop limits and hooks", () => {
     const runtime = createRuntime({ builtins: false, tools: [echo as never], logger: quietLogger(warnings) });
     const rec = new Recorder();
     const agent = createAgent({
-      model: new FakeModel([text("fine")]),
+      model: new ScriptedModel([text("fine")]),
       runtime,
       sinks: [
         () => {
@@ -428,7 +430,7 @@ describe("loop limits and hooks", () => {
   });
 
   test("runtime and tools together are refused", () => {
-    expect(() => createAgent({ model: new FakeModel([]), runtime: createRuntime({ builtins: false }), tools: [] })).toThrow(
+    expect(() => createAgent({ model: new ScriptedModel([]), runtime: createRuntime({ builtins: false }), tools: [] })).toThrow(
       "either runtime or tools",
     );
   });

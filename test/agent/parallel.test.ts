@@ -2,7 +2,8 @@ import { MemorySessionStorage, SessionRecorder, sessionMessages } from "../../sr
 import { describe, expect, test } from "bun:test";
 import { createAgent, SKIPPED_AFTER_TERMINAL } from "../../src/agent/index.ts";
 import { toolOutcome, type ToolControl, type ToolDefinition } from "../../src/tools/definition.ts";
-import { calls, type Deferred, deferred, FakeModel, Recorder, text } from "./support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { calls, type Deferred, deferred, Recorder, text } from "../support/agent.ts";
 
 /** A read-only tool whose calls wait until the test releases them, tracking concurrency. */
 function gatedTools() {
@@ -51,7 +52,7 @@ function gatedTools() {
 describe("parallel read-only batches (harness tests 11-13)", () => {
   test("11: read-only calls overlap but start, complete and commit in source order", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["r2", "read", { key: "r2" }],
@@ -89,7 +90,7 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 
   test("without the policy, read-only calls run one by one", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["r2", "read", { key: "r2" }],
@@ -108,7 +109,7 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 
   test("12: a side-effecting call is a barrier between read batches", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["r2", "read", { key: "r2" }],
@@ -144,7 +145,7 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 
   test("13: the first terminal result in source order wins after peers settle; later group calls are skipped", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["r2", "read", { key: "r2" }],
@@ -175,12 +176,12 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
     ]);
     expect(JSON.parse(done[2].result.messages[0].content)).toEqual({ status: "cancelled", tool: "read", error: SKIPPED_AFTER_TERMINAL });
     expect(rec.of("tool_started").map((e) => e.tool_call.id)).toEqual(["r1", "r2", "late"]);
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
   });
 
   test("chunks respect maxParallelToolCalls", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["a", "read", { key: "a" }],
         ["b", "read", { key: "b" }],
@@ -203,7 +204,7 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
   test("a group that would trip the repeat guard runs sequentially and fails at the repeated call", async () => {
     let n = 0;
     const look: ToolDefinition = { name: "look", description: "", effect: "read_only", parameters: { type: "object" }, handler: () => ++n };
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["a", "look", {}],
         ["b", "look", {}],
@@ -220,7 +221,7 @@ describe("parallel read-only batches (harness tests 11-13)", () => {
 describe("parallel batches: barriers and abort", () => {
   test("an unknown tool is a barrier (treated as side-effecting)", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["x", "ghost", {}],
@@ -242,7 +243,7 @@ describe("parallel batches: barriers and abort", () => {
 
   test("abort during a parallel group settles the group and every later call as cancelled", async () => {
     const t = gatedTools();
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       calls([
         ["r1", "read", { key: "r1" }],
         ["r2", "read", { key: "r2" }],
@@ -287,7 +288,7 @@ describe("progress", () => {
     };
     const rec = new Recorder();
     const agent = createAgent({
-      model: new FakeModel([{ content: null, tool_calls: [{ id: "1", name: "p", arguments: "{}" }] }, text("done")]),
+      model: new ScriptedModel([{ content: null, tool_calls: [{ id: "1", name: "p", arguments: "{}" }] }, text("done")]),
       tools: [t],
       sinks: [rec.sink],
     });

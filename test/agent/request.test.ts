@@ -8,9 +8,10 @@
 import { describe, expect, test } from "bun:test";
 import { createAgent, type AgentEvent } from "../../src/agent/index.ts";
 import { EventEmitter } from "../../src/agent/events.ts";
-import type { ModelAdapter, ModelRequest, ModelStreamEvent } from "../../src/providers/types.ts";
+import type { ModelRequest } from "../../src/providers/types.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, FakeModel, quietLogger, text } from "./support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { call, quietLogger, text } from "../support/agent.ts";
 
 const echo: ToolDefinition<{ text: string }> = {
   name: "echo",
@@ -21,14 +22,14 @@ const echo: ToolDefinition<{ text: string }> = {
 
 describe("the request context", () => {
   test("an adapter that adds and removes messages changes neither the history nor the next request", async () => {
-    const model = new FakeModel([
-      (req) => {
+    const model = new ScriptedModel([
+      (req: ModelRequest) => {
         const messages = req.messages as unknown as { role: string; content: string }[];
         messages.push({ role: "user", content: "injected by the adapter" });
         messages.splice(0, 1); // the system message
         return call("c1", "echo", { text: "a" });
       },
-      (req) => {
+      (req: ModelRequest) => {
         (req.messages as unknown as unknown[]).length = 0;
         return call("c2", "echo", { text: "b" });
       },
@@ -46,12 +47,12 @@ describe("the request context", () => {
 
   test("the messages of a request are frozen, and a later request carries the same message objects", async () => {
     const seen: ModelRequest["messages"][] = [];
-    const model = new FakeModel([
-      (req) => {
+    const model = new ScriptedModel([
+      (req: ModelRequest) => {
         seen.push(req.messages.slice());
         return call("c1", "echo", { text: "a" });
       },
-      (req) => {
+      (req: ModelRequest) => {
         seen.push(req.messages.slice());
         return text("done");
       },
@@ -110,14 +111,10 @@ describe("events nobody receives", () => {
 
 describe("abort", () => {
   test("interrupts a model stream that never yields, and the next run works", async () => {
-    let n = 0;
-    const model: ModelAdapter = {
-      complete: () => Promise.reject(new Error("not used")),
-      async *stream(): AsyncGenerator<ModelStreamEvent> {
-        if (n++ === 0) await new Promise(() => {}); // hangs, ignoring the signal
-        yield { type: "completed", message: { content: "second", tool_calls: [] } };
-      },
-    };
+    const model = new ScriptedModel([
+      () => new Promise<never>(() => {}), // hangs, ignoring the signal
+      text("second"),
+    ]);
     const agent = createAgent({ model });
     const run = agent.run("one");
     await new Promise((r) => setTimeout(r, 20));
@@ -139,7 +136,7 @@ describe("repeat guard signatures", () => {
       parameters: { type: "object" },
       handler: () => void seen.push(name),
     });
-    const model = new FakeModel([
+    const model = new ScriptedModel([
       call("1", "a", '{"x":1}'),
       call("2", "b", '{"x":1}'),
       call("3", "a", '{"x":1}'),
@@ -158,7 +155,7 @@ describe("repeat guard signatures", () => {
 describe("the assistant message a sink receives", () => {
   test("is frozen through its calls", async () => {
     const events: AgentEvent[] = [];
-    const model = new FakeModel([call("c1", "echo", { text: "a" }), text("done")]);
+    const model = new ScriptedModel([call("c1", "echo", { text: "a" }), text("done")]);
     const agent = createAgent({ model, tools: [echo as never], sinks: [(e) => void events.push(e)] });
     await agent.run("go");
     const done = events.find((e) => e.kind === "message_completed" && e.message.tool_calls.length > 0) as Extract<

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { createAgent } from "../../src/agent/index.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
-import { Recorder } from "./support.ts";
+import { Recorder } from "../support/agent.ts";
 
 function jsonl(...lines: unknown[]): string {
   return lines.map((l) => JSON.stringify(l)).join("\n") + "\n";

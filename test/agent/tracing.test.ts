@@ -21,7 +21,7 @@ import { policyFromConfig } from "../../src/runtime/middleware/policy.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import { traceHeaders } from "../../src/runtime/tracing.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { startEverythingHttp } from "../mcp/helpers.ts";
+import { startEverythingHttp } from "../support/mcp.ts";
 import { REPO } from "../support/binary.ts";
 import { tmp } from "../support/tmp.ts";
 

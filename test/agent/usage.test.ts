@@ -9,7 +9,8 @@ import {
   UsageAccumulator,
 } from "../../src/agent/index.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, FakeModel, Recorder, text } from "./support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { call, Recorder, text } from "../support/agent.ts";
 
 const echo: ToolDefinition = { name: "echo", description: "", parameters: { type: "object" }, handler: (a) => a };
 
@@ -17,13 +18,13 @@ describe("token budget (harness test 14)", () => {
   test("the budget stops before the next request, after the crossing turn's tools settle", async () => {
     let ran = 0;
     const t: ToolDefinition = { name: "t", description: "", parameters: { type: "object" }, handler: () => ++ran };
-    const model = new FakeModel([call("1", "t", {}, { input_tokens: 100, output_tokens: 100 }), text("never")]);
+    const model = new ScriptedModel([call("1", "t", {}, { input_tokens: 100, output_tokens: 100 }), text("never")]);
     const rec = new Recorder();
     const agent = createAgent({ model, tools: [t], sinks: [rec.sink], policy: { maxRunTokens: 150 } });
     const r = await agent.run("go");
     expect(r).toMatchObject({ status: "failed", stop_reason: "token_budget_exceeded", turns: 1 });
     expect(ran).toBe(1);
-    expect(model.calls).toBe(1);
+    expect(model.requests.length).toBe(1);
     expect(r.usage).toMatchObject({
       input_tokens: 100,
       output_tokens: 100,
@@ -37,13 +38,13 @@ describe("token budget (harness test 14)", () => {
   });
 
   test("a final text response may exceed the budget", async () => {
-    const model = new FakeModel([text("big answer", { input_tokens: 1000, output_tokens: 1000 })]);
+    const model = new ScriptedModel([text("big answer", { input_tokens: 1000, output_tokens: 1000 })]);
     const agent = createAgent({ model, policy: { maxRunTokens: 10 } });
     expect(await agent.run("go")).toMatchObject({ status: "completed", stop_reason: "text_response" });
   });
 
   test("missing usage makes the budget unenforceable: usage_unavailable", async () => {
-    const model = new FakeModel([call("1", "echo", {}), text("never")]);
+    const model = new ScriptedModel([call("1", "echo", {}), text("never")]);
     const agent = createAgent({ model, tools: [echo], policy: { maxRunTokens: 1000 } });
     const r = await agent.run("go");
     expect(r).toMatchObject({ status: "failed", stop_reason: "usage_unavailable", turns: 1 });
@@ -58,7 +59,7 @@ describe("token budget (harness test 14)", () => {
   });
 
   test("without a budget, missing usage is only recorded", async () => {
-    const model = new FakeModel([call("1", "echo", {}, { input_tokens: 3, output_tokens: 4 }), text("ok")]);
+    const model = new ScriptedModel([call("1", "echo", {}, { input_tokens: 3, output_tokens: 4 }), text("ok")]);
     const r = await createAgent({ model, tools: [echo] }).run("go");
     expect(r.usage).toMatchObject({
       input_tokens: 3,
@@ -71,7 +72,7 @@ describe("token budget (harness test 14)", () => {
   });
 
   test("assistant messages keep their usage in state but not in requests", async () => {
-    const model = new FakeModel([call("1", "echo", {}, { input_tokens: 3, output_tokens: 4 }), text("ok")]);
+    const model = new ScriptedModel([call("1", "echo", {}, { input_tokens: 3, output_tokens: 4 }), text("ok")]);
     const rec = new Recorder();
     const agent = createAgent({ model, tools: [echo], sinks: [rec.sink] });
     await agent.run("go");
@@ -83,10 +84,10 @@ describe("token budget (harness test 14)", () => {
 
 describe("result helpers", () => {
   test("runSucceeded / assertRunSucceeded", async () => {
-    const ok = await createAgent({ model: new FakeModel([text("fine")]) }).run("x");
+    const ok = await createAgent({ model: new ScriptedModel([text("fine")]) }).run("x");
     expect(runSucceeded(ok)).toBe(true);
     expect(assertRunSucceeded(ok)).toBe(ok);
-    const bad = await createAgent({ model: new FakeModel([{ content: "" }]) }).run("x");
+    const bad = await createAgent({ model: new ScriptedModel([{ content: "" }]) }).run("x");
     expect(runSucceeded(bad)).toBe(false);
     expect(() => assertRunSucceeded(bad)).toThrow(AgentRunError);
     expect(() => assertRunSucceeded(bad)).toThrow("agent run failed (empty_response)");
@@ -156,18 +157,18 @@ describe("policy", () => {
     expect(() => resolvePolicy({ parallelToolCalls: 1 as never })).toThrow("policy.parallelToolCalls must be a boolean");
     expect(() => resolvePolicy({ requireExplicitFinish: "yes" as never })).toThrow(TypeError);
     expect(() => resolvePolicy({ maxStep: 3 } as never)).toThrow('unknown policy field "maxStep"');
-    expect(() => createAgent({ model: new FakeModel([]), policy: { maxNoToolResponses: 0 } })).toThrow("policy.maxNoToolResponses");
+    expect(() => createAgent({ model: new ScriptedModel([]), policy: { maxNoToolResponses: 0 } })).toThrow("policy.maxNoToolResponses");
     expect(resolvePolicy({ maxRunTokens: null, maxParallelToolCalls: 4 })).toMatchObject({ maxRunTokens: null, maxParallelToolCalls: 4 });
   });
 
   test("invalid agent options", () => {
     expect(() => createAgent({ model: {} as never })).toThrow("model");
-    expect(() => createAgent({ model: new FakeModel([]), steeringQueueCapacity: 0 })).toThrow("steeringQueueCapacity");
-    expect(() => createAgent({ model: new FakeModel([]), followUpFailurePolicy: "retry" as never })).toThrow("followUpFailurePolicy");
-    expect(() => createAgent({ model: new FakeModel([]), sinks: [42 as never] })).toThrow("sinks");
+    expect(() => createAgent({ model: new ScriptedModel([]), steeringQueueCapacity: 0 })).toThrow("steeringQueueCapacity");
+    expect(() => createAgent({ model: new ScriptedModel([]), followUpFailurePolicy: "retry" as never })).toThrow("followUpFailurePolicy");
+    expect(() => createAgent({ model: new ScriptedModel([]), sinks: [42 as never] })).toThrow("sinks");
   });
 
   test("run rejects an empty task", async () => {
-    await expect(createAgent({ model: new FakeModel([]) }).run("  ")).rejects.toThrow("non-empty");
+    await expect(createAgent({ model: new ScriptedModel([]) }).run("  ")).rejects.toThrow("non-empty");
   });
 });

@@ -19,7 +19,8 @@ import { gateMiddleware } from "../../src/cli/gate.ts";
 import { createRuntime } from "../../src/runtime/index.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { call, deferred, text, type Step } from "../support/agent.ts";
 import { tmp } from "../support/tmp.ts";
 
 setDefaultTimeout(30_000);
@@ -41,7 +42,7 @@ afterEach(async () => {
 
 interface Chat {
   state: ChatState;
-  model: FakeModel;
+  model: ScriptedModel;
   /** Everything written to the screen so far. */
   out(): string;
   /** What was written since the last call. */
@@ -82,7 +83,7 @@ async function chat(
   const gate = new ReplApprover();
   const runtime = createRuntime({ root: dir, middleware: gateMiddleware({ defaultGate: true, approver: gate.approver }) });
   runtime.registry.register(appendTool);
-  const model = new FakeModel(steps);
+  const model = new ScriptedModel(steps);
   const flags: ChatFlags = { task: "", sessionsDir: join(dir, "sessions"), ...options.flags };
   const state = await openChat(runtime, flags, gate, io, { model, ...(options.commands ? { commands: options.commands } : {}) });
   open.push(state);

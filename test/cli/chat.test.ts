@@ -20,7 +20,8 @@ import type { ModelRequest } from "../../src/providers/types.ts";
 import { createRuntime } from "../../src/runtime/index.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
-import { call, deferred, FakeModel, text, type Step } from "../agent/support.ts";
+import { ScriptedModel } from "../../src/providers/scripted.ts";
+import { call, deferred, text, type Step } from "../support/agent.ts";
 import { tmp } from "../support/tmp.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
@@ -52,7 +53,7 @@ function appendTool(): ToolDefinition<{ text: string }> {
 }
 
 interface Harness {
-  model: FakeModel;
+  model: ScriptedModel;
   type(line: string): void;
   /** Ctrl-D: the end of the input. */
   end(): void;
@@ -93,7 +94,7 @@ function start(
       return { n };
     },
   } as ToolDefinition<{ n: number }>);
-  const model = new FakeModel(steps);
+  const model = new ScriptedModel(steps);
   const sessionsDir = join(dir, "sessions");
   const flags = {
     task: "",

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { cmdHistory, parseSince } from "../../src/cli/history.ts";
 import { readHistory } from "../../src/runtime/history.ts";
 import { LineWriter } from "../../src/cli/output.ts";
-import { record, tempDir } from "./helpers.ts";
+import { record, tempDir } from "../support/history.ts";
 
 let dir: string;
 let cleanup: () => void;

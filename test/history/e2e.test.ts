@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createRuntime } from "../../src/runtime/runtime.ts";
 import { argumentsDigest, HistoryLog, historyMiddleware, readHistory } from "../../src/runtime/history.ts";
 import { ruleBasedPolicy } from "../../src/runtime/middleware/index.ts";
-import { tempDir } from "./helpers.ts";
+import { tempDir } from "../support/history.ts";
 
 let dir: string;
 let cleanup: () => void;

@@ -11,7 +11,7 @@ import { canonicalJson } from "../../src/core/canonical.ts";
 import { argumentsDigest, HistoryError, HistoryLog, historyMiddleware, readHistory } from "../../src/runtime/history.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { ToolError } from "../../src/tools/definition.ts";
-import { ctxFor, ECHO, fail, ok, record, tempDir, WRITE } from "./helpers.ts";
+import { ctxFor, ECHO, fail, ok, record, tempDir, WRITE } from "../support/history.ts";
 
 let dir: string;
 let cleanup: () => void;

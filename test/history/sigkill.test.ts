@@ -6,14 +6,14 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { HistoryLog, readHistory } from "../../src/runtime/history.ts";
-import { record, tempDir } from "./helpers.ts";
+import { record, tempDir } from "../support/history.ts";
 
 let dir: string;
 let cleanup: () => void;
 beforeEach(() => ({ dir, cleanup } = tempDir()));
 afterEach(() => cleanup());
 
-const WRITER = join(import.meta.dir, "writer.ts");
+const WRITER = join(import.meta.dir, "fixtures", "writer.ts");
 
 async function killMidRun(file: string, extraRecords: number): Promise<void> {
   const child = Bun.spawn([process.execPath, WRITER, file], { stdout: "pipe", stderr: "pipe" });

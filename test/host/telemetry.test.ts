@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { chunk, startOpenAIServer, textReply, toolChunk, usageChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
 import { tmp } from "../support/tmp.ts";
-import { collectStderr } from "../server/support.ts";
+import { collectStderr } from "../support/daemon.ts";
 // The official OTLP definitions, compiled by OpenTelemetry with protobufjs.
 import otlpRoot from "otlp-transformer-protobufjs/build/src/generated/root.js";
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { binaryPath } from "../support/binary.ts";
-import { alive, FIXTURE, logLines, NODE, REPO, until } from "./helpers.ts";
+import { alive, FIXTURE, logLines, NODE, REPO, until } from "../support/mcp.ts";
 import { tmp } from "../support/tmp.ts";
 
 const MAIN = join(REPO, "src/cli/main.ts");

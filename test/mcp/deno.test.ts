@@ -6,7 +6,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { REPO } from "./helpers.ts";
+import { REPO } from "../support/mcp.ts";
 
 const DENO = join(REPO, "node_modules/.bin/deno");
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };

@@ -11,7 +11,7 @@ import { createLogger } from "../../src/core/logger.ts";
 import { attachMcpServers, McpStartupError } from "../../src/mcp/attach.ts";
 import { McpToolHandler } from "../../src/mcp/client.ts";
 import type { McpServerConfig } from "../../src/mcp/config.ts";
-import { alive, FIXTURE, logLines, NODE, until } from "./helpers.ts";
+import { alive, FIXTURE, logLines, NODE, until } from "../support/mcp.ts";
 import { tmp } from "../support/tmp.ts";
 
 let dir: string;

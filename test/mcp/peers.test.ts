@@ -9,7 +9,7 @@ import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
 import { createLogger } from "../../src/core/logger.ts";
 import { attachMcpServers, McpStartupError, type McpToolset } from "../../src/mcp/attach.ts";
 import { McpToolHandler } from "../../src/mcp/client.ts";
-import { alive, EVERYTHING, FILESYSTEM, NODE, startEverythingHttp } from "./helpers.ts";
+import { alive, EVERYTHING, FILESYSTEM, NODE, startEverythingHttp } from "../support/mcp.ts";
 import { tmp } from "../support/tmp.ts";
 
 const quiet = createLogger({ level: "error" });

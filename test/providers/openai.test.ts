@@ -20,7 +20,7 @@ import {
   toolChunk,
   usageChunk,
 } from "../support/openai-server.ts";
-import { collect, failure } from "./helpers.ts";
+import { collect, failure } from "../support/providers.ts";
 
 let server: ScriptedOpenAIServer | undefined;
 afterEach(async () => {

@@ -11,7 +11,7 @@ import {
   type ModelRequest,
   type ModelStreamEvent,
 } from "../../src/providers/index.ts";
-import { collect, failure } from "./helpers.ts";
+import { collect, failure } from "../support/providers.ts";
 
 const req = (content = "hi", signal?: AbortSignal): ModelRequest => ({
   messages: [{ role: "user", content }],
@@ -257,5 +257,99 @@ describe("ScriptedModel: streaming", () => {
     const err = (await failure(r.complete(req()))) as ModelProviderError;
     expect(err.kind).toBe("authentication");
     expect(m.remaining).toBe(1);
+  });
+});
+
+describe("ScriptedModel: step functions", () => {
+  test("a step gets the live request (its signal too), is recorded first, and may hold its turn behind a gate", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const seen: ModelRequest[] = [];
+    const m = new ScriptedModel([
+      { content: "first" },
+      async (request: ModelRequest) => {
+        seen.push(request);
+        await gate;
+        return { content: `you said ${request.messages.length} things`, chunk_size: 4, usage: { input_tokens: 2, output_tokens: 3 } };
+      },
+      { content: "third" },
+    ]);
+    expect(m.remaining).toBe(3);
+    expect((await m.complete(req("one"))).message.content).toBe("first");
+    const signal = new AbortController().signal;
+    const r = req("two", signal);
+    const events: ModelStreamEvent[] = [];
+    const playing = (async () => {
+      for await (const ev of m.stream(r)) events.push(ev);
+    })();
+    await Bun.sleep(0);
+    // Recorded before the step decided; nothing played while the gate is shut.
+    expect(m.requests.length).toBe(2);
+    expect(seen).toEqual([r]);
+    expect(seen[0]!.signal).toBe(signal);
+    expect(events).toEqual([]);
+    open();
+    await playing;
+    expect(events).toEqual([
+      { type: "text_delta", delta: "you " },
+      { type: "text_delta", delta: "said" },
+      { type: "text_delta", delta: " 1 t" },
+      { type: "text_delta", delta: "hing" },
+      { type: "text_delta", delta: "s" },
+      {
+        type: "completed",
+        message: { content: "you said 1 things", tool_calls: [] },
+        usage: { input_tokens: 2, output_tokens: 3, total_tokens: 5 },
+      },
+    ]);
+    expect((await m.complete(req("three"))).message.content).toBe("third");
+    expect(m.remaining).toBe(0);
+  });
+
+  test("a step's tool calls and error turns play like written ones", async () => {
+    const m = new ScriptedModel([
+      () => ({ content: null, tool_calls: [{ id: "c1", name: "echo", arguments: '{"a":1,"a":2}' }] }),
+      () => Promise.resolve({ error: { kind: "rate_limit" as const, message: "slow down" } }),
+    ]);
+    const call = (await m.complete(req())).message.tool_calls[0]!;
+    expect(call).toMatchObject({ id: "c1", name: "echo", arguments: '{"a":1,"a":2}' });
+    expect(call.parsed).toMatchObject({ ok: false, error: { code: "JSON_DUPLICATE_KEY" } });
+    const err = (await failure(m.complete(req()))) as ModelProviderError;
+    expect(err).toBeInstanceOf(ModelProviderError);
+    expect([err.kind, err.message]).toEqual(["rate_limit", "slow down"]);
+  });
+
+  test("a step that gives a bad turn fails that request with a ScriptError naming the turn; the next turn still plays", async () => {
+    const m = new ScriptedModel([{ content: "ok" }, () => ({ content: 42 }) as never, async () => "nope" as never, { content: "after" }]);
+    await m.complete(req());
+    const bad = await failure(m.complete(req()));
+    expect(bad).toBeInstanceOf(ScriptError);
+    expect((bad as Error).message).toBe('scripted model: turn 2 (from its step function): "content" must be a string or null, got number');
+    expect(((await failure(m.complete(req()))) as Error).message).toBe(
+      "scripted model: turn 3 (from its step function): a turn must be a JSON object, got string",
+    );
+    expect((await m.complete(req())).message.content).toBe("after");
+  });
+
+  test("a step that throws or rejects fails the request with its own error, unwrapped", async () => {
+    const boom = new Error("boom");
+    const m = new ScriptedModel([
+      () => {
+        throw boom;
+      },
+      (request: ModelRequest) =>
+        new Promise<never>((_resolve, reject) => request.signal!.addEventListener("abort", () => reject(new Error("gave up")))),
+    ]);
+    expect(await failure(m.complete(req()))).toBe(boom);
+    const ctrl = new AbortController();
+    const p = m.complete(req("hi", ctrl.signal));
+    ctrl.abort();
+    expect(((await failure(p)) as Error).message).toBe("gave up");
+  });
+
+  test("a written turn is still checked when the model is made, beside step functions", () => {
+    expect(() => new ScriptedModel([() => ({ content: "fine" }), { content: "x", bogus: 1 }])).toThrow(
+      'scripted model: turn 2: unknown key "bogus" in a turn',
+    );
   });
 });

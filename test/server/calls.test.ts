@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
+import { rawRequest, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import type { Logger, LogLevel } from "../../src/core/logger.ts";
-import { eventually, startTestDaemon, type TestDaemon } from "./support.ts";
+import { eventually, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 const lines: { level: LogLevel; message: string; path: unknown }[] = [];
 const logger: Logger = {

@@ -21,7 +21,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { tmp } from "../support/tmp.ts";
 import { ConsoleAuth } from "../../src/server/console/auth.ts";
-import { collectStderr, rawRequest } from "./support.ts";
+import { collectStderr, rawRequest } from "../support/daemon.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);

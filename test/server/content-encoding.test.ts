@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {

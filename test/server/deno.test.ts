@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
-import { rawRequest, SseReader } from "./support.ts";
+import { rawRequest, SseReader } from "../support/daemon.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentcore-serve-deno-"));

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../src/server/app.ts";
 import { generateToken } from "../../src/server/token.ts";
-import { eventually } from "./support.ts";
+import { eventually } from "../support/daemon.ts";
 
 /** A script whose one turn takes a while, so that a run left alone is still going when checked. */
 const SLOW_SCRIPT = [{ content: "late answer", delay_ms: 400 }];

@@ -4,7 +4,7 @@
  * and one heartbeat timer per HEAD request, kept until the run ended.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { eventually, startTestDaemon, type TestDaemon } from "./support.ts";
+import { eventually, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
 import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { collectStderr, SseReader } from "./support.ts";
+import { collectStderr, SseReader } from "../support/daemon.ts";
 
 const PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 const PNG_SHA = createHash("sha256").update(Buffer.from(PNG_B64, "base64")).digest("hex");

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import * as net from "node:net";
-import { eventually, SseReader, startTestDaemon } from "./support.ts";
+import { eventually, SseReader, startTestDaemon } from "../support/daemon.ts";
 import { idleTimeoutFor } from "../../src/server/serve.ts";
 import type { ApprovalNotice } from "../../src/server/approvals.ts";
 import type { AnyToolDefinition } from "../../src/tools/definition.ts";

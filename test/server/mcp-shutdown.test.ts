@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { AnyToolDefinition, ToolDefinition } from "../../src/tools/definition.ts";
-import { startTestDaemon } from "./support.ts";
+import { startTestDaemon } from "../support/daemon.ts";
 
 /** A tool that reports when it starts and ends when released (or aborted). */
 function gateTool() {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { AnyToolDefinition, ToolDefinition } from "../../src/tools/definition.ts";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 /** Counts its calls, so a test can see that a refused body ran nothing. */
 let counted = 0;

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
-import { collectStderr } from "./support.ts";
+import { collectStderr } from "../support/daemon.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "agentcore-model-messages-"));
 let proc: ReturnType<typeof Bun.spawn> | null = null;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
+import { SseReader, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let model: ScriptedOpenAIServer;
 let other: ScriptedOpenAIServer;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 let doc: any;

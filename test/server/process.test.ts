@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { binaryPath } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
-import { collectStderr, rawRequest, SseReader } from "./support.ts";
+import { collectStderr, rawRequest, SseReader } from "../support/daemon.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 const dirs: string[] = [];

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
-import { collectStderr, eventually, SseReader, type SseMessage } from "./support.ts";
+import { collectStderr, eventually, SseReader, type SseMessage } from "../support/daemon.ts";
 
 let dir: string;
 let url: string;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { JsonlSessionStorage } from "../../src/session/jsonl.ts";
 import { binaryPath } from "../support/binary.ts";
 import { chunk, startOpenAIServer, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { collectStderr, eventually, SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
+import { collectStderr, eventually, SseReader, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 const echoCall = (id: string, message: string) => ({ id, name: "echo", arguments: JSON.stringify({ message }) });
 const sleepCall = (id: string, ms: number) => ({ id, name: "sleep", arguments: JSON.stringify({ ms }) });

@@ -10,7 +10,7 @@ import { ERROR_CODES } from "../../src/core/envelope.ts";
 import { bearerChecker, loadOrCreateToken, TokenError } from "../../src/server/token.ts";
 import { hostOriginGuard } from "../../src/server/guard.ts";
 import { createLogger } from "../../src/core/logger.ts";
-import { eventually, rawRequest, startTestDaemon, type TestDaemon } from "./support.ts";
+import { eventually, rawRequest, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 import type { ApprovalNotice } from "../../src/server/approvals.ts";
 
 let d: TestDaemon;

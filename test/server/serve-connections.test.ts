@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
-import { collectStderr, eventually, SseReader } from "./support.ts";
+import { collectStderr, eventually, SseReader } from "../support/daemon.ts";
 
 // The first test builds the binary; on a loaded machine that takes a while.
 setDefaultTimeout(180_000);

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cmdServe } from "../../src/cli/serve.ts";
 import { LineWriter } from "../../src/cli/output.ts";
-import { eventually } from "./support.ts";
+import { eventually } from "../support/daemon.ts";
 
 test("the SIGTERM handler is armed before the token file line; that SIGTERM stops it with exit 0 and its token files removed", async () => {
   const dir = mkdtempSync(join(tmpdir(), "agentcore-armed-"));

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
-import { SseReader, startTestDaemon, type TestDaemon } from "./support.ts";
+import { SseReader, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { binaryPath } from "../support/binary.ts";
 import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { collectStderr, SseReader } from "./support.ts";
+import { collectStderr, SseReader } from "../support/daemon.ts";
 
 let dir: string;
 let proc: ReturnType<typeof Bun.spawn>;

@@ -23,7 +23,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { prepareDaemonToken, removeTokenFileIfHolds, tokenFileName, TokenError } from "../../src/server/token.ts";
-import { collectStderr } from "./support.ts";
+import { collectStderr } from "../support/daemon.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
 const dirs: string[] = [];

@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { JsonlSessionStorage } from "../../src/session/index.ts";
-import { startTestDaemon, type TestDaemon } from "../server/support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 
 const DENO = path.join(REPO, "node_modules/.bin/deno");

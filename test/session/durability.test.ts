@@ -239,7 +239,7 @@ describe("torn first records", () => {
 });
 
 describe("branch claims", () => {
-  // one holder per branch, on every storage: storage-contract.ts
+  // one holder per branch, on every storage: test/support/storage-contract.ts
   test("jsonl: the claim is a file next to the journal; another instance sees it; a claim whose pid is dead is taken over", async () => {
     const dir = tmp();
     const a = new JsonlSessionStorage(dir);

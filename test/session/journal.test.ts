@@ -7,39 +7,11 @@ import {
   SessionSchemaVersionError,
   SessionSerializationError,
   sessionMessages,
-  type SessionRecordDraft,
 } from "../../src/session/index.ts";
+import { draft, result, twoRuns } from "../support/storage-contract.ts";
 import { tmpPerTest } from "../support/tmp.ts";
 
 export const tmp = tmpPerTest("agentcore-session-");
-
-const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
-  session_id: "s1",
-  agent_id: "agent-a",
-  branch_id: branch,
-  sequence,
-  type,
-  data,
-});
-
-const result = (output: string) => ({
-  status: "completed",
-  stop_reason: "text_response",
-  turns: 1,
-  output,
-  error: null,
-  usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, request_count: 1, reported_request_count: 0, complete: false },
-});
-
-async function twoRuns(store: JsonlSessionStorage | MemorySessionStorage) {
-  const a = await store.append(draft("run_started", { run_id: "r1", task: "first task" }, 1));
-  await store.append(draft("message_appended", { run_id: "r1", message: { role: "assistant", content: "one" } }, 2));
-  const f1 = await store.append(draft("run_finished", { run_id: "r1", result: result("one") }, 3));
-  const b = await store.append(draft("run_started", { run_id: "r2", task: "second task" }, 1));
-  await store.append(draft("message_appended", { run_id: "r2", message: { role: "assistant", content: "two" } }, 2));
-  await store.append(draft("run_finished", { run_id: "r2", result: result("two") }, 3));
-  return { a, f1, b };
-}
 
 describe("JsonlSessionStorage", () => {
   test("file layout, sorted compact lines, projection", async () => {
@@ -146,4 +118,4 @@ describe("JsonlSessionStorage", () => {
   });
 });
 
-// fork/rollback/retry, stale heads, restore and recovery for every storage: storage-contract.ts (storage-*.test.ts).
+// fork/rollback/retry, stale heads, restore and recovery for every storage: test/support/storage-contract.ts (storage-*.test.ts).

@@ -15,63 +15,15 @@ import {
   SessionNotFoundError,
   SessionUnfinishedRunError,
   SessionValidationError,
-  type JournalStorage,
-  type SessionRecordDraft,
 } from "../../src/session/index.ts";
+import { crashed, draft } from "../support/storage-contract.ts";
 
 // the library's wording (a CLI main() run in this process would have installed its own)
 beforeEach(() => {
   setRemedyWording(null);
 });
 
-const draft = (type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number, branch = "main"): SessionRecordDraft => ({
-  session_id: "s1",
-  agent_id: "agent-a",
-  branch_id: branch,
-  sequence,
-  type,
-  data,
-});
-const call = (id: string, name: string) => ({ id, type: "function", function: { name, arguments: "{}" } });
-
-/** A run cut off after its second assistant message, which asked for two calls (one answered). */
-async function crashed(storage: JournalStorage): Promise<void> {
-  await storage.append(draft("run_started", { run_id: "r1", task: "work" }, 1));
-  await storage.append(
-    draft(
-      "message_appended",
-      {
-        run_id: "r1",
-        message: {
-          role: "assistant",
-          content: null,
-          tool_calls: [call("a", "echo")],
-          usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 },
-        },
-      },
-      3,
-    ),
-  );
-  await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "a", content: "ok" }] }, 5));
-  await storage.append(
-    draft(
-      "message_appended",
-      {
-        run_id: "r1",
-        message: {
-          role: "assistant",
-          content: null,
-          tool_calls: [call("b", "read_file"), call("c", "echo")],
-          usage: { input_tokens: "x" },
-        },
-      },
-      9,
-    ),
-  );
-  await storage.append(draft("messages_appended", { run_id: "r1", messages: [{ role: "tool", tool_call_id: "b", content: "ok" }] }, 11));
-}
-
-// Closing an interrupted run, and a run still going, on every storage: storage-contract.ts.
+// Closing an interrupted run, and a run still going, on every storage: test/support/storage-contract.ts.
 describe("JournalStorage.recoverRuns", () => {
   test("unknown session and branch are SessionNotFoundError; another branch is recovered on its own", async () => {
     const storage = new MemorySessionStorage();

@@ -1,10 +1,10 @@
-// The storage contract (storage-contract.ts) for JsonlSessionStorage: a
+// The storage contract (test/support/storage-contract.ts) for JsonlSessionStorage: a
 // fresh sessions folder per test; another instance on the same folder is what
 // another process sees; a torn write is a journal line cut short.
 import * as fs from "node:fs";
 import { JsonlSessionStorage } from "../../src/session/index.ts";
 import { tmpPerTest } from "../support/tmp.ts";
-import { storageContract } from "./storage-contract.ts";
+import { storageContract } from "../support/storage-contract.ts";
 
 const tmp = tmpPerTest("agentcore-contract-");
 

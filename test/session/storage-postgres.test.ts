@@ -1,4 +1,4 @@
-// The storage contract (storage-contract.ts) for PostgresSessionStorage
+// The storage contract (test/support/storage-contract.ts) for PostgresSessionStorage
 // against a real PostgreSQL server (test/support/postgres.ts: AGENTCORE_TEST_PG,
 // or a private cluster; required under CI=true), a fresh database per test;
 // "another instance" is a second storage with its own pool, as another daemon
@@ -23,7 +23,7 @@ import {
 } from "../../src/session/index.ts";
 import { createDatabase, dropDatabase, pgUrl, skipMessage } from "../support/postgres.ts";
 import { tmp } from "../support/tmp.ts";
-import { draft, storageContract, twoRuns } from "./storage-contract.ts";
+import { draft, storageContract, twoRuns } from "../support/storage-contract.ts";
 
 const server = await pgUrl();
 if (server === null) console.log(`skip: the PostgreSQL store tests: ${skipMessage}`);

@@ -17,7 +17,7 @@ import { JsonlSessionStorage, restoreSession, SessionRecorder, sessionMessages }
 import { discoverSkills, NO_DESCRIPTION, SkillCatalog, SkillError, skillIndexMessage } from "../../src/skills/index.ts";
 import { REPO } from "../support/binary.ts";
 import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { cleanupRoots, skillsRoot, tempRoot } from "./support.ts";
+import { cleanupRoots, skillsRoot, tempRoot } from "../support/skills.ts";
 
 afterAll(cleanupRoots);
 

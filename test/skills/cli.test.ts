@@ -8,7 +8,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
 import { startOpenAIServer, textReply, type ScriptedOpenAIServer } from "../support/openai-server.ts";
-import { cleanupRoots, skillsRoot, tempRoot, writeTree } from "./support.ts";
+import { cleanupRoots, skillsRoot, tempRoot, writeTree } from "../support/skills.ts";
 
 afterAll(cleanupRoots);
 // Each test starts the CLI several times; on a loaded machine that outlasts bun's 5 s default.

@@ -17,7 +17,7 @@ import {
   withSkillMessages,
 } from "../../src/skills/index.ts";
 import { REPO } from "../support/binary.ts";
-import { cleanupRoots, skillsRoot, tempRoot } from "./support.ts";
+import { cleanupRoots, skillsRoot, tempRoot } from "../support/skills.ts";
 
 afterAll(cleanupRoots);
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { discoverSkills, MAX_SKILL_FILE_BYTES, SkillCatalog, SkillError } from "../../src/skills/index.ts";
-import { cleanupRoots, skillsRoot, tempRoot } from "./support.ts";
+import { cleanupRoots, skillsRoot, tempRoot } from "../support/skills.ts";
 
 afterAll(cleanupRoots);
 

@@ -3,7 +3,7 @@ import { createRuntime } from "../../../src/runtime/index.ts";
 import type { ToolCallContext, ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import { isSchemaValidation, rejectOutcome, ruleBasedPolicy, schemaValidation } from "../../../src/runtime/middleware/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { quietLogger } from "../../agent/support.ts";
+import { quietLogger } from "../../support/agent.ts";
 
 const sum: ToolDefinition<{ a: number; b: number }> = {
   name: "sum",

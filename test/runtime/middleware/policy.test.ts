@@ -4,7 +4,7 @@ import { createRuntime } from "../../../src/runtime/index.ts";
 import type { CallDecision, ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import { limitReason, REASONS, ruleBasedPolicy, type ToolApprover, type ToolPolicyRule } from "../../../src/runtime/middleware/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { call, calls, deferred, quietLogger, text } from "../../agent/support.ts";
+import { call, calls, deferred, quietLogger, text } from "../../support/agent.ts";
 import { ScriptedModel } from "../../../src/providers/scripted.ts";
 
 function counting(name: string, effect: "read_only" | "side_effecting" = "side_effecting") {

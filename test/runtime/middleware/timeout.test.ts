@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import type { ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { deferred } from "../../agent/support.ts";
+import { deferred } from "../../support/agent.ts";
 
 /** A pass-through middleware, so calls take the chain path. */
 const passThrough: ToolMiddleware = (ctx, next) => next(ctx);

@@ -4,7 +4,7 @@ import { createRuntime } from "../../../src/runtime/index.ts";
 import type { ToolMiddleware } from "../../../src/runtime/middleware/types.ts";
 import { invalidArgumentsPayload, ruleBasedPolicy } from "../../../src/runtime/middleware/index.ts";
 import type { ToolDefinition } from "../../../src/tools/definition.ts";
-import { call, text } from "../../agent/support.ts";
+import { call, text } from "../../support/agent.ts";
 import { ScriptedModel } from "../../../src/providers/scripted.ts";
 
 const SECRET = "sk-live-very-secret-value-123";

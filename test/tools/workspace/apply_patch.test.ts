@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setDefaul
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { spawnSync } from "node:child_process";
-import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
+import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "../../support/workspace.ts";
 import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../../support/binary.ts";
-import { forkingScript, livePidsWith, waitGone } from "./procs.ts";
+import { forkingScript, livePidsWith, waitGone } from "../../support/procs.ts";
 import { tmp } from "../../support/tmp.ts";
 
 let base: string;

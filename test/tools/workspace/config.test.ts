@@ -3,8 +3,8 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseToolsConfig, selectTools, ToolsConfigError } from "../../../src/tools/workspace/config.ts";
-import { sandbox } from "./helpers.ts";
-import { SEARCH_PATH } from "./procs.ts";
+import { sandbox } from "../../support/workspace.ts";
+import { SEARCH_PATH } from "../../support/procs.ts";
 import { tmp } from "../../support/tmp.ts";
 
 // a few tests start the CLI or a grep worker

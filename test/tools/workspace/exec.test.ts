@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
-import { forkingScript, livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
+import { forkingScript, livePidsWith, SEARCH_PATH, waitGone } from "../../support/procs.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";
 import { createLogger } from "../../../src/core/logger.ts";

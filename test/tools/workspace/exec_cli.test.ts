@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../../support/binary.ts";
-import { waitGone } from "./procs.ts";
+import { waitGone } from "../../support/procs.ts";
 
 let base: string;
 let root: string;

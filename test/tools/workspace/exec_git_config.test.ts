@@ -14,7 +14,7 @@ import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { gitConfigOverrides, parseScopedConfig } from "../../../src/tools/workspace/rules.ts";
 import { ToolError, type ToolContext } from "../../../src/tools/definition.ts";
 import { binaryPath } from "../../support/binary.ts";
-import { SEARCH_PATH } from "./procs.ts";
+import { SEARCH_PATH } from "../../support/procs.ts";
 import { tmp } from "../../support/tmp.ts";
 
 setDefaultTimeout(60_000);

@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
-import { livePidsWith, SEARCH_PATH, waitGone } from "./procs.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
+import { livePidsWith, SEARCH_PATH, waitGone } from "../../support/procs.ts";
 import { bwrapMakesUserNamespace, detectBwrap, pidsCgroupBase } from "../../../src/tools/workspace/sandbox.ts";
 import { createExecTool, taskBackstop } from "../../../src/tools/workspace/exec.ts";
 import { Census } from "../../../src/tools/workspace/process.ts";

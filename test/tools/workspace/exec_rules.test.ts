@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
-import { SEARCH_PATH } from "./procs.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
+import { SEARCH_PATH } from "../../support/procs.ts";
 import { parseToolsConfig, ToolsConfigError } from "../../../src/tools/workspace/config.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { checkArguments, ENV_DENYLIST, envDenial, envNameAllowed, FORBIDDEN_ENV } from "../../../src/tools/workspace/rules.ts";

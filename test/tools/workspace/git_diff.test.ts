@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
 
 // real child processes and files on a machine shared with other jobs: generous per-test limits
 setDefaultTimeout(60_000);

@@ -22,7 +22,7 @@ import * as path from "node:path";
 import { binaryPath } from "../../support/binary.ts";
 import { gitBwrapArgs } from "../../../src/tools/workspace/gitenv.ts";
 import { detectBwrap, pathDirs } from "../../../src/tools/workspace/sandbox.ts";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
 
 setDefaultTimeout(120_000);
 
@@ -248,7 +248,7 @@ for (const variant of ["bubblewrap when it works here", "no bubblewrap"]) {
   });
 }
 
-const SECRET_NAME = "secret.txt"; // helpers.ts puts it in `outside`, next to the root
+const SECRET_NAME = "secret.txt"; // test/support/workspace.ts puts it in `outside`, next to the root
 const SECRET = "OUTSIDE-THE-ROOT";
 
 function expectNoLeak(texts: string[]): void {

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { code, sandbox, type Sandbox } from "./helpers.ts";
-import { forkingScript, SEARCH_PATH, waitGone } from "./procs.ts";
+import { code, sandbox, type Sandbox } from "../../support/workspace.ts";
+import { forkingScript, SEARCH_PATH, waitGone } from "../../support/procs.ts";
 import { detectBwrap, bwrapArgs } from "../../../src/tools/workspace/sandbox.ts";
 import { createExecTool } from "../../../src/tools/workspace/exec.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { code, OUTSIDE, sandbox, type Sandbox } from "./helpers.ts";
+import { code, OUTSIDE, sandbox, type Sandbox } from "../../support/workspace.ts";
 import { Glob, GlobSyntaxError } from "../../../src/tools/workspace/globmatch.ts";
 import { tmp } from "../../support/tmp.ts";
 

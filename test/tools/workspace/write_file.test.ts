@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "./helpers.ts";
+import { code, OUTSIDE, sandbox, snapshot, type Sandbox } from "../../support/workspace.ts";
 import { workspaceTestHooks } from "../../../src/tools/workspace/dirfd.ts";
 import { workspaceTools } from "../../../src/tools/workspace/index.ts";
 import { createRuntime } from "../../../src/runtime/index.ts";

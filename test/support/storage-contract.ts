@@ -6,7 +6,7 @@
  * a new agent), recoverRuns, listSessions/exists, branch claims, a run that
  * is still going, approvals (request, answer once, a crash while one waits),
  * and torn writes where the storage has files.
- * Run from storage-memory.test.ts, storage-jsonl.test.ts and
+ * Run from test/session/storage-memory.test.ts, storage-jsonl.test.ts and
  * storage-postgres.test.ts.
  */
 import { afterEach, describe, expect, test } from "bun:test";

@@ -5,11 +5,11 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { createRuntime, type Runtime } from "../../../src/runtime/index.ts";
-import type { Envelope } from "../../../src/core/envelope.ts";
-import { workspaceTools, type WorkspaceHostOptions, type WorkspaceToolsOptions } from "../../../src/tools/workspace/index.ts";
-import { createLogger } from "../../../src/core/logger.ts";
-import { tmp } from "../../support/tmp.ts";
+import { createRuntime, type Runtime } from "../../src/runtime/index.ts";
+import type { Envelope } from "../../src/core/envelope.ts";
+import { workspaceTools, type WorkspaceHostOptions, type WorkspaceToolsOptions } from "../../src/tools/workspace/index.ts";
+import { createLogger } from "../../src/core/logger.ts";
+import { tmp } from "./tmp.ts";
 
 export const OUTSIDE = "OUTSIDE-THE-ROOT-must-stay-unchanged";
 

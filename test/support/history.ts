@@ -5,7 +5,7 @@ import type { CallDecision, RunInfo, ToolCallContext, ToolCallOutcome } from "..
 import { failureEnvelope, successEnvelope } from "../../src/runtime/envelope_io.ts";
 import type { ErrorCode } from "../../src/core/envelope.ts";
 import type { HistoryRecord } from "../../src/runtime/history.ts";
-import { tmp } from "../support/tmp.ts";
+import { tmp } from "./tmp.ts";
 
 /** A fresh temp folder, removed by the returned cleanup. */
 export function tempDir(prefix = "agentcore-history-"): { dir: string; cleanup: () => void } {

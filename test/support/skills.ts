@@ -1,7 +1,7 @@
 /** Temporary skills roots for the skills tests. */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { tmp } from "../support/tmp.ts";
+import { tmp } from "./tmp.ts";
 
 const roots: string[] = [];
 

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dir, "../..");
-export const FIXTURE = join(import.meta.dir, "fixtures", "server.mjs");
+export const FIXTURE = join(REPO, "test", "mcp", "fixtures", "server.mjs");
 export const EVERYTHING = join(REPO, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const FILESYSTEM = join(REPO, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 /** Node runs the npm peers and the fixture (they are Node programs). */

@@ -2,7 +2,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-export const REPO = path.resolve(import.meta.dir, "../../..");
+export const REPO = path.resolve(import.meta.dir, "../..");
 /** Programs are looked up here in the exec tests (`bun` comes from node_modules/.bin). */
 export const SEARCH_PATH = [path.join(REPO, "node_modules", ".bin"), "/usr/local/bin", "/usr/bin", "/bin"];
 
