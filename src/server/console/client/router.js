@@ -1,14 +1,37 @@
 // The console's script, part 6 of 6: the hash router and the start-up.
 // ------------------------------------------------------------------ router
 
+/** The view of an address that names nothing: what is wrong with it, and a way on. */
+function viewNotFound(hash, why) {
+  show(
+    "Not found",
+    h("p", { role: "alert" }, "Nothing is at the address ", h("code", {}, hash), `: ${why}.`),
+    h("p", {}, link("#/runs", "All runs")),
+  );
+}
+
+/** The address's parts, %-decoded; null when an escape is broken (`%E0%A4%A`, `%ZZ`). */
+function addressParts(hash) {
+  try {
+    return hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+}
+
 function route() {
   for (const fn of cleanups) fn();
   cleanups = [];
   const hash = location.hash;
-  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const parts = addressParts(hash);
   for (const a of document.querySelectorAll("nav a")) {
-    if (hash.startsWith(a.getAttribute("href"))) a.setAttribute("aria-current", "page");
+    if (parts !== null && hash.startsWith(a.getAttribute("href"))) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
+  }
+  if (parts === null) {
+    viewNotFound(hash, "it has a broken %-escape");
+    main.focus();
+    return;
   }
   switch (parts[0]) {
     case "runs":
@@ -31,8 +54,12 @@ function route() {
     case "tools":
       viewTools();
       break;
-    default:
+    case "":
+    case "main": // the skip link's target, on a reload
       viewRuns();
+      break;
+    default:
+      viewNotFound(hash, "the console has no such page");
   }
   main.focus();
 }

@@ -108,7 +108,7 @@ function imageList(images, of) {
 const argText = (call) => (typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {}, null, 2));
 
 function viewRun(id) {
-  const statusEl = h("span", {}, "…");
+  const statusEl = h("span", { id: "run-status" }, "…");
   const output = h("div", { class: "output", "aria-live": "polite", "aria-atomic": "false", id: "run-output" });
   const thinking = h("details", { hidden: true }, h("summary", {}, "Thinking"), h("pre", { class: "thinking" }));
   const taskImages = h("div", { id: "task-images" });
@@ -155,15 +155,25 @@ function viewRun(id) {
     "Abort",
   );
 
+  // Shown once there is a call to list; the controls only while the run is running.
+  const toolsSection = h("section", { "aria-labelledby": "h-tools", hidden: true }, h("h2", { id: "h-tools" }, "Tool calls"), tools);
+  const controlSection = h(
+    "section",
+    { "aria-labelledby": "h-ctl", hidden: true },
+    h("h2", { id: "h-ctl" }, "Control"),
+    steerForm,
+    abortBtn,
+  );
+
   show(
     `Run ${id}`,
     h("p", {}, "Status: ", statusEl, " ", scopeEl, " ", link("#/runs", "All runs")),
     err,
     h("section", { "aria-labelledby": "h-out" }, h("h2", { id: "h-out" }, "Output"), taskImages, output, thinking),
     h("section", { "aria-labelledby": "h-appr" }, h("h2", { id: "h-appr" }, "Waiting approvals"), approvalsEl),
-    h("section", { "aria-labelledby": "h-tools" }, h("h2", { id: "h-tools" }, "Tool calls"), tools),
+    toolsSection,
     h("section", { "aria-labelledby": "h-res" }, h("h2", { id: "h-res" }, "Result"), resultEl),
-    h("section", { "aria-labelledby": "h-ctl" }, h("h2", { id: "h-ctl" }, "Control"), steerForm, abortBtn),
+    controlSection,
   );
 
   const callItem = (callId, name) => {
@@ -187,6 +197,7 @@ function viewRun(id) {
       imgs,
     );
     tools.append(li);
+    toolsSection.hidden = false;
     c = { li, args, state, dur, res, verdict, imgs, name: name ?? "tool", started: null, streamed: "", deltas: 0 };
     calls.set(callId, c);
     return c;
@@ -238,7 +249,10 @@ function viewRun(id) {
       const v = await api("GET", `/v1/runs/${encodeURIComponent(id)}`);
       const { approvals } = await api("GET", "/v1/approvals");
       if (mine !== refreshes) return;
-      statusEl.replaceChildren(statusBadge(v.status));
+      // A run that is no longer running shows how its last task ended (completed, failed, cancelled…), not `idle`.
+      const running = v.status === "running";
+      statusEl.replaceChildren(statusBadge(!running && v.result ? v.result.status : v.status));
+      controlSection.hidden = !running;
       scopeEl.textContent = `Tools: ${Array.isArray(v.tools) ? (v.tools.length === 0 ? "none" : v.tools.join(", ")) : "all"}; policy: ${v.policy ?? "daemon"}.`;
       if (v.result) setResult(v.result);
       const waiting = approvals.filter((a) => a.agent_id === v.agent_id);
