@@ -111,6 +111,16 @@ async function api(method, path, body) {
   return data;
 }
 
+/** The ApiError of a refused streaming request (its envelope's code and message, or its text). */
+async function responseError(res) {
+  const text = await res.text();
+  let e = null;
+  try {
+    e = JSON.parse(text).error;
+  } catch {}
+  return new ApiError(res.status, e?.code ?? `HTTP_${res.status}`, e?.message ?? text);
+}
+
 /** Read a text/event-stream response: calls `onMessage({event, id, data})` per message until it ends. */
 async function readSse(res, onMessage, signal) {
   const reader = res.body.getReader();

@@ -355,12 +355,7 @@ function viewRun(id) {
         headers: { accept: "text/event-stream" },
       });
       if (!res.ok) {
-        const text = await res.text();
-        let e = null;
-        try {
-          e = JSON.parse(text).error;
-        } catch {}
-        err.replaceChildren(errorBox(new ApiError(res.status, e?.code ?? `HTTP_${res.status}`, e?.message ?? text)));
+        err.replaceChildren(errorBox(await responseError(res)));
         return;
       }
       await readSse(res, onEvent, ac.signal);

@@ -95,14 +95,7 @@ function viewStart() {
         headers: { "content-type": "application/json", accept: "text/event-stream", "x-csrf-token": csrf },
         body: JSON.stringify(body),
       });
-      if (!res.ok) {
-        const text = await res.text();
-        let e = null;
-        try {
-          e = JSON.parse(text).error;
-        } catch {}
-        throw new ApiError(res.status, e?.code ?? `HTTP_${res.status}`, e?.message ?? text);
-      }
+      if (!res.ok) throw await responseError(res);
       const id = res.headers.get("x-run-id");
       res.body?.cancel().catch(() => {}); // a detached run goes on; its page follows it
       location.hash = `#/runs/${encodeURIComponent(id)}`;
