@@ -12,7 +12,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
-import { DEFAULT_MAX_HEADER_BYTES } from "../../src/server/middleware/header-limit.ts";
+import { listen } from "../../src/server/listen.ts";
+import { DEFAULT_MAX_HEADER_BYTES, RUNTIME_MAX_HEADER_BYTES } from "../../src/server/middleware/header-limit.ts";
 import { startTestDaemon, type TestDaemon } from "./support.ts";
 
 let d: TestDaemon;
@@ -96,10 +97,14 @@ describe("oversized request headers get 431 in every client", () => {
     }
   });
 
-  test("a head exactly at the limit passes", async () => {
+  test("a head exactly at the limit passes; a limit the runtime cannot honour is refused by name", async () => {
     const r = await rawGet("/v1/health", LIMIT);
     expect({ status: r.status, error: r.error }).toEqual({ status: 200, error: null });
     expect(JSON.parse(r.body)).toMatchObject({ status: "ok" });
+    for (const bad of [0, 1.5, RUNTIME_MAX_HEADER_BYTES + 1])
+      await expect(listen(() => new Response("never"), { port: 0, maxHeaderBytes: bad })).rejects.toThrow(
+        `maxHeaderBytes must be an integer from 1 to ${RUNTIME_MAX_HEADER_BYTES}, not ${bad}`,
+      );
   });
 
   test("Bun's fetch: 431 every time", async () => {
