@@ -35,7 +35,7 @@ const napTool: AnyToolDefinition = {
 
 let d: TestDaemon;
 beforeAll(async () => {
-  d = await startTestDaemon({ runtimeOptions: { tools: [sleepTool, napTool] } });
+  d = await startTestDaemon({ runtimeOptions: { tools: [sleepTool, napTool] }, allowedOrigins: ["http://app.example"] });
 });
 afterAll(async () => {
   await d.stop();
@@ -111,5 +111,18 @@ describe("a client that half-closes after sending", () => {
     });
     expect(r.status).toBe(400);
     expect((await r.json()).error).toMatchObject({ code: "INVALID_REQUEST", details: { header: "x-agentcore-on-disconnect" } });
+  });
+
+  test("an allowed browser origin may send the header: the CORS preflight lists it", async () => {
+    const r = await fetch(`${d.url}/v1/runs`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-agentcore-on-disconnect",
+      },
+    });
+    expect(r.status).toBe(204);
+    expect(r.headers.get("access-control-allow-headers")?.split(/,\s*/)).toContain("x-agentcore-on-disconnect");
   });
 });
