@@ -2,6 +2,8 @@
 // Embeds the browser console's script and styles (src/server/console/client/)
 // as strings in src/server/console/assets.generated.ts, which is committed on purpose:
 // the binary, the library build and Deno then need no loader for text files.
+// The script is one ES module kept in parts (SCRIPT_PARTS, joined in order):
+// each part uses the names the parts before it define, as one file would.
 //
 //   node scripts/build-console.mjs          rewrite src/server/console/assets.generated.ts
 //   node scripts/build-console.mjs --check  exit 1 if it differs from the sources
@@ -12,12 +14,14 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const target = join(root, "src/server/console/assets.generated.ts");
 const read = (name) => readFileSync(join(root, "src/server/console/client", name), "utf8");
+/** The parts of the console's script, in the order they are joined. */
+const SCRIPT_PARTS = ["core.js", "runs.js", "sessions.js", "start.js", "pages.js", "router.js"];
 const text =
   "// GENERATED FILE - do not edit. Produced by `node scripts/build-console.mjs`\n" +
-  "// from src/server/console/client/ (app.js, console.css).\n" +
+  `// from src/server/console/client/ (${SCRIPT_PARTS.join(", ")}, console.css).\n` +
   "// `node scripts/build-console.mjs --check` verifies it matches them.\n\n" +
   "/** The console's script, served at /console/app.js. */\n" +
-  `export const CONSOLE_JS: string = ${JSON.stringify(read("app.js"))};\n\n` +
+  `export const CONSOLE_JS: string = ${JSON.stringify(SCRIPT_PARTS.map(read).join("\n"))};\n\n` +
   "/** The console's styles, served at /console/console.css. */\n" +
   `export const CONSOLE_CSS: string = ${JSON.stringify(read("console.css"))};\n`;
 if (process.argv.includes("--check")) {

@@ -157,7 +157,8 @@ export function corsHeaders(origin: string | null): Record<string, string> {
   if (origin === null) return {};
   return {
     "access-control-allow-origin": origin.trim(),
-    "access-control-allow-headers": "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id",
+    "access-control-allow-headers":
+      "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, x-agentcore-on-disconnect",
     "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
     "access-control-expose-headers": "mcp-session-id, retry-after, x-run-id, location",
     vary: "Origin",

@@ -8,12 +8,19 @@
  * - A Unix socket is created under umask 0177 and then chmod'ed to 0600, so
  *   it is never reachable by other users. A stale socket file (nobody
  *   listening) is replaced; a live one or any other file is an error.
+ * - Header fields over `maxHeaderBytes` (default 16 KiB) get 431
+ *   ({@link headerLimit}). Under Bun the runtime's own limit (process-wide:
+ *   `node:http`'s `maxHeaderSize`) is raised to
+ *   {@link RUNTIME_MAX_HEADER_BYTES} first, never lowered, so that an
+ *   oversized head is read whole and answered instead of reset mid-send.
  *
  * @module
  */
 import { AgentcoreError } from "../core/errors.ts";
 import * as fs from "node:fs";
+import http from "node:http";
 import * as net from "node:net";
+import { DEFAULT_MAX_HEADER_BYTES, headerLimit, RUNTIME_MAX_HEADER_BYTES } from "./middleware/header-limit.ts";
 
 /** Where to listen. */
 export interface ListenOptions {
@@ -23,6 +30,8 @@ export interface ListenOptions {
   unix?: string;
   /** Seconds an idle connection stays open (Bun; SSE heartbeats keep streams busy). Default 60. */
   idleTimeoutSeconds?: number;
+  /** Most bytes of a request's header fields; past it the answer is 431. Default 16 KiB, at most {@link RUNTIME_MAX_HEADER_BYTES}. */
+  maxHeaderBytes?: number;
 }
 
 /** A listening server. */
@@ -81,16 +90,27 @@ function formatUrl(hostname: string, port: number): string {
   return `http://${host}:${port}`;
 }
 
+/** Raise Bun's process-wide header limit to `bytes` (never lower it). */
+function raiseRuntimeHeaderLimit(bytes: number): void {
+  const h = http as unknown as { maxHeaderSize: number };
+  if (!(h.maxHeaderSize >= bytes)) h.maxHeaderSize = bytes;
+}
+
 /** Listen with the current runtime. */
-export async function listen(fetch: (req: Request) => Response | Promise<Response>, options: ListenOptions = {}): Promise<Listening> {
+export async function listen(handler: (req: Request) => Response | Promise<Response>, options: ListenOptions = {}): Promise<Listening> {
   const deno = (globalThis as { Deno?: DenoLike }).Deno;
   const bun = (globalThis as { Bun?: typeof Bun }).Bun;
+  const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  if (!Number.isSafeInteger(maxHeaderBytes) || maxHeaderBytes < 1 || maxHeaderBytes > RUNTIME_MAX_HEADER_BYTES)
+    throw new ListenError(`maxHeaderBytes must be an integer from 1 to ${RUNTIME_MAX_HEADER_BYTES}, not ${maxHeaderBytes}`);
+  const fetch = headerLimit(handler, maxHeaderBytes);
   const hostname = options.hostname ?? "127.0.0.1";
   const unix = options.unix ?? null;
   if (unix !== null) await prepareSocketPath(unix);
   const oldMask = unix !== null ? process.umask(0o177) : null;
   try {
     if (bun !== undefined && deno === undefined) {
+      raiseRuntimeHeaderLimit(RUNTIME_MAX_HEADER_BYTES);
       let server: ReturnType<typeof Bun.serve>;
       try {
         server =

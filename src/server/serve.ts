@@ -13,6 +13,9 @@
  *    pending approvals are denied;
  * 4. closes the remaining connections.
  *
+ * A client chooses with `X-Agentcore-On-Disconnect: continue` that its run
+ * or call goes on when it leaves ({@link onDisconnect}).
+ *
  * @example
  * ```ts
  * const d = await startDaemon({ app: { token: generateToken() }, listen: { hostname: "127.0.0.1", port: 0 } });
@@ -24,6 +27,7 @@
  */
 import { createApp, type AppOptions, type Daemon } from "./app.ts";
 import { listen, type Listening, type ListenOptions } from "./listen.ts";
+import { onDisconnect } from "./middleware/on-disconnect.ts";
 
 /** What to do with runs still active at shutdown. */
 export type ShutdownMode = "abort" | "finish";
@@ -77,7 +81,7 @@ export async function startDaemon(options: StartOptions): Promise<RunningDaemon>
     cleanup = await options.prepare?.(daemon);
     // cluster mode: work the store's run queue (docs/cluster.md)
     await daemon.cluster?.start();
-    listening = await listen(daemon.fetch, {
+    listening = await listen(onDisconnect(daemon.fetch), {
       ...options.listen,
       idleTimeoutSeconds: idleTimeoutFor(options.app.heartbeatMs, options.listen.idleTimeoutSeconds),
     });

@@ -6,7 +6,8 @@
  *   printed in a link's fragment (`http://127.0.0.1:8787/#code=…`), so it is
  *   never sent in a request line or written to a server log. It lives
  *   {@link DEFAULT_CODE_TTL_MS} and is good once.
- * - The page posts it to `POST /console/session` and gets a **session**: a
+ * - The page posts it to `POST /console/session` (with its own `Origin`, and
+ *   no cross-site `Sec-Fetch-Site`) and gets a **session**: a
  *   random id in an HttpOnly, SameSite=Strict cookie, kept server-side with
  *   an expiry, and a CSRF token of its own that the page reads from a meta
  *   tag and sends as `X-CSRF-Token`.
@@ -162,6 +163,21 @@ export function selfOrigin(host: string | null): string | null {
 export const isSafeMethod = (method: string): boolean => method === "GET" || method === "HEAD" || method === "OPTIONS";
 
 /**
+ * The browser's own word on where a state-changing console request comes
+ * from: a `Sec-Fetch-Site` other than `same-origin` gets the 403 refusal; no
+ * such header (a client that is not a browser, or an old one) leaves the
+ * decision to the Origin and CSRF checks. Sign-in and every cookie request
+ * that changes state apply it.
+ */
+export function fetchSiteRefusal(req: Request): Response | null {
+  const site = req.headers.get("sec-fetch-site");
+  if (site === null || site === "same-origin") return null;
+  return errorResponse(403, "FORBIDDEN", "a console request that changes state must be same-origin (Sec-Fetch-Site)", {
+    header: "sec-fetch-site",
+  });
+}
+
+/**
  * The forgery check of a state-changing cookie request: null when it came
  * from the daemon's own page, else the 403 refusal naming what is missing.
  */
@@ -172,11 +188,8 @@ export function csrfRefusal(req: Request, auth: ConsoleAuth, session: ConsoleSes
     return errorResponse(403, "FORBIDDEN", "a console request that changes state must carry the console's own Origin", {
       header: "origin",
     });
-  const site = req.headers.get("sec-fetch-site");
-  if (site !== null && site !== "same-origin")
-    return errorResponse(403, "FORBIDDEN", "a console request that changes state must be same-origin (Sec-Fetch-Site)", {
-      header: "sec-fetch-site",
-    });
+  const site = fetchSiteRefusal(req);
+  if (site !== null) return site;
   if (!auth.csrfMatches(session, req.headers.get(CSRF_HEADER)))
     return errorResponse(
       403,

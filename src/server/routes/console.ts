@@ -6,7 +6,7 @@
  * |---|---|---|
  * | `GET /` | anyone | the page; with a live session cookie it carries the session's CSRF token in a meta tag |
  * | `GET /console/app.js`, `GET /console/console.css` | anyone | the page's script and styles (built into the binary) |
- * | `POST /console/session` `{code}` | the daemon's own page (its Origin) | trade a one-time code for an HttpOnly, SameSite=Strict session cookie |
+ * | `POST /console/session` `{code}` | the daemon's own page (its Origin, no cross-site `Sec-Fetch-Site`) | trade a one-time code for an HttpOnly, SameSite=Strict session cookie |
  * | `POST /console/logout` | a signed-in page (Origin + CSRF token) | end the session |
  * | `POST /console/codes` | bearer token only | a fresh sign-in link |
  *
@@ -21,7 +21,7 @@
  */
 import { Fields } from "../body.ts";
 import { errorResponse, jsonResponse } from "../errors.ts";
-import { ConsoleAuth, cookieName, csrfRefusal, isSafeMethod, readCookie, selfOrigin } from "../console/auth.ts";
+import { ConsoleAuth, cookieName, csrfRefusal, fetchSiteRefusal, isSafeMethod, readCookie, selfOrigin } from "../console/auth.ts";
 import { consolePage } from "../console/page.ts";
 import { subApp } from "./deps.ts";
 
@@ -92,6 +92,9 @@ export function consoleRoutes(auth: ConsoleAuth, port: () => number | null) {
         return secured(
           errorResponse(403, "FORBIDDEN", "sign in from the console page: the request must carry its Origin", { header: "origin" }),
         );
+      // The browser says where the request comes from: the same refusal as every state-changing console request.
+      const site = fetchSiteRefusal(c.req.raw);
+      if (site !== null) return secured(site);
       const f = Fields.of(await c.var.body.json(), ["code"]);
       const code = f.string("code", { required: true, max: 200 })!;
       const session = auth.exchange(code);
