@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ConsoleAuth } from "../../src/server/console/auth.ts";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 let auth: ConsoleAuth;

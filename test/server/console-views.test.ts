@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { tmp } from "../support/tmp.ts";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import type { AnyToolDefinition } from "../../src/tools/definition.ts";
-import { eventually, sleepTool, startTestDaemon, type TestDaemon } from "./support.ts";
+import { eventually, sleepTool, startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 /** How each `nap` call ended, by call id: "finished", or the abort's message. */
 const naps = new Map<string, string>();

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import { listen } from "../../src/server/listen.ts";
 import { DEFAULT_MAX_HEADER_BYTES, RUNTIME_MAX_HEADER_BYTES } from "../../src/server/middleware/header-limit.ts";
-import { startTestDaemon, type TestDaemon } from "./support.ts";
+import { startTestDaemon, type TestDaemon } from "../support/daemon.ts";
 
 let d: TestDaemon;
 beforeAll(async () => {
