@@ -20,7 +20,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CORE_WASM_BASE64 } from "../../src/core/core-wasm.ts";
 import { typicalCall } from "./calls.ts";
-import { median, RUNTIME, SHARED } from "./lib.ts";
+import { BENCH_DATA, median, RUNTIME } from "./lib.ts";
 
 const argv = process.argv.slice(2);
 const builds: string[] = [];
@@ -79,7 +79,7 @@ function validatorFor(path: string): (bytes: Uint8Array) => number {
 }
 
 const inputs: { name: string; bytes: Uint8Array }[] = [];
-const dir = join(SHARED, "bench-data");
+const dir = BENCH_DATA;
 for (const f of readdirSync(dir)
   .filter((f) => f.endsWith(".json"))
   .sort()) {

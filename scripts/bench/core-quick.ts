@@ -7,10 +7,10 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { JsonStreamValidator, parseStrict, validateStrict } from "../../src/core/index.ts";
+import { BENCH_DATA } from "./lib.ts";
 
-const dir = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../../shared/bench-data");
+const dir = BENCH_DATA;
 const filter = process.argv[2] ?? "";
 const enc = new TextEncoder();
 

@@ -3,7 +3,7 @@
  *
  *   bun scripts/bench/core.ts         (or: deno run -A scripts/bench/core.ts)
  *
- * For each corpus in ../shared/bench-data and for typical 100 B / 1 KB / 10 KB calls:
+ * For each corpus in test/fixtures/bench-data and for typical 100 B / 1 KB / 10 KB calls:
  * - JSON.parse: the native parser, no duplicate or UTF-8 checks (baseline);
  * - parseStrict: WebAssembly validation, then materialisation with JSON.parse;
  * - validateStrict(bytes): validation alone, from UTF-8 bytes;
@@ -24,7 +24,7 @@ import { parse as momoaParse } from "@humanwhocodes/momoa";
 import { visit } from "jsonc-parser";
 import { parseStrict, validateStrict } from "../../src/core/index.ts";
 import { typicalCall } from "./calls.ts";
-import { compare, keep, mbps, ratio, RUNTIME, SHARED, table } from "./lib.ts";
+import { compare, keep, mbps, ratio, BENCH_DATA, RUNTIME, table } from "./lib.ts";
 
 const BIG = { maxBytes: 64 * 1024 * 1024 };
 
@@ -80,7 +80,7 @@ for (const f of [
   "update-center.json",
   "twitter_api_compact_response.json",
 ]) {
-  inputs.push({ name: f.replace(/\.json$/, ""), text: readFileSync(join(SHARED, "bench-data", f), "utf8") });
+  inputs.push({ name: f.replace(/\.json$/, ""), text: readFileSync(join(BENCH_DATA, f), "utf8") });
 }
 for (const size of [100, 1000, 10_000])
   inputs.push({ name: `call ${size >= 1000 ? `${size / 1000} KB` : `${size} B`}`, text: typicalCall(size, size) });

@@ -9,8 +9,8 @@
  */
 import { resolve } from "node:path";
 
-/** Where the shared corpora live: ../shared beside the project. */
-export const SHARED = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../../../shared");
+/** The benchmark corpora, copied into the repository (see its README.md for their source and license). */
+export const BENCH_DATA = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../../test/fixtures/bench-data");
 
 export const RUNTIME: string =
   typeof (globalThis as { Bun?: { version: string } }).Bun !== "undefined"

@@ -58,8 +58,8 @@ describe("README", () => {
     };
     expect(pkg.scripts.build).toContain("--outfile dist/agentcore");
     expect(pkg.scripts.test).toContain("bun test");
-    expect(pkg.engines.node).toBe(">=22");
-    expect(readme).toContain("Node.js 22 or later");
+    expect(pkg.engines.node).toBe(">=22.15.0");
+    expect(readme).toContain("Node.js 22.15.0 or later");
     const ci = fs.readFileSync(path.join(REPO, ".ci/run"), "utf8");
     expect(ci).toContain("npm ci ");
     expect(ci).toMatch(/^npm test /m);

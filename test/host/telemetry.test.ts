@@ -2,9 +2,9 @@
  * OpenTelemetry traces through the compiled binary: `agentcore agent` with
  * OTEL_EXPORTER_OTLP_ENDPOINT set sends its spans over OTLP/HTTP to a real
  * receiver on loopback, which decodes them with the official OTLP protobuf
- * definitions (the generated protobufjs code published by OpenTelemetry in
- * @opentelemetry/otlp-transformer 0.210, installed as
- * otlp-transformer-protobufjs) or, for http/json, as OTLP JSON. The model is
+ * definitions (opentelemetry-proto's .proto files, copied into
+ * test/fixtures/opentelemetry-proto/ and loaded by protobufjs) or, for
+ * http/json, as OTLP JSON. The model is
  * the scripted OpenAI-compatible server, which records each request's
  * headers (traceparent). And without the variable nothing of the SDK loads.
  */
@@ -15,8 +15,8 @@ import { binaryPath, REPO } from "../support/binary.ts";
 import { chunk, startOpenAIServer, textReply, toolChunk, usageChunk, type ScriptedOpenAIServer } from "../support/openai-server.ts";
 import { tmp } from "../support/tmp.ts";
 import { collectStderr } from "../support/daemon.ts";
-// The official OTLP definitions, compiled by OpenTelemetry with protobufjs.
-import otlpRoot from "otlp-transformer-protobufjs/build/src/generated/root.js";
+import protobuf from "protobufjs";
+import { FIXTURES_DIR } from "../support/paths.ts";
 
 interface KeyValue {
   key: string;
@@ -40,21 +40,12 @@ interface Received {
   spans: OtlpSpan[];
 }
 
-const ExportTraceServiceRequest = (
-  otlpRoot as unknown as {
-    opentelemetry: {
-      proto: {
-        collector: {
-          trace: {
-            v1: {
-              ExportTraceServiceRequest: { decode(b: Uint8Array): unknown; toObject(m: unknown, o: Record<string, unknown>): unknown };
-            };
-          };
-        };
-      };
-    };
-  }
-).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+/** The official OTLP definitions (opentelemetry-proto 1.9.0), their imports resolved from the same folder. */
+const PROTO_DIR = path.join(FIXTURES_DIR, "opentelemetry-proto");
+const otlpRoot = new protobuf.Root();
+otlpRoot.resolvePath = (_origin, target) => path.join(PROTO_DIR, target);
+otlpRoot.loadSync("opentelemetry/proto/collector/trace/v1/trace_service.proto");
+const ExportTraceServiceRequest = otlpRoot.lookupType("opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest");
 
 /** An attribute value as a plain value (OTLP's AnyValue). */
 function plain(v: Record<string, unknown>): unknown {

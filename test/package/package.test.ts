@@ -1,8 +1,9 @@
 /**
  * The npm package as users get it: `npm pack`, the tarball installed into
  * empty projects, and used from there by
- * - Node, on the lowest version the dependencies support (22.0.0, installed
- *   from npm as `node-<platform>-<arch>` and cached under .cache/), with no
+ * - Node, on the lowest version the dependencies support (the floor in
+ *   package.json's `engines`, `>=X.Y.Z`; installed from npm as
+ *   `node-<platform>-<arch>` and cached under .cache/), with no
  *   Bun on PATH: `import` the package and run a scripted agent, the main entry
  *   loading no Hono, MCP SDK, `openai` or `yaml` (seen by a resolve hook),
  *   `npx agentcore --version`, `agentcore run FILE`, and `agentcore serve`
@@ -20,8 +21,9 @@ import { dirname, join, resolve } from "node:path";
 import { freshDatabase, skipMessage } from "../support/postgres.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
-const LOWEST_NODE = "22.0.0";
-const VERSION = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version;
+const MANIFEST = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string; engines: { node: string } };
+const LOWEST_NODE = /^>=(\d+\.\d+\.\d+)$/.exec(MANIFEST.engines.node)?.[1] ?? `(engines.node ${MANIFEST.engines.node} is not ">=X.Y.Z")`;
+const VERSION = MANIFEST.version;
 const tmp = mkdtempSync(join(tmpdir(), "agentcore-package-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
