@@ -104,8 +104,8 @@ describe("helpers live in test/support", () => {
 describe("one fake model: the public ScriptedModel", () => {
   test("the rule finds adapter classes, with or without the clause, and nothing else", () => {
     const src = `
-      import type { ModelAdapter } from "../../src/providers/types.ts";
-      import * as types from "../../src/providers/types.ts";
+      import type { ModelAdapter } from "../src/providers/types.ts";
+      import * as types from "../src/providers/types.ts";
       export class FakeModel implements ModelAdapter { async complete() { return null as never; } }
       class Qualified implements types.ModelAdapter, Other { complete = async () => null as never; }
       const Anonymous = class { async complete() { return null as never; } async *stream() {} };
