@@ -2,8 +2,17 @@
  * Request bodies: size-capped reading and strict JSON parsing.
  *
  * The cap is enforced twice: a `Content-Length` above it is refused before
- * a byte is read, and a chunked body is counted while it streams in and
- * refused as soon as it passes the cap (the rest is never buffered). JSON is
+ * a byte is kept, and a chunked body is counted while it streams in and
+ * refused as soon as it passes the cap (the rest is never buffered).
+ *
+ * A refused body is drained before the 413 goes out (a lingering close, as
+ * nginx does it): its bytes are read and thrown away, up to
+ * {@link drainBound} bytes (twice the cap, at least 1 MiB) and for at most
+ * {@link DRAIN_MS}, so that a client still writing its body (Node's fetch,
+ * Python's urllib) reads the answer instead of a reset or EPIPE. A declared
+ * length over the drain bound is refused at once (that client could not be
+ * read to its end anyway), and a slow sender is cut off when the time is up.
+ * Draining holds one chunk at a time, never the body. JSON is
  * parsed with the strict WebAssembly core (duplicate keys, lone surrogates,
  * `__proto__` members and over-deep nesting are refused), and a parse error
  * names its offset, line and column.
@@ -36,6 +45,55 @@ function tooLarge(max: number, details: Record<string, unknown>): HttpError {
   return new HttpError(413, "JSON_SIZE", `the request body exceeds ${max} bytes`, { max_bytes: max, ...details });
 }
 
+/** The longest a refused body is drained before its 413 goes out: 2 s (less under a short request deadline, {@link drainMsFor}). */
+export const DRAIN_MS = 2000;
+
+/**
+ * The drain time under a request deadline of `timeoutMs`: {@link DRAIN_MS},
+ * or half the deadline when that is shorter, so that the 413 goes out before
+ * the deadline's 504 would.
+ */
+export function drainMsFor(timeoutMs: number): number {
+  return Math.max(0, Math.min(DRAIN_MS, Math.floor(timeoutMs / 2)));
+}
+
+/** How many bytes of a body refused under the cap `max` are drained before its 413: twice the cap, at least 1 MiB. */
+export function drainBound(max: number): number {
+  return Math.max(2 * max, DEFAULT_MAX_BODY_BYTES);
+}
+
+/**
+ * Read and throw away what `reader` still holds, until its end, more than
+ * `budget` bytes, or `ms` (whichever comes first); then cancel what is left.
+ * Never rejects: a client that breaks off has nothing more to drain.
+ */
+async function discard(reader: ReadableStreamDefaultReader<Uint8Array>, budget: number, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeUp = new Promise<null>((resolve) => {
+    timer = setTimeout(resolve, ms, null);
+  });
+  let left = budget;
+  try {
+    while (left >= 0) {
+      const chunk = await Promise.race([reader.read(), timeUp]);
+      if (chunk === null) break;
+      if (chunk.done) return;
+      left -= chunk.value.byteLength;
+    }
+  } catch {
+    return;
+  } finally {
+    clearTimeout(timer);
+  }
+  await reader.cancel().catch(() => {});
+}
+
+/** Drain `req`'s body of declared length `n` (over the cap `max`, within the drain bound) for up to `ms`, then refuse it with 413. */
+async function drainThenRefuse(req: Request, max: number, n: number, ms: number): Promise<never> {
+  if (req.body !== null) await discard(req.body.getReader(), n, ms);
+  throw tooLarge(max, { content_length: n });
+}
+
 /**
  * A body that could not be read to its end (the client went away or broke
  * the framing): the client's doing, so a 400 refusal (which nobody may
@@ -56,11 +114,11 @@ const refuseUnreadable = (e: unknown): never => {
 
 /**
  * Read a whole body up to `max` bytes; rejects with a 413 {@link HttpError}
- * past it, 415 for a compressed body (`Content-Encoding` other than
+ * past it (once the rest is drained, see the module doc), 415 for a compressed body (`Content-Encoding` other than
  * identity), 400 when it cannot be read to its end. (Not an async function:
  * a body of declared length is one promise, the runtime's own.)
  */
-export function readBody(req: Request, max: number): Promise<Uint8Array> {
+export function readBody(req: Request, max: number, drainMs: number = DRAIN_MS): Promise<Uint8Array> {
   try {
     // A compressed body would reach the parser as bytes like 0x1f: say what is really wrong.
     const encoding = req.headers.get("content-encoding");
@@ -77,7 +135,10 @@ export function readBody(req: Request, max: number): Promise<Uint8Array> {
       const n = Number(declared);
       if (!Number.isSafeInteger(n) || n < 0 || declared.trim() === "")
         throw new HttpError(400, "INVALID_REQUEST", "the Content-Length header is not a number", { header: "content-length" });
-      if (n > max) throw tooLarge(max, { content_length: n });
+      if (n > max) {
+        if (n > drainBound(max)) throw tooLarge(max, { content_length: n });
+        return drainThenRefuse(req, max, n, drainMs);
+      }
       // With a declared length (checked against the cap) the server reads
       // exactly that many bytes: take the fast path (without touching
       // `req.body`, which would make a stream).
@@ -88,11 +149,11 @@ export function readBody(req: Request, max: number): Promise<Uint8Array> {
   } catch (e) {
     return Promise.reject(e);
   }
-  return readStream(req, max);
+  return readStream(req, max, drainMs);
 }
 
 /** A body without a declared length, counted chunk by chunk against `max`. */
-async function readStream(req: Request, max: number): Promise<Uint8Array> {
+async function readStream(req: Request, max: number, drainMs: number): Promise<Uint8Array> {
   if (req.body === null) return new Uint8Array(0);
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];
@@ -108,7 +169,7 @@ async function readStream(req: Request, max: number): Promise<Uint8Array> {
     if (done) break;
     total += value.byteLength;
     if (total > max) {
-      await reader.cancel().catch(() => {});
+      await discard(reader, drainBound(max) - total, drainMs);
       throw tooLarge(max, { received_bytes: total });
     }
     parts.push(value);
@@ -122,7 +183,12 @@ async function readStream(req: Request, max: number): Promise<Uint8Array> {
  * are not strict JSON. An empty body is refused too, unless `allowEmpty`
  * (then it reads as `{}`).
  */
-export async function readJson(req: Request, max: number, options: { limits?: JsonLimits; allowEmpty?: boolean } = {}): Promise<unknown> {
+export async function readJson(
+  req: Request,
+  max: number,
+  options: { limits?: JsonLimits; allowEmpty?: boolean } = {},
+  drainMs: number = DRAIN_MS,
+): Promise<unknown> {
   const type = req.headers.get("content-type");
   const declared = req.headers.get("content-length");
   const maybeEmpty = options.allowEmpty === true && (declared === "0" || (declared === null && req.body === null));
@@ -135,7 +201,7 @@ export async function readJson(req: Request, max: number, options: { limits?: Js
       { header: "content-type" },
     );
   }
-  const bytes = await readBody(req, max);
+  const bytes = await readBody(req, max, drainMs);
   if (bytes.length === 0) {
     if (options.allowEmpty === true) return {};
     throw new HttpError(400, "INVALID_REQUEST", "the request body is empty; a JSON object is expected", { location: "" });

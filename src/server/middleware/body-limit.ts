@@ -1,7 +1,8 @@
 /**
  * The body limit: handlers read their body through `c.var.body`, which
- * reads at most `maxBytes` (413 `PAYLOAD_TOO_LARGE` past it, as soon as
- * `Content-Length` says so or the stream goes over), under the request
+ * reads at most `maxBytes` (413 `JSON_SIZE` past it, as soon as
+ * `Content-Length` says so or the stream goes over, once the rest is
+ * drained within half the deadline, see `body.ts`), under the request
  * deadline (504 `TIMEOUT`). Hono's own `bodyLimit` is not used: it buffers
  * the body before the handler (outside the deadline), answers a bare text
  * 413, and leaves encodings and strict JSON to the handler.
@@ -16,7 +17,7 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import { readBody, readJson } from "../body.ts";
+import { drainMsFor, readBody, readJson } from "../body.ts";
 import type { JsonLimits } from "../../core/index.ts";
 import type { Deadlines } from "./deadline.ts";
 
@@ -39,9 +40,10 @@ export interface BodyLimitOptions {
 
 /** The reader of `req`'s body under the cap and the deadline (for a path that bypasses the router). */
 export function bodyReader(req: Request, options: BodyLimitOptions): BodyReader {
+  const drainMs = drainMsFor(options.deadlines.timeoutMs);
   return {
-    bytes: () => options.deadlines.guard(readBody(req, options.maxBytes)),
-    json: (o) => options.deadlines.guard(readJson(req, options.maxBytes, o)),
+    bytes: () => options.deadlines.guard(readBody(req, options.maxBytes, drainMs)),
+    json: (o) => options.deadlines.guard(readJson(req, options.maxBytes, o, drainMs)),
   };
 }
 

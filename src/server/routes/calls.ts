@@ -8,7 +8,7 @@ import { serializeEnvelope } from "../../runtime/envelope_io.ts";
 import type { Envelope } from "../../core/envelope.ts";
 import { JSON_ERROR_CODES } from "../../core/errors.ts";
 import { LineFramer, isBlank, type Line } from "../../core/lines.ts";
-import { isNdjsonType, readBody } from "../body.ts";
+import { drainMsFor, isNdjsonType, readBody } from "../body.ts";
 import { HttpError, JSON_HEADERS } from "../errors.ts";
 import { subApp, type AppDeps } from "./deps.ts";
 
@@ -48,6 +48,7 @@ const notJson = (): HttpError =>
  */
 export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> {
   const { runtime, deadlines, maxBody } = deps;
+  const drainMs = drainMsFor(deadlines.timeoutMs);
   const controllers: AbortController[] = [];
   const reusable = runtime.middlewareChain.length === 1;
   /** The call of a request whose body has been read. */
@@ -79,7 +80,7 @@ export function callHandler(deps: AppDeps): (req: Request) => Promise<Response> 
   return (req) => {
     const type = req.headers.get("content-type");
     if (type === null || !CALL_TYPE.test(type)) return Promise.reject(notJson());
-    const body = readBody(req, maxBody);
+    const body = readBody(req, maxBody, drainMs);
     return deadlines.settle<Response>(body, (bytes) => call(req, bytes));
   };
 }
