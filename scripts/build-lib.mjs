@@ -6,7 +6,7 @@
 // It removes only its own output (see libOutputs): the folders named after
 // src/'s folders and the compiled files at dist/'s top level. Everything else
 // in dist/ stays: the binary dist/agentcore (npm run build), the release folder
-// dist/release/ (npm run release), dist/install.sh (the release workflow).
+// dist/release/ (npm run release) and whatever else was put there.
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
