@@ -26,7 +26,6 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import {
   firstWord,
-  nearest,
   optionsOf,
   parseCommandLine,
   renderHelp,
@@ -68,6 +67,7 @@ import {
 } from "../session/types.ts";
 import type { LineWriter } from "./output.ts";
 import { SESSIONS_HELP, SUBCOMMAND_HELP } from "./sessions-help.ts";
+import { GROUPS, unknownSubcommand } from "./groups.ts";
 import { Progress } from "./progress.ts";
 import { decideApproval, SessionApprovalError } from "../session/approvals.ts";
 
@@ -98,14 +98,9 @@ export async function cmdSessions(argv: string[], io: { out: LineWriter }): Prom
       out.flush();
       return 0;
     }
-    return fail(`missing subcommand: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")}`);
+    return fail(`missing subcommand: ${GROUPS.sessions.join(", ")}`);
   }
-  if (!Object.hasOwn(SESSIONS_SUBCOMMANDS, sub)) {
-    const guess = nearest(sub, Object.keys(SESSIONS_SUBCOMMANDS));
-    return fail(
-      `unknown subcommand '${shown(sub)}'${guess !== undefined ? `; did you mean '${guess}'?` : ` (known: ${Object.keys(SESSIONS_SUBCOMMANDS).join(", ")})`}`,
-    );
-  }
+  if (!Object.hasOwn(SESSIONS_SUBCOMMANDS, sub)) return fail(unknownSubcommand(sub, GROUPS.sessions));
   const subName = sub as keyof typeof SESSIONS_SUBCOMMANDS;
   let v: SessionsValues;
   let positionals: string[];
