@@ -11,7 +11,8 @@
 # POSIX sh (dash, bash, busybox ash, zsh in sh mode).
 set -eu
 
-# The release workflow rewrites this line to the repository's own release page.
+# A release carries this line set by `npm run release -- --download-url URL`
+# (the release workflow: this repository's own release page).
 DEFAULT_BASE_URL="https://github.com/agentcore/agentcore/releases/latest/download"
 TARGETS="linux-x64, linux-arm64, darwin-x64, darwin-arm64, windows-x64"
 

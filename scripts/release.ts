@@ -1,18 +1,20 @@
 #!/usr/bin/env bun
 /**
  * `npm run release`: build agentcore for every release target into
- * dist/release/, write SHA256SUMS and manifest.json, then check what was
- * built before it counts (docs/install.md, "Releases"):
+ * dist/release/, put install.sh beside the binaries (its default download
+ * URL set with --download-url), write SHA256SUMS and manifest.json, then
+ * check what was built before it counts (docs/install.md, "Releases"):
  *
  * - each file's format and architecture, read from its own header (ELF
  *   x86-64 / aarch64, Mach-O x86-64 / arm64, PE32+ x86-64);
- * - the manifest's sizes and sha256 values, and SHA256SUMS, against the files;
+ * - the manifest's sizes and sha256 values, and SHA256SUMS, against the files
+ *   (install.sh's too; it must also parse under `sh -n`);
  * - a smoke test of the Linux binaries (linux-arm64 under qemu-user): --version,
  *   version --json, tools, execute of an echo call and run of
  *   examples/tool_calls.jsonl, whose stdout must be the same bytes as the
  *   native linux-x64 binary's (the envelopes' duration_ms set to 0 first).
  *
- *   bun scripts/release.ts [--targets linux-x64,linux-arm64] [--out DIR] [--from-commit] [--repro] [--smoke auto|require|skip]
+ *   bun scripts/release.ts [--targets linux-x64,linux-arm64] [--out DIR] [--download-url URL] [--from-commit] [--repro] [--smoke auto|require|skip]
  *   bun scripts/release.ts --check [--out DIR] [--smoke auto|require|skip]
  *
  * Progress goes to stderr. Exit status: 0 built and checked; 1 a build or a
@@ -23,6 +25,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
+  chmodSync,
   closeSync,
   copyFileSync,
   existsSync,
@@ -44,6 +47,8 @@ import { type BuildInfo, buildBinary, buildInfo, hostTarget, ROOT, TARGETS, type
 export const TARGET_NAMES = Object.keys(TARGETS) as TargetName[];
 export const MANIFEST = "manifest.json";
 export const SUMS = "SHA256SUMS";
+/** The installer, copied from the repository's root into each release. */
+export const INSTALLER = "install.sh";
 
 // ---------------------------------------------------------------- headers
 
@@ -130,6 +135,14 @@ export interface Artifact {
   readonly sha256: string;
 }
 
+/** The release's install.sh: where it downloads from when no --base-url is given. */
+export interface Installer {
+  readonly file: typeof INSTALLER;
+  readonly size: number;
+  readonly sha256: string;
+  readonly base_url: string;
+}
+
 export interface Manifest {
   readonly name: "agentcore";
   readonly version: string;
@@ -138,14 +151,44 @@ export interface Manifest {
   /** The Bun that built the artifacts (and that each one embeds). */
   readonly bun_version: string;
   readonly artifacts: readonly Artifact[];
+  /** Absent in a release made before install.sh was part of it (its check then fails). */
+  readonly installer?: Installer;
+}
+
+/** The files SHA256SUMS lists: the binaries, and install.sh when the manifest has it. */
+export function summedFiles(manifest: Pick<Manifest, "artifacts" | "installer">): { file: string; sha256: string }[] {
+  return [...manifest.artifacts, ...(manifest.installer !== undefined ? [manifest.installer] : [])];
 }
 
 /** SHA256SUMS in sha256sum's format (`HEX  NAME`, one line each, sorted by name). */
-export function sumsText(artifacts: readonly Artifact[]): string {
+export function sumsText(artifacts: readonly { file: string; sha256: string }[]): string {
   return [...artifacts]
     .sort((a, b) => (a.file < b.file ? -1 : 1))
     .map((a) => `${a.sha256}  ${a.file}\n`)
     .join("");
+}
+
+/** install.sh's line that sets the download URL (the workflow and --download-url rewrite it). */
+const BASE_URL_LINE = /^DEFAULT_BASE_URL="([^"\n]*)"$/m;
+
+/** The download URL an install.sh uses without --base-url, or null when it has no such line. */
+export function installerBaseUrl(script: string): string | null {
+  return BASE_URL_LINE.exec(script)?.[1] ?? null;
+}
+
+/**
+ * install.sh as a release carries it: the repository's script with its
+ * default download URL set to `baseUrl` (unchanged when undefined). Throws
+ * when the script has no `DEFAULT_BASE_URL="…"` line, or `baseUrl` is not
+ * an http(s) or file URL (a double quote, `$` or backquote in it is refused:
+ * it would change the shell line).
+ */
+export function installerText(script: string, baseUrl?: string): string {
+  if (installerBaseUrl(script) === null) throw new Error(`${INSTALLER} has no DEFAULT_BASE_URL="…" line`);
+  if (baseUrl === undefined) return script;
+  if (!/^(https?|file):\/\/[^\s"$`\\]+$/.test(baseUrl))
+    throw new Error(`--download-url must be an http://, https:// or file:// URL without spaces, quotes, $ or backquotes, not '${baseUrl}'`);
+  return script.replace(BASE_URL_LINE, () => `DEFAULT_BASE_URL="${baseUrl.replace(/\/+$/, "")}"`);
 }
 
 // ---------------------------------------------------------------- build
@@ -153,6 +196,8 @@ export function sumsText(artifacts: readonly Artifact[]): string {
 export interface BuildOptions {
   readonly targets: readonly TargetName[];
   readonly out: string;
+  /** The URL the release's install.sh downloads from by default (default: the one in install.sh). */
+  readonly downloadUrl?: string;
   /** Build from a `git archive` of HEAD (only committed files) instead of the working tree. */
   readonly fromCommit?: boolean;
   /** Build every target a second time (elsewhere, the same file name) and compare the bytes. */
@@ -189,11 +234,12 @@ function differingBytes(a: string, b: string): number {
   return n;
 }
 
-/** Build the targets into `out` (its previous artifacts, SHA256SUMS and manifest removed first). */
+/** Build the targets into `out` with install.sh beside them (the previous artifacts, install.sh, SHA256SUMS and manifest removed first). */
 export function buildRelease(opts: BuildOptions): BuildResult {
   const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
   mkdirSync(opts.out, { recursive: true });
-  for (const f of readdirSync(opts.out)) if (f.startsWith("agentcore-") || f === SUMS || f === MANIFEST) rmSync(join(opts.out, f));
+  for (const f of readdirSync(opts.out))
+    if (f.startsWith("agentcore-") || f === SUMS || f === MANIFEST || f === INSTALLER) rmSync(join(opts.out, f));
   const info: BuildInfo = buildInfo();
   const source = opts.fromCommit ? exportCommit() : null;
   if (source !== null) info.commit = info.commit.replace(/\+dirty$/, "");
@@ -225,10 +271,21 @@ export function buildRelease(opts: BuildOptions): BuildResult {
         `release: [${i + 1}/${opts.targets.length}] ${target.padEnd(12)} ${file.padEnd(26)} ${mb(size).padStart(9)}  ${t.seconds.toFixed(1)} s  sha256 ${sha256.slice(0, 16)}…${note}`,
       );
     });
+    // install.sh from the same source as the binaries (a --from-commit release takes the committed one)
+    writeFileSync(join(opts.out, INSTALLER), installerText(readFileSync(join(root, INSTALLER), "utf8"), opts.downloadUrl));
+    chmodSync(join(opts.out, INSTALLER), 0o755);
   } finally {
     source?.done();
     if (second !== null) rmSync(second, { recursive: true, force: true });
   }
+  const installerPath = join(opts.out, INSTALLER);
+  const installer: Installer = {
+    file: INSTALLER,
+    size: statSync(installerPath).size,
+    sha256: sha256File(installerPath),
+    base_url: installerBaseUrl(readFileSync(installerPath, "utf8")) ?? "",
+  };
+  log(`release: ${INSTALLER} (downloads from ${installer.base_url} by default)  sha256 ${installer.sha256.slice(0, 16)}…`);
   const manifest: Manifest = {
     name: "agentcore",
     version: info.version,
@@ -236,8 +293,9 @@ export function buildRelease(opts: BuildOptions): BuildResult {
     build_date: info.buildDate,
     bun_version: Bun.version,
     artifacts,
+    installer,
   };
-  writeFileSync(join(opts.out, SUMS), sumsText(artifacts));
+  writeFileSync(join(opts.out, SUMS), sumsText(summedFiles(manifest)));
   writeFileSync(join(opts.out, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
   log(`release: wrote ${SUMS} and ${MANIFEST} in ${opts.out}`);
   return { manifest, timings };
@@ -418,6 +476,33 @@ function expectations(target: TargetName, runs: Map<string, SmokeRun>, manifest:
   return out;
 }
 
+/** install.sh in a release: listed in the manifest, its size and sha256, its download URL, and `sh -n` (it parses). */
+function installerChecks(dir: string, manifest: Manifest): Check[] {
+  const path = join(dir, INSTALLER);
+  const i = manifest.installer;
+  if (i === undefined || !existsSync(path))
+    return [{ name: INSTALLER, ok: false, detail: i === undefined ? "not in the manifest" : "missing" }];
+  const size = statSync(path).size;
+  const sha = sha256File(path);
+  const url = installerBaseUrl(readFileSync(path, "utf8"));
+  // /bin/sh by its path: the check also runs with an empty PATH (the test of --smoke without qemu)
+  const parse = spawnSync(existsSync("/bin/sh") ? "/bin/sh" : "sh", ["-n", path], { encoding: "utf8" });
+  return [
+    { name: `${INSTALLER}: size`, ok: size === i.size, detail: `${size} bytes; manifest says ${i.size}` },
+    { name: `${INSTALLER}: sha256`, ok: sha === i.sha256, detail: sha === i.sha256 ? sha : `${sha}; manifest says ${i.sha256}` },
+    {
+      name: `${INSTALLER}: download URL`,
+      ok: url === i.base_url,
+      detail: `${url ?? "no DEFAULT_BASE_URL line"}; manifest says ${i.base_url}`,
+    },
+    {
+      name: `${INSTALLER}: sh -n`,
+      ok: parse.status === 0,
+      detail: parse.status === 0 ? "parses" : (parse.stderr || String(parse.error)).trim().slice(0, 300),
+    },
+  ];
+}
+
 /** Check a release folder: its manifest, SHA256SUMS, each file's size, sha256 and header, then the smoke tests. */
 export function checkRelease(dir: string, opts: { smoke: SmokeMode; targets?: readonly TargetName[] }): Check[] {
   const checks: Check[] = [];
@@ -460,16 +545,19 @@ export function checkRelease(dir: string, opts: { smoke: SmokeMode; targets?: re
       `${f.format} ${f.arch}${f.executable ? " executable" : " (not an executable)"}; ${a.target} needs ${expected.format} ${expected.arch}`,
     );
   }
+  checks.push(...installerChecks(dir, manifest));
   let sums = "";
   try {
     sums = readFileSync(join(dir, SUMS), "utf8");
   } catch {}
   add(
     SUMS,
-    sums !== "" && sums === sumsText(manifest.artifacts),
-    sums === "" ? "missing or empty" : "one line per artifact, as in the manifest",
+    sums !== "" && sums === sumsText(summedFiles(manifest)),
+    sums === "" ? "missing or empty" : "one line per artifact and for install.sh, as in the manifest",
   );
-  const extra = readdirSync(dir).filter((f) => f !== SUMS && f !== MANIFEST && !manifest.artifacts.some((a) => a.file === f));
+  const extra = readdirSync(dir).filter(
+    (f) => f !== SUMS && f !== MANIFEST && f !== INSTALLER && !manifest.artifacts.some((a) => a.file === f),
+  );
   add("no other files", extra.length === 0, extra.length === 0 ? "none" : extra.join(", "));
   checks.push(...smokeChecks(dir, manifest, opts.smoke));
   return checks;
@@ -477,10 +565,13 @@ export function checkRelease(dir: string, opts: { smoke: SmokeMode; targets?: re
 
 // ---------------------------------------------------------------- CLI
 
-const USAGE = `usage: bun scripts/release.ts [--targets T1,T2] [--out DIR] [--from-commit] [--repro] [--smoke auto|require|skip]
+const USAGE = `usage: bun scripts/release.ts [--targets T1,T2] [--out DIR] [--download-url URL] [--from-commit] [--repro] [--smoke auto|require|skip]
        bun scripts/release.ts --check [--out DIR] [--targets T1,T2] [--smoke auto|require|skip]
 targets: ${TARGET_NAMES.join(", ")} (default: all)
---out DIR        the release folder (default: dist/release)
+--out DIR        the release folder (default: dist/release); install.sh is copied into it
+--download-url URL
+                 where the release's install.sh downloads from without --base-url
+                 (default: the URL in install.sh, this project's latest GitHub release)
 --from-commit    build HEAD's committed files (a git archive), not the working tree
 --repro          build each target twice and compare the bytes (exit 1 if they differ)
 --check          only check an existing release folder
@@ -505,6 +596,7 @@ function cli(argv: string[]): number {
   let check = false;
   let fromCommit = false;
   let repro = false;
+  let downloadUrl: string | undefined;
   let smoke: SmokeMode = process.env.CI === "true" ? "require" : "auto";
   try {
     for (let i = 0; i < argv.length; i++) {
@@ -518,7 +610,10 @@ function cli(argv: string[]): number {
       };
       if (flag === "--targets") targets = parseTargets(value());
       else if (flag === "--out") out = resolve(value());
-      else if (flag === "--check") check = true;
+      else if (flag === "--download-url") {
+        downloadUrl = value();
+        installerText('DEFAULT_BASE_URL=""\n', downloadUrl); // a bad URL is a usage error now, not after the builds
+      } else if (flag === "--check") check = true;
       else if (flag === "--from-commit") fromCommit = true;
       else if (flag === "--repro") repro = true;
       else if (flag === "--smoke") {
@@ -530,7 +625,8 @@ function cli(argv: string[]): number {
         return 0;
       } else throw new Error(`unknown option '${a}'`);
     }
-    if (check && (fromCommit || repro)) throw new Error("--check only checks: --from-commit and --repro are for a build");
+    if (check && (fromCommit || repro || downloadUrl !== undefined))
+      throw new Error("--check only checks: --from-commit, --repro and --download-url are for a build");
   } catch (e) {
     process.stderr.write(`release: ${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -538,7 +634,7 @@ function cli(argv: string[]): number {
   let failed = false;
   if (!check) {
     try {
-      const r = buildRelease({ targets: targets ?? TARGET_NAMES, out, fromCommit, repro });
+      const r = buildRelease({ targets: targets ?? TARGET_NAMES, out, fromCommit, repro, downloadUrl });
       if (repro && r.timings.some((t) => t.identical === false)) failed = true;
     } catch (e) {
       process.stderr.write(`release: ${(e as Error).message}\n`);

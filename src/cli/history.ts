@@ -100,8 +100,8 @@ export function cmdHistory(argv: string[], io: HistoryCommandIO): number | Promi
   } catch (e) {
     return usage((e as Error).message);
   }
-  if (positionals.length > 0 && values.help !== true)
-    return usage(`unexpected argument '${positionals[0]}': history takes no arguments (the log is --file FILE)`);
+  // also under --help: `history bogus --help` is a mistake, not a request for help
+  if (positionals.length > 0) return usage(`unexpected argument '${positionals[0]}': history takes no arguments (the log is --file FILE)`);
   if (typeof values.file === "string" && typeof values.history === "string" && values.file !== values.history) {
     return usage("--file and --history name different files; give one");
   }

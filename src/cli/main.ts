@@ -103,6 +103,16 @@ function noCommand(argv: string[], out: LineWriter): number {
   return usage(`missing command: one of ${COMMAND_NAMES.join(", ")}`);
 }
 
+/** The arguments of each command main.ts parses: [min, max, what they are] (agent --continue and --resume take none). */
+const ARGUMENTS: Readonly<Record<CallCommand, readonly [number, number, string]>> = {
+  tools: [0, 0, ""],
+  execute: [1, 1, "exactly one argument: a JSON tool call, or - for stdin"],
+  run: [1, 1, "exactly one argument: a JSONL file, or - for stdin"],
+  agent: [1, 1, "exactly one argument: the task in quotes, or - for stdin"],
+  chat: [0, 0, "type the task at its prompt"],
+  mcp: [0, 0, ""],
+};
+
 /** The commands that run agents, whose spans go out over OTLP/HTTP when an OTEL_EXPORTER_OTLP_ endpoint is set. */
 const TRACED_COMMANDS = new Set(["agent", "chat", "serve"]);
 
@@ -170,36 +180,22 @@ async function runCommand(argv: string[]): Promise<number> {
     throw e;
   }
   try {
+    const [min, max, what] = ARGUMENTS[name];
     if (values.help) {
+      // a command that takes no arguments refuses one under --help too: `mcp bogus --help` is a mistake
+      if (max === 0) expectArguments(name, rest, 0, 0, what);
       out.line(renderHelp(MAIN_HELP[name]).trimEnd());
       out.flush();
       return 0;
     }
     // the arguments first: a missing task is named before the config is read
-    switch (name) {
-      case "tools":
-      case "mcp":
-        expectArguments(name, rest, 0, 0, "");
-        break;
-      case "execute":
-        expectArguments(name, rest, 1, 1, "exactly one argument: a JSON tool call, or - for stdin");
-        break;
-      case "run":
-        expectArguments(name, rest, 1, 1, "exactly one argument: a JSONL file, or - for stdin");
-        break;
-      case "chat":
-        expectArguments(name, rest, 0, 0, "type the task at its prompt");
-        break;
-      case "agent":
-        if (values.continue === true) {
-          if (rest.length > 0)
-            throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
-        } else if (values.resume === true) {
-          if (rest.length > 0)
-            throw new UsageError(`agent --resume takes no task: it goes on with the session's suspended run (got '${shown(rest[0]!)}')`);
-        } else expectArguments(name, rest, 1, 1, "exactly one argument: the task in quotes, or - for stdin");
-        break;
-    }
+    if (name === "agent" && values.continue === true) {
+      if (rest.length > 0)
+        throw new UsageError(`agent --continue takes no task: it continues the session's last run (got '${shown(rest[0]!)}')`);
+    } else if (name === "agent" && values.resume === true) {
+      if (rest.length > 0)
+        throw new UsageError(`agent --resume takes no task: it goes on with the session's suspended run (got '${shown(rest[0]!)}')`);
+    } else expectArguments(name, rest, min, max, what);
     // Loaded on demand: the settings, the runtime and the command (see the module's doc).
     commands = await import("./commands.ts");
     return await commands.runCallCommand(name, values, rest, out);

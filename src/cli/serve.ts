@@ -101,7 +101,8 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
   let parsed;
   try {
     parsed = parseCommandLine("serve", SERVE_OPTIONS, argv);
-    if (parsed.values.help !== true) expectArguments("serve", parsed.positionals, 0, 0, "");
+    // also under --help: `serve bogus --help` is a mistake, not a request for help
+    expectArguments("serve", parsed.positionals, 0, 0, "");
   } catch (e) {
     return fail((e as Error).message);
   }

@@ -15,7 +15,8 @@ import { type SkillCatalog, SkillError } from "../skills/catalog.ts";
 import { NO_DESCRIPTION } from "../skills/context.ts";
 import { ConfigError, loadConfig } from "../host/settings.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
-import { nearest, parseCommandLine, renderHelp, shown, SKILLS_OPTIONS, usageText } from "./args.ts";
+import { parseCommandLine, renderHelp, shown, SKILLS_OPTIONS, usageText } from "./args.ts";
+import { GROUPS, unknownSubcommand } from "./groups.ts";
 
 export const SKILLS_HELP = renderHelp({
   name: "skills",
@@ -94,15 +95,15 @@ export async function cmdSkills(argv: string[], io: { out: LineWriter }): Promis
     return fail((e as Error).message);
   }
   const { values: v, positionals } = parsed;
+  const [sub, ...extra] = positionals;
+  // the subcommand first: `skills bogus --help` is a mistake, not a request for help
+  if (sub !== undefined && !GROUPS.skills.includes(sub)) return fail(unknownSubcommand(sub, GROUPS.skills));
   if (v.help) {
     out.line(SKILLS_HELP.trimEnd());
     out.flush();
     return 0;
   }
-  const [sub, ...extra] = positionals;
-  if (sub === undefined) return fail("missing subcommand: list");
-  if (sub !== "list")
-    return fail(`unknown subcommand '${shown(sub)}'${nearest(sub, ["list"]) !== undefined ? "; did you mean 'list'?" : " (known: list)"}`);
+  if (sub === undefined) return fail(`missing subcommand: ${GROUPS.skills.join(", ")}`);
   if (extra.length > 0) return fail(`unexpected argument '${shown(extra[0]!)}': skills list takes no arguments`);
   if (v.dir === "") return fail("--dir must not be empty");
 

@@ -11,7 +11,8 @@
  *
  * @module
  */
-import { nearest, parseCommandLine, renderHelp, shown, STORE_OPTIONS, usageText } from "./args.ts";
+import { parseCommandLine, renderHelp, shown, STORE_OPTIONS, usageText } from "./args.ts";
+import { GROUPS, unknownSubcommand } from "./groups.ts";
 import { type LineWriter, PIPE_HELP } from "./output.ts";
 import { isPostgresStore, openStore } from "../host/store.ts";
 import type { MigrationResult } from "../session/postgres/migrations.ts";
@@ -57,17 +58,15 @@ export async function cmdStore(argv: string[], io: { out: LineWriter }): Promise
     return fail((e as Error).message);
   }
   const { values: v, positionals } = parsed;
+  const [sub, ...extra] = positionals;
+  // the subcommand first: `store bogus --help` is a mistake, not a request for help
+  if (sub !== undefined && !GROUPS.store.includes(sub)) return fail(unknownSubcommand(sub, GROUPS.store));
   if (v.help) {
     out.line(STORE_HELP.trimEnd());
     out.flush();
     return 0;
   }
-  const [sub, ...extra] = positionals;
-  if (sub === undefined) return fail("missing subcommand: migrate");
-  if (sub !== "migrate")
-    return fail(
-      `unknown subcommand '${shown(sub)}'${nearest(sub, ["migrate"]) !== undefined ? "; did you mean 'migrate'?" : " (known: migrate)"}`,
-    );
+  if (sub === undefined) return fail(`missing subcommand: ${GROUPS.store.join(", ")}`);
   if (extra.length > 0) return fail(`unexpected argument '${shown(extra[0]!)}': store migrate takes no arguments`);
   const spec = v.store ?? env("AGENTCORE_STORE");
   if (spec === undefined || spec.trim() === "")

@@ -52,12 +52,13 @@ export async function cmdVersion(argv: string[], io: { out: LineWriter }): Promi
     return fail((e as Error).message);
   }
   const { values: v, positionals } = parsed;
+  // also under --help: `version bogus --help` is a mistake, not a request for help
+  if (positionals.length > 0) return fail(`unexpected argument '${shown(positionals[0]!)}': version takes no arguments`);
   if (v.help) {
     out.line(VERSION_HELP.trimEnd());
     out.flush();
     return 0;
   }
-  if (positionals.length > 0) return fail(`unexpected argument '${shown(positionals[0]!)}': version takes no arguments`);
   const info = await buildInfo();
   if (v.json) out.line(JSON.stringify(info));
   else for (const line of versionText(info)) out.line(line);

@@ -94,11 +94,18 @@ export async function makeModel(spec: ModelSpec, options: ModelOptions = {}): Pr
     if (options.keyOnlyToConfiguredUrl === true && spec.url.replace(/\/+$/, "") !== (seen.MODEL_URL ?? "").replace(/\/+$/, ""))
       source = { ...seen, MODEL_API_KEY: undefined };
   }
+  // An authentication error names the variable that holds the key, and why none was sent.
+  const keyless = spec.preset !== undefined && !MODEL_PRESETS[spec.preset as ModelPresetName].requiresKey;
+  const whyNone = keyless
+    ? `the ${spec.preset} preset sends none; for a server that wants a key, give its URL without the preset and the key in MODEL_API_KEY`
+    : source !== env
+      ? "MODEL_API_KEY goes only to MODEL_URL, and this is another URL"
+      : undefined;
   try {
-    return new OpenAIModelAdapter(
-      modelConfigFromEnv(source, overrides),
-      options.onRetry === undefined ? {} : { retry: { onRetry: options.onRetry } },
-    );
+    return new OpenAIModelAdapter(modelConfigFromEnv(source, overrides), {
+      key: { name: "MODEL_API_KEY", ...(whyNone !== undefined ? { whyNone } : {}) },
+      ...(options.onRetry === undefined ? {} : { retry: { onRetry: options.onRetry } }),
+    });
   } catch (e) {
     throw new ModelSpecError((e as Error).message, "config", e instanceof ModelConfigError ? e : null, source !== env);
   }

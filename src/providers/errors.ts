@@ -179,8 +179,67 @@ export interface NormalizeOptions {
   streaming?: boolean;
   /** Set when the adapter's own timer fired: the failure is a timeout. */
   timedOut?: boolean;
-  /** The base URL requested, named when no connection could be made (credentials and query left out). */
+  /** The base URL requested, named when no connection could be made or the key was refused (credentials and query left out). */
   endpoint?: string;
+  /** The API key the request carried and what holds it: named in an authentication error, and never shown. */
+  key?: KeyInfo;
+}
+
+/** The API key of a request, for the messages of its errors. */
+export interface KeyInfo {
+  /** The key sent, if any. It is never shown: removed from every message, whole, in part, or as a server's masked echo of it. */
+  readonly value?: string;
+  /** What holds the key, named in an authentication error: an environment variable (`MODEL_API_KEY`) or a setting; default `apiKey`. */
+  readonly name?: string;
+  /** Why no key was sent, when none was (`the ollama preset sends none`); default: `NAME is not set`. */
+  readonly whyNone?: string;
+}
+
+/** What replaces a key, or a server's echo of one, in a message. */
+export const KEY_HIDDEN = "[key hidden]";
+
+/** A run of 3 or more mask characters with the word around it: `sk-ab12****************wxyz`, a server's echo of a key. */
+const MASKED_KEY = /[\w+/=.-]*[*•]{3,}[\w+/=-]*/g;
+/** The shortest run of a key's characters that is taken for a piece of the key. */
+const KEY_PIECE = 6;
+
+/**
+ * `text` without `key`: the whole key, any run of at least 6 of its
+ * characters (a prefix or suffix a server echoed), and anything masked the
+ * way servers echo a key (`sk-ab12****wxyz`) become {@link KEY_HIDDEN}.
+ */
+export function withoutKey(text: string, key: string | undefined): string {
+  const out = text.replace(MASKED_KEY, KEY_HIDDEN);
+  if (key === undefined || key === "") return out;
+  const n = Math.min(KEY_PIECE, key.length);
+  const pieces = new Set<string>();
+  for (let i = 0; i + n <= key.length; i++) pieces.add(key.slice(i, i + n));
+  const hidden = new Uint8Array(out.length);
+  for (let i = 0; i + n <= out.length; i++) if (pieces.has(out.slice(i, i + n))) hidden.fill(1, i, i + n);
+  if (!hidden.includes(1)) return out;
+  let result = "";
+  for (let i = 0; i < out.length; i++) {
+    if (hidden[i] === 0) result += out[i];
+    else if (i === 0 || hidden[i - 1] === 0) result += KEY_HIDDEN;
+  }
+  return result;
+}
+
+/**
+ * The message of a 401 or 403: the kind (authentication), the status and the
+ * URL that answered it, the server's own words (without the key), and the
+ * fix, naming what holds the key. Never the key itself.
+ */
+function authenticationMessage(status: number, said: string, options: NormalizeOptions): string {
+  const key = options.key;
+  const name = key?.name ?? "apiKey";
+  const from = options.endpoint !== undefined ? ` from ${shownEndpoint(options.endpoint)}` : "";
+  const words = said.replace(/^\d{3}\s*/, "").replace(/[\s.]+$/, "");
+  const fix =
+    key?.value !== undefined && key.value !== ""
+      ? `the API key in ${name} was refused: check ${name}, and that the key is for this server`
+      : `no API key was sent (${key?.whyNone ?? `${name} is not set; set it to this server's key`})`;
+  return `authentication failed: HTTP ${status}${from}${words !== "" ? ` (${words})` : ""}; ${fix}`;
 }
 
 /** A URL as safe to show: no user name, password, query or fragment. */
@@ -216,6 +275,8 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
 
   const prefix = streaming ? STREAM_FAILED_PREFIX : COMPLETION_FAILED_PREFIX;
   const base = { responseStarted, cause: err };
+  /** What the server said, without the key. */
+  const said = (e: unknown) => withoutKey(detail(e), options.key?.value);
 
   const sdk = OpenAISDK;
   if (timedOut || (sdk !== null && err instanceof sdk.APIConnectionTimeoutError)) {
@@ -236,9 +297,14 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
   if (sdk !== null && err instanceof sdk.APIError) {
     const status = err.status;
     const withStatus = { ...base, status };
-    if (status === 401 || status === 403) return new ModelProviderError("authentication", prefix + detail(err), withStatus);
+    // The SDK's error is not kept as the cause here: its message holds the server's echo of the key.
+    if (status === 401 || status === 403)
+      return new ModelProviderError("authentication", prefix + authenticationMessage(status, said(err), options), {
+        responseStarted,
+        status,
+      });
     if (status === 429) {
-      const e = new ModelProviderError("rate_limit", prefix + detail(err), {
+      const e = new ModelProviderError("rate_limit", prefix + said(err), {
         ...withStatus,
         retryAfterMs: parseRetryAfter(err.headers as HeaderBag | undefined),
       });
@@ -246,23 +312,23 @@ export function normalizeModelError(err: unknown, options: NormalizeOptions = {}
       if (codes.some((c) => QUOTA_EXHAUSTED_CODES.includes(c))) notRetryable.add(e);
       return e;
     }
-    if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), withStatus);
-    if (status === 408) return new ModelProviderError("timeout", prefix + detail(err), withStatus);
+    if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + said(err), withStatus);
+    if (status === 408) return new ModelProviderError("timeout", prefix + said(err), withStatus);
     if (status === undefined) {
       // An error event inside a 200 stream: its type says what a status would have.
       const codes = lowerStrings(err.code, err.type, ...bodyFields(err.error));
       if (codes.includes("rate_limit_exceeded") || codes.includes("rate_limit_error"))
-        return new ModelProviderError("rate_limit", prefix + detail(err), base);
+        return new ModelProviderError("rate_limit", prefix + said(err), base);
       if (codes.includes("server_error") || codes.includes("overloaded_error"))
-        return retryableModelError("provider_error", prefix + detail(err), base);
+        return retryableModelError("provider_error", prefix + said(err), base);
     }
     if (status !== undefined && status >= 500) {
-      return retryableModelError("provider_error", prefix + detail(err), {
+      return retryableModelError("provider_error", prefix + said(err), {
         ...withStatus,
         retryAfterMs: parseRetryAfter(err.headers as HeaderBag | undefined),
       });
     }
-    return new ModelProviderError("provider_error", prefix + detail(err), withStatus);
+    return new ModelProviderError("provider_error", prefix + said(err), withStatus);
   }
   if (isContextOverflow(err)) return new ModelProviderError("context_overflow", prefix + detail(err), base);
   if (err instanceof TypeError && /fetch|network|socket|connect/i.test(err.message)) {

@@ -19,6 +19,7 @@ import { type ModelConfig, type ModelConfigInput, resolveModelConfig } from "./c
 import {
   abortReason,
   COMPLETION_FAILED_PREFIX,
+  type KeyInfo,
   normalizeModelError,
   retryableModelError,
   shownEndpoint,
@@ -51,6 +52,13 @@ export interface OpenAIModelAdapterOptions {
   fetch?: typeof fetch;
   /** Extra headers sent with every request. */
   headers?: Record<string, string>;
+  /**
+   * What holds the API key, for the message of an authentication error:
+   * `name` (default `apiKey`; `MODEL_API_KEY` when the key came from the
+   * environment) and, when no key is sent, `whyNone`. The key itself is never
+   * shown in any error.
+   */
+  key?: Omit<KeyInfo, "value">;
 }
 
 /** The request body this adapter sends (the fields it sets). */
@@ -124,6 +132,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
   readonly #retry: ResolvedRetryOptions;
   readonly #limits: JsonLimits | undefined;
   readonly #clientOptions: ConstructorParameters<typeof OpenAI>[0];
+  readonly #key: KeyInfo;
   #client: Promise<OpenAI> | null = null;
   #formatRefused = false;
 
@@ -131,6 +140,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
     this.config = resolveModelConfig(config);
     this.#retry = resolveRetryOptions(options.retry);
     this.#limits = options.argumentLimits;
+    this.#key = { ...options.key, ...(this.config.apiKey !== undefined ? { value: this.config.apiKey } : {}) };
     this.#clientOptions = {
       // The SDK insists on a key; local servers ignore this placeholder.
       apiKey: this.config.apiKey ?? "no-key",
@@ -378,6 +388,7 @@ export class OpenAIModelAdapter implements ModelAdapter {
         streaming,
         timedOut,
         endpoint: this.config.baseURL ?? OPENAI_DEFAULT_BASE_URL,
+        key: this.#key,
       });
     } finally {
       disarm();

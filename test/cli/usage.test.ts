@@ -183,8 +183,12 @@ describe("what is wrong, in a sentence, with the nearest flag or command", () =>
       "",
       "unknown command 'exec' (commands: tools, execute, run, agent, chat, sessions, serve, skills, history, store, mcp, version)",
     );
-    expectUsage(run(["sessions", "shwo", "demo"]), "sessions", "unknown subcommand 'shwo'; did you mean 'show'?");
-    expectUsage(run(["skills", "lsit"]), "skills", "unknown subcommand 'lsit'; did you mean 'list'?");
+    expectUsage(
+      run(["sessions", "shwo", "demo"]),
+      "sessions",
+      "unknown subcommand 'shwo'; did you mean 'show'? (subcommands: list, show, tree, fork, rollback, retry, recover, delete, approvals, approve, deny, export, import)",
+    );
+    expectUsage(run(["skills", "lsit"]), "skills", "unknown subcommand 'lsit'; did you mean 'list'? (subcommands: list)");
     // a control character in the word is shown escaped
     expect(run(["ag\u001bent"]).stderr).toContain("unknown command 'ag\\x1bent'");
   });

@@ -1,18 +1,30 @@
 /**
  * `npm run release` for the two Linux targets, as CI runs it: the release
  * script in a child process builds linux-x64 and linux-arm64 into a temp
- * folder (each twice, comparing the bytes), writes SHA256SUMS and
- * manifest.json, and checks them, the smoke tests included (linux-arm64
- * under qemu-user; under CI=true a missing qemu fails this file). Then
- * `--check` must refuse a tampered folder, and the header reader must tell
- * each format apart.
+ * folder (each twice, comparing the bytes), puts install.sh beside them,
+ * writes SHA256SUMS and manifest.json, and checks them, the smoke tests
+ * included (linux-arm64 under qemu-user; under CI=true a missing qemu fails
+ * this file). The README's install line then runs against that folder served
+ * over loopback HTTP (and against the folder itself), and refuses a
+ * corrupted binary. `--check` must refuse a tampered folder, and the header
+ * reader must tell each format apart.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hostTarget } from "../../scripts/build-binary.mjs";
-import { binaryFormat, comparable, findQemu, type Manifest, parseTargets, sumsText } from "../../scripts/release.ts";
+import {
+  binaryFormat,
+  comparable,
+  findQemu,
+  installerBaseUrl,
+  installerText,
+  type Manifest,
+  parseTargets,
+  summedFiles,
+  sumsText,
+} from "../../scripts/release.ts";
 import { VERSION } from "../../src/core/version.ts";
 import { REPO } from "../support/binary.ts";
 
@@ -22,6 +34,7 @@ const qemu = findQemu();
 let work: string;
 let out: string;
 let build: { status: number; stderr: string };
+const inGit = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: REPO }).exitCode === 0;
 
 function release(args: string[]): { status: number; stderr: string; stdout: string } {
   const r = Bun.spawnSync([process.execPath, join(REPO, "scripts/release.ts"), ...args], {
@@ -31,12 +44,46 @@ function release(args: string[]): { status: number; stderr: string; stdout: stri
   return { status: r.exitCode, stderr: r.stderr.toString(), stdout: r.stdout.toString() };
 }
 
+/** A release folder over HTTP on loopback, as a release page serves it (404 for anything else). */
+function serveFolder(dir: string) {
+  return Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(req) {
+      const name = decodeURIComponent(new URL(req.url).pathname.slice(1));
+      const path = join(dir, name);
+      return /^[\w.-]+$/.test(name) && existsSync(path) ? new Response(Bun.file(path)) : new Response("not found", { status: 404 });
+    },
+  });
+}
+
+/** `sh -c SCRIPT sh ARGS…` with a plain PATH and HOME in the work folder (not spawnSync: the folder's server runs in this process). */
+async function sh([script, ...args]: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const p = Bun.spawn(["sh", "-c", script!, "sh", ...args], {
+    cwd: work,
+    env: { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: work },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, status] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { status, stdout, stderr };
+}
+
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "agentcore-release-"));
   out = join(work, "release");
   // From a git archive of HEAD when there is one: other edits to the working tree can't change the second build.
-  const inGit = Bun.spawnSync(["git", "rev-parse", "HEAD"], { cwd: REPO }).exitCode === 0;
-  const args = ["--targets", "linux-x64,linux-arm64", "--out", out, "--repro", ...(inGit ? ["--from-commit"] : [])];
+  // the release's install.sh downloads from the folder itself unless told otherwise
+  const args = [
+    "--targets",
+    "linux-x64,linux-arm64",
+    "--out",
+    out,
+    "--download-url",
+    `file://${out}`,
+    "--repro",
+    ...(inGit ? ["--from-commit"] : []),
+  ];
   if (onLinuxX64) build = release(args);
 }, 600_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -94,10 +141,72 @@ describe.if(onLinuxX64)("release of linux-x64 and linux-arm64", () => {
       ["agentcore-linux-x64", "linux-x64"],
       ["agentcore-linux-arm64", "linux-arm64"],
     ]);
-    expect(readFileSync(join(out, "SHA256SUMS"), "utf8")).toBe(sumsText(manifest.artifacts));
+    expect(readFileSync(join(out, "SHA256SUMS"), "utf8")).toBe(sumsText(summedFiles(manifest)));
     const check = Bun.spawnSync(["sha256sum", "--check", "--strict", "SHA256SUMS"], { cwd: out });
-    expect(check.stdout.toString()).toBe("agentcore-linux-arm64: OK\nagentcore-linux-x64: OK\n");
+    expect(check.stdout.toString()).toBe("agentcore-linux-arm64: OK\nagentcore-linux-x64: OK\ninstall.sh: OK\n");
     expect(check.exitCode).toBe(0);
+  });
+
+  test("install.sh is in the release folder: executable, in the manifest, downloading from --download-url by default", () => {
+    expect(readdirSync(out).sort()).toEqual(["SHA256SUMS", "agentcore-linux-arm64", "agentcore-linux-x64", "install.sh", "manifest.json"]);
+    const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8")) as Manifest;
+    expect(manifest.installer).toMatchObject({ file: "install.sh", base_url: `file://${out}` });
+    const script = readFileSync(join(out, "install.sh"), "utf8");
+    // the repository's install.sh but for that one line (a --from-commit release takes the committed one)
+    const source = inGit
+      ? Bun.spawnSync(["git", "show", "HEAD:install.sh"], { cwd: REPO }).stdout.toString()
+      : readFileSync(join(REPO, "install.sh"), "utf8");
+    expect(script).toBe(installerText(source, `file://${out}`));
+    expect(installerBaseUrl(script)).toBe(`file://${out}`);
+    expect(Bun.spawnSync(["test", "-x", join(out, "install.sh")]).exitCode).toBe(0);
+    expect(build.stderr).toContain("ok    install.sh: sh -n: parses");
+  });
+
+  test("the README's install line against the release over loopback HTTP, and from the folder itself: the binary runs", async () => {
+    const server = serveFolder(out);
+    try {
+      const url = `http://127.0.0.1:${server.port}`;
+      const prefix = join(work, "prefix-http");
+      // curl -fsSL …/install.sh | sh, with the base URL and prefix passed through the pipe
+      const r = await sh(['curl -fsSL "$1/install.sh" | sh -s -- --base-url "$1" --prefix "$2"', url, prefix]);
+      expect(r.stderr).toBe("");
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(`installing agentcore-linux-x64 from ${url}`);
+      expect(r.stdout).toContain(`installed ${VERSION} at ${join(prefix, "bin", "agentcore")}`);
+      expect(Bun.spawnSync([join(prefix, "bin", "agentcore"), "--version"]).stdout.toString()).toBe(`agentcore ${VERSION}\n`);
+    } finally {
+      server.stop(true);
+    }
+    // the folder's own install.sh with no --base-url: its default, the folder
+    const prefix = join(work, "prefix-dir");
+    const r = await sh(['sh "$1/install.sh" --prefix "$2"', out, prefix]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain(`installing agentcore-linux-x64 from file://${out}`);
+    expect(Bun.spawnSync([join(prefix, "bin", "agentcore"), "version", "--json"]).stdout.toString()).toContain('"target":"linux-x64"');
+  });
+
+  test("a corrupted binary in the release is refused by the sha256 check, over HTTP and from the folder: nothing installed", async () => {
+    const bad = join(work, "corrupted");
+    rmSync(bad, { recursive: true, force: true });
+    Bun.spawnSync(["cp", "-r", out, bad]);
+    const x64 = join(bad, "agentcore-linux-x64");
+    const bytes = readFileSync(x64);
+    bytes[bytes.length >> 1] ^= 0x40;
+    writeFileSync(x64, bytes);
+    const server = serveFolder(bad);
+    try {
+      for (const base of [`http://127.0.0.1:${server.port}`, bad]) {
+        const prefix = join(work, `prefix-bad-${base.startsWith("http") ? "http" : "dir"}`);
+        const r = await sh(['sh "$1/install.sh" --base-url "$2" --prefix "$3"', bad, base, prefix]);
+        expect(r.status).toBe(1);
+        expect(r.stderr).toMatch(
+          /^install\.sh: sha256 mismatch for agentcore-linux-x64: expected [0-9a-f]{64}, got [0-9a-f]{64}; nothing installed\n$/,
+        );
+        expect(existsSync(prefix)).toBe(false);
+      }
+    } finally {
+      server.stop(true);
+    }
   });
 
   test("--check refuses a tampered folder: a changed byte, a swapped file, a missing artifact", () => {
@@ -121,7 +230,7 @@ describe.if(onLinuxX64)("release of linux-x64 and linux-arm64", () => {
     const x = manifest.artifacts[0]!;
     const fixed = { ...manifest, artifacts: [x, { ...x, file: "agentcore-linux-arm64", target: "linux-arm64" as const }] };
     writeFileSync(join(copy, "manifest.json"), JSON.stringify(fixed));
-    writeFileSync(join(copy, "SHA256SUMS"), sumsText(fixed.artifacts));
+    writeFileSync(join(copy, "SHA256SUMS"), sumsText(summedFiles(fixed)));
     r = release(["--check", "--out", copy, "--smoke", "skip"]);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("FAIL  agentcore-linux-arm64: format: ELF x86-64 executable; linux-arm64 needs ELF aarch64");
@@ -184,6 +293,20 @@ describe("the header reader", () => {
     expect(binaryFormat(pe(0x8664, 0x20b).subarray(0, 0x90)).format).toBe("unknown");
     expect(binaryFormat(new Uint8Array(0)).format).toBe("unknown");
   });
+});
+
+test("installerText sets install.sh's download URL, and refuses one that would change the shell line", () => {
+  const script = readFileSync(join(REPO, "install.sh"), "utf8");
+  expect(installerBaseUrl(script)).toBe("https://github.com/agentcore/agentcore/releases/latest/download");
+  expect(installerText(script)).toBe(script);
+  const moved = installerText(script, "https://github.com/someone/agentcore/releases/latest/download/");
+  expect(installerBaseUrl(moved)).toBe("https://github.com/someone/agentcore/releases/latest/download");
+  expect(moved.split("\n").filter((l, i) => l !== script.split("\n")[i])).toEqual([
+    'DEFAULT_BASE_URL="https://github.com/someone/agentcore/releases/latest/download"',
+  ]);
+  for (const bad of ["ftp://x/y", "https://x/$(id)", 'https://x/"', "https://x/`id`", "https://x/a b", "/tmp/release"])
+    expect(() => installerText(script, bad)).toThrow("--download-url must be an http://, https:// or file:// URL");
+  expect(() => installerText("#!/bin/sh\necho hi\n")).toThrow('install.sh has no DEFAULT_BASE_URL="…" line');
 });
 
 test("targets and comparable output", () => {
