@@ -24,7 +24,8 @@ export function benchBinary(work: string, given?: string): string {
   if (given !== undefined) return path.resolve(given);
   const out = path.join(work, "agentcore");
   console.log("building the binary (bun build --compile) …");
-  const r = spawnSync("bun", ["build", "--compile", "--minify", path.join(REPO, "src/cli/main.ts"), "--outfile", out], {
+  // the Bun that runs this script (a bun on PATH is not needed)
+  const r = spawnSync(process.execPath, ["build", "--compile", "--minify", path.join(REPO, "src/cli/main.ts"), "--outfile", out], {
     stdio: ["ignore", "ignore", "inherit"],
   });
   if (r.status !== 0) throw new Error("bun build --compile failed");
