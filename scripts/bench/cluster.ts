@@ -31,88 +31,27 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
-import { startCluster } from "../../test/support/pg-cluster.ts";
+import {
+  benchBinary,
+  benchConfig,
+  benchPgServer,
+  callDaemon as call,
+  freshBenchDatabase,
+  startBenchDaemon,
+  stopDaemons as stopAll,
+  type Daemon,
+} from "./daemons.ts";
 import { table } from "./lib.ts";
 
 const { values } = parseArgs({ options: { pg: { type: "string" }, runs: { type: "string" }, binary: { type: "string" } } });
 const N = Number(values.runs ?? 120);
 const WINDOW = 16;
-const REPO = path.resolve(import.meta.dirname, "../..");
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "agentcore-bench-cluster-"));
-
-function binary(): string {
-  if (values.binary !== undefined) return path.resolve(values.binary);
-  const out = path.join(work, "agentcore");
-  console.log("building the binary (bun build --compile) …");
-  const r = spawnSync("bun", ["build", "--compile", "--minify", path.join(REPO, "src/cli/main.ts"), "--outfile", out], {
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  if (r.status !== 0) throw new Error("bun build --compile failed");
-  return out;
-}
-const BIN = binary();
-
-let server = values.pg ?? (process.env.AGENTCORE_TEST_PG || undefined);
-if (server === undefined) {
-  const c = startCluster({ fsync: false });
-  if (c === null) throw new Error("PostgreSQL's server is not installed: give --pg URL");
-  server = c.url;
-}
-
-async function freshDatabase(): Promise<string> {
-  const { default: pg } = await import("pg");
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  const name = `bench_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const u = new URL(server!);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-interface Daemon {
-  proc: ReturnType<typeof Bun.spawn>;
-  url: string;
-  token: string;
-}
-
-const cfg = path.join(work, "config.json");
-fs.writeFileSync(cfg, JSON.stringify({ tools: { exec: { allow: ["sh"], env: ["PATH"], isolation: "off", timeout_ms: 600_000 } } }));
-
-async function start(name: string, store: string | null): Promise<Daemon> {
-  const dir = path.join(work, name);
-  fs.mkdirSync(dir, { recursive: true });
-  const args = [BIN, "serve", "--config", cfg, "--port", "0", "--state-dir", path.join(dir, "state")];
-  if (store !== null) args.push("--store", store);
-  else args.push("--sessions-dir", path.join(dir, "sessions"));
-  const proc = Bun.spawn(args, { cwd: dir, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
-  const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-  let printed = "";
-  while (!/token file (\S+)\n/.test(printed)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`serve ${name} ended: ${printed}`);
-    printed += new TextDecoder().decode(value);
-  }
-  void (async () => {
-    for (;;) if ((await reader.read().catch(() => ({ done: true }))).done) return;
-  })();
-  return {
-    proc,
-    url: /listening on (\S+)\n/.exec(printed)![1]!,
-    token: fs.readFileSync(/token file (\S+)\n/.exec(printed)![1]!, "utf8").trim(),
-  };
-}
-
-async function call(d: Daemon, method: string, route: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${d.url}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${d.token}`, "content-type": "application/json", accept: "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text === "" ? null : JSON.parse(text) };
-}
+const BIN = benchBinary(work, values.binary);
+const server = benchPgServer(values.pg);
+const freshDatabase = () => freshBenchDatabase(server);
+const cfg = benchConfig(work);
+const start = (name: string, store: string | null) => startBenchDaemon(BIN, work, cfg, name, store);
 
 const SCRIPT = [{ content: null, tool_calls: [{ id: "e1", name: "echo", arguments: '{"message":"hi"}' }] }, { content: "done" }];
 
@@ -143,11 +82,6 @@ async function throughput(daemons: Daemon[]): Promise<number> {
   await Promise.all(daemons.flatMap((d) => Array.from({ length: WINDOW }, () => lane(d))));
   return N / ((performance.now() - t0) / 1000);
 }
-
-const stopAll = async (ds: Daemon[]) => {
-  for (const d of ds) d.proc.kill("SIGTERM");
-  await Promise.all(ds.map((d) => d.proc.exited));
-};
 
 const rows: string[][] = [];
 let base = 0;

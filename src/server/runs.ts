@@ -772,6 +772,8 @@ export class RunManager {
   async #close(r: ServerRun): Promise<void> {
     if (r.closed) return;
     r.closed = true;
+    // a closed run holds its session branch no more (nor the memory of its agent through the lease table)
+    if (r.session !== null && this.#leases.get(this.#leaseKey(r.session)) === r) this.#leases.delete(this.#leaseKey(r.session));
     await r.agent.shutdown();
     r.emit({ type: "idle", status: "closed", result: r.agent.lastResult });
     r.listeners.clear();

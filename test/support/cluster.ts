@@ -84,8 +84,15 @@ export interface Daemon {
   stderr: () => string;
 }
 
-/** `agentcore serve --store <db>` on a free loopback port, its own state directory. */
-export async function startDaemon(store: string, dir: string, name: string, cfg: string, extra: string[] = []): Promise<Daemon> {
+/** `agentcore serve --store <db>` on a free loopback port, its own state directory; `env` is added to {@link ENV}. */
+export async function startDaemon(
+  store: string,
+  dir: string,
+  name: string,
+  cfg: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Daemon> {
   const state = path.join(dir, `state-${name}`);
   if (bin === "") bin = binaryPath();
   const proc = Bun.spawn([bin, "serve", "--config", cfg, "--store", store, "--port", "0", "--state-dir", state, ...extra], {
@@ -93,7 +100,7 @@ export async function startDaemon(store: string, dir: string, name: string, cfg:
     stdout: "ignore",
     stderr: "pipe",
     stdin: "ignore",
-    env: ENV,
+    env: { ...ENV, ...env },
   });
   live.push(proc);
   let printed = "";
@@ -149,18 +156,33 @@ export async function waitFor<T>(check: () => Promise<T | null | undefined | fal
   }
 }
 
-/** The SSE messages of a stream until `done` (or the bound). */
-export async function sse(d: Daemon, runId: string, lastEventId?: number) {
+/**
+ * The SSE messages of a stream until `done`, or until `boundMs` has passed
+ * (then the messages so far, without `done`: the caller's expectation fails).
+ */
+export async function sse(d: Daemon, runId: string, lastEventId?: number, boundMs = 90_000) {
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), 90_000);
+  const timer = setTimeout(() => ac.abort(), boundMs);
   const res = await fetch(`${d.url}/v1/runs/${runId}/events`, {
     headers: { ...auth(d), ...(lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {}) },
     signal: ac.signal,
   });
-  const text = await res.text();
+  let text = "";
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    /* the bound: what came so far */
+  }
   clearTimeout(timer);
   const messages = text
     .split("\n\n")
+    .slice(0, -1) // a message cut by the bound is left out
     .filter((m) => /^event: /m.test(m))
     .map((m) => ({
       id: /^id: (\d+)$/m.exec(m)?.[1] !== undefined ? Number(/^id: (\d+)$/m.exec(m)![1]) : null,

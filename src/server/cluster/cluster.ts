@@ -35,6 +35,7 @@
 import { hostname } from "node:os";
 import type { Client, Pool } from "pg";
 import type { PgBoss } from "pg-boss";
+import type { AgentRunResult } from "../../agent/index.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages } from "../../session/types.ts";
@@ -42,7 +43,7 @@ import type { ApprovalNotice, PendingApproval } from "../approvals.ts";
 import { HttpError } from "../errors.ts";
 import { newRunId, type RunManager, type RunRequest, type ServerRun } from "../runs.ts";
 import { storageError } from "../../session/postgres/errors.ts";
-import { clusterEventStream, EventWriter, EVENTS_CHANNEL } from "./events.ts";
+import { clusterEventStream, EventWriter, EVENTS_CHANNEL, type RowStatus } from "./events.ts";
 
 /** The pg-boss queue of runs. */
 export const RUN_QUEUE = "agentcore-runs";
@@ -52,6 +53,19 @@ const COMMANDS_CHANNEL = "agentcore_run_commands";
 const OUTCOMES_CHANNEL = "agentcore_run_command_outcomes";
 /** How often a run's job is retried (a daemon that died, a refusal a retry may change) before the run is failed. */
 export const RUN_RETRY_LIMIT = 100;
+
+/** The environment variable that sets a daemon's poll period of event streams and commands (ms; the fallback when a notification is lost). */
+export const POLL_ENV = "AGENTCORE_CLUSTER_POLL_MS";
+
+/** The poll period `env` sets (10 ms to 1 hour; default 1000); a RangeError naming the variable for anything else. */
+function pollMsOf(env: Readonly<Record<string, string | undefined>>): number {
+  const raw = env[POLL_ENV]?.trim();
+  if (raw === undefined || raw === "") return 1000;
+  const n = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= 10 && n <= 3_600_000))
+    throw new RangeError(`${POLL_ENV} must be a whole number of milliseconds from 10 to 3600000, got '${raw.slice(0, 40)}'`);
+  return n;
+}
 
 /** A command's kinds. */
 export type CommandKind = "steer" | "abort" | "follow_up" | "continue" | "approval";
@@ -89,8 +103,13 @@ export interface ClusterOptions {
   maxActiveRuns: number;
   /** This daemon's name in the run table (default host:pid:random). */
   nodeId?: string;
-  /** Poll period of event streams and commands when a notification is lost (default 1000 ms). */
+  /**
+   * Poll period of event streams and commands when a notification is lost
+   * (default: `AGENTCORE_CLUSTER_POLL_MS` of `env`, else 1000 ms).
+   */
   pollMs?: number;
+  /** Where `AGENTCORE_CLUSTER_POLL_MS` is read (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
   /** How long a forwarded command waits for its owner's answer (default 10 000 ms). */
   commandTimeoutMs?: number;
   /** pg-boss: the heartbeat of a job (seconds, at least 10; default 10). */
@@ -120,7 +139,7 @@ export class Cluster {
   readonly nodeId: string;
   readonly pollMs: number;
   readonly pool: Pool;
-  readonly #opts: Required<Omit<ClusterOptions, "nodeId" | "pollMs">>;
+  readonly #opts: Required<Omit<ClusterOptions, "nodeId" | "pollMs" | "env">>;
   #boss: PgBoss | null = null;
   #listener: Client | null = null;
   #pg: typeof import("pg") | null = null;
@@ -138,7 +157,7 @@ export class Cluster {
 
   private constructor(options: ClusterOptions, pool: Pool, pg: typeof import("pg")) {
     this.nodeId = options.nodeId ?? `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
-    this.pollMs = options.pollMs ?? 1000;
+    this.pollMs = options.pollMs ?? pollMsOf(options.env ?? process.env);
     this.pool = pool;
     this.#pg = pg;
     this.#opts = {
@@ -156,6 +175,7 @@ export class Cluster {
    * openStore does it). Throws SessionStorageError naming the store.
    */
   static async open(options: ClusterOptions): Promise<Cluster> {
+    if (options.pollMs === undefined) pollMsOf(options.env ?? process.env); // a bad value is refused before anything connects
     const pg = (await import("pg")).default as unknown as typeof import("pg");
     const pool = new pg.Pool({ connectionString: options.url, max: 10, connectionTimeoutMillis: 10_000 });
     pool.on("error", () => {});
@@ -347,19 +367,14 @@ export class Cluster {
     return clusterEventStream(this, runId, { after, heartbeatMs, signal });
   }
 
-  async #setStatus(runId: string, epoch: number, status: string, result: unknown, error: string | null = null): Promise<void> {
-    await this.pool
-      .query(
-        "UPDATE agentcore.runs SET status = $3, result = COALESCE($4, result), error = $5, updated_at = now() WHERE run_id = $1 AND epoch = $2",
-        [runId, epoch, status, result === null || result === undefined ? null : JSON.stringify(result), error],
-      )
-      .catch((e) => this.#logger?.warn("cluster: cannot update a run's status", { run_id: runId, error: (e as Error).message }));
-  }
-
-  /** The job handler: claim the run, run it (or take it over), resolve when its task ended or suspended. */
+  /**
+   * The job handler: claim the run, run it (or take it over), resolve when
+   * its task ended or suspended. After the claim, the run's {@link EventWriter}
+   * is the only writer of its row (each status change in order, with the
+   * items it goes with), and once the task has ended the run leaves this
+   * daemon's live table: its record is the store's.
+   */
   async #execute(runId: string, jobSignal: AbortSignal, lastTry: boolean): Promise<void> {
-    const runs = this.#runs!;
-    const storage = this.#opts.storage;
     const claimed = await this.pool.query(
       `UPDATE agentcore.runs SET owner = $2, epoch = epoch + 1, status = 'running', updated_at = now()
        WHERE run_id = $1 AND status IN ('queued', 'running') RETURNING *`,
@@ -367,139 +382,135 @@ export class Cluster {
     );
     const row = claimed.rows[0] as RunRow | undefined;
     if (row === undefined) return; // finished, or gone: nothing to do
-    const epoch = row.epoch;
-    const req = row.request;
-    const branch = row.branch;
     const last = await this.pool.query("SELECT COALESCE(max(seq), 0)::bigint AS n FROM agentcore.run_events WHERE run_id = $1", [runId]);
-    let run: ServerRun | null = null;
+    const here: { run: ServerRun | null } = { run: null };
     const writer = new EventWriter(
       this.pool,
       runId,
-      epoch,
+      row.epoch,
       Number(last.rows[0].n),
       () => {
         this.#logger?.warn("cluster: run taken over by another daemon; stopping it here", { run_id: runId });
-        run?.agent.abort("run taken over by another daemon (its epoch moved on)");
+        here.run?.agent.abort("run taken over by another daemon (its epoch moved on)");
       },
       (e) => this.#logger?.warn("cluster: run events lost", { run_id: runId, error: (e as Error)?.message }),
     );
     this.#writers.set(runId, writer);
     try {
-      // What the branch holds now: the start of the run, or what a dead owner committed of it.
-      const checkout = await storage.checkout(row.session_id, branch);
-      const head = checkout?.head ?? null;
-      const turns = checkout === null ? 0 : sessionMessages(checkout.session).filter((m) => m.role === "assistant").length;
-      let takeover = false;
-      if (row.base_turns === null) {
-        await this.pool.query("UPDATE agentcore.runs SET base_head = $3, base_turns = $4 WHERE run_id = $1 AND epoch = $2", [
-          runId,
-          epoch,
-          head ?? "",
-          turns,
-        ]);
-      } else takeover = (row.base_head ?? "") !== (head ?? "");
-      let request = req;
-      let op: Parameters<RunManager["begin"]>[1] = { kind: "task", task: req.task };
-      if (takeover) {
-        writer.push({ type: "cluster", event: { kind: "run_taken_over", run_id: runId, owner: this.nodeId, epoch } });
-        await storage.recoverRuns(row.session_id, {
-          branch,
-          reason: `taken over by daemon ${this.nodeId}`,
-          toolEffect: this.#toolEffect,
-          resumable: true,
-        });
-        const after = (await storage.checkout(row.session_id, branch))!;
-        const lastRun = after.session.runs.at(-1);
-        if (pendingApprovals(after.session).length > 0) {
-          // a waiting approval: the run stays suspended until it is answered and resumed
-          writer.push({ type: "idle", status: "idle", result: lastRun?.result ?? null });
-          await writer.flush();
-          await this.#setStatus(runId, epoch, "suspended", lastRun?.result ?? null);
-          return;
-        }
-        if (lastRun?.result !== null && lastRun?.result !== undefined && lastRun.result.stop_reason !== "awaiting_approval") {
-          // the dead owner finished the task but not its bookkeeping
-          writer.push({ type: "idle", status: "idle", result: lastRun.result });
-          await writer.flush();
-          await this.#setStatus(runId, epoch, "idle", lastRun.result);
-          return;
-        }
-        // a scripted model goes on after the turns the journal holds
-        const done = sessionMessages(after.session).filter((m) => m.role === "assistant").length - (row.base_turns ?? 0);
-        if (Array.isArray(req.script)) request = { ...req, script: req.script.slice(Math.max(0, done)) };
-        op = { kind: "resume" };
-      }
-      try {
-        run = await runs.create(request, runId);
-      } catch (e) {
-        await this.#failed(runId, epoch, writer, e, lastTry);
-        return;
-      }
-      const r = run;
-      const listener = (item: Parameters<ServerRun["emit"]>[0]) => {
-        writer.push(item);
-        if (item.type === "approval") void this.#noteApproval(runId, item.notice);
-        if (item.type === "idle" && item.status === "closed") {
-          // the agent shut down (idle too long, the daemon stopping): the run keeps its last status
-          this.#writers.delete(runId);
-          void writer.flush();
-        } else if (item.type === "idle") {
-          const result = item.result;
-          const status = result?.stop_reason === "awaiting_approval" ? "suspended" : "idle";
-          void writer.flush().then(() => this.#setStatus(runId, epoch, status, result));
-        } else if (item.type === "agent" && (item.event.kind === "agent_started" || item.event.kind === "agent_continued")) {
-          void writer.flush().then(() => this.#setStatus(runId, epoch, "running", null));
-        }
-      };
-      r.listeners.add(listener);
-      let begun;
-      try {
-        begun = await runs.begin(r, op);
-      } catch (e) {
-        r.listeners.delete(listener);
-        await runs.discard(r);
-        run = null;
-        await this.#failed(runId, epoch, writer, e, lastTry);
-        return;
-      }
-      const onJobAbort = () => r.agent.abort("the queue gave this run's job up (its heartbeat was lost)");
-      jobSignal.addEventListener("abort", onJobAbort, { once: true });
-      try {
-        await begun.done.catch(() => null);
-      } finally {
-        jobSignal.removeEventListener("abort", onJobAbort);
-      }
-      await writer.flush();
+      await this.#work(row, writer, here, jobSignal, lastTry);
     } catch (e) {
       // the store went away, or the branch is held elsewhere: the job is retried
       this.#logger?.warn("cluster: a run could not be taken", { run_id: runId, error: (e as Error)?.message });
-      await writer.flush().catch(() => {});
-      if (run === null && lastTry) {
-        await this.#setStatus(
-          runId,
-          epoch,
-          "failed",
-          null,
-          `not taken after ${RUN_RETRY_LIMIT} tries: ${(e as Error)?.message ?? String(e)}`,
-        );
-        return;
-      }
-      if (run === null) throw e;
+      await writer.flush();
+      if (here.run === null && lastTry) {
+        const error = `not taken after ${RUN_RETRY_LIMIT} tries: ${(e as Error)?.message ?? String(e)}`;
+        writer.status({ status: "failed", result: null, error });
+        await writer.flush();
+      } else if (here.run === null) throw e;
     } finally {
-      if (run === null) this.#writers.delete(runId);
+      this.#writers.delete(runId);
     }
+    // the store stayed away when the run ended: the job is retried, and its next claim finds the result in the journal
+    if (writer.statusLost) throw new Error(`run ${runId} ended, but the store did not take its status; retrying`);
   }
 
-  async #failed(runId: string, epoch: number, writer: EventWriter, e: unknown, lastTry: boolean): Promise<void> {
+  /** A claimed run, run here (`here.run` while it is) or taken over; the end of its task is the end of its stay here. */
+  async #work(row: RunRow, writer: EventWriter, here: { run: ServerRun | null }, jobSignal: AbortSignal, lastTry: boolean): Promise<void> {
+    const runs = this.#runs!;
+    const storage = this.#opts.storage;
+    const { run_id: runId, request: req, branch } = row;
+    /** The end of the run here: its idle item and the row's status, committed together. */
+    const rest = async (result: AgentRunResult | null, status: RowStatus["status"]) => {
+      writer.push({ type: "idle", status: "idle", result }, { status, result });
+      await writer.flush();
+    };
+    // What the branch holds now: the start of the run, or what a dead owner committed of it.
+    const checkout = await storage.checkout(row.session_id, branch);
+    const head = checkout?.head ?? null;
+    const turns = checkout === null ? 0 : sessionMessages(checkout.session).filter((m) => m.role === "assistant").length;
+    let takeover = false;
+    if (row.base_turns === null) {
+      await this.pool.query("UPDATE agentcore.runs SET base_head = $3, base_turns = $4 WHERE run_id = $1 AND epoch = $2", [
+        runId,
+        row.epoch,
+        head ?? "",
+        turns,
+      ]);
+    } else takeover = (row.base_head ?? "") !== (head ?? "");
+    let request = req;
+    let op: Parameters<RunManager["begin"]>[1] = { kind: "task", task: req.task };
+    if (takeover) {
+      writer.push({ type: "cluster", event: { kind: "run_taken_over", run_id: runId, owner: this.nodeId, epoch: row.epoch } });
+      await storage.recoverRuns(row.session_id, {
+        branch,
+        reason: `taken over by daemon ${this.nodeId}`,
+        toolEffect: this.#toolEffect,
+        resumable: true,
+      });
+      const after = (await storage.checkout(row.session_id, branch))!;
+      const lastRun = after.session.runs.at(-1);
+      // a waiting approval: the run stays suspended until it is answered and resumed
+      if (pendingApprovals(after.session).length > 0) return rest(lastRun?.result ?? null, "suspended");
+      // the dead owner finished the task but not its bookkeeping
+      if (lastRun?.result !== null && lastRun?.result !== undefined && lastRun.result.stop_reason !== "awaiting_approval")
+        return rest(lastRun.result, "idle");
+      // a scripted model goes on after the turns the journal holds
+      const done = sessionMessages(after.session).filter((m) => m.role === "assistant").length - (row.base_turns ?? 0);
+      if (Array.isArray(req.script)) request = { ...req, script: req.script.slice(Math.max(0, done)) };
+      op = { kind: "resume" };
+    }
+    let r: ServerRun;
+    try {
+      r = here.run = await runs.create(request, runId);
+    } catch (e) {
+      return this.#failed(writer, e, lastTry);
+    }
+    let ended = false;
+    const listener = (item: Parameters<ServerRun["emit"]>[0]) => {
+      if (ended) return;
+      if (item.type !== "idle") {
+        writer.push(item);
+        if (item.type === "approval") void this.#noteApproval(runId, item.notice);
+        return;
+      }
+      // The task has ended (or suspended, or the daemon stopped it): the row takes its status with
+      // the idle item, and the run leaves the live table now (GET /v1/runs/{id} reads the row).
+      ended = true;
+      r.listeners.delete(listener);
+      writer.push(item, { status: item.result?.stop_reason === "awaiting_approval" ? "suspended" : "idle", result: item.result });
+      void runs.discard(r);
+    };
+    r.listeners.add(listener);
+    let begun;
+    try {
+      begun = await runs.begin(r, op);
+    } catch (e) {
+      r.listeners.delete(listener);
+      await runs.discard(r);
+      here.run = null;
+      return this.#failed(writer, e, lastTry);
+    }
+    const onJobAbort = () => r.agent.abort("the queue gave this run's job up (its heartbeat was lost)");
+    jobSignal.addEventListener("abort", onJobAbort, { once: true });
+    try {
+      await begun.done.catch(() => null);
+    } finally {
+      jobSignal.removeEventListener("abort", onJobAbort);
+    }
+    if (!ended) listener({ type: "idle", status: r.status, result: r.agent.lastResult });
+    await writer.flush();
+  }
+
+  async #failed(writer: EventWriter, e: unknown, lastTry: boolean): Promise<void> {
     const message = e instanceof HttpError ? e.message : ((e as Error)?.message ?? String(e));
     // a refusal a retry may change (this daemon full or stopping, the branch held elsewhere): queued again, the job retried
     if (!lastTry && e instanceof HttpError && (e.status === 503 || (e.status === 409 && e.details.reason === "session_busy"))) {
-      await this.#setStatus(runId, epoch, "queued", null);
+      writer.status({ status: "queued", result: null });
+      await writer.flush();
       throw e;
     }
-    writer.push({ type: "idle", status: "idle", result: null });
+    writer.push({ type: "idle", status: "idle", result: null }, { status: "failed", result: null, error: message });
     await writer.flush();
-    await this.#setStatus(runId, epoch, "failed", null, message);
   }
 
   // ---------------------------------------------------------------- commands
@@ -525,11 +536,8 @@ export class Cluster {
       if (row === null) return null;
       runId = key;
       target = row.owner;
-      if (target === null || row.status === "failed" || row.status === "closed")
-        throw new HttpError(409, "CONFLICT", `run ${key} is ${row.status}: no daemon runs it now`, {
-          reason: "run_not_owned",
-          status: row.status,
-        });
+      // not running, or ours but not live here (the route found no such run): it has ended
+      if (target === null || row.status !== "running" || target === this.nodeId) throw this.#notRunning(row);
     }
     if (target === this.nodeId) return null; // ours after all (it is local, or it is gone)
     const ins = await this.pool.query(
@@ -571,6 +579,16 @@ export class Cluster {
     );
   }
 
+  /** 409 for a command to a run that no daemon runs now: queued, or ended (a cluster run's agent is not kept after its task). */
+  #notRunning(row: RunRow): HttpError {
+    const sid = row.session_id.slice(0, 100);
+    const message =
+      row.owner === null || row.status === "queued"
+        ? `run ${row.run_id} is ${row.status}: no daemon runs it now`
+        : `run ${row.run_id} has ended${row.status === "running" ? "" : ` (${row.status})`}: a cluster run's agent is not kept after its task; to go on, start a new run on session '${sid}'${row.status === "suspended" ? ` or answer its approval and POST /v1/sessions/${sid}/resume` : ""}`;
+    return new HttpError(409, "CONFLICT", message, { reason: "run_not_owned", status: row.status });
+  }
+
   #taking = false;
   /** Apply the commands sent to this daemon. */
   async #takeCommands(): Promise<void> {
@@ -585,6 +603,11 @@ export class Cluster {
       for (const c of r.rows as { id: string; run_id: string | null; kind: CommandKind; body: Record<string, unknown> }[]) {
         let outcome: CommandOutcome;
         try {
+          // a run that has ended here since the command was sent: the same answer as for any run that has ended
+          if (c.kind !== "approval" && this.#runs!.find(c.run_id ?? "") === undefined) {
+            const row = await this.#row(c.run_id ?? "");
+            if (row !== null) throw this.#notRunning(row);
+          }
           outcome = await this.#apply!(c.kind, c.run_id, c.body);
         } catch (e) {
           const err = e instanceof HttpError ? e : new HttpError(500, "INTERNAL_ERROR", "internal error");

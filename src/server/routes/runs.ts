@@ -122,10 +122,11 @@ export function runRoutes(deps: AppDeps) {
   });
   app.get("/:id", async (c) => {
     const id = c.req.param("id");
-    const local = runs.find(id);
     if (cluster === null) return jsonResponse(runs.view(runs.get(id)));
     const view = await cluster.view(id);
-    // a run this daemon runs (or ran): its own view, with the table's word on who owns it now
+    // a run this daemon runs: its own view, with the table's word on who owns it now (looked up after the
+    // row, so that a run that ended meanwhile, and so left the live table, is shown as the row has it)
+    const local = runs.find(id);
     if (local !== undefined)
       return jsonResponse({
         ...runs.view(local),
