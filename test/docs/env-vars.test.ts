@@ -8,6 +8,7 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO } from "../support/binary.ts";
+import { docPages } from "../support/doc-blocks.ts";
 
 function files(dir: string): string[] {
   const out: string[] = [];
@@ -20,13 +21,7 @@ function files(dir: string): string[] {
 }
 
 test("every AGENTCORE_* variable the docs name is read by the code", () => {
-  const pages = [
-    "README.md",
-    ...fs
-      .readdirSync(path.join(REPO, "docs"))
-      .filter((f) => f.endsWith(".md"))
-      .map((f) => `docs/${f}`),
-  ];
+  const pages = docPages(REPO);
   const named = new Map<string, string>();
   for (const p of pages)
     for (const m of fs.readFileSync(path.join(REPO, p), "utf8").matchAll(/\bAGENTCORE_[A-Z0-9_]+\b/g))

@@ -18,17 +18,11 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { binaryPath, REPO } from "../support/binary.ts";
-import { type Drift, runPage, type ShellBlock, type Substitution, shellBlocks } from "../support/doc-blocks.ts";
+import { type Drift, docPages, runPage, type ShellBlock, type Substitution, shellBlocks } from "../support/doc-blocks.ts";
 import { type PrivateCluster, startCluster } from "../support/pg-cluster.ts";
 import { tmp } from "../support/tmp.ts";
 
-const PAGES = [
-  "README.md",
-  ...fs
-    .readdirSync(path.join(REPO, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
-].sort();
+const PAGES = docPages(REPO);
 const BLOCKS = new Map<string, ShellBlock[]>(PAGES.map((p) => [p, shellBlocks(REPO, p)]));
 
 /** The fixed ports pages name; each page gets free ones instead. */

@@ -24,6 +24,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+/** The pages of the docs: README.md and docs/*.md, relative to the repository. */
+export function docPages(repo: string): string[] {
+  const docs = fs
+    .readdirSync(path.join(repo, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`);
+  return ["README.md", ...docs.sort()];
+}
+
 /** The languages whose fenced blocks are shell. */
 const SHELL = new Set(["sh", "bash", "console", "shell"]);
 
