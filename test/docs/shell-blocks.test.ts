@@ -164,7 +164,7 @@ describe("the docs' shell blocks", () => {
     expect(total).toBeGreaterThanOrEqual(70);
   });
 
-  test("the runner reports wrong output, a failing command and a hang", async () => {
+  test("the runner reports wrong output, a failing command (also before &&) and a hang", async () => {
     const page = path.join(work, "self.md");
     fs.writeFileSync(
       page,
@@ -176,6 +176,10 @@ describe("the docs' shell blocks", () => {
         "# three",
         "false",
         "echo fine",
+        "```",
+        "",
+        "```sh",
+        "false && echo never",
         "```",
         "",
         "<!-- doc-test: not run: a moon base -->",
@@ -190,11 +194,12 @@ describe("the docs' shell blocks", () => {
       ].join("\n"),
     );
     const blocks = shellBlocks(work, "self.md");
-    expect(blocks.map((b) => b.notRun)).toEqual([null, "a moon base", null]);
+    expect(blocks.map((b) => b.notRun)).toEqual([null, null, "a moon base", null]);
     const drifts = await runPage(blocks, { cwd: work, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, timeoutMs: 3000 });
     expect(drifts.map((d) => [d.code, d.problem])).toEqual([
       ["echo two", "printed other than what the page shows"],
       ["false\necho fine", "a command failed (exit 1)"],
+      ["false && echo never", "a command failed (exit 1)"],
       ["sleep 600 &\nsleep 600", "timed out here"],
     ]);
   });

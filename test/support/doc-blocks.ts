@@ -188,7 +188,11 @@ export async function runPage(blocks: readonly ShellBlock[], options: RunOptions
     "set -E",
     `__errs=${shq(errs)}`,
     `trap 'printf "%s %s\\n" "$__c" "$?" >> "$__errs"' ERR`,
-    ...all.map((c, k) => `__c=${k}; printf '\\n${SEP}%s\\n' ${k}\n${substitute(c.code, subs)}`),
+    // after each piece, its status too: `a && b` whose `a` fails trips no ERR trap, as under set -e
+    ...all.map(
+      (c, k) =>
+        `__c=${k}; printf '\\n${SEP}%s\\n' ${k}\n${substitute(c.code, subs)}\n__rc=$?; if [ $__rc -ne 0 ]; then printf "%s %s\\n" "$__c" "$__rc" >> "$__errs"; fi`,
+    ),
     `__c=end; printf '\\n${SEP}end\\n'`,
   ].join("\n");
   const { output, timedOut } = await runBash(script, options);
