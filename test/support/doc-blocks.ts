@@ -247,6 +247,19 @@ function shq(s: string): string {
   return `'${s.replace(/'/g, "'\\''")}'`;
 }
 
+/** The process groups of the pages still running: killed if this process exits first (a filtered test run). */
+const running = new Set<number>();
+let exitHook = false;
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // the group is gone already
+  }
+  running.delete(pgid);
+}
+
 /** bash in a process group of its own, so that the background jobs it leaves are killed with it. */
 function runBash(script: string, options: RunOptions): Promise<{ output: string; timedOut: boolean }> {
   return new Promise((resolve) => {
@@ -260,21 +273,22 @@ function runBash(script: string, options: RunOptions): Promise<{ output: string;
     child.stdout!.on("data", (d: Buffer) => parts.push(d));
     child.stderr!.on("data", (d: Buffer) => parts.push(d));
     let timedOut = false;
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // the group is gone already
-      }
-    };
+    const pgid = child.pid!;
+    running.add(pgid);
+    if (!exitHook) {
+      exitHook = true;
+      process.on("exit", () => {
+        for (const g of [...running]) killGroup(g);
+      });
+    }
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup();
+      killGroup(pgid);
     }, options.timeoutMs ?? 90_000);
     child.on("exit", () => {
       clearTimeout(timer);
       // the daemons and other background jobs of the page: stopped, so the pipes close
-      killGroup();
+      killGroup(pgid);
     });
     child.on("close", () => resolve({ output: Buffer.concat(parts).toString("utf8"), timedOut }));
   });
