@@ -6,15 +6,10 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO } from "../support/binary.ts";
+import { docPages } from "../support/doc-blocks.ts";
 import { anchor } from "../../scripts/bench/chart.ts";
 
-const pages = [
-  "README.md",
-  ...fs
-    .readdirSync(path.join(REPO, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
-];
+const pages = docPages(REPO);
 
 /** The page's text without fenced code blocks and inline code (links there are not links). */
 function prose(md: string): string {

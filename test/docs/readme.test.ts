@@ -1,9 +1,9 @@
 /**
  * The README stays true. Its set-up commands are the ones package.json and
- * .ci/run define, the first one's output is what the README says, and every
- * command of its tour runs as written through the compiled binary (in a fresh
- * folder holding the examples and `dist/agentcore`), printing what the README
- * shows under it (`# ` lines; "…" stands for any text).
+ * .ci/run define, the first one's output is what the README says, it is at
+ * most 200 lines, and its daemon example cannot hang. Every command of its
+ * tour runs as written, printing what the README shows under it, in
+ * test/docs/shell-blocks.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
@@ -37,16 +37,6 @@ function shBlocks(text: string): string[] {
   return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-/** A line the README shows matches a line of output; "…" stands for any text. */
-function matches(shown: string, actual: string): boolean {
-  return new RegExp(
-    `^${shown
-      .split("…")
-      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-      .join(".*")}$`,
-  ).test(actual);
-}
-
 describe("README", () => {
   test("the two set-up commands are the ones package.json and .ci/run define", () => {
     const [setup] = shBlocks(section("Set-up: two commands"));
@@ -72,28 +62,22 @@ describe("README", () => {
     expect(r.stdout.toString().trimEnd().split("\n").length).toBe(9);
   });
 
-  test("every tour command runs as written and prints what the README shows", () => {
-    const blocks = shBlocks(section("Tour"));
-    expect(blocks.length).toBeGreaterThanOrEqual(6);
-    const d = path.join(work, "tour");
+  test("is at most 200 lines", () => {
+    expect(readme.split("\n").length - (readme.endsWith("\n") ? 1 : 0)).toBeLessThanOrEqual(200);
+  });
+
+  test("the daemon example ends, showing serve's log, when the daemon cannot start", () => {
+    // (the tour's commands themselves run in test/docs/shell-blocks.test.ts)
+    const block = shBlocks(section("Tour")).find((b) => b.includes(" serve "));
+    expect(block).toBeDefined();
+    const d = path.join(work, "no-daemon");
     fs.mkdirSync(path.join(d, "dist"), { recursive: true });
-    fs.cpSync(path.join(REPO, "examples"), path.join(d, "examples"), { recursive: true });
-    fs.symlinkSync(bin, path.join(d, "dist", "agentcore"));
-    const home = path.join(work, "home");
-    fs.mkdirSync(home);
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, XDG_STATE_HOME: path.join(home, "state"), TMPDIR: work };
-    for (const block of blocks) {
-      const lines = block.trimEnd().split("\n");
-      const script = lines.filter((l) => !l.startsWith("# ")).join("\n");
-      const shown = lines.filter((l) => l.startsWith("# ")).map((l) => l.slice(2));
-      expect(shown.length).toBeGreaterThan(0);
-      const r = Bun.spawnSync(["sh", "-c", script], { cwd: d, env, timeout: 60_000 });
-      const printed = r.stdout.toString().trimEnd().split("\n");
-      const ok = printed.length === shown.length && shown.every((s, k) => matches(s, printed[k]!));
-      expect({ script, printed, ok }).toEqual({ script, printed, ok: true });
-    }
-    // the tour leaves no daemon and no log behind, and the chat wrote into its own temp root
-    expect(fs.existsSync(path.join(d, "serve.log"))).toBe(false);
-    expect(fs.existsSync(path.join(d, "notes.txt"))).toBe(false);
-  }, 120_000);
+    // a serve that fails as a taken port makes it fail: a message on stderr, exit 2
+    fs.writeFileSync(path.join(d, "dist", "agentcore"), "#!/bin/sh\necho 'agentcore serve: cannot listen: port in use' >&2\nexit 2\n", {
+      mode: 0o755,
+    });
+    const r = Bun.spawnSync(["bash", "-c", block!], { cwd: d, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, timeout: 20_000 });
+    expect(r.signalCode ?? null).toBeNull();
+    expect(r.stdout.toString()).toContain("agentcore serve: cannot listen: port in use");
+  }, 30_000);
 });
