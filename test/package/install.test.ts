@@ -18,7 +18,7 @@
  *   on PATH, and the suite itself runs under the bundled Bun.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 
@@ -143,6 +143,27 @@ describe("one Node floor", () => {
       .filter(([, e]) => !e.dev && nodeRange(e) !== undefined && !Bun.semver.satisfies(below, nodeRange(e) as string))
       .map(([path]) => nameOf(path));
     expect(needing.length).toBeGreaterThan(0);
+  });
+
+  test("no page of README.md or docs/ names another Node floor", () => {
+    const floor = floorVersion();
+    const pages = [
+      "README.md",
+      ...readdirSync(join(REPO_ROOT, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `docs/${f}`),
+    ];
+    expect(pages.length).toBeGreaterThan(20);
+    const other = pages.flatMap((page) =>
+      (
+        readFileSync(join(REPO_ROOT, page), "utf8").match(
+          /Node(?:\.js)? (?:(?:≥ ?|>= ?)\d+(?:\.\d+)*|\d+(?:\.\d+)*(?:\+| or later| or newer))/g,
+        ) ?? []
+      )
+        .filter((s) => !s.includes(floor))
+        .map((s) => `${page}: ${s}`),
+    );
+    expect(other).toEqual([]);
   });
 
   test("README's Set-up section, docs/library.md and docs/install.md name the floor", () => {
