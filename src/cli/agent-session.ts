@@ -2,7 +2,8 @@
  * The session side of the `agent` command (and of `chat`, which shares it):
  * the store the flags name, the branch claim taken before anything runs, the
  * recovery a `--resume` makes of a run a crash left open, and the errors
- * that end the command with exit status 2 (setup, usage, a session's state).
+ * that end the command with exit status 2 (setup, usage, a session's state);
+ * and how it words a branch's waiting approvals on a terminal.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import { openStore, type OpenedStore } from "../host/store.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
 import {
+  type SessionApproval,
   SessionBranchBusyError,
   SessionError,
   SessionStorageError,
@@ -141,4 +143,23 @@ export async function openSessionStore(
     if (e instanceof SessionError) throw new AgentSetupError(e.message);
     throw e;
   }
+}
+
+/** The commands that answer the approvals a session branch waits for, one line each. */
+export function approvalLines(sessionId: string, branch: string, pending: readonly SessionApproval[], dirArgs = ""): string[] {
+  const b = branch !== "main" ? ` --branch ${shellWord(branch)}` : "";
+  return pending.map(
+    (a) =>
+      `  call ${a.tool_call_id}: ${terminalLine(a.tool)} (${a.effect})${a.reason ? `: ${terminalLine(a.reason)}` : ""}; answer: agentcore sessions approve ${shellWord(sessionId)} ${shellWord(a.tool_call_id)}${b}${dirArgs}  (or deny)`,
+  );
+}
+
+/**
+ * Model-made text (tool names, arguments, errors quoting them) as one
+ * terminal line: white space folded, other control characters shown as
+ * `\xNN`, so a model cannot send escape sequences to the terminal.
+ */
+export function terminalLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }

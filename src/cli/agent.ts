@@ -57,8 +57,10 @@ import {
   claimSessionBranch,
   missingBranchMessage,
   openSessionStore,
+  approvalLines,
   recoverForResume,
   reportRepair,
+  terminalLine,
   unfinishedRunError,
 } from "./agent-session.ts";
 
@@ -165,15 +167,6 @@ async function cliImages(files: string[]): Promise<ImageAttachment[]> {
 /** Exit status of a run that suspended awaiting an approval (neither success, 0, nor failure, 1). */
 export const SUSPENDED_STATUS = 3;
 
-/** The commands that answer the approvals a session branch waits for, one line each. */
-export function approvalLines(sessionId: string, branch: string, pending: readonly SessionApproval[], dirArgs = ""): string[] {
-  const b = branch !== "main" ? ` --branch ${shellWord(branch)}` : "";
-  return pending.map(
-    (a) =>
-      `  call ${a.tool_call_id}: ${terminalLine(a.tool)} (${a.effect})${a.reason ? `: ${terminalLine(a.reason)}` : ""}; answer: agentcore sessions approve ${shellWord(sessionId)} ${shellWord(a.tool_call_id)}${b}${dirArgs}  (or deny)`,
-  );
-}
-
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
 const ENDING_SIGNALS = [
   ["SIGTERM", 143],
@@ -265,16 +258,6 @@ export function cliModelMessage(e: ModelConfigError, flags: Pick<AgentFlags, "pr
 }
 
 const isTTY = (stream: { isTTY?: boolean } | undefined) => stream?.isTTY === true;
-
-/**
- * Model-made text (tool names, arguments, errors quoting them) as one
- * terminal line: white space folded, other control characters shown as
- * `\xNN`, so a model cannot send escape sequences to the terminal.
- */
-export function terminalLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  return text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-}
 
 function clip(text: string, max: number): string {
   const one = terminalLine(text);
