@@ -13,6 +13,7 @@ import type { Runtime } from "../runtime/index.ts";
 import { openStore, type OpenedStore } from "../host/store.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
+import { resumeRefusal } from "../session/approvals.ts";
 import {
   type SessionApproval,
   SessionBranchBusyError,
@@ -102,15 +103,70 @@ export function reportRepair(prefix: string): (r: JournalRepair) => void {
 }
 
 /**
- * `--resume` on a branch whose run a crash left unfinished (its process gone:
- * the branch claim would have failed otherwise): close it under the crash
- * rules first, with this runtime's tool effects (a read-only call runs
- * again, a side-effecting one that may have started is answered
- * interrupted). A run still alive elsewhere is an {@link AgentSessionStateError}.
+ * Whether `--resume` is refused, decided before anything is written: on the
+ * branch as the crash rules would leave a run a crash left open, with this
+ * runtime's tool effects (a read-only call runs again, a side-effecting one
+ * that may have started is answered interrupted), so a refused resume
+ * leaves the journal as it was. Throws the refusal (exit 2): a run still
+ * going in another process ({@link AgentSessionStateError}), no run, a last
+ * run that did not end (or would not end, once recovered) awaiting an
+ * approval ({@link AgentSetupError}), approvals that wait (listed with the
+ * commands that answer them). Resolves to whether a crashed run must be
+ * recovered first ({@link recoverForResume}), which the command does only
+ * once every other refusal (the model, the skills) has passed.
+ */
+export async function checkResume(
+  storage: JournalStorage,
+  runtime: Runtime,
+  sessionId: string,
+  branch: string,
+  dirArgs: string,
+): Promise<boolean> {
+  const where = `session '${sessionId}'${branch !== "main" ? ` branch '${branch}'` : ""}`;
+  let c;
+  try {
+    c = await storage.checkout(sessionId, branch);
+  } catch (e) {
+    if (e instanceof SessionError) throw new AgentSetupError(e.message);
+    throw e;
+  }
+  if (c === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, sessionId, branch));
+  if (c === null) throw new AgentSetupError(`${where} has no run to resume`);
+  const open = unfinishedRuns(c.session);
+  for (const runId of open) {
+    const pid = (await storage.runOwner(sessionId, runId).catch(() => null)) ?? (await storage.branchOwner(sessionId, branch));
+    if (pid !== null)
+      throw new AgentSessionStateError(
+        `${where} is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`,
+      );
+  }
+  const refusal = resumeRefusal(c.session, (name) => runtime.registry.get(name)?.effect);
+  if (refusal === null) return open.length > 0;
+  if (refusal.reason === "approvals_pending")
+    throw new AgentSessionStateError(
+      [
+        `${where} cannot resume yet: ${refusal.pending.length} approval(s) wait for an answer:`,
+        ...approvalLines(sessionId, branch, refusal.pending, dirArgs),
+      ].join("\n"),
+    );
+  const last = refusal.last;
+  if (last === null) throw new AgentSetupError(`${where} has no run to resume`);
+  if (open.length > 0)
+    throw new AgentSetupError(
+      `${where} has no suspended run to resume: its run ${open.join(", ")} was left unfinished by a process that ended, and would close ${last.status} (${last.stop_reason}); close it with: agentcore sessions recover ${shellWord(sessionId)}${branch !== "main" ? ` --branch ${shellWord(branch)}` : ""}${dirArgs}, then give it a new task`,
+    );
+  throw new AgentSetupError(
+    `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,
+  );
+}
+
+/**
+ * `--resume` on a branch whose run a crash left unfinished, once the resume
+ * is accepted ({@link checkResume}): close it under the crash rules, with
+ * this runtime's tool effects. A run still alive elsewhere (it started
+ * since) is an {@link AgentSessionStateError}, and nothing is written then.
  */
 export async function recoverForResume(storage: JournalStorage, runtime: Runtime, sessionId: string, branch: string): Promise<void> {
-  const c = await storage.checkout(sessionId, branch);
-  if (c === null || unfinishedRuns(c.session).length === 0) return;
   try {
     await storage.recoverRuns(sessionId, {
       branch,

@@ -33,7 +33,7 @@ import type { OpenedStore } from "../host/store.ts";
 import { redactUrl } from "../session/postgres/errors.ts";
 import type { BranchClaim, JournalStorage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
-import { pendingApprovals, type SessionApproval, SessionError, SessionUnfinishedRunError } from "../session/types.ts";
+import { pendingApprovals, type SessionCheckout, SessionError, SessionUnfinishedRunError } from "../session/types.ts";
 import { resumeDecisions } from "../session/approvals.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
@@ -58,6 +58,7 @@ import {
   missingBranchMessage,
   openSessionStore,
   approvalLines,
+  checkResume,
   recoverForResume,
   reportRepair,
   terminalLine,
@@ -385,46 +386,35 @@ async function agentCommand(
     throw new AgentUsageError("--store needs --session ID: it says where the session is recorded");
   // The session first: a bad journal or branch is reported before the model starts.
   let storage: JournalStorage | null = null;
-  let checkout = null;
+  let checkout: SessionCheckout | null = null;
+  let recoverFirst = false;
   const branch = flags.branch ?? "main";
+  /** Before the first model request: a second agent on this branch stops here, having done nothing. */
+  const takeBranch = async (s: JournalStorage, id: string): Promise<SessionCheckout | null> => {
+    claims.push(await claimSessionBranch(s, id, branch, "agentcore agent"));
+    let c: SessionCheckout | null;
+    try {
+      await s.repair(id); // a torn last line (the first one too) is cut off and reported
+      c = await s.checkout(id, branch);
+    } catch (e) {
+      if (e instanceof SessionError) throw new AgentSetupError(e.message);
+      throw e;
+    }
+    if (c === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(s, id, branch));
+    if (c === null && flags.continue === true) throw new AgentSetupError(`session '${id}' has no run to continue`);
+    // the branch as this process holds it (another may have resumed it since it was first read)
+    if (flags.resume === true) await checkResume(s, runtime, id, branch, dirArgsOf(flags));
+    return c;
+  };
   if (flags.session !== undefined) {
     if (flags.session.trim() === "") throw new AgentUsageError("--session must not be empty");
     const opened = await openSessionStore(runtime, flags, reportRepair("agentcore"));
     stores.push(opened);
     storage = opened.sessions;
-    // --resume after a crash: the run its process left open is closed under the crash rules first.
-    if (flags.resume === true) await recoverForResume(storage, runtime, flags.session, branch);
-    // Before the first model request: a second agent on this branch stops here, having done nothing.
-    claims.push(await claimSessionBranch(storage, flags.session, branch, "agentcore agent"));
-    try {
-      await storage.repair(flags.session); // a torn last line (the first one too) is cut off and reported
-      checkout = await storage.checkout(flags.session, branch);
-    } catch (e) {
-      if (e instanceof SessionError) throw new AgentSetupError(e.message);
-      throw e;
-    }
-    if (checkout === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, flags.session, branch));
-    if (checkout === null && flags.continue === true) throw new AgentSetupError(`session '${flags.session}' has no run to continue`);
-    if (flags.resume === true) {
-      const last = checkout?.session.runs.at(-1)?.result ?? null;
-      const where = `session '${flags.session}'${branch !== "main" ? ` branch '${branch}'` : ""}`;
-      if (last === null || last.stop_reason !== "awaiting_approval") {
-        throw new AgentSetupError(
-          last === null
-            ? `${where} has no run to resume`
-            : `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,
-        );
-      }
-      const pending = pendingApprovals(checkout!.session);
-      if (pending.length > 0) {
-        throw new AgentSessionStateError(
-          [
-            `${where} cannot resume yet: ${pending.length} approval(s) wait for an answer:`,
-            ...approvalLines(flags.session, branch, pending, dirArgsOf(flags)),
-          ].join("\n"),
-        );
-      }
-    }
+    // --resume is decided before anything is written, on the branch as the crash rules would leave a run a
+    // crash left open; that run is recovered only for a resume accepted (below, once the model is set up).
+    recoverFirst = flags.resume === true && (await checkResume(storage, runtime, flags.session, branch, dirArgsOf(flags)));
+    if (!recoverFirst) checkout = await takeBranch(storage, flags.session);
   }
   const suspendOnApproval = flags.session !== undefined && (flags.suspendOnApproval === true || flags.suspendByConfig === true);
   const outputSchema = flags.outputSchema === undefined ? undefined : await loadOutputSchema(flags.outputSchema);
@@ -452,6 +442,11 @@ async function agentCommand(
       `agentcore: ${terminalLine(error.message)}; retry ${attempt} of ${DEFAULT_MAX_RETRIES} in ${delayMs >= 1000 ? `${Math.round(delayMs / 100) / 10} s` : `${delayMs} ms`}\n`,
     );
   });
+  // --resume accepted: the run a crash left open is closed under the crash rules, then the branch is taken.
+  if (recoverFirst) {
+    await recoverForResume(storage!, runtime, flags.session!, branch);
+    checkout = await takeBranch(storage!, flags.session!);
+  }
   let textOpen = false;
   /** The tool calls running now (for the spinner's label and each call's duration). */
   const running = new Map<string, { label: string; started: number }>();

@@ -9,11 +9,12 @@
 // on the same folder, a refused resume (409, journal bytes unchanged), and the
 // accepted operations that recover the run as docs/durable-runs.md says.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { freshDatabase } from "../support/postgres.ts";
+import { folderSnapshot, storeSnapshot } from "../support/snapshot.ts";
 import { JsonlSessionStorage, type JournalStorage, type SessionRecordDraft } from "../../src/session/index.ts";
 import { PostgresSessionStorage } from "../../src/session/postgres/storage.ts";
 import type { AnyToolDefinition } from "../../src/tools/definition.ts";
@@ -35,27 +36,6 @@ const POLICY = {
 const MAX_BODY = 4096;
 /** A database of this file's own (null without a PostgreSQL server: that variant is skipped). */
 const pgDb = await freshDatabase();
-
-/** Every file under `dir` with its bytes (lock files come and go with each transaction: their absence is what counts). */
-function folderSnapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else out[relative(dir, p)] = statSync(p).size === 0 ? "" : readFileSync(p).toString("base64");
-    }
-  };
-  walk(dir);
-  return out;
-}
-
-/** Every record and branch of every session of a store. */
-async function storeSnapshot(s: JournalStorage): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const id of (await s.listSessions()).sort()) out[id] = { branches: await s.listBranches(id), records: await s.records(id) };
-  return out;
-}
 
 const draft = (session: string, type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number): SessionRecordDraft => ({
   session_id: session,

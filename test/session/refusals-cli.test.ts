@@ -1,0 +1,237 @@
+// A refused command changes nothing (issue 30): every refusal of every
+// state-changing CLI command (`agent --session` with a task, --continue or
+// --resume, and each `sessions` subcommand that writes, `store migrate`)
+// exits non-zero and leaves the journal folder as it was, byte for byte. The
+// commands run from source as real child processes on a real JSONL store; a
+// branch in use is held by a real `agent` process waiting on its model. A run
+// a crash left open is recovered only by a command that is accepted: a
+// refused `--resume` writes nothing, an accepted one closes it and goes on.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "../support/paths.ts";
+import { folderSnapshot } from "../support/snapshot.ts";
+import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
+import { SESSIONS_SUBCOMMANDS } from "../../src/cli/args.ts";
+
+const MAIN = join(REPO_ROOT, "src/cli/main.ts");
+const dir = mkdtempSync(join(tmpdir(), "agentcore-refusals-cli-"));
+const sessions = join(dir, ".agentcore", "sessions");
+const storage = new JsonlSessionStorage(sessions);
+const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
+let busy: ReturnType<typeof Bun.spawn> | null = null;
+
+function cli(...args: string[]) {
+  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd: dir, stdout: "pipe", stderr: "pipe", stdin: "ignore", env: ENV });
+  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+}
+
+function file(name: string, text: string): string {
+  const f = join(dir, name);
+  writeFileSync(f, text);
+  return f;
+}
+
+const draft = (session: string, type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number): SessionRecordDraft => ({
+  session_id: session,
+  agent_id: "agentcore-cli",
+  branch_id: "main",
+  sequence,
+  type,
+  data,
+});
+
+/** A run that asked for call c1 of `tool` and was cut off (no answer, no run_finished); `approval`: its request waits too. */
+async function crashed(id: string, tool: string, approval = false): Promise<void> {
+  await storage.append(draft(id, "run_started", { run_id: `r-${id}`, task: "work" }, 1));
+  const call = { id: "c1", type: "function", function: { name: tool, arguments: tool === "echo" ? '{"message":"hi"}' : "{}" } };
+  await storage.append(
+    draft(id, "message_appended", { run_id: `r-${id}`, message: { role: "assistant", content: null, tool_calls: [call] } }, 3),
+  );
+  if (approval) await storage.append(draft(id, "approval_requested", approvalData(`r-${id}`, "c1", tool, false), 4));
+}
+
+const approvalData = (run: string, call: string, tool: string, suspended: boolean) => ({
+  run_id: run,
+  tool_call_id: call,
+  tool,
+  effect: "side_effecting",
+  rule_id: "side-effecting",
+  reason: "ask first",
+  arguments: {},
+  suspended,
+});
+
+/** A run suspended awaiting the approval of call w1; `answered`: the approval was given since. */
+async function suspended(id: string, answered: boolean): Promise<void> {
+  const run = `r-${id}`;
+  await storage.append(draft(id, "run_started", { run_id: run, task: "change it" }, 1));
+  const call = { id: "w1", type: "function", function: { name: "write_file", arguments: "{}" } };
+  await storage.append(
+    draft(id, "message_appended", { run_id: run, message: { role: "assistant", content: null, tool_calls: [call] } }, 3),
+  );
+  await storage.append(draft(id, "approval_requested", approvalData(run, "w1", "write_file", true), 4));
+  const result = { status: "suspended", stop_reason: "awaiting_approval", turns: 1, output: null, error: null, usage: null };
+  await storage.append(draft(id, "run_finished", { run_id: run, result }, 5));
+  if (answered)
+    await storage.append(
+      draft(id, "approval_decided", { run_id: run, tool_call_id: "w1", approved: true, reason: null, decided_by: "t" }, 0),
+    );
+}
+
+let ok = "";
+beforeAll(async () => {
+  ok = file("ok.jsonl", '{"content":"ok"}\n');
+  expect(cli("agent", "--no-plan", "--session", "done", "--script", ok, "hi").code).toBe(0);
+  await suspended("waiting", false);
+  await suspended("answered", true);
+  await crashed("crashed", "write_file");
+  await crashed("crashed-approval", "write_file", true);
+  await crashed("crashed-readonly", "echo");
+  // a branch in use: an agent waiting on its model
+  const slow = file("slow.jsonl", '{"content":"late","delay_ms":600000}\n');
+  busy = Bun.spawn([process.execPath, MAIN, "agent", "--no-plan", "--session", "busy", "--script", slow, "slow"], {
+    cwd: dir,
+    stdout: "ignore",
+    stderr: "ignore",
+    env: ENV,
+  });
+  while ((await storage.records("busy")).length === 0 || (await storage.branchOwner("busy", "main")) === null) await Bun.sleep(20);
+}, 60_000);
+afterAll(() => {
+  busy?.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The refusals of each state-changing command. */
+function cases(): Record<string, { what: string; args: string[] }[]> {
+  const missing = join(dir, "missing.jsonl");
+  return {
+    agent: [
+      { what: "--resume, a crashed run with nothing to resume", args: ["agent", "--session", "crashed", "--resume", "--script", ok] },
+      {
+        what: "--resume, a crashed run whose approval waits",
+        args: ["agent", "--session", "crashed-approval", "--resume", "--script", ok],
+      },
+      {
+        what: "--resume, a resumable crashed run, a missing script",
+        args: ["agent", "--session", "crashed-readonly", "--resume", "--script", missing],
+      },
+      {
+        what: "--resume, a resumable crashed run, a bad preset",
+        args: ["agent", "--session", "crashed-readonly", "--resume", "--preset", "nope"],
+      },
+      { what: "--resume, a finished run", args: ["agent", "--session", "done", "--resume", "--script", ok] },
+      { what: "--resume, approvals that wait", args: ["agent", "--session", "waiting", "--resume", "--script", ok] },
+      { what: "--resume, a branch in use", args: ["agent", "--session", "busy", "--resume", "--script", ok] },
+      { what: "--resume, an unknown session", args: ["agent", "--session", "ghost", "--resume", "--script", ok] },
+      { what: "--resume with --continue", args: ["agent", "--session", "done", "--resume", "--continue", "--script", ok] },
+      { what: "a task on a branch in use", args: ["agent", "--no-plan", "--session", "busy", "--script", ok, "t"] },
+      { what: "a task on a crashed run", args: ["agent", "--no-plan", "--session", "crashed", "--script", ok, "t"] },
+      { what: "--continue on a crashed run", args: ["agent", "--no-plan", "--session", "crashed", "--continue", "--script", ok] },
+      { what: "an unknown branch", args: ["agent", "--no-plan", "--session", "done", "--branch", "ghost", "--script", ok, "t"] },
+      { what: "a missing script", args: ["agent", "--no-plan", "--session", "done", "--script", missing, "t"] },
+      { what: "a new session, a missing script", args: ["agent", "--no-plan", "--session", "fresh", "--script", missing, "t"] },
+      {
+        what: "a new session, a missing output schema",
+        args: ["agent", "--no-plan", "--session", "fresh", "--script", ok, "--output-schema", missing, "t"],
+      },
+    ],
+    fork: [
+      { what: "an unknown session", args: ["sessions", "fork", "ghost"] },
+      { what: "an unknown record", args: ["sessions", "fork", "done", "--from", "ghost"] },
+      { what: "a name taken", args: ["sessions", "fork", "done", "--name", "main"] },
+      { what: "a crashed run at the head", args: ["sessions", "fork", "crashed"] },
+    ],
+    rollback: [
+      { what: "no --to", args: ["sessions", "rollback", "done"] },
+      { what: "an unknown record", args: ["sessions", "rollback", "done", "--to", "ghost"] },
+    ],
+    retry: [
+      { what: "no --run", args: ["sessions", "retry", "done"] },
+      { what: "an unknown run", args: ["sessions", "retry", "done", "--run", "ghost"] },
+    ],
+    recover: [
+      { what: "an unknown session", args: ["sessions", "recover", "ghost"] },
+      { what: "an unknown branch", args: ["sessions", "recover", "crashed", "--branch", "ghost"] },
+      { what: "a run still going", args: ["sessions", "recover", "busy"] },
+    ],
+    approve: [
+      { what: "a call that does not wait", args: ["sessions", "approve", "waiting", "ghost"] },
+      { what: "an unknown session", args: ["sessions", "approve", "ghost", "w1"] },
+      { what: "a crashed run's call", args: ["sessions", "approve", "crashed-approval", "c1"] },
+    ],
+    deny: [
+      { what: "a call answered already", args: ["sessions", "deny", "answered", "w1"] },
+      { what: "no call", args: ["sessions", "deny", "waiting"] },
+    ],
+    delete: [
+      { what: "no --yes", args: ["sessions", "delete", "done"] },
+      { what: "an unknown session", args: ["sessions", "delete", "ghost", "--yes"] },
+      { what: "a run still going", args: ["sessions", "delete", "busy", "--yes"] },
+    ],
+    import: [
+      { what: "a missing file", args: ["sessions", "import", missing] },
+      { what: "not a journal", args: ["sessions", "import", file("bad.jsonl", '{"nope":1}\n')] },
+      { what: "a session the store has", args: ["sessions", "import", join(dir, "done-export.jsonl")] },
+    ],
+    "store migrate": [
+      { what: "no store", args: ["store", "migrate"] },
+      { what: "a JSONL folder", args: ["store", "migrate", "--store", sessions] },
+    ],
+  };
+}
+
+/** The sessions subcommands that only read (every other one must have refusal cases above). */
+const READ_ONLY = ["list", "show", "tree", "approvals", "export"];
+
+describe("every refused CLI command leaves the journal folder as it was", () => {
+  test("the walk: each refusal exits non-zero (2) and changes no byte of the store", () => {
+    expect(cli("sessions", "export", "done", "--out", join(dir, "done-export.jsonl")).code).toBe(0);
+    const table = cases();
+    // a sessions subcommand that writes and has no refusal case here (a new one) fails the walk
+    const writing = Object.keys(SESSIONS_SUBCOMMANDS).filter((s) => !READ_ONLY.includes(s));
+    expect(writing.filter((s) => !(s in table))).toEqual([]);
+    const failures: string[] = [];
+    for (const [command, list] of Object.entries(table)) {
+      for (const c of list) {
+        const before = folderSnapshot(sessions);
+        const r = cli(...c.args);
+        const label = `${command}, ${c.what}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
+        if (r.code !== 2) failures.push(`${label} (expected 2)`);
+        if (!Bun.deepEquals(before, folderSnapshot(sessions))) failures.push(`${label}: the store changed`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 300_000);
+
+  test("--resume on a crashed run: refused, it names the recovery and writes nothing; accepted, it recovers the run and goes on", async () => {
+    const before = folderSnapshot(sessions);
+    let r = cli("agent", "--session", "crashed", "--resume", "--script", ok);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("was left unfinished by a process that ended, and would close cancelled");
+    expect(r.stderr).toContain("agentcore sessions recover crashed");
+    expect(folderSnapshot(sessions)).toEqual(before);
+    expect((await storage.checkout("crashed", "main"))!.session.runs[0]!.result).toBeNull();
+    // the approval of a crashed run waits: listed with its answer, nothing recovered
+    r = cli("agent", "--session", "crashed-approval", "--resume", "--script", ok);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("cannot resume yet: 1 approval(s) wait for an answer");
+    expect(r.stderr).toContain("agentcore sessions approve crashed-approval c1");
+    expect((await storage.checkout("crashed-approval", "main"))!.session.runs[0]!.result).toBeNull();
+    // accepted: the read-only call of the crashed run is left for the resume, which runs it and completes
+    r = cli("agent", "--no-plan", "--session", "crashed-readonly", "--resume", "--script", ok);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("ok");
+    const runs = (await storage.checkout("crashed-readonly", "main"))!.session.runs;
+    expect(runs[0]!.result).toMatchObject({ status: "suspended", stop_reason: "awaiting_approval" });
+    expect(runs[0]!.result!.error).toContain("recovered by 'agentcore agent --resume'");
+    expect(runs.at(-1)!.result).toMatchObject({ status: "completed", output: "ok" });
+    // the crashed run with nothing to resume: sessions recover closes it cancelled; a task then runs
+    expect(cli("sessions", "recover", "crashed").code).toBe(0);
+    expect((await storage.checkout("crashed", "main"))!.session.runs[0]!.result).toMatchObject({ status: "cancelled" });
+    expect(cli("agent", "--no-plan", "--session", "crashed", "--script", ok, "again").code).toBe(0);
+  }, 120_000);
+});
