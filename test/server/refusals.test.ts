@@ -131,6 +131,18 @@ function routeCases(w: World): Record<string, Case[]> {
       { what: "an unknown tool", path: "/v1/runs", init: post({ task: "t", session: "fresh", tools: ["ghost"], script }), status: 400 },
       { what: "a bad script", path: "/v1/runs", init: post({ task: "t", session: "fresh", script: "nope" }), status: 400 },
       { what: "an unknown branch", path: "/v1/runs", init: post({ task: "t", session: "done", branch: "ghost", script }), status: 404 },
+      {
+        what: "an output schema that does not compile",
+        path: "/v1/runs",
+        init: post({ task: "t", session: "done", output_schema: { type: "nope" }, script }),
+        status: 400,
+      },
+      {
+        what: "an image that is not base64",
+        path: "/v1/runs",
+        init: post({ task: "t", session: "done", images: [{ media_type: "image/png", data: "%%%" }], script }),
+        status: 400,
+      },
       { what: "a busy session", path: "/v1/runs", init: post({ task: "t", session: "busy", script }), status: 409, reason: "session_busy" },
       {
         what: "a crashed session",

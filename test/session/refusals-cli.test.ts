@@ -137,6 +137,27 @@ function cases(): Record<string, { what: string; args: string[] }[]> {
         what: "a new session, a missing output schema",
         args: ["agent", "--no-plan", "--session", "fresh", "--script", ok, "--output-schema", missing, "t"],
       },
+      {
+        what: "an output schema that does not compile",
+        args: [
+          "agent",
+          "--no-plan",
+          "--session",
+          "done",
+          "--script",
+          ok,
+          "--output-schema",
+          file("bad-schema.json", '{"type":"nope"}'),
+          "t",
+        ],
+      },
+      { what: "a missing image", args: ["agent", "--no-plan", "--session", "done", "--script", ok, "--image", missing, "t"] },
+      { what: "a missing skills folder", args: ["agent", "--no-plan", "--session", "done", "--script", ok, "--skills", missing, "t"] },
+    ],
+    chat: [
+      { what: "a crashed run", args: ["chat", "--no-plan", "--session", "crashed", "--script", ok] },
+      { what: "a branch in use", args: ["chat", "--no-plan", "--session", "busy", "--script", ok] },
+      { what: "an unknown branch", args: ["chat", "--no-plan", "--session", "done", "--branch", "ghost", "--script", ok] },
     ],
     fork: [
       { what: "an unknown session", args: ["sessions", "fork", "ghost"] },
@@ -234,4 +255,17 @@ describe("every refused CLI command leaves the journal folder as it was", () => 
     expect((await storage.checkout("crashed", "main"))!.session.runs[0]!.result).toMatchObject({ status: "cancelled" });
     expect(cli("agent", "--no-plan", "--session", "crashed", "--script", ok, "again").code).toBe(0);
   }, 120_000);
+
+  test("an agent SIGKILLed mid-run: --resume is refused with the journal unchanged; sessions recover closes the run", async () => {
+    busy!.kill("SIGKILL");
+    await busy!.exited;
+    const before = folderSnapshot(sessions);
+    const r = cli("agent", "--session", "busy", "--resume", "--script", ok);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("agentcore sessions recover busy");
+    expect(folderSnapshot(sessions)).toEqual(before);
+    expect(cli("sessions", "recover", "busy").code).toBe(0);
+    const runs = (await storage.checkout("busy", "main"))!.session.runs;
+    expect(runs[0]!.result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+  }, 60_000);
 });
