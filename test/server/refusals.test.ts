@@ -15,7 +15,8 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { freshDatabase } from "../support/postgres.ts";
 import { folderSnapshot, storeSnapshot } from "../support/snapshot.ts";
-import { JsonlSessionStorage, type JournalStorage, type SessionRecordDraft } from "../../src/session/index.ts";
+import { JsonlSessionStorage, type JournalStorage } from "../../src/session/index.ts";
+import { crashedRun } from "../support/journals.ts";
 import { PostgresSessionStorage } from "../../src/session/postgres/storage.ts";
 import type { AnyToolDefinition } from "../../src/tools/definition.ts";
 import { collectStderr, rawRequest, SseReader, sleepTool, startTestDaemon, type TestDaemon } from "./support.ts";
@@ -36,48 +37,6 @@ const POLICY = {
 const MAX_BODY = 4096;
 /** A database of this file's own (null without a PostgreSQL server: that variant is skipped). */
 const pgDb = await freshDatabase();
-
-const draft = (session: string, type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number): SessionRecordDraft => ({
-  session_id: session,
-  agent_id: "agentcore-daemon",
-  branch_id: "main",
-  sequence,
-  type,
-  data,
-});
-const callOf = (id: string, name: string) => ({
-  role: "assistant",
-  content: null,
-  tool_calls: [{ id, type: "function", function: { name, arguments: name === "sleep" ? '{"ms":1}' : "{}" } }],
-});
-
-/**
- * The journal a process killed mid-run leaves: a run started and a tool call
- * asked for, never answered. `approval`: its approval request was journaled
- * too (and waits).
- */
-async function crashed(s: JournalStorage, id: string, tool: string, approval = false): Promise<void> {
-  await s.append(draft(id, "run_started", { run_id: `r-${id}`, task: "work" }, 1));
-  await s.append(draft(id, "message_appended", { run_id: `r-${id}`, message: callOf("c1", tool) }, 3));
-  if (approval)
-    await s.append(
-      draft(
-        id,
-        "approval_requested",
-        {
-          run_id: `r-${id}`,
-          tool_call_id: "c1",
-          tool,
-          effect: "side_effecting",
-          rule_id: "side-effecting",
-          reason: "ask first",
-          arguments: {},
-          suspended: false,
-        },
-        4,
-      ),
-    );
-}
 
 interface Case {
   /** What the refusal is. */
@@ -342,9 +301,9 @@ async function world(d: TestDaemon, storage: JournalStorage, snapshot: () => Pro
   }
   r = await d.req("/v1/sessions/answered/approvals/w1", post({ approved: true }));
   expect(r.status).toBe(200);
-  await crashed(storage, "crashed", "touch");
-  await crashed(storage, "crashed-approval", "touch", true);
-  await crashed(storage, "crashed-readonly", "sleep");
+  await crashedRun(storage, "agentcore-daemon", "crashed", "touch");
+  await crashedRun(storage, "agentcore-daemon", "crashed-approval", "touch", true);
+  await crashedRun(storage, "agentcore-daemon", "crashed-readonly", "sleep");
   r = await d.req("/v1/runs", {
     method: "POST",
     json: { task: "slow", session: "busy", script: [{ content: "late", delay_ms: 600_000 }] },

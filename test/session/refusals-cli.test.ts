@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
 import { folderSnapshot } from "../support/snapshot.ts";
-import { JsonlSessionStorage, type SessionRecordDraft } from "../../src/session/index.ts";
+import { JsonlSessionStorage } from "../../src/session/index.ts";
+import { crashedRun, suspendedRun } from "../support/journals.ts";
 import { SESSIONS_SUBCOMMANDS } from "../../src/cli/args.ts";
 
 const MAIN = join(REPO_ROOT, "src/cli/main.ts");
@@ -33,62 +34,15 @@ function file(name: string, text: string): string {
   return f;
 }
 
-const draft = (session: string, type: SessionRecordDraft["type"], data: Record<string, unknown>, sequence: number): SessionRecordDraft => ({
-  session_id: session,
-  agent_id: "agentcore-cli",
-  branch_id: "main",
-  sequence,
-  type,
-  data,
-});
-
-/** A run that asked for call c1 of `tool` and was cut off (no answer, no run_finished); `approval`: its request waits too. */
-async function crashed(id: string, tool: string, approval = false): Promise<void> {
-  await storage.append(draft(id, "run_started", { run_id: `r-${id}`, task: "work" }, 1));
-  const call = { id: "c1", type: "function", function: { name: tool, arguments: tool === "echo" ? '{"message":"hi"}' : "{}" } };
-  await storage.append(
-    draft(id, "message_appended", { run_id: `r-${id}`, message: { role: "assistant", content: null, tool_calls: [call] } }, 3),
-  );
-  if (approval) await storage.append(draft(id, "approval_requested", approvalData(`r-${id}`, "c1", tool, false), 4));
-}
-
-const approvalData = (run: string, call: string, tool: string, suspended: boolean) => ({
-  run_id: run,
-  tool_call_id: call,
-  tool,
-  effect: "side_effecting",
-  rule_id: "side-effecting",
-  reason: "ask first",
-  arguments: {},
-  suspended,
-});
-
-/** A run suspended awaiting the approval of call w1; `answered`: the approval was given since. */
-async function suspended(id: string, answered: boolean): Promise<void> {
-  const run = `r-${id}`;
-  await storage.append(draft(id, "run_started", { run_id: run, task: "change it" }, 1));
-  const call = { id: "w1", type: "function", function: { name: "write_file", arguments: "{}" } };
-  await storage.append(
-    draft(id, "message_appended", { run_id: run, message: { role: "assistant", content: null, tool_calls: [call] } }, 3),
-  );
-  await storage.append(draft(id, "approval_requested", approvalData(run, "w1", "write_file", true), 4));
-  const result = { status: "suspended", stop_reason: "awaiting_approval", turns: 1, output: null, error: null, usage: null };
-  await storage.append(draft(id, "run_finished", { run_id: run, result }, 5));
-  if (answered)
-    await storage.append(
-      draft(id, "approval_decided", { run_id: run, tool_call_id: "w1", approved: true, reason: null, decided_by: "t" }, 0),
-    );
-}
-
 let ok = "";
 beforeAll(async () => {
   ok = file("ok.jsonl", '{"content":"ok"}\n');
   expect(cli("agent", "--no-plan", "--session", "done", "--script", ok, "hi").code).toBe(0);
-  await suspended("waiting", false);
-  await suspended("answered", true);
-  await crashed("crashed", "write_file");
-  await crashed("crashed-approval", "write_file", true);
-  await crashed("crashed-readonly", "echo");
+  await suspendedRun(storage, "agentcore-cli", "waiting", "write_file", false);
+  await suspendedRun(storage, "agentcore-cli", "answered", "write_file", true);
+  await crashedRun(storage, "agentcore-cli", "crashed", "write_file");
+  await crashedRun(storage, "agentcore-cli", "crashed-approval", "write_file", true);
+  await crashedRun(storage, "agentcore-cli", "crashed-readonly", "echo");
   // a branch in use: an agent waiting on its model
   const slow = file("slow.jsonl", '{"content":"late","delay_ms":600000}\n');
   busy = Bun.spawn([process.execPath, MAIN, "agent", "--no-plan", "--session", "busy", "--script", slow, "slow"], {
