@@ -84,6 +84,8 @@ function cases(): Record<string, { what: string; args: string[] }[]> {
       { what: "a task on a branch in use", args: ["agent", "--no-plan", "--session", "busy", "--script", ok, "t"] },
       { what: "a task on a crashed run", args: ["agent", "--no-plan", "--session", "crashed", "--script", ok, "t"] },
       { what: "--continue on a crashed run", args: ["agent", "--no-plan", "--session", "crashed", "--continue", "--script", ok] },
+      { what: "--continue on a suspended run", args: ["agent", "--no-plan", "--session", "waiting", "--continue", "--script", ok] },
+      { what: "--continue on a new session", args: ["agent", "--no-plan", "--session", "fresh", "--continue", "--script", ok] },
       { what: "an unknown branch", args: ["agent", "--no-plan", "--session", "done", "--branch", "ghost", "--script", ok, "t"] },
       { what: "a missing script", args: ["agent", "--no-plan", "--session", "done", "--script", missing, "t"] },
       { what: "a new session, a missing script", args: ["agent", "--no-plan", "--session", "fresh", "--script", missing, "t"] },
