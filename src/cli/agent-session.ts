@@ -142,18 +142,21 @@ export async function checkResume(
   }
   const refusal = resumeRefusal(c.session, (name) => runtime.registry.get(name)?.effect);
   if (refusal === null) return open.length > 0;
+  const leftOpen = `its run ${open.join(", ")} was left unfinished by a process that ended`;
+  const recover = `agentcore sessions recover ${shellWord(sessionId)}${branch !== "main" ? ` --branch ${shellWord(branch)}` : ""}${dirArgs}`;
   if (refusal.reason === "approvals_pending")
     throw new AgentSessionStateError(
       [
         `${where} cannot resume yet: ${refusal.pending.length} approval(s) wait for an answer:`,
         ...approvalLines(sessionId, branch, refusal.pending, dirArgs),
+        ...(open.length === 0 ? [] : [`  first, ${leftOpen}: close it with ${recover} (it closes suspended)`]),
       ].join("\n"),
     );
   const last = refusal.last;
   if (last === null) throw new AgentSetupError(`${where} has no run to resume`);
   if (open.length > 0)
     throw new AgentSetupError(
-      `${where} has no suspended run to resume: its run ${open.join(", ")} was left unfinished by a process that ended, and would close ${last.status} (${last.stop_reason}); close it with: agentcore sessions recover ${shellWord(sessionId)}${branch !== "main" ? ` --branch ${shellWord(branch)}` : ""}${dirArgs}, then give it a new task`,
+      `${where} has no suspended run to resume: ${leftOpen}, and would close ${last.status} (${last.stop_reason}); close it with: ${recover}, then give it a new task`,
     );
   throw new AgentSetupError(
     `${where} has no suspended run to resume: its last run ended ${last.status} (${last.stop_reason}); give it a new task, or --continue`,

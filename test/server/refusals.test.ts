@@ -363,6 +363,21 @@ async function walk(w: World): Promise<void> {
   r = await w.d.req("/v1/sessions/crashed/recover", post({}));
   expect(r.status).toBe(200);
   expect((await r.json()).recovered[0].result).toMatchObject({ status: "cancelled", stop_reason: "external_abort" });
+  // A crashed run whose approval waits: recover closes it suspended, the answer is taken, and a resume runs the call.
+  r = await w.d.req("/v1/sessions/crashed-approval/resume", post({ script: [{ content: "after" }] }));
+  expect((await r.json()).error.details).toMatchObject({
+    reason: "approvals_pending",
+    pending: ["c1"],
+    recover: "POST /v1/sessions/crashed-approval/recover",
+  });
+  r = await w.d.req("/v1/sessions/crashed-approval/recover", post({}));
+  expect((await r.json()).recovered[0].result).toMatchObject({ status: "suspended", stop_reason: "awaiting_approval" });
+  expect((await w.d.req("/v1/sessions/crashed-approval/approvals/c1", post({ approved: true }))).status).toBe(200);
+  r = await w.d.req("/v1/sessions/crashed-approval/resume", post({ script: [{ content: "after" }] }));
+  expect(r.status).toBe(201);
+  expect((await r.json()).result).toMatchObject({ status: "completed", output: "after" });
+  const messages = (await (await w.d.req("/v1/sessions/crashed-approval")).json()).messages;
+  expect(messages.find((m: { role: string }) => m.role === "tool").content).toContain("touched");
   // The live run ends; nothing else was left open by the walk.
   r = await w.d.req(`/v1/runs/${w.liveRun}/abort`, post({ reason: "walk over" }));
   expect(r.status).toBe(200);

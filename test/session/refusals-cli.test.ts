@@ -196,6 +196,9 @@ describe("every refused CLI command leaves the journal folder as it was", () => 
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("cannot resume yet: 1 approval(s) wait for an answer");
     expect(r.stderr).toContain("agentcore sessions approve crashed-approval c1");
+    expect(r.stderr).toContain(
+      "first, its run r-crashed-approval was left unfinished by a process that ended: close it with agentcore sessions recover crashed-approval",
+    );
     expect((await storage.checkout("crashed-approval", "main"))!.session.runs[0]!.result).toBeNull();
     // accepted: the read-only call of the crashed run is left for the resume, which runs it and completes
     r = cli("agent", "--no-plan", "--session", "crashed-readonly", "--resume", "--script", ok);

@@ -203,22 +203,23 @@ export function sessionRoutes(deps: AppDeps) {
 /** The 409 of a resume refused by {@link resumeRefusal} (the same reasons and details as a refusal of the run itself). */
 function resumeRefused(id: string, branch: string, r: ResumeRefusal): HttpError {
   const where = `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}'`;
+  const open = r.recovering.map((x) => x.run_id);
+  const recover = `POST /v1/sessions/${encodeURIComponent(id)}/recover`;
+  const crashed = open.length === 0 ? {} : { run_ids: open, recover };
+  const leftOpen = `its run ${open.join(", ")} was left unfinished by a process that ended`;
   if (r.reason === "approvals_pending")
     return new HttpError(
       409,
       "CONFLICT",
-      `${where} cannot resume yet: approval(s) wait for an answer: ${r.pending.map((a) => `${a.tool_call_id} (${a.tool})`).join(", ")}`,
-      { reason: r.reason, pending: r.pending.map((a) => a.tool_call_id) },
+      `${where} cannot resume yet: approval(s) wait for an answer: ${r.pending.map((a) => `${a.tool_call_id} (${a.tool})`).join(", ")}` +
+        (open.length === 0 ? "" : `; ${leftOpen}: close it with ${recover} (it closes suspended), then answer`),
+      { reason: r.reason, pending: r.pending.map((a) => a.tool_call_id), ...crashed },
     );
-  const open = r.recovering.map((x) => x.run_id);
-  const crashed =
+  const note =
     open.length === 0
       ? ""
-      : `; its run ${open.join(", ")} was left unfinished by a process that ended, and would close ${r.last?.status ?? "cancelled"} (nothing to resume): close it with POST /v1/sessions/${encodeURIComponent(id)}/recover, then start a new run`;
-  return new HttpError(409, "CONFLICT", `${where} has no suspended run to resume (${r.reason})${crashed}`, {
-    reason: r.reason,
-    ...(open.length > 0 ? { run_ids: open, recover: `POST /v1/sessions/${encodeURIComponent(id)}/recover` } : {}),
-  });
+      : `; ${leftOpen}, and would close ${r.last?.status ?? "cancelled"} (nothing to resume): close it with ${recover}, then start a new run`;
+  return new HttpError(409, "CONFLICT", `${where} has no suspended run to resume (${r.reason})${note}`, { reason: r.reason, ...crashed });
 }
 
 /** A run of this daemon on the branch is alive, not interrupted: 409, never close or resume it from under it. */
