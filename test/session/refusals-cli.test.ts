@@ -1,8 +1,9 @@
 // A refused command changes nothing (issue 30): every refusal of every
 // state-changing CLI command (`agent --session` with a task, --continue or
 // --resume, and each `sessions` subcommand that writes, `store migrate`)
-// exits non-zero and leaves the journal folder as it was, byte for byte. The
-// commands run from source as real child processes on a real JSONL store; a
+// exits non-zero and leaves the store as it was: the JSONL folder byte for
+// byte, and (with a PostgreSQL server) every record of a PostgreSQL store
+// given with --store. The commands run from source as real child processes; a
 // branch in use is held by a real `agent` process waiting on its model. A run
 // a crash left open is recovered only by a command that is accepted: a
 // refused `--resume` writes nothing, an accepted one closes it and goes on.
@@ -11,8 +12,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/paths.ts";
-import { folderSnapshot } from "../support/snapshot.ts";
-import { JsonlSessionStorage } from "../../src/session/index.ts";
+import { freshDatabase } from "../support/postgres.ts";
+import { folderSnapshot, storeSnapshot } from "../support/snapshot.ts";
+import { JsonlSessionStorage, type JournalStorage } from "../../src/session/index.ts";
+import { PostgresSessionStorage } from "../../src/session/postgres/storage.ts";
 import { crashedRun, suspendedRun } from "../support/journals.ts";
 import { SESSIONS_SUBCOMMANDS } from "../../src/cli/args.ts";
 
@@ -22,6 +25,8 @@ const sessions = join(dir, ".agentcore", "sessions");
 const storage = new JsonlSessionStorage(sessions);
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
 let busy: ReturnType<typeof Bun.spawn> | null = null;
+/** A database of this file's own (null without a PostgreSQL server: that walk is skipped). */
+const pgDb = await freshDatabase();
 
 function cli(...args: string[]) {
   const p = Bun.spawnSync([process.execPath, MAIN, ...args], { cwd: dir, stdout: "pipe", stderr: "pipe", stdin: "ignore", env: ENV });
@@ -35,23 +40,30 @@ function file(name: string, text: string): string {
 }
 
 let ok = "";
-beforeAll(async () => {
-  ok = file("ok.jsonl", '{"content":"ok"}\n');
-  expect(cli("agent", "--no-plan", "--session", "done", "--script", ok, "hi").code).toBe(0);
-  await suspendedRun(storage, "agentcore-cli", "waiting", "write_file", false);
-  await suspendedRun(storage, "agentcore-cli", "answered", "write_file", true);
-  await crashedRun(storage, "agentcore-cli", "crashed", "write_file");
-  await crashedRun(storage, "agentcore-cli", "crashed-approval", "write_file", true);
-  await crashedRun(storage, "agentcore-cli", "crashed-readonly", "echo");
+let slow = "";
+/** A store's sessions for the walk (`store`: the --store flags of every command; none for the JSONL folder); resolves to the agent holding `busy`. */
+async function seed(s: JournalStorage, store: string[]): Promise<ReturnType<typeof Bun.spawn>> {
+  expect(cli("agent", "--no-plan", "--session", "done", "--script", ok, "hi", ...store).code).toBe(0);
+  await suspendedRun(s, "agentcore-cli", "waiting", "write_file", false);
+  await suspendedRun(s, "agentcore-cli", "answered", "write_file", true);
+  await crashedRun(s, "agentcore-cli", "crashed", "write_file");
+  await crashedRun(s, "agentcore-cli", "crashed-approval", "write_file", true);
+  await crashedRun(s, "agentcore-cli", "crashed-readonly", "echo");
   // a branch in use: an agent waiting on its model
-  const slow = file("slow.jsonl", '{"content":"late","delay_ms":600000}\n');
-  busy = Bun.spawn([process.execPath, MAIN, "agent", "--no-plan", "--session", "busy", "--script", slow, "slow"], {
+  const p = Bun.spawn([process.execPath, MAIN, "agent", "--no-plan", "--session", "busy", "--script", slow, "slow", ...store], {
     cwd: dir,
     stdout: "ignore",
     stderr: "ignore",
     env: ENV,
   });
-  while ((await storage.records("busy")).length === 0 || (await storage.branchOwner("busy", "main")) === null) await Bun.sleep(20);
+  while ((await s.records("busy")).length === 0 || (await s.branchOwner("busy", "main")) === null) await Bun.sleep(20);
+  return p;
+}
+
+beforeAll(async () => {
+  ok = file("ok.jsonl", '{"content":"ok"}\n');
+  slow = file("slow.jsonl", '{"content":"late","delay_ms":600000}\n');
+  busy = await seed(storage, []);
 }, 60_000);
 afterAll(() => {
   busy?.kill("SIGKILL");
@@ -59,7 +71,7 @@ afterAll(() => {
 });
 
 /** The refusals of each state-changing command. */
-function cases(): Record<string, { what: string; args: string[] }[]> {
+function cases(exported: string, store: string[]): Record<string, { what: string; args: string[] }[]> {
   const missing = join(dir, "missing.jsonl");
   return {
     agent: [
@@ -151,11 +163,19 @@ function cases(): Record<string, { what: string; args: string[] }[]> {
     import: [
       { what: "a missing file", args: ["sessions", "import", missing] },
       { what: "not a journal", args: ["sessions", "import", file("bad.jsonl", '{"nope":1}\n')] },
-      { what: "a session the store has", args: ["sessions", "import", join(dir, "done-export.jsonl")] },
+      { what: "a session the store has", args: ["sessions", "import", exported] },
     ],
     "store migrate": [
       { what: "no store", args: ["store", "migrate"] },
       { what: "a JSONL folder", args: ["store", "migrate", "--store", sessions] },
+      ...(store.length === 0
+        ? []
+        : [
+            {
+              what: "a database that does not exist",
+              args: ["store", "migrate", "--store", `${store[1]!.replace(/\/[^/]*$/, "")}/t_no_such_db`],
+            },
+          ]),
     ],
   };
 }
@@ -163,25 +183,48 @@ function cases(): Record<string, { what: string; args: string[] }[]> {
 /** The sessions subcommands that only read (every other one must have refusal cases above). */
 const READ_ONLY = ["list", "show", "tree", "approvals", "export"];
 
-describe("every refused CLI command leaves the journal folder as it was", () => {
-  test("the walk: each refusal exits non-zero (2) and changes no byte of the store", () => {
-    expect(cli("sessions", "export", "done", "--out", join(dir, "done-export.jsonl")).code).toBe(0);
-    const table = cases();
-    // a sessions subcommand that writes and has no refusal case here (a new one) fails the walk
-    const writing = Object.keys(SESSIONS_SUBCOMMANDS).filter((s) => !READ_ONLY.includes(s));
-    expect(writing.filter((s) => !(s in table))).toEqual([]);
-    const failures: string[] = [];
-    for (const [command, list] of Object.entries(table)) {
-      for (const c of list) {
-        const before = folderSnapshot(sessions);
-        const r = cli(...c.args);
-        const label = `${command}, ${c.what}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
-        if (r.code !== 2) failures.push(`${label} (expected 2)`);
-        if (!Bun.deepEquals(before, folderSnapshot(sessions))) failures.push(`${label}: the store changed`);
-      }
+/** Send each refusal of {@link cases} (with the store's flags) and compare the store before and after. */
+async function walk(snapshot: () => Promise<unknown>, store: string[]): Promise<void> {
+  const exported = join(dir, `done-export-${store.length}.jsonl`);
+  rmSync(exported, { force: true });
+  expect(cli("sessions", "export", "done", "--out", exported, ...store).code).toBe(0);
+  const table = cases(exported, store);
+  // a sessions subcommand that writes and has no refusal case here (a new one) fails the walk
+  const writing = Object.keys(SESSIONS_SUBCOMMANDS).filter((s) => !READ_ONLY.includes(s));
+  expect(writing.filter((s) => !(s in table))).toEqual([]);
+  const failures: string[] = [];
+  for (const [command, list] of Object.entries(table)) {
+    for (const c of list) {
+      const before = await snapshot();
+      const r = cli(...c.args, ...(command === "store migrate" ? [] : store));
+      const label = `${command}, ${c.what}: exit ${r.code}: ${r.stderr.trim().slice(0, 300)}`;
+      if (r.code !== 2) failures.push(`${label} (expected 2)`);
+      if (!Bun.deepEquals(before, await snapshot())) failures.push(`${label}: the store changed`);
     }
-    expect(failures).toEqual([]);
+  }
+  expect(failures).toEqual([]);
+}
+
+describe("every refused CLI command leaves the journal folder as it was", () => {
+  test("the walk: each refusal exits non-zero (2) and changes no byte of the store", async () => {
+    await walk(async () => folderSnapshot(sessions), []);
   }, 300_000);
+
+  test.skipIf(pgDb === null)(
+    "the walk on a PostgreSQL store (--store URL): every record and branch of every session unchanged",
+    async () => {
+      const pg = await PostgresSessionStorage.open(pgDb!);
+      const holder = await seed(pg, ["--store", pgDb!]);
+      try {
+        await walk(() => storeSnapshot(pg), ["--store", pgDb!]);
+      } finally {
+        holder.kill("SIGKILL");
+        await holder.exited;
+        await pg.close();
+      }
+    },
+    300_000,
+  );
 
   test("--resume on a crashed run: refused, it names the recovery and writes nothing; accepted, it recovers the run and goes on", async () => {
     const before = folderSnapshot(sessions);
