@@ -13,7 +13,7 @@ import type { Runtime } from "../runtime/index.ts";
 import { openStore, type OpenedStore } from "../host/store.ts";
 import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
-import { resumeRefusal } from "../session/approvals.ts";
+import { liveRunOwner, resumeRefusal } from "../session/approvals.ts";
 import {
   type SessionApproval,
   SessionBranchBusyError,
@@ -133,13 +133,11 @@ export async function checkResume(
   if (c === null && branch !== "main") throw new AgentSetupError(await missingBranchMessage(storage, sessionId, branch));
   if (c === null) throw new AgentSetupError(`${where} has no run to resume`);
   const open = unfinishedRuns(c.session);
-  for (const runId of open) {
-    const pid = (await storage.runOwner(sessionId, runId).catch(() => null)) ?? (await storage.branchOwner(sessionId, branch));
-    if (pid !== null)
-      throw new AgentSessionStateError(
-        `${where} is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`,
-      );
-  }
+  const live = await liveRunOwner(storage, sessionId, branch, open);
+  if (live !== null)
+    throw new AgentSessionStateError(
+      `${where} is in use: run ${live.run_id} is still going in process ${live.pid}; wait for it to finish, or stop that process (it then journals the run as finished)`,
+    );
   const refusal = resumeRefusal(c.session, (name) => runtime.registry.get(name)?.effect);
   if (refusal === null) return open.length > 0;
   const leftOpen = `its run ${open.join(", ")} was left unfinished by a process that ended`;

@@ -96,6 +96,25 @@ export function resumeRefusal(session: AgentSession, toolEffect?: RecoverOptions
   return reason === null ? null : { reason, last, pending, recovering };
 }
 
+/**
+ * The first of `runIds` (unfinished runs of a branch) whose process is
+ * alive: its run mark, else the branch's claim, names a live pid (what
+ * `recoverRuns` checks before it writes). Null when each was left by a
+ * process that ended: a crash, which a recovery may close.
+ */
+export async function liveRunOwner(
+  storage: JournalStorage,
+  sessionId: string,
+  branch: string,
+  runIds: readonly string[],
+): Promise<{ run_id: string; pid: number } | null> {
+  for (const runId of runIds) {
+    const pid = (await storage.runOwner(sessionId, runId).catch(() => null)) ?? (await storage.branchOwner(sessionId, branch));
+    if (pid !== null) return { run_id: runId, pid };
+  }
+  return null;
+}
+
 /** The pending call ids as a message lists them ("c1, c2", or "none"). */
 function listed(pending: readonly SessionApproval[]): string {
   return pending.length === 0 ? "none" : pending.map((a) => `${a.tool_call_id} (${a.tool})`).join(", ");

@@ -205,6 +205,13 @@ function routeCases(w: World): Record<string, Case[]> {
         reason: "approvals_pending",
       },
       { what: "a run going on", path: "/v1/sessions/busy/resume", init: post({ script }), status: 409, reason: "session_busy" },
+      {
+        what: "a run of another process going on",
+        path: "/v1/sessions/foreign/resume",
+        init: post({ script }),
+        status: 409,
+        reason: "session_busy",
+      },
       // a crashed run that recovery would close cancelled: nothing to resume, and nothing recovered
       {
         what: "a crashed run with nothing to resume",
@@ -304,6 +311,9 @@ async function world(d: TestDaemon, storage: JournalStorage, snapshot: () => Pro
   await crashedRun(storage, "agentcore-daemon", "crashed", "touch");
   await crashedRun(storage, "agentcore-daemon", "crashed-approval", "touch", true);
   await crashedRun(storage, "agentcore-daemon", "crashed-readonly", "sleep");
+  // a run of another process still going (its live mark names a live pid: this test's)
+  await crashedRun(storage, "agentcore-daemon", "foreign", "touch");
+  await storage.markRunLive("foreign", "r-foreign");
   r = await d.req("/v1/runs", {
     method: "POST",
     json: { task: "slow", session: "busy", script: [{ content: "late", delay_ms: 600_000 }] },

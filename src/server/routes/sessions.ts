@@ -7,7 +7,7 @@
  */
 import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
-import { decideApproval, type ResumeRefusal, resumeRefusal, SessionApprovalError } from "../../session/approvals.ts";
+import { decideApproval, liveRunOwner, type ResumeRefusal, resumeRefusal, SessionApprovalError } from "../../session/approvals.ts";
 import { loadRunStack, parseResumeRequest, type RunManager } from "../runs.ts";
 import { runCommands, runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
@@ -180,11 +180,20 @@ export function sessionRoutes(deps: AppDeps) {
     // A daemon (or CLI) that died mid-run left a run open: the crash rules close it, with this daemon's tool
     // effects, but only for a resume that is accepted. Every refusal is decided on the branch as the recovery
     // would leave it, before anything is written (docs/durable-runs.md#crashes-what-recovery-does-now).
+    const open = unfinishedRuns(c0.session);
+    const live = await liveRunOwner(s, id, branch, open);
+    if (live !== null)
+      throw new HttpError(
+        409,
+        "CONFLICT",
+        `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use: run ${live.run_id} is still going in process ${live.pid}`,
+        { reason: "session_busy", ...live },
+      );
     const toolEffect = (name: string) => deps.runtime.registry.get(name)?.effect;
     const refusal = resumeRefusal(c0.session, toolEffect);
     if (refusal !== null) throw resumeRefused(id, branch, refusal);
     const recover =
-      unfinishedRuns(c0.session).length === 0
+      open.length === 0
         ? undefined
         : async () => {
             await s.recoverRuns(id, { branch, reason: "recovered by POST /v1/sessions/{id}/resume", toolEffect });
