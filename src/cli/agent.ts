@@ -51,14 +51,13 @@ import { makeModel as hostMakeModel, ModelSpecError, PRESET_NAMES } from "../hos
 import { argsSummary, outcomeText } from "./chat/render.ts";
 import { dim, Spinner, summaryLine, terminalLook, ThinkingView } from "./live.ts";
 import {
-  AgentSessionStateError,
   AgentSetupError,
   AgentUsageError,
+  approvalLines,
+  checkResume,
   claimSessionBranch,
   missingBranchMessage,
   openSessionStore,
-  approvalLines,
-  checkResume,
   recoverForResume,
   reportRepair,
   terminalLine,
