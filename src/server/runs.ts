@@ -530,9 +530,12 @@ export class RunManager {
   /**
    * Create a run's agent (restoring its session). Does not start it. `runId`:
    * the id to give it (a cluster run claimed from the queue keeps the id it
-   * was created with); default a new one.
+   * was created with); default a new one. `prepare`: a write the request
+   * needs on its session (a resume's recovery of a crashed run), made only
+   * once every refusal that does not depend on it was decided (the model,
+   * the tools, the limits, the branch lease), just before the session is read.
    */
-  async create(req: RunRequest, runId?: string): Promise<ServerRun> {
+  async create(req: RunRequest, runId?: string, prepare?: () => Promise<void>): Promise<ServerRun> {
     if (this.#shuttingDown) throw this.#overloaded("the daemon is shutting down", "shutdown");
     if (this.activeCount() >= this.#opts.maxActiveRuns)
       throw this.#overloaded(`too many active runs (${this.#opts.maxActiveRuns})`, "max_active_runs");
@@ -556,6 +559,7 @@ export class RunManager {
       }
       const storage = this.#opts.storage ?? new JsonlSessionStorage(this.#opts.sessionsDir);
       try {
+        await prepare?.();
         checkout = await storage.checkout(req.session, branch);
       } catch (e) {
         throw sessionHttpError(e) ?? e;

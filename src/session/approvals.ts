@@ -12,7 +12,8 @@
  * @module
  */
 import type { JournalStorage } from "./journal.ts";
-import { recoverCommand } from "./recover.ts";
+import type { AgentRunResult } from "../providers/run.ts";
+import { previewRecovery, recoverCommand, type RecoverOptions } from "./recover.ts";
 import {
   type AgentSession,
   pendingApprovals,
@@ -55,6 +56,63 @@ export function resumeDecisions(session: AgentSession): Map<string, { approved: 
   for (const a of session.approvals ?? [])
     if (a.decision !== null) out.set(a.tool_call_id, { approved: a.decision.approved, reason: a.decision.reason, ruleId: a.rule_id });
   return out;
+}
+
+/** Why a branch cannot be resumed ({@link resumeRefusal}). */
+export interface ResumeRefusal {
+  /** `no_previous_run`, `not_suspended` (the last run did not end awaiting_approval), or `approvals_pending`. */
+  reason: "no_previous_run" | "not_suspended" | "approvals_pending";
+  /** The last run's result as a resume would find it (after the recovery of unfinished runs); null without runs. */
+  last: AgentRunResult | null;
+  /** The approvals that wait for an answer. */
+  pending: SessionApproval[];
+  /** The unfinished runs a resume would have closed first (by the crash rules), with the result each would get. */
+  recovering: { run_id: string; result: AgentRunResult }[];
+}
+
+/**
+ * Whether a resume of `session` (a branch's projection) is refused, judged
+ * on the branch as the crash rules would leave it once its unfinished runs
+ * were recovered (`toolEffect`: the resuming process's tools, as for
+ * `recoverRuns`), without writing anything: a front end asks this first and
+ * recovers only a resume it accepts, so a refused resume leaves the journal
+ * as it was. Null when the resume can go on: the last run ends (or would
+ * end, once recovered) `awaiting_approval` and no approval waits.
+ */
+export function resumeRefusal(session: AgentSession, toolEffect?: RecoverOptions["toolEffect"]): ResumeRefusal | null {
+  const recovering = previewRecovery(session, toolEffect === undefined ? {} : { toolEffect });
+  const closed = new Map(recovering.map((r) => [r.run_id, r.result]));
+  const run = session.runs.at(-1);
+  const last = run === undefined ? null : (run.result ?? closed.get(run.run_id) ?? null);
+  const pending = pendingApprovals(session);
+  const reason =
+    last === null
+      ? "no_previous_run"
+      : last.stop_reason !== "awaiting_approval"
+        ? "not_suspended"
+        : pending.length > 0
+          ? "approvals_pending"
+          : null;
+  return reason === null ? null : { reason, last, pending, recovering };
+}
+
+/**
+ * The first of `runIds` (unfinished runs of a branch) whose process is
+ * alive: its run mark, else the branch's claim, names a live pid (what
+ * `recoverRuns` checks before it writes). Null when each was left by a
+ * process that ended: a crash, which a recovery may close.
+ */
+export async function liveRunOwner(
+  storage: JournalStorage,
+  sessionId: string,
+  branch: string,
+  runIds: readonly string[],
+): Promise<{ run_id: string; pid: number } | null> {
+  for (const runId of runIds) {
+    const pid = (await storage.runOwner(sessionId, runId).catch(() => null)) ?? (await storage.branchOwner(sessionId, branch));
+    if (pid !== null) return { run_id: runId, pid };
+  }
+  return null;
 }
 
 /** The pending call ids as a message lists them ("c1, c2", or "none"). */

@@ -24,7 +24,7 @@ import type { AgentMessage } from "../providers/messages.ts";
 import { UsageAccumulator, type AgentRunResult } from "../providers/run.ts";
 import { wordRemedy } from "./remedy.ts";
 import type { ModelUsage } from "../providers/types.ts";
-import type { Projection, SessionRecordDraft } from "./types.ts";
+import { type AgentSession, Projection, type SessionRecordDraft } from "./types.ts";
 
 /** The `error` of a recovered run's result (a reason may be appended). */
 export const INTERRUPTED_RUN_ERROR = "run interrupted: its process ended before the run finished";
@@ -202,6 +202,23 @@ export function interruptedRunDrafts(
     });
   }
   return out;
+}
+
+/**
+ * The result each unfinished run of `session` (a branch's projection) would
+ * be closed with by a recovery with these options, computed without writing
+ * anything: what a front end decides on before it lets an operation recover
+ * the branch (a refused operation must leave the journal as it was). Runs
+ * in journal order; empty when every run has finished.
+ */
+export function previewRecovery(
+  session: AgentSession,
+  options: Pick<RecoverOptions, "reason" | "toolEffect" | "resumable"> = {},
+): { run_id: string; result: AgentRunResult }[] {
+  return interruptedRunDrafts(new Projection(session), "main", options.reason, options.toolEffect, options.resumable === true).map((r) => ({
+    run_id: r.run_id,
+    result: r.result,
+  }));
 }
 
 /** The recovery of a session branch as messages word it (the installed {@link wordRemedy} wording). */

@@ -7,7 +7,7 @@
  */
 import type { JournalStorage } from "../../session/journal.ts";
 import { pendingApprovals, sessionMessages, unfinishedRuns } from "../../session/types.ts";
-import { decideApproval, SessionApprovalError } from "../../session/approvals.ts";
+import { decideApproval, liveRunOwner, type ResumeRefusal, resumeRefusal, SessionApprovalError } from "../../session/approvals.ts";
 import { loadRunStack, parseResumeRequest, type RunManager } from "../runs.ts";
 import { runCommands, runResponder } from "./runs.ts";
 import { Fields } from "../body.ts";
@@ -174,18 +174,31 @@ export function sessionRoutes(deps: AppDeps) {
     const req = parseResumeRequest(body, id);
     const branch = req.branch ?? "main";
     const s = await existing(id);
-    // A daemon (or CLI) that died mid-run: the crash rules close it first, with this daemon's tool effects.
     refuseLiveRun(runs, id, branch);
     const c0 = await s.checkout(id, branch);
     if (c0 === null) throw new HttpError(404, "NOT_FOUND", `no session '${id.slice(0, 100)}' with branch '${branch.slice(0, 100)}'`);
-    if (unfinishedRuns(c0.session).length > 0) {
-      await s.recoverRuns(id, {
-        branch,
-        reason: "recovered by POST /v1/sessions/{id}/resume",
-        toolEffect: (name) => deps.runtime.registry.get(name)?.effect,
-      });
-    }
-    const run = await runs.create(req);
+    // A daemon (or CLI) that died mid-run left a run open: the crash rules close it, with this daemon's tool
+    // effects, but only for a resume that is accepted. Every refusal is decided on the branch as the recovery
+    // would leave it, before anything is written (docs/durable-runs.md#crashes-what-recovery-does-now).
+    const open = unfinishedRuns(c0.session);
+    const live = await liveRunOwner(s, id, branch, open);
+    if (live !== null)
+      throw new HttpError(
+        409,
+        "CONFLICT",
+        `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}' is in use: run ${live.run_id} is still going in process ${live.pid}`,
+        { reason: "session_busy", ...live },
+      );
+    const toolEffect = (name: string) => deps.runtime.registry.get(name)?.effect;
+    const refusal = resumeRefusal(c0.session, toolEffect);
+    if (refusal !== null) throw resumeRefused(id, branch, refusal);
+    const recover =
+      open.length === 0
+        ? undefined
+        : async () => {
+            await s.recoverRuns(id, { branch, reason: "recovered by POST /v1/sessions/{id}/resume", toolEffect });
+          };
+    const run = await runs.create(req, undefined, recover);
     try {
       return await respond(c, run, { kind: "resume" }, true);
     } catch (e) {
@@ -194,6 +207,28 @@ export function sessionRoutes(deps: AppDeps) {
     }
   });
   return app;
+}
+
+/** The 409 of a resume refused by {@link resumeRefusal} (the same reasons and details as a refusal of the run itself). */
+function resumeRefused(id: string, branch: string, r: ResumeRefusal): HttpError {
+  const where = `session '${id.slice(0, 100)}' branch '${branch.slice(0, 100)}'`;
+  const open = r.recovering.map((x) => x.run_id);
+  const recover = `POST /v1/sessions/${encodeURIComponent(id)}/recover`;
+  const crashed = open.length === 0 ? {} : { run_ids: open, recover };
+  const leftOpen = `its run ${open.join(", ")} was left unfinished by a process that ended`;
+  if (r.reason === "approvals_pending")
+    return new HttpError(
+      409,
+      "CONFLICT",
+      `${where} cannot resume yet: approval(s) wait for an answer: ${r.pending.map((a) => `${a.tool_call_id} (${a.tool})`).join(", ")}` +
+        (open.length === 0 ? "" : `; ${leftOpen}: close it with ${recover} (it closes suspended), then answer`),
+      { reason: r.reason, pending: r.pending.map((a) => a.tool_call_id), ...crashed },
+    );
+  const note =
+    open.length === 0
+      ? ""
+      : `; ${leftOpen}, and would close ${r.last?.status ?? "cancelled"} (nothing to resume): close it with ${recover}, then start a new run`;
+  return new HttpError(409, "CONFLICT", `${where} has no suspended run to resume (${r.reason})${note}`, { reason: r.reason, ...crashed });
 }
 
 /** A run of this daemon on the branch is alive, not interrupted: 409, never close or resume it from under it. */
