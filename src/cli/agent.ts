@@ -22,8 +22,6 @@
  */
 import { type ImageAttachment, ImageInputError } from "../providers/images.ts";
 import { loadImageFiles } from "./images.ts";
-import { AgentcoreError } from "../core/errors.ts";
-import * as path from "node:path";
 import { type Agent, type AgentEvent, compileOutputSchema } from "../agent/index.ts";
 import type { ToolCallResult } from "../agent/types.ts";
 import { parseStrict } from "../core/parse.ts";
@@ -31,19 +29,11 @@ import { ModelConfigError } from "../providers/config.ts";
 import { DEFAULT_MAX_RETRIES, type RetryOptions } from "../providers/retry.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/index.ts";
-import { openStore, type OpenedStore } from "../host/store.ts";
+import type { OpenedStore } from "../host/store.ts";
 import { redactUrl } from "../session/postgres/errors.ts";
-import { type BranchClaim, type JournalRepair, type JournalStorage, repairMessage } from "../session/journal.ts";
+import type { BranchClaim, JournalStorage } from "../session/journal.ts";
 import { shellWord } from "../session/manage.ts";
-import {
-  pendingApprovals,
-  type SessionApproval,
-  SessionBranchBusyError,
-  SessionError,
-  SessionStorageError,
-  SessionUnfinishedRunError,
-  unfinishedRuns,
-} from "../session/types.ts";
+import { pendingApprovals, type SessionApproval, SessionError, SessionUnfinishedRunError } from "../session/types.ts";
 import { resumeDecisions } from "../session/approvals.ts";
 import { OutputError, type LineWriter } from "./output.ts";
 import { loadCliSkills } from "./skills.ts";
@@ -60,6 +50,17 @@ import {
 import { makeModel as hostMakeModel, ModelSpecError, PRESET_NAMES } from "../host/model.ts";
 import { argsSummary, outcomeText } from "./chat/render.ts";
 import { dim, Spinner, summaryLine, terminalLook, ThinkingView } from "./live.ts";
+import {
+  AgentSessionStateError,
+  AgentSetupError,
+  AgentUsageError,
+  claimSessionBranch,
+  missingBranchMessage,
+  openSessionStore,
+  recoverForResume,
+  reportRepair,
+  unfinishedRunError,
+} from "./agent-session.ts";
 
 /** Flags of the `agent` command, as parsed by the CLI. */
 export interface AgentFlags {
@@ -161,85 +162,6 @@ async function cliImages(files: string[]): Promise<ImageAttachment[]> {
   }
 }
 
-/**
- * A setup problem the flags cannot fix by their syntax (a bad script or
- * skill, a model setting, an unknown branch): exit status 2, the message
- * alone, without the usage hint.
- */
-export class AgentSetupError extends AgentcoreError {
-  readonly code: string = "SETUP_FAILED";
-  override name = "AgentSetupError";
-}
-
-/** A usage problem of agent or chat (flags that do not go together, an empty value): exit status 2 with the usage hint. */
-export class AgentUsageError extends AgentSetupError {
-  override readonly code: string = "USAGE";
-  override name = "AgentUsageError";
-}
-
-/**
- * The session cannot take a run in its current state (a run a crash left
- * unfinished): exit status 2, and the message names the fix; not a usage
- * error, so no usage hint.
- */
-export class AgentSessionStateError extends AgentcoreError {
-  readonly code: string = "SESSION_UNAVAILABLE";
-  override name = "AgentSessionStateError";
-}
-
-/**
- * The error for a session whose branch has an unfinished run: in use, when
- * the run's process is alive (another agentcore on the same session), else
- * the crash message naming `sessions recover`.
- */
-export async function unfinishedRunError(storage: JournalStorage, e: SessionUnfinishedRunError): Promise<AgentSessionStateError> {
-  for (const runId of e.runIds) {
-    const pid = await storage.runOwner(e.sessionId, runId).catch(() => null);
-    if (pid !== null)
-      return new AgentSessionStateError(
-        `session '${e.sessionId}' is in use: run ${runId} is still going in process ${pid}; wait for it to finish, or stop that process (it then journals the run as finished)`,
-      );
-  }
-  return new AgentSessionStateError(e.message);
-}
-
-/**
- * `--branch B` names no branch of the session: the branches it has and how to
- * make B, or (a session with no records yet) that a new session starts on main.
- */
-export async function missingBranchMessage(storage: JournalStorage, sessionId: string, branch: string): Promise<string> {
-  const branches = (await storage.listBranches(sessionId).catch(() => [])).map((b) => b.branch_id);
-  if (branches.length === 0)
-    return `session '${sessionId}' has no branch '${branch}': it has no records yet, and a new session starts on main (leave --branch out)`;
-  return `session '${sessionId}' has no branch '${branch}' (branches ${branches.join(", ")}); to make it: agentcore sessions fork ${shellWord(sessionId)} --name ${shellWord(branch)}`;
-}
-
-/**
- * Take the session branch before anything runs (no model request, no tool):
- * a branch another live process holds, or a journal that cannot be written
- * (a read-only folder, Deno without --allow-write), is an
- * {@link AgentSessionStateError} here, so the command exits 2 having done
- * nothing. Release the claim on every way out.
- */
-export async function claimSessionBranch(storage: JournalStorage, sessionId: string, branch: string, holder: string): Promise<BranchClaim> {
-  try {
-    return await storage.claimBranch(sessionId, branch, holder);
-  } catch (e) {
-    if (e instanceof SessionBranchBusyError) throw new AgentSessionStateError(e.message);
-    if (e instanceof SessionStorageError) {
-      const hint = "Deno" in globalThis ? "" : "; make that folder writable, or pass --sessions-dir DIR";
-      throw new AgentSessionStateError(`cannot journal session '${sessionId}': ${e.message}${hint}`);
-    }
-    if (e instanceof SessionError) throw new AgentSetupError(e.message);
-    throw e;
-  }
-}
-
-/** Reports a torn journal line cut off before a write, on stderr (`prefix`: the command). */
-export function reportRepair(prefix: string): (r: JournalRepair) => void {
-  return (r) => process.stderr.write(`${prefix}: ${repairMessage(r)}\n`);
-}
-
 /** Exit status of a run that suspended awaiting an approval (neither success, 0, nor failure, 1). */
 export const SUSPENDED_STATUS = 3;
 
@@ -250,28 +172,6 @@ export function approvalLines(sessionId: string, branch: string, pending: readon
     (a) =>
       `  call ${a.tool_call_id}: ${terminalLine(a.tool)} (${a.effect})${a.reason ? `: ${terminalLine(a.reason)}` : ""}; answer: agentcore sessions approve ${shellWord(sessionId)} ${shellWord(a.tool_call_id)}${b}${dirArgs}  (or deny)`,
   );
-}
-
-/**
- * `--resume` on a branch whose run a crash left unfinished (its process gone:
- * the branch claim would have failed otherwise): close it under the crash
- * rules first, with this runtime's tool effects (a read-only call runs
- * again, a side-effecting one that may have started is answered
- * interrupted). A run still alive elsewhere is an {@link AgentSessionStateError}.
- */
-async function recoverForResume(storage: JournalStorage, runtime: Runtime, sessionId: string, branch: string): Promise<void> {
-  const c = await storage.checkout(sessionId, branch);
-  if (c === null || unfinishedRuns(c.session).length === 0) return;
-  try {
-    await storage.recoverRuns(sessionId, {
-      branch,
-      reason: "recovered by 'agentcore agent --resume'",
-      toolEffect: (name) => runtime.registry.get(name)?.effect,
-    });
-  } catch (e) {
-    if (e instanceof SessionError) throw new AgentSessionStateError(e.message);
-    throw e;
-  }
 }
 
 /** Signals that end the agent command after aborting the run, with their exit status (128 + n). */
@@ -469,28 +369,6 @@ export async function cmdAgent(runtime: Runtime, flags: AgentFlags, out: LineWri
     // The session branch is free again however the command ends (a signal's exit too: see claimBranch).
     for (const c of claims) c.release();
     for (const s of stores) await s.close();
-  }
-}
-
-/**
- * The session store of the flags, opened through the host's openStore:
- * --sessions-dir, else the settings' store, else .agentcore/sessions under
- * the root. A store that cannot be opened is a setup error (exit 2).
- */
-export async function openSessionStore(
-  runtime: Runtime,
-  flags: Pick<AgentFlags, "sessionsDir" | "store">,
-  onRepair: (r: JournalRepair) => void,
-): Promise<OpenedStore> {
-  try {
-    return await openStore(flags.sessionsDir !== undefined ? undefined : flags.store, {
-      root: runtime.root ?? undefined,
-      sessionsDir: flags.sessionsDir ?? path.join(runtime.root ?? ".", ".agentcore", "sessions"),
-      onRepair,
-    });
-  } catch (e) {
-    if (e instanceof SessionError) throw new AgentSetupError(e.message);
-    throw e;
   }
 }
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
-import { AgentSetupError, AgentUsageError } from "../../src/cli/agent.ts";
+import { AgentSetupError, AgentUsageError } from "../../src/cli/agent-session.ts";
 import { UsageError } from "../../src/cli/args.ts";
 import { ERROR_STATUS, EXIT_BY_CODE, exitFor, exitKind } from "../../src/cli/exit.ts";
 import { OutputClosedError, OutputError, PIPE_CLOSED_STATUS } from "../../src/cli/output.ts";

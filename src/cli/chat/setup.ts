@@ -10,19 +10,15 @@ import type { ModelAdapter } from "../../providers/types.ts";
 import type { Runtime } from "../../runtime/index.ts";
 import type { JournalStorage } from "../../session/journal.ts";
 import { SessionError, sessionMessages, type SessionCheckout } from "../../session/types.ts";
+import { buildCliAgent, makeModel, runSpecOf, setupSkills, type AgentFlags } from "../agent.ts";
 import {
   AgentSetupError,
   AgentUsageError,
-  buildCliAgent,
   claimSessionBranch,
-  makeModel,
   missingBranchMessage,
   openSessionStore,
   reportRepair,
-  runSpecOf,
-  setupSkills,
-  type AgentFlags,
-} from "../agent.ts";
+} from "../agent-session.ts";
 import type { ReplApprover } from "./approver.ts";
 import { CHAT_COMMANDS } from "./commands.ts";
 import { ChatState, type ChatCommand, type ChatIO } from "./state.ts";
