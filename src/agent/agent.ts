@@ -26,7 +26,7 @@ import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, type ResumeDecision, ToolExecutor } from "./tools.ts";
-import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop } from "./loop.ts";
+import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop, storeFailed } from "./loop.ts";
 import { AgentTracer } from "./tracing.ts";
 import { CompactionFailedError, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
 import { Conversation, EXPLICIT_FINISH_NOTE, retryNote, toolStateComplete, unansweredCalls } from "./conversation.ts";
@@ -156,7 +156,9 @@ export class Agent {
         return self.messages;
       },
     };
-    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, source, tracer);
+    // A record that cannot be written stops the run at once (see storeFailed).
+    const stop = () => this.#active?.controller.abort(new DOMException("the run's records could not be written", "AbortError"));
+    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, source, tracer, stop);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg), tracer);
   }
 
@@ -485,18 +487,18 @@ export class Agent {
     const output = compileOutputSchema(options);
     let res: AgentRunResult;
     try {
-      if (task === null) {
-        await emitter.emit({ kind: "agent_continued" });
-      } else {
-        if (images === undefined) {
-          this.#append({ role: "user", content: task });
-          await emitter.emit({ kind: "agent_started", task });
-        } else {
-          this.#append({ role: "user", content: task, images });
-          await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
-        }
-      }
       try {
+        if (task === null) {
+          await emitter.emit({ kind: "agent_continued" });
+        } else {
+          if (images === undefined) {
+            this.#append({ role: "user", content: task });
+            await emitter.emit({ kind: "agent_started", task });
+          } else {
+            this.#append({ role: "user", content: task, images });
+            await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
+          }
+        }
         this.#executor.guard.reset();
         this.#activeSkill = null;
         await this.#activateSkill("run_start");
@@ -525,10 +527,13 @@ export class Agent {
           emit: (e) => emitter.emit(e),
           listens: (kind) => emitter.listens(kind),
         });
+        // A record that could not be written stopped the run, whatever the loop made of it.
+        if (emitter.failure !== null) res = storeFailed(emitter.failure, res.turns, usage);
       } catch (err) {
         const turns = counters.turns;
         // After abort(), whatever the model or a hook threw on the way out is the abort.
-        if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
+        if (emitter.failure !== null) res = storeFailed(emitter.failure, turns, usage);
+        else if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
           res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
         } else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
         else if (err instanceof CompactionFailedError) res = result("failed", "compaction_failed", turns, usage, null, err.message);
@@ -541,7 +546,15 @@ export class Agent {
       for (const c of left) await emitter.emit({ kind: "steering_discarded", control: c, reason: res.stop_reason });
       this.#lastResult = res;
       this.#status = res.status;
-      await emitter.emit({ kind: "agent_finished", result: res });
+      try {
+        await emitter.emit({ kind: "agent_finished", result: res });
+      } catch (err) {
+        // Its end could not be recorded: the run failed after all, and that is the end every other sink hears.
+        res = storeFailed(err as Error, res.turns, usage);
+        this.#lastResult = res;
+        this.#status = res.status;
+        await emitter.emit({ kind: "agent_finished", result: res }).catch(() => {});
+      }
       return res;
     } finally {
       op.steeringClosed = true;
