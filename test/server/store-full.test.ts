@@ -22,6 +22,9 @@ let d: TestDaemon;
 beforeAll(async () => {
   if (skip !== null) return;
   disk = (mounted as { fs: SmallTmpfs }).fs;
+  // Room an operator can give back later (the daemon never holds it open).
+  fs.mkdirSync(path.join(disk.dir, "spare"));
+  fs.writeFileSync(path.join(disk.dir, "spare", "ballast"), Buffer.alloc(512 * 1024, 1));
   d = await startTestDaemon({ sessionsDir: disk.dir });
 });
 afterAll(async () => {
@@ -100,6 +103,11 @@ describe.skipIf(skip !== null)("a daemon whose sessions folder fills up (a 2 MiB
     expect(ends).toHaveLength(1);
     expect(ends[0]).toMatchObject({ status: "failed", stop_reason: "store_failed", error_code: "STORE_FULL" });
     expect(events.some((e) => JSON.stringify(e.data).includes('"status":"completed"'))).toBe(false);
+    // A subscriber of the run's events (from the first) gets the same end.
+    const runId = res.headers.get("x-run-id")!;
+    const replay = await new SseReader(await d.req(`/v1/runs/${runId}/events?after=0`)).all();
+    const replayed = replay.filter((e) => e.event === "agent_finished").map((e) => e.data.result);
+    expect(replayed).toEqual(ends);
   }, 60_000);
 
   test("earlier sessions are intact, and sessions show agrees with what the clients were told", () => {
@@ -132,5 +140,28 @@ describe.skipIf(skip !== null)("a daemon whose sessions folder fills up (a 2 MiB
       ? fs.readFileSync(new JsonlSessionStorage(disk.dir).fileFor("cli-full"), "utf8")
       : "";
     expect(records).not.toContain('"status":"completed"');
+  }, 60_000);
+
+  test("once there is room again, the failed session goes on: a torn last line is cut off, nothing written before is lost", async () => {
+    const store = new JsonlSessionStorage(disk.dir);
+    fs.rmSync(path.join(disk.dir, "spare"), { recursive: true });
+    const failed = answered.find((a) => a.status !== 201)!.session;
+    const before = await store.records(failed);
+    // A run the full disk left without its end is closed as after a crash.
+    if (before.some((r) => r.type === "run_started") && !before.some((r) => r.type === "run_finished"))
+      expect(cli(tmp(), "sessions", "recover", failed, "--sessions-dir", disk.dir).code).toBe(0);
+    const res = await d.req("/v1/runs", {
+      method: "POST",
+      headers: { accept: "application/json" },
+      json: { task: "room again", session: failed, script: [{ content: "fine now" }] },
+    });
+    expect(res.status).toBe(201);
+    expect((await res.json()).result.status).toBe("completed");
+    const lines = fs.readFileSync(store.fileFor(failed), "utf8").split("\n");
+    expect(lines.pop()).toBe("");
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    const after = await store.records(failed);
+    expect(after.slice(0, before.length).map((r) => r.record_id)).toEqual(before.map((r) => r.record_id));
+    expect(after.at(-1)!.data.result).toMatchObject({ status: "completed" });
   }, 60_000);
 });
