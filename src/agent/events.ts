@@ -164,8 +164,8 @@ function planOf(sinks: AgentEventSink[]): DeliveryPlan {
  * (the agent stops the run). For the rest of the event run required sinks
  * get only `agent_finished`, which then reaches every sink whatever they do
  * with it. An `agent_finished` that says `completed` goes to the required
- * sinks first, whatever the order of the sinks: no other sink hears that a
- * run completed before that is recorded (other ends keep the sinks' order,
+ * sinks first, whatever the order of the sinks: no other sink (nor the
+ * observer, nor a subscriber) hears that a run completed before that is recorded (other ends keep the sinks' order,
  * and should their record fail, the `store_failed` end follows them).
  */
 export class EventEmitter {
@@ -318,9 +318,11 @@ export class EventEmitter {
     try {
       const finish = event.kind === "agent_finished";
       const plan = finish && event.result.status === "completed" ? this.#finishPlan : this.#plan;
+      // The observer (the tracer) hears a completed end once it is recorded too, like the subscribers.
+      const late = plan === this.#finishPlan && plan.subsAt > 0;
       if (plan.subsAt === 0) for (const s of this.#subs) s.push(event);
       let failed = 0;
-      if (this.#observer !== null) {
+      if (this.#observer !== null && !late) {
         const ok = this.#handOver(this.#observer, event);
         if (!(ok === true || (ok !== false && (await ok)))) failed++;
       }
@@ -338,7 +340,10 @@ export class EventEmitter {
           const ok = this.#handOver(sink, event);
           if (!(ok === true || (ok !== false && (await ok)))) failed++;
         }
-        if (i + 1 === plan.subsAt) for (const s of this.#subs) s.push(event);
+        if (i + 1 === plan.subsAt) {
+          for (const s of this.#subs) s.push(event);
+          if (this.#observer !== null && late && !(await this.#handOver(this.#observer, event))) failed++;
+        }
       }
       if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
     } finally {
