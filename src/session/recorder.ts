@@ -37,7 +37,7 @@ import type { AgentMessage } from "../providers/messages.ts";
 import { externalizeImages, putBlobs } from "./blobs.ts";
 import type { JournalStorage } from "./journal.ts";
 import { describeStore, STORE_RETRY_DELAYS_MS, storeErrorOf } from "./store-errors.ts";
-import { SessionConflictError, type SessionRecord, type SessionRecordDraft } from "./types.ts";
+import type { SessionRecord, SessionRecordDraft } from "./types.ts";
 
 /** Options of a {@link SessionRecorder}. */
 export interface SessionRecorderOptions {
@@ -134,8 +134,8 @@ export class SessionRecorder {
 
   /**
    * Append the drafts (on `expected` when given), retrying while the store
-   * is unavailable. A retry that finds the head moved to this very group's
-   * last record knows the attempt before landed (its answer was lost).
+   * is unavailable. A retry that fails where the branch head is this very
+   * group's last record knows the attempt before landed (its answer was lost).
    */
   async #append(drafts: SessionRecordDraft[], expected: string | undefined): Promise<SessionRecord> {
     let attempts = 0;
@@ -146,7 +146,8 @@ export class SessionRecorder {
         return written[written.length - 1]!;
       });
     } catch (e) {
-      if (!(attempts > 1 && e instanceof SessionConflictError)) throw e;
+      // A conflict (a conditional append) or a refused duplicate (an unconditional one) after a retry may be this group itself.
+      if (attempts < 2) throw e;
       const head = await this.storage.head(this.sessionId, this.branchId).catch(() => null);
       const last = drafts[drafts.length - 1]!;
       if (head !== null && head.type === last.type && head.sequence === last.sequence && head.data.run_id === last.data.run_id) return head;

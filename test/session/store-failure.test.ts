@@ -129,6 +129,26 @@ describe.each(STORAGES)("a failed append stops the run (%s storage)", (_name, ma
     ]);
   });
 
+  test("a write that landed but whose answer was lost is not written twice: the retry finds it at the head", async () => {
+    // 1: run_started (unconditional), 2: the first answer (conditional): each lands, then its answer is lost once.
+    const storage = failAppends(
+      make(),
+      () => null,
+      (n) => (n === 1 || n === 3 ? pgShutdownError() : null),
+    );
+    const r = await runWith(storage, { retryDelaysMs: [5, 5, 5] });
+    expect(r.result.status).toBe("completed");
+    expect(r.records.map((x) => x.type)).toEqual([
+      "run_started",
+      "message_appended",
+      "messages_appended",
+      "message_appended",
+      "messages_appended",
+      "message_appended",
+      "run_finished",
+    ]);
+  });
+
   test("a store unavailable past the retries: failed STORE_UNAVAILABLE, after exactly the bounded attempts", async () => {
     const storage = failAppends(make(), (n) => (n >= 3 ? pgShutdownError() : null));
     const r = await runWith(storage, { retryDelaysMs: [5, 5, 5] });

@@ -33,9 +33,15 @@ export interface FailingAppends {
  * Make `storage`'s appends fail: `fail(n, types)` is asked for each
  * `appendMany` call (numbered from 1, with the types of its drafts) and
  * returns the error to throw, or null to let the call through. Nothing is
- * written by a call that fails.
+ * written by a call that fails. `lost(n, types)`, asked after a call went
+ * through, may return an error to throw anyway: the write landed, its answer
+ * was lost (a connection cut while the commit was answered).
  */
-export function failAppends<S extends JournalStorage>(storage: S, fail: (n: number, types: string[]) => Error | null): S & FailingAppends {
+export function failAppends<S extends JournalStorage>(
+  storage: S,
+  fail: (n: number, types: string[]) => Error | null,
+  lost: (n: number, types: string[]) => Error | null = () => null,
+): S & FailingAppends {
   const calls: FailingAppends["calls"] = [];
   const original = storage.appendMany.bind(storage);
   const wrapped = storage as S & { calls: FailingAppends["calls"] };
@@ -46,7 +52,10 @@ export function failAppends<S extends JournalStorage>(storage: S, fail: (n: numb
     const error = fail(n, types);
     calls.push({ n, types, failed: error !== null });
     if (error !== null) throw error;
-    return await original(drafts, options);
+    const written = await original(drafts, options);
+    const gone = lost(n, types);
+    if (gone !== null) throw gone;
+    return written;
   };
   return wrapped;
 }
