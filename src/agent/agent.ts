@@ -18,19 +18,19 @@
  */
 import { type ChatMessage, type ModelAdapter, ModelProviderError, type ModelToolSpec } from "../providers/types.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { toModelMessage, withToolImages } from "../context/builder.ts";
-import { type ImageAttachment, type ImageInput, toImageAttachments } from "../providers/images.ts";
-import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from "../context/estimate.ts";
+import { withToolImages } from "../context/builder.ts";
+import { type ImageAttachment, toImageAttachments } from "../providers/images.ts";
+import { estimateContextUsage, toolsForEstimate } from "../context/estimate.ts";
 import type { CompactionPreparation, CompactionResult, CompactionStatus, CompactionTrigger } from "../context/types.ts";
-import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
-import { type AgentEvent, type AgentEventSink, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
+import { type AgentEvent, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
 import { AgentCancelledError, RepeatedToolCallError, type ResumeDecision, ToolExecutor } from "./tools.ts";
-import { type AgentHooks, type LoopHooks, type LoopOutput, raceAbort, result, runLoop } from "./loop.ts";
-import { AgentTracer, type TracingOptions } from "./tracing.ts";
-import { SchemaCompileError, SchemaCompiler } from "../tools/schema.ts";
-import { CompactionFailedError, type CompactionOptions, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
+import { type AgentHooks, type LoopHooks, raceAbort, result, runLoop, storeFailed } from "./loop.ts";
+import { AgentTracer } from "./tracing.ts";
+import { CompactionFailedError, type ResolvedCompaction, resolveCompaction, runCompaction } from "./compaction.ts";
+import { Conversation, EXPLICIT_FINISH_NOTE, retryNote, toolStateComplete, unansweredCalls } from "./conversation.ts";
+import { type AgentOptions, compileOutputSchema, type FollowUpHandle, makeControl, positiveCapacity, type RunOptions } from "./options.ts";
 import {
   type AgentMessage,
   type AgentRunResult,
@@ -53,119 +53,9 @@ import {
 
 export type { AgentHooks, BehaviorDecision, TurnSnapshot } from "./loop.ts";
 export type { AutoCompactionOptions, CompactionOptions } from "./compaction.ts";
+export { type AgentOptions, compileOutputSchema, DEFAULT_QUEUE_CAPACITY, type FollowUpHandle, type RunOptions } from "./options.ts";
 
 export const DEFAULT_ABORT_REASON = "agent run was aborted";
-export const DEFAULT_QUEUE_CAPACITY = 16;
-
-/** Options of {@link createAgent}. */
-export interface AgentOptions {
-  model: ModelAdapter;
-  /** A runtime from `createRuntime()`; its registry provides the tools. */
-  runtime?: Runtime;
-  /** Tools for a fresh runtime without built-ins (ignored when `runtime` is given). */
-  tools?: readonly AnyToolDefinition[];
-  systemPrompt?: string;
-  policy?: RuntimePolicyOptions;
-  hooks?: AgentHooks | readonly AgentHooks[];
-  sinks?: readonly AgentEventSink[];
-  /** Default: `agent-` + random hex. */
-  agentId?: string;
-  steeringQueueCapacity?: number;
-  followUpQueueCapacity?: number;
-  followUpFailurePolicy?: FollowUpFailurePolicy;
-  /** Context pressure and compaction; off when absent. */
-  compaction?: CompactionOptions;
-  /**
-   * Calls that need an approval do not wait for the approver: the request is
-   * announced (`approval_requested`, journaled by a session recorder), the
-   * turn's other calls settle, and the run ends `suspended` /
-   * `awaiting_approval`. Answer it in the journal and `resumeRun()` later.
-   * Default false (a per-run `RunOptions` overrides it).
-   */
-  suspendOnApproval?: boolean;
-  /**
-   * Skills: a catalog from `discoverSkills()`. Each model request then
-   * carries the skills index, and the active skill's files while one is
-   * active (both only in the request, never in the history). See `src/skills`.
-   */
-  skills?: SkillCatalog;
-  /**
-   * OpenTelemetry spans of runs, model requests and tool calls (see
-   * `src/agent/tracing.ts`, docs/tracing.md), through the registered SDK;
-   * without one they cost next to nothing. `false`: no spans at all.
-   */
-  tracing?: TracingOptions | false;
-}
-
-/** Options of one run (`run`, `continueRun`, `resumeRun`). */
-export interface RunOptions {
-  /** Overrides the agent's `suspendOnApproval` for this run. */
-  suspendOnApproval?: boolean;
-  /**
-   * Structured output: the final answer must be one JSON document matching
-   * this JSON Schema. Each model request asks for it (the provider's
-   * JSON-schema response format, or instructions where the server takes
-   * none); the answer is parsed by the strict core and checked with ajv. A
-   * mismatch gets one repair turn naming the JSON Pointer errors; a second
-   * ends the run `failed` / `output_invalid`. On success the result carries
-   * the value as `output_value`. Applies to answers in text (not to
-   * explicit-finish mode). A schema that does not compile rejects the run
-   * with a `SchemaCompileError` before it starts.
-   */
-  outputSchema?: Record<string, unknown>;
-  /** The schema's name for the provider (default: its `title` made safe, else `"output"`). */
-  outputSchemaName?: string;
-  /** Ask the provider for strict schema adherence (default true). */
-  outputStrict?: boolean;
-  /**
-   * Images of the task (`run` only): data URLs, bytes, or `{ data, mediaType }`
-   * (see `ImageInput`); PNG, JPEG, GIF or WebP by their magic bytes, each at
-   * most `maxImageBytes`, at most 16. They reach the model as content parts
-   * of the task's user message, and a session journals them by reference
-   * (the bytes in the store's blobs). A bad image rejects the run with an
-   * `ImageInputError` naming it (`images[1]: …`) before it starts.
-   */
-  images?: readonly ImageInput[];
-  /** Cap on one image's bytes (default 10 MiB). */
-  maxImageBytes?: number;
-}
-
-/** Compile a run's output schema; throws SchemaCompileError / TypeError naming the option. */
-export function compileOutputSchema(options: RunOptions): LoopOutput | undefined {
-  const schema = options.outputSchema;
-  if (schema === undefined) return undefined;
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema))
-    throw new TypeError("outputSchema must be a JSON Schema object");
-  if (options.outputStrict !== undefined && typeof options.outputStrict !== "boolean")
-    throw new TypeError("outputStrict must be a boolean");
-  let name = options.outputSchemaName;
-  if (name !== undefined && (typeof name !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(name)))
-    throw new TypeError("outputSchemaName must be 1 to 64 letters, digits, '_' or '-'");
-  if (name === undefined) {
-    const title = typeof schema.title === "string" ? schema.title.replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 64) : "";
-    name = /[A-Za-z0-9]/.test(title) ? title : "output";
-  }
-  let check: LoopOutput["check"];
-  try {
-    // A compiler of its own: a schema's $id never collides with another run's.
-    const validate = new SchemaCompiler().compile(schema);
-    check = (value) => validate(value as Record<string, unknown>);
-  } catch (e) {
-    if (e instanceof SchemaCompileError) throw new SchemaCompileError(`outputSchema: ${e.message}`);
-    throw e;
-  }
-  return { format: { name, schema: structuredClone(schema), strict: options.outputStrict ?? true }, check };
-}
-
-/** An accepted (or refused) follow-up. */
-export interface FollowUpHandle {
-  readonly receipt: ControlReceipt;
-  /**
-   * The follow-up run's result. Rejects with `FollowUpRejectedError` when the
-   * receipt was not accepted, `FollowUpDiscardedError` when it was dropped.
-   */
-  wait(): Promise<AgentRunResult>;
-}
 
 interface ActiveOperation {
   readonly controller: AbortController;
@@ -180,26 +70,6 @@ interface QueuedFollowUp {
   control: ControlInput;
   resolve(r: AgentRunResult): void;
   reject(e: unknown): void;
-}
-
-function makeControl(kind: ControlInputKind, content: unknown): ControlInput {
-  if (typeof content !== "string") throw new TypeError("control content must be a string");
-  const c = content.trim();
-  if (c.length === 0) throw new RangeError("control content must not be empty");
-  return Object.freeze({ input_id: randomHex(16), kind, content: c });
-}
-
-function positiveCapacity(name: string, v: number | undefined): number {
-  const n = v ?? DEFAULT_QUEUE_CAPACITY;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`${name} must be a positive integer, got ${n}`);
-  return n;
-}
-
-const EXPLICIT_FINISH_NOTE = "This run ends only when you call a tool that finishes it. A reply in plain text does not end the run.";
-
-function retryNote(attempt: number, max: number): string {
-  const base = "Your previous reply was plain text, which does not finish this run. Call the tool that completes the task.";
-  return attempt >= 2 ? `Retry ${attempt}/${max}: ${base}` : base;
 }
 
 /** The agent. Create it with {@link createAgent}. */
@@ -217,21 +87,8 @@ export class Agent {
   readonly #followUpPolicy: FollowUpFailurePolicy;
   readonly #compaction: ResolvedCompaction | null;
   readonly #suspendOnApproval: boolean;
-  /** Bumped on every history change (to detect changes during a compaction). */
-  #historyVersion = 0;
-
-  #messages: AgentMessage[] = [];
-  /**
-   * The request context, kept in step with `#messages`: the system message
-   * (when there is one) followed by each history message in request shape
-   * (frozen, no `usage`). It grows in place, and a request without
-   * request-only additions carries this array itself (see `#context`).
-   */
-  #request: ChatMessage[] = [];
-  /** Messages before the history in `#request`: 1 with a system message, else 0. */
-  #base = 0;
-  /** Tool messages of the history with images (requests then carry them as a user message after the tool messages). */
-  #toolImages = 0;
+  /** The history and its request context. */
+  readonly #conversation: Conversation;
   #lastResult: AgentRunResult | null = null;
   #status: AgentStatus = "idle";
   #gate: Promise<void> = Promise.resolve();
@@ -244,7 +101,6 @@ export class Agent {
   #shuttingDown = false;
   #started = false;
   #specs: ModelToolSpec[] | undefined;
-  #system: ChatMessage | null = null;
   readonly #skills: SkillCatalog | null;
   #activeSkill: Skill | null = null;
 
@@ -268,8 +124,9 @@ export class Agent {
     const system = [this.#systemPrompt, this.policy.requireExplicitFinish ? EXPLICIT_FINISH_NOTE : undefined].filter(
       (s) => s !== undefined && s.length > 0,
     );
-    if (system.length > 0) this.#system = Object.freeze({ role: "system" as const, content: system.join("\n\n") });
-    this.#request = this.#emptyRequest();
+    this.#conversation = new Conversation(
+      system.length > 0 ? Object.freeze({ role: "system" as const, content: system.join("\n\n") }) : null,
+    );
     const hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as AgentHooks];
     this.#hooks = [...hooks];
     this.#steeringCapacity = positiveCapacity("steeringQueueCapacity", options.steeringQueueCapacity);
@@ -299,7 +156,9 @@ export class Agent {
         return self.messages;
       },
     };
-    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, source, tracer);
+    // A record that cannot be written stops the run at once (see storeFailed).
+    const stop = () => this.#active?.controller.abort(new DOMException("the run's records could not be written", "AbortError"));
+    this.#emitter = new EventEmitter(this.agentId, options.sinks ?? [], this.runtime.logger, source, tracer, stop);
     this.#executor = new ToolExecutor(this.runtime, this.policy, this.#emitter, (msg) => this.#append(msg), tracer);
   }
 
@@ -312,7 +171,7 @@ export class Agent {
 
   /** A copy of the conversation (without system prompts). */
   get messages(): AgentMessage[] {
-    return structuredClone(this.#messages);
+    return structuredClone(this.#conversation.messages);
   }
 
   get lastResult(): AgentRunResult | null {
@@ -364,7 +223,7 @@ export class Agent {
     const last = this.#lastResult;
     if (last === null) return "no_previous_run";
     if (!CONTINUABLE_STOP_REASONS.has(last.stop_reason)) return "unsupported_stop_reason";
-    if (!toolStateComplete(this.#messages)) return "incomplete_tool_state";
+    if (!toolStateComplete(this.#conversation.messages)) return "incomplete_tool_state";
     return null;
   }
 
@@ -389,7 +248,7 @@ export class Agent {
    * assistant message's calls with no tool message), in order.
    */
   get suspendedCalls(): { id: string; name: string; arguments: string }[] {
-    return unansweredCalls(this.#messages);
+    return unansweredCalls(this.#conversation.messages);
   }
 
   /** Why `resumeRun()` would be rejected now, or null. */
@@ -517,10 +376,7 @@ export class Agent {
   /** Clear the conversation and last result. Throws while a run is active. */
   reset(messages: readonly AgentMessage[] = []): void {
     if (this.isActive) throw new Error("cannot reset an active agent");
-    this.#messages = [];
-    this.#request = this.#emptyRequest();
-    this.#toolImages = 0;
-    this.#historyVersion++;
+    this.#conversation.clear();
     for (const m of structuredClone([...messages])) this.#append(m);
     this.#lastResult = null;
     this.#status = "idle";
@@ -631,18 +487,18 @@ export class Agent {
     const output = compileOutputSchema(options);
     let res: AgentRunResult;
     try {
-      if (task === null) {
-        await emitter.emit({ kind: "agent_continued" });
-      } else {
-        if (images === undefined) {
-          this.#append({ role: "user", content: task });
-          await emitter.emit({ kind: "agent_started", task });
-        } else {
-          this.#append({ role: "user", content: task, images });
-          await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
-        }
-      }
       try {
+        if (task === null) {
+          await emitter.emit({ kind: "agent_continued" });
+        } else {
+          if (images === undefined) {
+            this.#append({ role: "user", content: task });
+            await emitter.emit({ kind: "agent_started", task });
+          } else {
+            this.#append({ role: "user", content: task, images });
+            await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
+          }
+        }
         this.#executor.guard.reset();
         this.#activeSkill = null;
         await this.#activateSkill("run_start");
@@ -671,10 +527,13 @@ export class Agent {
           emit: (e) => emitter.emit(e),
           listens: (kind) => emitter.listens(kind),
         });
+        // A record that could not be written stopped the run, whatever the loop made of it.
+        if (emitter.failure !== null) res = storeFailed(emitter.failure, res.turns, usage);
       } catch (err) {
         const turns = counters.turns;
         // After abort(), whatever the model or a hook threw on the way out is the abort.
-        if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
+        if (emitter.failure !== null) res = storeFailed(emitter.failure, turns, usage);
+        else if (err instanceof AgentCancelledError || (op.controller.signal.aborted && !(err instanceof RepeatedToolCallError))) {
           res = result("cancelled", "external_abort", turns, usage, null, op.abortReason);
         } else if (err instanceof RepeatedToolCallError) res = result("failed", "repeated_tool_call", turns, usage, null, err.message);
         else if (err instanceof CompactionFailedError) res = result("failed", "compaction_failed", turns, usage, null, err.message);
@@ -687,7 +546,15 @@ export class Agent {
       for (const c of left) await emitter.emit({ kind: "steering_discarded", control: c, reason: res.stop_reason });
       this.#lastResult = res;
       this.#status = res.status;
-      await emitter.emit({ kind: "agent_finished", result: res });
+      try {
+        await emitter.emit({ kind: "agent_finished", result: res });
+      } catch (err) {
+        // Its end could not be recorded: the run failed after all, and that is the end every other sink hears.
+        res = storeFailed(err as Error, res.turns, usage);
+        this.#lastResult = res;
+        this.#status = res.status;
+        await emitter.emit({ kind: "agent_finished", result: res }).catch(() => {});
+      }
       return res;
     } finally {
       op.steeringClosed = true;
@@ -700,7 +567,7 @@ export class Agent {
     const c = this.#compaction;
     const hooks: LoopHooks = {
       append: (m) => this.#append(m),
-      messages: () => structuredClone(this.#messages),
+      messages: () => structuredClone(this.#conversation.messages),
       context: (noToolResponses) => this.#context(noToolResponses),
       tools: () => this.#toolSpecs(),
     };
@@ -713,42 +580,9 @@ export class Agent {
     return hooks;
   }
 
-  /** A request context with no history: the system message, if any. */
-  #emptyRequest(): ChatMessage[] {
-    const out = this.#system === null ? [] : [this.#system];
-    this.#base = out.length;
-    return out;
-  }
-
   /** Add a message to the conversation (and its frozen request-shaped twin). */
   #append(m: AgentMessage): void {
-    if (m.role === "tool" && m.images !== undefined && m.images.length > 0) this.#toolImages++;
-    this.#checkRequest();
-    this.#messages.push(m);
-    this.#request.push(toModelMessage(m));
-    this.#historyVersion++;
-  }
-
-  /** Replace the whole history at once (a completed compaction). */
-  #replaceHistory(messages: AgentMessage[]): void {
-    this.#toolImages = messages.filter((m) => m.role === "tool" && m.images !== undefined && m.images.length > 0).length;
-    this.#messages = messages;
-    this.#request = this.#emptyRequest();
-    for (const m of messages) this.#request.push(toModelMessage(m));
-    this.#historyVersion++;
-  }
-
-  /**
-   * The request array goes to the model as it is, and an adapter must not
-   * change it (ModelRequest.messages). Should one have added or removed
-   * messages anyway, the next request is rebuilt from the history, which the
-   * adapter never sees.
-   */
-  #checkRequest(): void {
-    const r = this.#request;
-    if (r.length === this.#base + this.#messages.length && (this.#base === 0 || r[0] === this.#system)) return;
-    this.#request = this.#emptyRequest();
-    for (const m of this.#messages) this.#request.push(toModelMessage(m));
+    this.#conversation.append(m);
   }
 
   /** Estimate the request context and ask the policy; emits `context_pressure_evaluated`. */
@@ -756,17 +590,10 @@ export class Agent {
     const c = this.#compaction;
     if (c === null) return null;
     // The request context, but with the stored messages (their reported usage counts).
-    // The history's request copies are the #request objects themselves, in order
-    // (other messages, such as the skill messages, may sit between them).
-    const estimated: EstimatedMessage[] = messages.slice();
-    const wire = this.#request;
-    const base = this.#base;
-    for (let i = 0, j = 0; i < estimated.length && base + j < wire.length; i++) {
-      if (estimated[i] === wire[base + j]) estimated[i] = this.#messages[j++];
-    }
+    const estimated = this.#conversation.estimated(messages);
     const estimate = estimateContextUsage(estimated, toolsForEstimate(this.#toolSpecs()), c.policy.estimator);
     const decision = c.policy.evaluate(estimate);
-    const preparation = decision.should_compact ? c.policy.prepare(this.#messages) : null;
+    const preparation = decision.should_compact ? c.policy.prepare(this.#conversation.messages) : null;
     await this.#emitter.emit({ kind: "context_pressure_evaluated", turn, decision, preparation });
     return preparation;
   }
@@ -786,9 +613,9 @@ export class Agent {
   /** One compaction over this agent's history (see `runCompaction`). */
   #runCompaction(trigger: CompactionTrigger, given: CompactionPreparation | null, op: ActiveOperation): Promise<CompactionResult> {
     return runCompaction(this.#compaction!, trigger, given, op.controller.signal, () => op.abortReason, {
-      messages: () => this.#messages,
-      version: () => this.#historyVersion,
-      replace: (messages) => this.#replaceHistory(messages),
+      messages: () => this.#conversation.messages,
+      version: () => this.#conversation.version,
+      replace: (messages) => this.#conversation.replace(messages),
       emit: (e) => this.#emitter.emit(e),
     });
   }
@@ -810,18 +637,19 @@ export class Agent {
   /**
    * The request context: system prompt (+ explicit-finish note), history
    * without usage, transient retry note, skills. Without request-only
-   * additions it is `#request` itself, not a copy: a turn costs the same
+   * additions it is the conversation's request itself, not a copy: a turn costs the same
    * however long the history (the adapter reads it during the request and
    * must neither change nor keep it, see ModelRequest.messages).
    */
   #context(noToolResponses: number): readonly ChatMessage[] {
-    this.#checkRequest();
-    if (noToolResponses === 0 && this.#skills === null && this.#toolImages === 0) return this.#request;
+    const request = this.#conversation.request();
+    const toolImages = this.#conversation.toolImages;
+    if (noToolResponses === 0 && this.#skills === null && toolImages === 0) return request;
     // Request-only additions: a copy of the array (the messages themselves are shared and frozen).
-    const out = this.#request.slice();
+    const out = request.slice();
     if (noToolResponses > 0) out.push({ role: "system", content: retryNote(noToolResponses, this.policy.maxNoToolResponses) });
     if (this.#skills !== null) this.#insertSkillMessages(out);
-    return this.#toolImages > 0 ? withToolImages(out) : out;
+    return toolImages > 0 ? withToolImages(out) : out;
   }
 
   /**
@@ -847,49 +675,13 @@ export class Agent {
   async #activateSkill(trigger: "run_start" | "steering"): Promise<void> {
     const catalog = this.#skills;
     if (catalog === null) return;
-    const text = latestUserText(this.#messages);
+    const text = latestUserText(this.#conversation.messages);
     if (text === null) return;
     const skill = findSkillMention(catalog, text);
     if (skill === null || skill === this.#activeSkill) return;
     this.#activeSkill = skill;
     await this.#emitter.emit({ kind: "skill_activated", name: skill.name, path: skill.path, trigger });
   }
-}
-
-/** The calls of the last assistant message with tool calls that no later tool message answers. */
-function unansweredCalls(messages: readonly AgentMessage[]): { id: string; name: string; arguments: string }[] {
-  let last = -1;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i]!;
-    if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
-      last = i;
-      break;
-    }
-  }
-  if (last < 0) return [];
-  const answered = new Set<string>();
-  for (const m of messages.slice(last + 1)) if (m.role === "tool") answered.add(m.tool_call_id);
-  const calls = (messages[last] as { tool_calls: { id: string; function: { name: string; arguments: string } }[] }).tool_calls;
-  return calls
-    .filter((c) => typeof c?.id === "string" && !answered.has(c.id))
-    .map((c) => ({ id: c.id, name: String(c.function?.name ?? ""), arguments: String(c.function?.arguments ?? "") }));
-}
-
-/** Every assistant tool call id has a later tool message. */
-function toolStateComplete(messages: readonly AgentMessage[]): boolean {
-  const open = new Set<string>();
-  for (const m of messages) {
-    if (m.role === "assistant" && m.tool_calls !== undefined) {
-      if (!Array.isArray(m.tool_calls)) return false;
-      for (const c of m.tool_calls) {
-        if (typeof c?.id !== "string") return false;
-        open.add(c.id);
-      }
-    } else if (m.role === "tool") {
-      open.delete(m.tool_call_id);
-    }
-  }
-  return open.size === 0;
 }
 
 /** Create an agent. Throws TypeError/RangeError for invalid options. */

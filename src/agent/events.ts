@@ -128,6 +128,28 @@ export interface EventObserver {
 
 const DELIVERED: Promise<void> = Promise.resolve();
 
+/** A sink whose failure stops the run (`required: true`, a SessionRecorder). */
+function isRequired(sink: AgentEventSink): boolean {
+  return typeof sink === "object" && sink.required === true;
+}
+
+/**
+ * The order in which an event reaches the sinks, and where the subscribers
+ * of `events()` get it: after the last required sink (so a subscriber sees
+ * an event only once it is recorded), or before every sink when none is
+ * required.
+ */
+interface DeliveryPlan {
+  sinks: AgentEventSink[];
+  required: boolean[];
+  subsAt: number;
+}
+
+function planOf(sinks: AgentEventSink[]): DeliveryPlan {
+  const required = sinks.map(isRequired);
+  return { sinks, required, subsAt: required.lastIndexOf(true) + 1 };
+}
+
 /**
  * Numbers, freezes and delivers events. Deliveries are chained, so events
  * reach sinks in emission order even when emitted from concurrent tool calls;
@@ -135,9 +157,22 @@ const DELIVERED: Promise<void> = Promise.resolve();
  * nobody would receive (no sink, no subscriber, an observer that does not
  * want it, nothing still being delivered) is only numbered: it is not built,
  * frozen or chained.
+ *
+ * A required sink (a SessionRecorder) is part of the run: when it fails on
+ * an event, that event reaches no later sink and no subscriber, `emit()`
+ * rejects with the error, {@link failure} keeps it, and `onFailure` is told
+ * (the agent stops the run). For the rest of the event run required sinks
+ * get only `agent_finished`, which then reaches every sink whatever they do
+ * with it. An `agent_finished` that says `completed` goes to the required
+ * sinks first, whatever the order of the sinks: no other sink (nor the
+ * observer, nor a subscriber) hears that a run completed before that is recorded (other ends keep the sinks' order,
+ * and should their record fail, the `store_failed` end follows them).
  */
 export class EventEmitter {
   readonly #sinks: AgentEventSink[];
+  readonly #plan: DeliveryPlan;
+  /** The plan of a completed `agent_finished`: required sinks first. */
+  readonly #finishPlan: DeliveryPlan;
   readonly #observer: EventObserver | null;
   readonly #subs = new Set<Subscription>();
   #tail: Promise<void> = DELIVERED;
@@ -148,6 +183,8 @@ export class EventEmitter {
   #runId = "";
   #closed = false;
   #sequence = 0;
+  /** The first failure of a required sink in this event run. */
+  #failure: Error | null = null;
 
   readonly #source: AgentEventSource;
 
@@ -157,6 +194,7 @@ export class EventEmitter {
     private readonly logger: Logger,
     source: AgentEventSource = { messages: [] },
     observer: EventObserver | null = null,
+    private readonly onFailure: ((error: Error) => void) | null = null,
   ) {
     this.#source = source;
     for (const s of sinks) {
@@ -165,6 +203,8 @@ export class EventEmitter {
       }
     }
     this.#sinks = [...sinks];
+    this.#plan = planOf(this.#sinks);
+    this.#finishPlan = planOf([...this.#sinks.filter(isRequired), ...this.#sinks.filter((s) => !isRequired(s))]);
     this.#observer = observer;
     this.#grouping = this.#sinks.some((s) => typeof s === "object" && typeof s.handleMany === "function");
   }
@@ -183,15 +223,21 @@ export class EventEmitter {
     ++this.#sequence;
   }
 
-  /** Start a new event run: fresh random run id, sequence back to 0. */
+  /** Start a new event run: fresh random run id, sequence back to 0, no failure. */
   beginRun(): string {
     this.#runId = randomHex(16);
     this.#sequence = 0;
+    this.#failure = null;
     return this.#runId;
   }
 
   get runId(): string {
     return this.#runId;
+  }
+
+  /** The first failure of a required sink in this event run, or null. */
+  get failure(): Error | null {
+    return this.#failure;
   }
 
   emit(payload: AgentEventPayload): Promise<void> {
@@ -202,7 +248,7 @@ export class EventEmitter {
     const event = Object.freeze({ agent_id: this.agentId, run_id: this.#runId, sequence: ++this.#sequence, ...payload }) as AgentEvent;
     this.#pending++;
     const p = this.#tail.then(() => this.#deliver(event));
-    this.#tail = p;
+    this.#tail = p.catch(() => {});
     return p;
   }
 
@@ -225,18 +271,29 @@ export class EventEmitter {
     );
     this.#pending += events.length;
     const p = this.#tail.then(() => this.#deliverGroup(events));
-    this.#tail = p;
+    this.#tail = p.catch(() => {});
     return p;
   }
 
   async #deliverGroup(events: readonly AgentEvent[]): Promise<void> {
     try {
-      for (const event of events) for (const s of this.#subs) s.push(event);
+      const plan = this.#plan;
+      const push = () => {
+        for (const event of events) for (const s of this.#subs) s.push(event);
+      };
+      if (plan.subsAt === 0) push();
       const failed = new Map<AgentEvent, number>();
       const fail = (event: AgentEvent) => failed.set(event, (failed.get(event) ?? 0) + 1);
       if (this.#observer !== null) for (const event of events) if (!(await this.#handOver(this.#observer, event))) fail(event);
-      for (const sink of this.#sinks) {
-        if (typeof sink === "object" && typeof sink.handleMany === "function") {
+      const hadFailed = this.#failure !== null;
+      for (let i = 0; i < plan.sinks.length; i++) {
+        const sink = plan.sinks[i]!;
+        if (plan.required[i]) {
+          if (!hadFailed) {
+            const err = await this.#handOverRequired(sink, events);
+            if (err !== null) throw this.#fail(err);
+          }
+        } else if (typeof sink === "object" && typeof sink.handleMany === "function") {
           try {
             await sink.handleMany(events, this.#source);
           } catch (err) {
@@ -249,6 +306,7 @@ export class EventEmitter {
             });
           }
         } else for (const event of events) if (!(await this.#handOver(sink, event))) fail(event);
+        if (i + 1 === plan.subsAt) push();
       }
       for (const [event, n] of failed) if (n > 1) this.logger.warn(`${n} agent event sinks failed`, { kind: event.kind });
     } finally {
@@ -258,20 +316,67 @@ export class EventEmitter {
 
   async #deliver(event: AgentEvent): Promise<void> {
     try {
-      for (const s of this.#subs) s.push(event);
+      const finish = event.kind === "agent_finished";
+      const plan = finish && event.result.status === "completed" ? this.#finishPlan : this.#plan;
+      // The observer (the tracer) hears a completed end once it is recorded too, like the subscribers.
+      const late = plan === this.#finishPlan && plan.subsAt > 0;
+      if (plan.subsAt === 0) for (const s of this.#subs) s.push(event);
       let failed = 0;
-      if (this.#observer !== null) {
+      if (this.#observer !== null && !late) {
         const ok = this.#handOver(this.#observer, event);
         if (!(ok === true || (ok !== false && (await ok)))) failed++;
       }
-      for (const sink of this.#sinks) {
-        const ok = this.#handOver(sink, event);
-        if (!(ok === true || (ok !== false && (await ok)))) failed++;
+      const hadFailed = this.#failure !== null;
+      for (let i = 0; i < plan.sinks.length; i++) {
+        const sink = plan.sinks[i]!;
+        if (plan.required[i]) {
+          // After a failure only the run's end is offered, and it goes on to every sink whatever happens.
+          if (!hadFailed || finish) {
+            const err = await this.#handOverRequired(sink, [event]);
+            if (err !== null && !hadFailed) throw this.#fail(err);
+            if (err !== null) failed++;
+          }
+        } else {
+          const ok = this.#handOver(sink, event);
+          if (!(ok === true || (ok !== false && (await ok)))) failed++;
+        }
+        if (i + 1 === plan.subsAt) {
+          for (const s of this.#subs) s.push(event);
+          if (this.#observer !== null && late && !(await this.#handOver(this.#observer, event))) failed++;
+        }
       }
       if (failed > 1) this.logger.warn(`${failed} agent event sinks failed`, { kind: event.kind });
     } finally {
       this.#pending--;
     }
+  }
+
+  /** Give a required sink the events (as one group when it takes groups): null, or its error (logged). */
+  async #handOverRequired(sink: AgentEventSink, events: readonly AgentEvent[]): Promise<Error | null> {
+    try {
+      if (typeof sink === "function") for (const e of events) await sink(e, this.#source);
+      else if (typeof sink.handleMany === "function" && events.length > 1) await sink.handleMany(events, this.#source);
+      else for (const e of events) await sink.handle(e, this.#source);
+      return null;
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.logger.warn("a required agent event sink failed: the run stops", {
+        agent_id: events[0]!.agent_id,
+        kinds: events.map((e) => e.kind),
+        sequences: events.map((e) => e.sequence),
+        error: error.message,
+      });
+      return error;
+    }
+  }
+
+  /** Keep the run's first required-sink failure and tell the owner; returns it. */
+  #fail(error: Error): Error {
+    if (this.#failure === null) {
+      this.#failure = error;
+      this.onFailure?.(error);
+    }
+    return error;
   }
 
   /**

@@ -9,7 +9,7 @@
  * @module
  */
 import { raceSignal } from "../runtime/abort.ts";
-import type { ParseResult } from "../core/errors.ts";
+import { AgentcoreError, type ParseResult } from "../core/errors.ts";
 import { parseStrict } from "../core/parse.ts";
 import type { ArgumentCheck } from "../tools/schema.ts";
 import type { OutputError } from "../context/events.ts";
@@ -233,6 +233,17 @@ export function result(
 ): AgentRunResult {
   if (value !== undefined) return { status, stop_reason: stop, turns, output, output_value: value.value, error, usage: usage.snapshot() };
   return { status, stop_reason: stop, turns, output, error, usage: usage.snapshot() };
+}
+
+/**
+ * The result of a run whose records could not be written (a required sink,
+ * the session recorder, failed): `failed` / `store_failed`, with the error's
+ * message and its stable code (`STORE_FULL`, `STORE_UNAVAILABLE`, …;
+ * `SINK_FAILED` for an error without one).
+ */
+export function storeFailed(error: Error, turns: number, usage: UsageAccumulator): AgentRunResult {
+  const code = error instanceof AgentcoreError ? error.code : "SINK_FAILED";
+  return { ...result("failed", "store_failed", turns, usage, null, error.message), error_code: code };
 }
 
 /** The problems of a structured answer: not one JSON document, or not matching the schema. */

@@ -141,10 +141,17 @@ export interface AgentEventSource {
  * that are ready together as one group, in order (a `SessionRecorder`
  * journals a group with one write and one fsync), and the sinks after it see
  * each of those events only once it returns.
+ *
+ * A sink whose `required` is true is part of the run (a `SessionRecorder`:
+ * writing the run's records): when it fails, the event reaches no later
+ * sink, the run stops there and ends `failed` / `store_failed` with the
+ * error's code. Other sinks' failures are logged and ignored.
  */
 export type AgentEventSink =
   | ((event: AgentEvent, source: AgentEventSource) => void | Promise<void>)
   | {
       handle(event: AgentEvent, source: AgentEventSource): void | Promise<void>;
       handleMany?(events: readonly AgentEvent[], source: AgentEventSource): void | Promise<void>;
+      /** A failure of this sink stops the run (see above). */
+      readonly required?: boolean;
     };

@@ -46,7 +46,8 @@ export type StopReason =
   | "compaction_failed"
   | "runtime_error"
   | "awaiting_approval"
-  | "output_invalid";
+  | "output_invalid"
+  | "store_failed";
 export const STOP_REASONS: readonly StopReason[] = [
   "text_response",
   "tool_completion",
@@ -67,6 +68,7 @@ export const STOP_REASONS: readonly StopReason[] = [
   "runtime_error",
   "awaiting_approval",
   "output_invalid",
+  "store_failed",
 ];
 
 export type ControlInputKind = "steering" | "follow_up";
@@ -110,6 +112,13 @@ export interface AgentRunResult {
    */
   output_value?: unknown;
   error: string | null;
+  /**
+   * Only on a run that ended `store_failed` (its records could not be
+   * written: the run stopped there): the stable code of that error,
+   * `STORE_FULL`, `STORE_READONLY`, `STORE_UNAVAILABLE`, or another
+   * session error's (`SESSION_CONFLICT`, …). See docs/durability.md.
+   */
+  error_code?: string;
   usage: RunUsage;
 }
 

@@ -22,7 +22,9 @@ const ERROR_TEXT: Record<number, string> = {
   409: "not possible in the current state (CONFLICT)",
   413: "body over the cap (JSON_SIZE)",
   415: "body is not JSON / NDJSON, or is compressed (Content-Encoding) (INVALID_REQUEST)",
-  503: "too busy or shutting down (OVERLOADED), with Retry-After",
+  500: "the run stopped: its records could not be written, for another reason of the store (STORE_FAILED); details.result is the failed run's result",
+  503: "too busy or shutting down (OVERLOADED); or the run stopped because the session store is unreachable, still after the retries (STORE_UNAVAILABLE); with Retry-After",
+  507: "the run stopped: its records could not be written, the session store being full or read-only (STORE_FULL, STORE_READONLY); details.result is the failed run's result",
   504: "the request outlived its deadline (TIMEOUT)",
 };
 
@@ -49,7 +51,7 @@ const runOp = (summary: string, body: unknown | null, created: boolean) => ({
       description: "the run's events (default), or with `Accept: application/json` the run once idle",
       content: { ...sse, ...json(ref("Run")) },
     },
-    ...errors(400, 404, 409, 413, 415, 504, ...STD),
+    ...errors(400, 404, 409, 413, 415, 500, 504, 507, ...STD),
   },
 });
 
@@ -616,6 +618,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
               description: "with output_schema, once the answer matched it: the answer parsed as JSON (absent otherwise)",
             },
             error: { type: ["string", "null"] },
+            error_code: {
+              type: "string",
+              description:
+                "only with stop_reason store_failed: the store error's code (STORE_FULL, STORE_READONLY, STORE_UNAVAILABLE, or another, e.g. SESSION_CONFLICT; docs/durability.md)",
+            },
             usage: { type: "object" },
           },
         },

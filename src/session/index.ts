@@ -15,7 +15,8 @@ export {
   serializeRecord,
 } from "./journal.ts";
 export { JsonlSessionStorage, type JsonlSessionStorageOptions, type UnreadableJournal } from "./jsonl.ts";
-export { SessionRecorder, recordDraft } from "./recorder.ts";
+export { SessionRecorder, type SessionRecorderOptions, recordDraft } from "./recorder.ts";
+export { STORE_RETRY_DELAYS_MS, StoreFullError, StoreReadOnlyError, StoreUnavailableError } from "./store-errors.ts";
 export { restoreSession } from "./restore.ts";
 export { type BlobStore, externalizeImages, hasUnloadedImages, loadSessionImages, SessionBlobError } from "./blobs.ts";
 export {

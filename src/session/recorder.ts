@@ -19,13 +19,31 @@
  * run_finished, a run is marked live in the storage (`markRunLive`), so a
  * recovery does not close it from under it.
  *
+ * Writing the records is part of the run, not a listener beside it: the
+ * recorder is a `required` sink, so when a write fails the agent stops the
+ * run at that event and ends it `failed` / `store_failed`. A write that
+ * found the store unavailable (a database restart) is tried again after
+ * each pause of `STORE_RETRY_DELAYS_MS` (about 10 s in all) before it counts
+ * as failed (the end of a run that failed so is offered once, without
+ * retries); the error then thrown is a `StoreFullError` (`STORE_FULL`),
+ * `StoreReadOnlyError` (`STORE_READONLY`) or `StoreUnavailableError`
+ * (`STORE_UNAVAILABLE`) naming the store and the fix, or the storage's own
+ * error when it is none of those (docs/durability.md).
+ *
  * @module
  */
 import type { AgentEvent, AgentEventSource } from "../context/events.ts";
 import type { AgentMessage } from "../providers/messages.ts";
 import { externalizeImages, putBlobs } from "./blobs.ts";
 import type { JournalStorage } from "./journal.ts";
+import { describeStore, STORE_RETRY_DELAYS_MS, storeErrorOf } from "./store-errors.ts";
 import type { SessionRecord, SessionRecordDraft } from "./types.ts";
+
+/** Options of a {@link SessionRecorder}. */
+export interface SessionRecorderOptions {
+  /** The pauses before each retry of a write that found the store unavailable (default `STORE_RETRY_DELAYS_MS`). */
+  retryDelaysMs?: readonly number[];
+}
 
 /**
  * Journals one agent's run into `storage` (session `sessionId`, branch
@@ -35,16 +53,24 @@ import type { SessionRecord, SessionRecordDraft } from "./types.ts";
  * after a compaction is read from the emitting agent).
  */
 export class SessionRecorder {
-  /** Errors raised while recording (the agent only logs sink failures). */
+  /** Errors raised while recording (each one stopped its run). */
   readonly errors: Error[] = [];
   /** The last record written. */
   lastRecord: SessionRecord | null = null;
+  /** A failed write stops the run (see AgentEventSink). */
+  readonly required = true;
+  readonly #retryDelays: readonly number[];
+  /** A write of the current run failed: its end is offered once, without retries (the run is answered at once). */
+  #failed = false;
 
   constructor(
     readonly sessionId: string,
     readonly storage: JournalStorage,
     readonly branchId = "main",
-  ) {}
+    options: SessionRecorderOptions = {},
+  ) {
+    this.#retryDelays = options.retryDelaysMs ?? STORE_RETRY_DELAYS_MS;
+  }
 
   /**
    * While one of this recorder's runs is open, the head its next record goes
@@ -72,32 +98,73 @@ export class SessionRecorder {
     for (const event of events) {
       const full = recordDraft(event, this.sessionId, this.branchId, messages);
       if (full === null) continue;
+      // The end of a run whose start was never written (its write failed): there is no run to finish.
+      if (full.type === "run_finished" && this.#expectedHead === undefined && drafts.length === 0) continue;
       // Images go to the store's blobs, each before the record that names it; the record keeps a reference.
       const ext = externalizeImages(full.data);
       for (const [k, v] of ext.blobs) blobs.set(k, v);
       drafts.push(ext.blobs.size === 0 ? full : { ...full, data: ext.data });
     }
     if (drafts.length === 0) return;
+    if (drafts[0]!.type === "run_started" || drafts[0]!.type === "run_continued") this.#failed = false;
     const runIdOf = (d: SessionRecordDraft) => d.data.run_id as string;
     try {
-      if (blobs.size > 0) await putBlobs(this.storage, this.sessionId, blobs);
+      if (blobs.size > 0) await this.#durably(() => putBlobs(this.storage, this.sessionId, blobs));
       // One transaction reads the head and appends: no other writer can come between.
       const expected = drafts[0]!.type === "run_started" || drafts[0]!.type === "run_continued" ? undefined : this.#expectedHead;
-      const written = await this.storage.appendMany(drafts, expected === undefined ? {} : { expectedHeadId: expected, checkHead: true });
-      this.lastRecord = written[written.length - 1]!;
+      this.lastRecord = await this.#append(drafts, expected);
       this.#expectedHead = this.lastRecord.record_id;
       // While the run goes on, recoverRuns (in any process) leaves it alone.
       for (const d of drafts)
-        if (d.type === "run_started" || d.type === "run_continued") await this.storage.markRunLive(this.sessionId, runIdOf(d));
+        if (d.type === "run_started" || d.type === "run_continued")
+          await this.#durably(() => this.storage.markRunLive(this.sessionId, runIdOf(d)));
     } catch (e) {
-      this.errors.push(e as Error);
-      throw e;
+      const error = storeErrorOf(e, describeStore(this.storage)) ?? (e as Error);
+      this.#failed = true;
+      this.errors.push(error);
+      throw error;
     } finally {
       for (const d of drafts)
         if (d.type === "run_finished") {
           this.#expectedHead = undefined;
           await this.storage.clearRunLive(this.sessionId, runIdOf(d)).catch(() => {});
         }
+    }
+  }
+
+  /**
+   * Append the drafts (on `expected` when given), retrying while the store
+   * is unavailable. A retry that fails where the branch head is this very
+   * group's last record knows the attempt before landed (its answer was lost).
+   */
+  async #append(drafts: SessionRecordDraft[], expected: string | undefined): Promise<SessionRecord> {
+    let attempts = 0;
+    try {
+      return await this.#durably(async () => {
+        attempts++;
+        const written = await this.storage.appendMany(drafts, expected === undefined ? {} : { expectedHeadId: expected, checkHead: true });
+        return written[written.length - 1]!;
+      });
+    } catch (e) {
+      // A conflict (a conditional append) or a refused duplicate (an unconditional one) after a retry may be this group itself.
+      if (attempts < 2) throw e;
+      const head = await this.storage.head(this.sessionId, this.branchId).catch(() => null);
+      const last = drafts[drafts.length - 1]!;
+      if (head !== null && head.type === last.type && head.sequence === last.sequence && head.data.run_id === last.data.run_id) return head;
+      throw e;
+    }
+  }
+
+  /** Run a storage operation (one that may be repeated), again after each pause while the store is unavailable. */
+  async #durably<T>(op: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await op();
+      } catch (e) {
+        const delay = this.#failed ? undefined : this.#retryDelays[attempt];
+        if (delay === undefined || storeErrorOf(e, "")?.code !== "STORE_UNAVAILABLE") throw e;
+        await new Promise((r) => setTimeout(r, delay));
+      }
     }
   }
 }

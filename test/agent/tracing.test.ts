@@ -19,10 +19,12 @@ import { attachMcpServers } from "../../src/mcp/attach.ts";
 import { ScriptedModel } from "../../src/providers/scripted.ts";
 import { policyFromConfig } from "../../src/runtime/middleware/policy.ts";
 import { createRuntime } from "../../src/runtime/runtime.ts";
+import { MemorySessionStorage, SessionRecorder } from "../../src/session/index.ts";
 import { traceHeaders } from "../../src/runtime/tracing.ts";
 import type { ToolDefinition } from "../../src/tools/definition.ts";
 import { startEverythingHttp } from "../support/mcp.ts";
 import { REPO } from "../support/binary.ts";
+import { errnoError, failAppends } from "../support/failing-storage.ts";
 import { tmp } from "../support/tmp.ts";
 
 const exporter = new InMemorySpanExporter();
@@ -145,6 +147,19 @@ describe("agent spans (SDK registered in process)", () => {
     const [run] = named("invoke_agent");
     expect(run!.attributes["agentcore.run.status"]).toBe("suspended");
     expect(run!.status.code).toBe(0); // waiting is not an error
+  });
+
+  test("a run whose end could not be recorded: the run span says failed / store_failed, never completed", async () => {
+    exporter.reset();
+    const storage = failAppends(new MemorySessionStorage(), (_n, types) => (types.includes("run_finished") ? errnoError("ENOSPC") : null));
+    const agent = createAgent({ model: new ScriptedModel([{ content: "done" }]), sinks: [new SessionRecorder("s1", storage)] });
+    const r = await agent.run("go");
+    expect(r).toMatchObject({ status: "failed", stop_reason: "store_failed", error_code: "STORE_FULL" });
+    const runs = named("invoke_agent");
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.attributes["agentcore.run.status"]).toBe("failed");
+    expect(runs[0]!.attributes["agentcore.stop_reason"]).toBe("store_failed");
+    await agent.shutdown();
   });
 
   test("tracing: false makes no spans", async () => {

@@ -24,6 +24,10 @@ export interface PrivateCluster {
    * stopped (`-m fast`), left down that long, then started again.
    */
   restart(downMs?: number): void;
+  /** `pg_ctl stop -m immediate`: the server goes away at once, as in a crash (start it again with {@link start}). */
+  halt(): void;
+  /** Start a server stopped by {@link halt} on the same port; returns once it accepts connections. */
+  start(): void;
   /** Stop the server and remove its folder (also done at exit). */
   stop(): void;
 }
@@ -98,6 +102,14 @@ export function startCluster(options: ClusterOptions = {}): PrivateCluster | nul
         url: `postgres://${user}@127.0.0.1:${port}/postgres`,
         log,
         stop,
+        halt: () => {
+          const rr = run([join(bin, "pg_ctl"), "stop", "-D", data, "-m", "immediate", "-w", "-s"]);
+          if (rr.status !== 0) throw new Error(`pg_ctl stop -m immediate failed: ${rr.stderr} (see ${log})`);
+        },
+        start: () => {
+          const rr = run([join(bin, "pg_ctl"), "start", "-D", data, "-l", log, "-w", "-t", "60", "-s", "-o", opts]);
+          if (rr.status !== 0) throw new Error(`pg_ctl start failed: ${rr.stderr} (see ${log})`);
+        },
         restart: (downMs = 0) => {
           const pgCtl = join(bin, "pg_ctl");
           const steps =

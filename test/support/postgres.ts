@@ -15,7 +15,7 @@
  *   (./pg-cluster.ts), which it may restart.
  */
 import { afterAll } from "bun:test";
-import { type PrivateCluster, startCluster } from "./pg-cluster.ts";
+import { type ClusterOptions, type PrivateCluster, startCluster } from "./pg-cluster.ts";
 
 /** Why PostgreSQL tests are skipped here (when `pgUrl()` is null). */
 export let skipMessage = "";
@@ -52,10 +52,11 @@ function startPrivateCluster(): string | null {
  * (`cluster.restart()`): never the shared server of {@link pgUrl}, which
  * other tests use. Started even under CI (the package is installed there);
  * null locally when PostgreSQL's server is not installed (skip, saying
- * `skipMessage`), an error under CI=true.
+ * `skipMessage`), an error under CI=true. `fsync: true` for a server that
+ * keeps its commits through `halt()` (a crash).
  */
-export function restartableCluster(): PrivateCluster | null {
-  const cluster = startCluster();
+export function restartableCluster(options: ClusterOptions = {}): PrivateCluster | null {
+  const cluster = startCluster(options);
   if (cluster === null) {
     if (process.env.CI === "true")
       throw new Error("PostgreSQL's server is not installed: the restart tests need initdb and pg_ctl under CI");

@@ -6,7 +6,9 @@
  */
 import type { Context } from "hono";
 import { Fields } from "../body.ts";
-import { HttpError, jsonResponse } from "../errors.ts";
+import type { AgentRunResult } from "../../agent/index.ts";
+import type { ErrorCode } from "../../core/envelope.ts";
+import { errorResponse, HttpError, jsonResponse } from "../errors.ts";
 import { deadline } from "../middleware/deadline.ts";
 import { loadRunStack, parseRunRequest, type RunManager, type ServerRun } from "../runs.ts";
 import { runEventStream, SSE_HEADERS } from "../sse.ts";
@@ -227,12 +229,15 @@ async function runResponseOf(
     c.req.raw.signal?.addEventListener("abort", onGone, { once: true });
     // A client that left while the run was being set up (its session read) is gone already.
     if (c.req.raw.signal?.aborted === true) onGone();
+    let result: AgentRunResult | null;
     try {
-      await done.catch(() => null);
+      result = await done.catch(() => null);
     } finally {
       c.req.raw.signal?.removeEventListener("abort", onGone);
     }
-    return jsonResponse(runs.view(run), status, headers);
+    // A compaction's result is the last run's: only a run this operation made can answer its failure.
+    const failed = op.kind === "compact" ? null : storeFailureResponse(run, result, headers);
+    return failed ?? jsonResponse(runs.view(run), status, headers);
   }
   let begun = false;
   const stream = runEventStream(run, {
@@ -253,4 +258,34 @@ async function runResponseOf(
     throw e;
   }
   return new Response(stream, { status, headers: { ...SSE_HEADERS, ...headers } });
+}
+
+/** The status and envelope code of a run that stopped because its records could not be written (docs/durability.md). */
+const STORE_STATUS: Readonly<Record<string, [number, ErrorCode]>> = {
+  STORE_FULL: [507, "STORE_FULL"],
+  STORE_READONLY: [507, "STORE_READONLY"],
+  STORE_UNAVAILABLE: [503, "STORE_UNAVAILABLE"],
+};
+
+/** Seconds a client waits before trying again after STORE_UNAVAILABLE: about the recorder's retry bound. */
+const STORE_RETRY_AFTER_S = "10";
+
+/**
+ * The answer to an operation whose run ended `store_failed`: an error
+ * envelope (507 full or read-only, 503 with Retry-After unavailable, 500
+ * `STORE_FAILED` otherwise) whose details carry the run, its session and its
+ * failed result; null for any other result, which is answered as usual.
+ */
+export function storeFailureResponse(run: ServerRun, result: AgentRunResult | null, headers: Record<string, string>): Response | null {
+  if (result === null || result.stop_reason !== "store_failed") return null;
+  const code = result.error_code ?? "STORE_FAILED";
+  const [status, envelopeCode] = STORE_STATUS[code] ?? [500, "STORE_FAILED"];
+  const details: Record<string, unknown> = {
+    run_id: run.id,
+    session: run.session === null ? null : { session_id: run.session.session_id, branch: run.session.branch },
+    result,
+  };
+  if (envelopeCode === "STORE_FAILED") details.error_code = code;
+  const extra: Record<string, string> = envelopeCode === "STORE_UNAVAILABLE" ? { "retry-after": STORE_RETRY_AFTER_S } : {};
+  return errorResponse(status, envelopeCode, result.error ?? "the run's records could not be written", details, { ...headers, ...extra });
 }

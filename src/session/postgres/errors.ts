@@ -64,5 +64,5 @@ export function storageError(url: string, what: string, e: unknown): SessionStor
     hint = "the agentcore tables are missing: run agentcore store migrate --store URL";
   else if (/timeout|terminat|Connection/i.test(msg)) hint = "check that the PostgreSQL server is running and reachable";
   else hint = "check the server's log";
-  return new SessionStorageError(`PostgreSQL store ${where}: ${what}: ${msg}; ${hint}`);
+  return new SessionStorageError(`PostgreSQL store ${where}: ${what}: ${msg}; ${hint}`, { cause: e });
 }
