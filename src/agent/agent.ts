@@ -22,6 +22,7 @@ import { toModelMessage, withToolImages } from "../context/builder.ts";
 import { type ImageAttachment, type ImageInput, toImageAttachments } from "../providers/images.ts";
 import { estimateContextUsage, type EstimatedMessage, toolsForEstimate } from "../context/estimate.ts";
 import type { CompactionPreparation, CompactionResult, CompactionStatus, CompactionTrigger } from "../context/types.ts";
+import type { InstructionFile } from "../context/events.ts";
 import type { AnyToolDefinition } from "../tools/definition.ts";
 import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
@@ -95,6 +96,12 @@ export interface AgentOptions {
    * without one they cost next to nothing. `false`: no spans at all.
    */
   tracing?: TracingOptions | false;
+  /**
+   * The project instructions files (AGENTS.md) the system prompt carries,
+   * named in each run's `agent_started` event (and so in the session
+   * journal); the text itself is the front end's part of `systemPrompt`.
+   */
+  instructions?: readonly InstructionFile[];
 }
 
 /** Options of one run (`run`, `continueRun`, `resumeRun`). */
@@ -217,6 +224,7 @@ export class Agent {
   readonly #followUpPolicy: FollowUpFailurePolicy;
   readonly #compaction: ResolvedCompaction | null;
   readonly #suspendOnApproval: boolean;
+  readonly #instructions: readonly InstructionFile[];
   /** Bumped on every history change (to detect changes during a compaction). */
   #historyVersion = 0;
 
@@ -282,6 +290,7 @@ export class Agent {
     if (options.suspendOnApproval !== undefined && typeof options.suspendOnApproval !== "boolean")
       throw new TypeError("createAgent: suspendOnApproval must be a boolean");
     this.#suspendOnApproval = options.suspendOnApproval === true;
+    this.#instructions = (options.instructions ?? []).map((f) => Object.freeze({ ...f }));
     const sk = options.skills;
     if (sk !== undefined && !(sk instanceof SkillCatalog)) {
       throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
@@ -634,12 +643,13 @@ export class Agent {
       if (task === null) {
         await emitter.emit({ kind: "agent_continued" });
       } else {
+        const named = this.#instructions.length > 0 ? { instructions: this.#instructions.map((f) => ({ ...f })) } : {};
         if (images === undefined) {
           this.#append({ role: "user", content: task });
-          await emitter.emit({ kind: "agent_started", task });
+          await emitter.emit({ kind: "agent_started", task, ...named });
         } else {
           this.#append({ role: "user", content: task, images });
-          await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
+          await emitter.emit({ kind: "agent_started", task, images: structuredClone(images), ...named });
         }
       }
       try {

@@ -212,6 +212,11 @@ const MODEL_OPTIONS = {
     help: "approve every tool call that would ask first, and say so on stderr (default: read-only\ntools run, side-effecting ones ask on the terminal, refused when stdin is not one)",
   },
   "no-plan": { type: "boolean", section: "Run", help: "do not offer the update_plan tool nor ask the model to plan first" },
+  "no-project-instructions": {
+    type: "boolean",
+    section: "Run",
+    help: "leave the AGENTS.md files (the root's and those down to the current folder) out of the\nsystem prompt (default: read them; the config's project_instructions: false does the same)",
+  },
   skills: {
     type: "string",
     arg: "DIR",
