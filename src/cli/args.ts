@@ -215,7 +215,7 @@ const MODEL_OPTIONS = {
   "no-project-instructions": {
     type: "boolean",
     section: "Run",
-    help: "leave the AGENTS.md files (the root's and those down to the current folder) out of the\nsystem prompt (default: read them; the config's project_instructions: false does the same)",
+    help: "leave AGENTS.md (the root's, and those down to the current folder) out of the system\nprompt (default: read; the config's project_instructions: false does the same)",
   },
   skills: {
     type: "string",
