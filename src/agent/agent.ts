@@ -22,6 +22,7 @@ import { withToolImages } from "../context/builder.ts";
 import { type ImageAttachment, toImageAttachments } from "../providers/images.ts";
 import { estimateContextUsage, toolsForEstimate } from "../context/estimate.ts";
 import type { CompactionPreparation, CompactionResult, CompactionStatus, CompactionTrigger } from "../context/types.ts";
+import type { InstructionFile } from "../context/events.ts";
 import { type Skill, SkillCatalog } from "../skills/catalog.ts";
 import { activeSkillMessage, findSkillMention, latestUserText, skillIndexMessage } from "../skills/context.ts";
 import { type AgentEvent, EventEmitter, type EventStreamOptions, randomHex } from "./events.ts";
@@ -87,6 +88,7 @@ export class Agent {
   readonly #followUpPolicy: FollowUpFailurePolicy;
   readonly #compaction: ResolvedCompaction | null;
   readonly #suspendOnApproval: boolean;
+  readonly #instructions: readonly InstructionFile[];
   /** The history and its request context. */
   readonly #conversation: Conversation;
   #lastResult: AgentRunResult | null = null;
@@ -139,6 +141,7 @@ export class Agent {
     if (options.suspendOnApproval !== undefined && typeof options.suspendOnApproval !== "boolean")
       throw new TypeError("createAgent: suspendOnApproval must be a boolean");
     this.#suspendOnApproval = options.suspendOnApproval === true;
+    this.#instructions = (options.instructions ?? []).map((f) => Object.freeze({ ...f }));
     const sk = options.skills;
     if (sk !== undefined && !(sk instanceof SkillCatalog)) {
       throw new TypeError("createAgent: skills must be a SkillCatalog (from discoverSkills(dir))");
@@ -491,12 +494,13 @@ export class Agent {
         if (task === null) {
           await emitter.emit({ kind: "agent_continued" });
         } else {
+          const named = this.#instructions.length > 0 ? { instructions: this.#instructions.map((f) => ({ ...f })) } : {};
           if (images === undefined) {
             this.#append({ role: "user", content: task });
-            await emitter.emit({ kind: "agent_started", task });
+            await emitter.emit({ kind: "agent_started", task, ...named });
           } else {
             this.#append({ role: "user", content: task, images });
-            await emitter.emit({ kind: "agent_started", task, images: structuredClone(images) });
+            await emitter.emit({ kind: "agent_started", task, images: structuredClone(images), ...named });
           }
         }
         this.#executor.guard.reset();

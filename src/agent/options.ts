@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { InstructionFile } from "../context/events.ts";
 import type { ImageInput } from "../providers/images.ts";
 import type { ModelAdapter } from "../providers/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -64,6 +65,12 @@ export interface AgentOptions {
    * without one they cost next to nothing. `false`: no spans at all.
    */
   tracing?: TracingOptions | false;
+  /**
+   * The project instructions files (AGENTS.md) the system prompt carries,
+   * named in each run's `agent_started` event (and so in the session
+   * journal); the text itself is the front end's part of `systemPrompt`.
+   */
+  instructions?: readonly InstructionFile[];
 }
 
 /** Options of one run (`run`, `continueRun`, `resumeRun`). */

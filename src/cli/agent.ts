@@ -93,6 +93,8 @@ export interface AgentFlags {
   suspendByConfig?: boolean;
   /** Register the update_plan tool and ask the model to plan first (default true; --no-plan). */
   plan?: boolean;
+  /** Read AGENTS.md into the system prompt (default true; --no-project-instructions, or the config's project_instructions: false). */
+  projectInstructions?: boolean;
   /** Skills folder (--skills, else the config's skills_dir); default: .agentcore/skills under the root when it exists. */
   skills?: string;
   /** The model's context window in tokens: turns on automatic compaction (--context-window). */
@@ -203,6 +205,7 @@ export function runSpecOf(flags: Omit<AgentFlags, "task">): RunSpec {
   if (flags.modelUrl !== undefined) spec.model.url = flags.modelUrl;
   if (flags.system !== undefined) spec.system = flags.system;
   if (flags.plan !== undefined) spec.plan = flags.plan;
+  if (flags.projectInstructions === false) spec.projectInstructions = false;
   if (flags.maxSteps !== undefined) spec.maxSteps = flags.maxSteps;
   if (flags.maxRunTokens !== undefined) spec.maxRunTokens = flags.maxRunTokens;
   // The rule of budgetForContextWindow: a quarter stays free for the answer,
@@ -223,10 +226,13 @@ export async function buildCliAgent(
   storage: JournalStorage | null,
 ): Promise<BuiltAgent> {
   try {
-    return await buildAgent(spec, runtime, options);
+    // AGENTS.md files are read from the root down to the current folder
+    return await buildAgent(spec, runtime, { cwd: process.cwd(), ...options });
   } catch (e) {
     if (e instanceof SessionUnfinishedRunError && storage !== null) throw await unfinishedRunError(storage, e);
     if (e instanceof RunSpecError && e.part === "plan") throw new AgentSetupError(`${e.message}; pass --no-plan`);
+    if (e instanceof RunSpecError && e.part === "instructions")
+      throw new AgentSetupError(`${e.message}; fix or remove the file, or pass --no-project-instructions`);
     throw new AgentSetupError((e as Error).message);
   }
 }

@@ -94,6 +94,7 @@ function modelFlags(
     store: settings.store,
     storeFlag: values.store as string | undefined,
     plan: values["no-plan"] !== true,
+    projectInstructions: values["no-project-instructions"] !== true && settings.projectInstructions !== false,
     skills: (values.skills as string | undefined) ?? settings.skillsDir,
   };
   if (typeof values["max-steps"] === "string") flags.maxSteps = positiveInt("--max-steps", values["max-steps"], 1_000_000);

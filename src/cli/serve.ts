@@ -198,6 +198,7 @@ export async function cmdServe(argv: string[], io: { out: LineWriter }): Promise
           : {}),
         ...(v["access-log"] === true ? { accessLog: true } : {}),
         ...(skills !== null ? { skills } : {}),
+        ...(settings.projectInstructions === false ? { projectInstructions: false } : {}),
       },
       listen: v.unix !== undefined ? { unix: path.resolve(v.unix) } : { hostname: host, port },
       prepare:

@@ -23,10 +23,22 @@ export interface ToolProgressUpdate {
   data: unknown;
 }
 
+/**
+ * A project instructions file (AGENTS.md) read into the run's system prompt:
+ * its path relative to the workspace root, its size in bytes and the SHA-256
+ * of its content (hex); `truncated` when the size limit cut it.
+ */
+export interface InstructionFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+  truncated?: boolean;
+}
+
 /** Event payloads by kind (snake_case fields, as on the wire). */
 export type AgentEventPayload =
-  /** `images`: the task's images (with their bytes), when it has any. */
-  | { kind: "agent_started"; task: string; images?: ImageAttachment[] }
+  /** `images`: the task's images (with their bytes), when it has any; `instructions`: the AGENTS.md files in the system prompt, when any. */
+  | { kind: "agent_started"; task: string; images?: ImageAttachment[]; instructions?: InstructionFile[] }
   | { kind: "agent_continued" }
   | { kind: "turn_started"; turn: number }
   | { kind: "steering_applied"; control: ControlInput; target_turn: number }

@@ -30,6 +30,7 @@ import type { SkillCatalog } from "../skills/catalog.ts";
 import type { ModelSpec } from "./model.ts";
 import { type PolicyPreset, presetMiddleware } from "./policy-presets.ts";
 import { summaryPrompt } from "./prompts.ts";
+import { InstructionsError, loadProjectInstructions, withInstructions } from "./instructions.ts";
 
 /** Compaction of a run spec: the model's context window, and optionally the budget's other two numbers. */
 export interface CompactionSpec {
@@ -59,6 +60,8 @@ export interface RunSpec {
   tools?: readonly string[];
   /** A policy preset applied after the runtime's own policy (it only narrows it; default `daemon`: nothing added). */
   policy?: PolicyPreset;
+  /** Read the workspace's AGENTS.md files into the system prompt (default true; see instructions.ts). */
+  projectInstructions?: boolean;
 }
 
 /** A setup problem of the spec the front end words for its users (a plan tool already registered). */
@@ -67,7 +70,7 @@ export class RunSpecError extends AgentcoreError {
   override name = "RunSpecError";
   constructor(
     message: string,
-    readonly part: "plan" | "compaction" | "agent",
+    readonly part: "plan" | "compaction" | "agent" | "instructions",
   ) {
     super(message);
   }
@@ -101,6 +104,12 @@ export interface BuildAgentOptions {
   onPlanChange?: (plan: Plan) => void;
   /** Answers the approvals of the `ask` policy preset (the daemon's approval queue). */
   approver?: ToolApprover;
+  /**
+   * The working folder: AGENTS.md files are read from the runtime's root
+   * down to it when it is inside the root (the CLI's current folder; the
+   * daemon gives none, so only the root's file is read).
+   */
+  cwd?: string;
 }
 
 /** An agent ready to run, and what the front end keeps of its making. */
@@ -156,7 +165,17 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
   const policy: RuntimePolicyOptions = {};
   if (spec.maxSteps !== undefined) policy.maxSteps = spec.maxSteps;
   if (spec.maxRunTokens !== undefined) policy.maxRunTokens = spec.maxRunTokens;
-  const { planner, systemPrompt } = setupPlan(runtime, spec.system, spec.plan, options.onPlanChange);
+  let instructions = { text: "", files: [] } as ReturnType<typeof loadProjectInstructions>;
+  if (spec.projectInstructions !== false) {
+    try {
+      instructions = loadProjectInstructions(runtime.root, options.cwd);
+    } catch (e) {
+      if (e instanceof InstructionsError) throw new RunSpecError(`project instructions: ${e.message}`, "instructions");
+      throw e;
+    }
+  }
+  const system = withInstructions(spec.system, instructions);
+  const { planner, systemPrompt } = setupPlan(runtime, system, spec.plan, options.onPlanChange);
   // The run's own tools and preset: a view of the runtime (the runtime itself is shared by every run).
   const preset = spec.policy === undefined ? null : presetMiddleware(spec.policy, options.approver);
   if (spec.tools !== undefined || preset !== null) {
@@ -194,6 +213,7 @@ export async function buildAgent(spec: RunSpec, runtime: Runtime, options: Build
       ...(compaction !== undefined ? { compaction } : {}),
       ...(agentId !== undefined ? { agentId } : {}),
       ...(spec.suspendOnApproval === true ? { suspendOnApproval: true } : {}),
+      ...(instructions.files.length > 0 ? { instructions: instructions.files } : {}),
       // The session is the conversation of the run's spans (gen_ai.conversation.id).
       ...(spec.session !== undefined ? { tracing: { conversationId: spec.session.id } } : {}),
     });

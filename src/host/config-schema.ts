@@ -57,6 +57,12 @@ export const CONFIG_SCHEMA: SettingsSchema = {
       ...PATH,
     },
     skills_dir: { description: "The skills folder (default: .agentcore/skills under the root, when it exists).", ...PATH },
+    project_instructions: {
+      description:
+        "Read the workspace's AGENTS.md files (the root's, and those down to the working folder) into a run's system prompt (see docs/instructions.md).",
+      type: "boolean",
+      default: true,
+    },
     policy: { description: "Tool policy; without it every call runs (see docs/policy.md).", ...POLICY_CONFIG_SCHEMA },
     tools: { description: "Workspace tools to enable, all off by default (see docs/workspace-tools.md).", ...TOOLS_CONFIG_SCHEMA },
     mcpServers: { description: "MCP servers whose tools are added as <server>__<tool> (see docs/mcp.md).", ...MCP_SERVERS_SCHEMA },

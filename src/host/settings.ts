@@ -70,6 +70,8 @@ export interface FileConfig {
   skills_dir?: string;
   /** MCP servers whose tools are registered too (see src/mcp/config.ts and docs/mcp.md). */
   mcpServers?: Record<string, McpServerConfig>;
+  /** Read the workspace's AGENTS.md files into a run's system prompt (default true; see docs/instructions.md). */
+  project_instructions?: boolean;
 }
 
 /** A config problem; the CLI prints it and exits 2. */
@@ -343,6 +345,7 @@ export function loadConfig(path: string): FileConfig {
   for (const key of ["max_input_bytes", "max_depth", "max_file_bytes", "default_timeout_ms"] as const) {
     if (raw[key] !== undefined) out[key] = raw[key] as number;
   }
+  if (raw.project_instructions !== undefined) out.project_instructions = raw.project_instructions as boolean;
   for (const key of ["root", "history", "skills_dir"] as const) {
     if (raw[key] !== undefined) out[key] = resolve(here, raw[key] as string);
   }
@@ -387,6 +390,8 @@ export interface HostSettings {
   tools?: WorkspaceToolsOptions;
   skillsDir?: string;
   mcpServers?: FileConfig["mcpServers"];
+  /** false: no AGENTS.md in the system prompt (the config's `project_instructions`). */
+  projectInstructions?: boolean;
 }
 
 /** A flag's value that the settings refuse (`--tools` naming no known tool): a usage problem of that flag. */
@@ -425,6 +430,7 @@ export function resolveSettings(
     skillsDir: flags.skillsDir ?? file.skills_dir,
     mcpServers: file.mcpServers !== undefined && Object.keys(file.mcpServers).length > 0 ? file.mcpServers : undefined,
   };
+  if (file.project_instructions !== undefined) s.projectInstructions = file.project_instructions;
   if (configPath !== undefined && configPath !== "") s.configPath = configPath;
   if (flags.tools !== undefined) {
     try {

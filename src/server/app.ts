@@ -109,6 +109,8 @@ export interface AppOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Skills every run can activate (`$name` or `skill:name` in its task). */
   skills?: SkillCatalog;
+  /** false: runs leave the root's AGENTS.md out of their system prompt (default true). */
+  projectInstructions?: boolean;
   /** Serve the runtime's tools over MCP Streamable HTTP at `/mcp`. Default true. */
   mcp?: boolean;
   /**
@@ -218,6 +220,7 @@ export function createApp(options: AppOptions): Daemon {
     idleTtlMs: options.idleTtlMs,
     env: options.env,
     skills: options.skills,
+    ...(options.projectInstructions === false ? { projectInstructions: false } : {}),
   });
   const deadlines = new Deadlines(options.requestTimeoutMs ?? 30_000);
   let stopping = false;

@@ -130,6 +130,8 @@ export interface RunManagerOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Skills every run's agent can activate (`$name` or `skill:name` in a task). */
   skills?: SkillCatalog;
+  /** false: no run reads the root's AGENTS.md into its system prompt (the config's `project_instructions`). */
+  projectInstructions?: boolean;
 }
 
 const RUN_KEYS = [
@@ -413,7 +415,8 @@ export class RunManager {
   readonly #runs = new Map<string, ServerRun>();
   /** Session-branch key → the run holding it while active. */
   readonly #leases = new Map<string, ServerRun>();
-  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills" | "storage">> & {
+  readonly #opts: Required<Omit<RunManagerOptions, "env" | "skills" | "storage" | "projectInstructions">> & {
+    projectInstructions: boolean;
     env: Readonly<Record<string, string | undefined>>;
     skills: SkillCatalog | undefined;
     storage: JournalStorage | undefined;
@@ -432,6 +435,7 @@ export class RunManager {
       idleTtlMs: options.idleTtlMs ?? 15 * 60_000,
       env: options.env ?? process.env,
       skills: options.skills,
+      projectInstructions: options.projectInstructions !== false,
     };
     for (const k of ["maxActiveRuns", "maxRuns", "idleTtlMs"] as const) {
       if (!(Number.isSafeInteger(this.#opts[k]) && this.#opts[k] > 0)) throw new RangeError(`${k} must be a positive integer`);
@@ -543,6 +547,7 @@ export class RunManager {
     if (this.#runs.size >= this.#opts.maxRuns) throw this.#overloaded(`too many live runs (${this.#opts.maxRuns})`, "max_runs");
     this.checkTools(req);
     const spec = runSpecOfRequest(req);
+    if (!this.#opts.projectInstructions) spec.projectInstructions = false;
     const model = await this.#makeModel(spec);
     const id = runId ?? newRunId();
     let session: ServerRun["session"] = null;

@@ -191,6 +191,10 @@ export function recordDraft(
           run_id: runId,
           task: event.task,
           ...(event.images !== undefined && event.images.length > 0 ? { images: event.images } : {}),
+          // the AGENTS.md files of the system prompt: paths and hashes, never their text
+          ...(event.instructions !== undefined && event.instructions.length > 0
+            ? { instructions: event.instructions.map((f) => ({ ...f })) }
+            : {}),
         },
       };
     case "agent_continued":

@@ -327,6 +327,24 @@ function imageRefsProblem(v: unknown): string | null {
   return null;
 }
 
+/** A run_started record's `instructions` (optional; older journals have none): `[{path, bytes, sha256, truncated?}]`. */
+function instructionRefsProblem(v: unknown): string | null {
+  if (v === undefined) return null;
+  const ok = (f: unknown) => {
+    if (f === null || typeof f !== "object" || Array.isArray(f)) return false;
+    const r = f as Record<string, unknown>;
+    return (
+      typeof r.path === "string" &&
+      Number.isSafeInteger(r.bytes) &&
+      (r.bytes as number) >= 0 &&
+      typeof r.sha256 === "string" &&
+      /^[0-9a-f]{64}$/.test(r.sha256) &&
+      (r.truncated === undefined || typeof r.truncated === "boolean")
+    );
+  };
+  return Array.isArray(v) && v.every(ok) ? null : "must be a list of instruction files ({path, bytes, sha256, truncated?})";
+}
+
 function isMessage(m: unknown): m is AgentMessage {
   if (m === null || typeof m !== "object" || Array.isArray(m)) return false;
   const role = (m as { role?: unknown }).role;
@@ -406,6 +424,8 @@ export function applyRecord(p: Projection, record: SessionRecord): void {
       const images = record.data.images;
       const bad = imageRefsProblem(images);
       if (bad !== null) fail(record, `data.images ${bad}`);
+      const named = instructionRefsProblem(record.data.instructions);
+      if (named !== null) fail(record, `data.instructions ${named}`);
       beginRun(runId);
       bindAgent();
       const run: SessionRun = {
