@@ -1,8 +1,7 @@
 /**
- * The durable-sessions walk-through of docs/sessions.md and the fork/rollback examples of
- * `sessions SUB --help`, run as written through the compiled binary in a git
- * repository holding the examples. A line naming a placeholder (RECORD, RUN)
- * is skipped; every other line must exit 0, in order.
+ * The fork/rollback examples of `sessions SUB --help`, run as written through
+ * the compiled binary in a git repository holding the examples. (The shell
+ * blocks of docs/sessions.md run in test/docs/shell-blocks.test.ts.)
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
@@ -40,31 +39,6 @@ function run(cwd: string, argv: string[]) {
   const r = Bun.spawnSync([bin, ...argv], { cwd, stdin: "pipe", env: { ...process.env, AGENTCORE_CONFIG: "" }, timeout: 30_000 });
   return { status: r.exitCode ?? -1, out: r.stdout.toString() + r.stderr.toString() };
 }
-
-test("docs/sessions.md: the durable-sessions commands run as written", () => {
-  const page = fs.readFileSync(path.join(REPO, "docs/sessions.md"), "utf8");
-  const at = page.indexOf("**Durable sessions.**");
-  expect(at).toBeGreaterThan(0);
-  const block = page.slice(page.indexOf("```sh\n", at) + 6, page.indexOf("\n```", page.indexOf("```sh\n", at) + 6));
-  const lines = block
-    .split("\n")
-    .map((l) => l.replace(/\s+#.*$/, "").trim())
-    .filter((l) => l !== "");
-  expect(lines.length).toBeGreaterThan(5);
-  const d = project("walkthrough");
-  let ran = 0;
-  for (const line of lines) {
-    expect(line).toStartWith("./dist/agentcore ");
-    const argv = words(line.slice("./dist/agentcore ".length));
-    if (argv.some((w) => w === "RECORD" || w === "RUN")) continue;
-    // the walk-through plays the example script; a --continue needs a model too
-    if (argv[0] === "agent" && !argv.includes("--script")) argv.push("--script", "examples/agent_script.jsonl");
-    const r = run(d, argv);
-    if (r.status !== 0) throw new Error(`docs/sessions.md line failed (exit ${r.status}): ${line}\n${r.out}`);
-    ran++;
-  }
-  expect(ran).toBeGreaterThan(5);
-}, 120_000);
 
 test("sessions fork/rollback --help examples work on a session of one run", () => {
   const d = project("help");
