@@ -68,6 +68,29 @@ a pruned run's session and its journal are all still there. It prints the rows i
   ],
 });
 
+/** `agentcore store prune --help`. */
+export const STORE_PRUNE_HELP = renderHelp({
+  name: "store",
+  summary: "delete the rows of cluster runs that finished long ago",
+  usage: ["store prune [--store URL] [--older-than AGE] [--dry-run] [--json]"],
+  description: `Deletes the rows of cluster runs that finished (idle or failed) longer ago than AGE (default
+30d): agentcore.runs, and their run_events, run_commands and run_approvals. The daemons of the
+store do the same once an hour (AGENTCORE_RUN_RETENTION, docs/cluster.md). Queued, running and
+suspended runs stay, whatever their age, and sessions are never pruned: a pruned run's session and
+its journal are all still there. Prints the rows it removed; --dry-run prints the rows it would
+remove and deletes nothing. AGE is a whole number and a unit: s, m, h or d (90m, 12h, 30d).`,
+  options: STORE_CLI_OPTIONS,
+  examples: [
+    "agentcore store prune --store postgres://agent@db/agentcore --dry-run",
+    "AGENTCORE_STORE=postgres://agent@db/agentcore agentcore store prune --older-than 7d --json",
+  ],
+  exit: [
+    "0  pruned, or counted (--dry-run)",
+    "2  usage error (a bad --older-than), not a PostgreSQL store, or the server cannot be reached",
+    PIPE_HELP,
+  ],
+});
+
 function env(name: string): string | undefined {
   return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name];
 }
@@ -91,7 +114,7 @@ export async function cmdStore(argv: string[], io: { out: LineWriter }): Promise
   // the subcommand first: `store bogus --help` is a mistake, not a request for help
   if (sub !== undefined && !GROUPS.store.includes(sub)) return fail(unknownSubcommand(sub, GROUPS.store));
   if (v.help) {
-    out.line(STORE_HELP.trimEnd());
+    out.line((sub === "prune" ? STORE_PRUNE_HELP : STORE_HELP).trimEnd());
     out.flush();
     return 0;
   }

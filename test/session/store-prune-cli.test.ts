@@ -136,5 +136,9 @@ describe.skipIf(server === null)("agentcore store prune (the binary, a real serv
     const help = agentcore(["store", "--help"]);
     expect(help.code).toBe(0);
     for (const flag of ["store prune", "--older-than AGE", "--dry-run"]) expect(help.stdout).toContain(flag);
+    const own = agentcore(["store", "prune", "--help"]);
+    expect(own.code).toBe(0);
+    expect(own.stdout).toStartWith("Usage: agentcore store prune [--store URL] [--older-than AGE] [--dry-run] [--json]");
+    expect(own.stdout).toContain("sessions are never pruned");
   });
 });
