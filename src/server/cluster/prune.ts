@@ -158,11 +158,13 @@ export async function startPruneJob(
 ): Promise<() => void> {
   if ((await boss.getQueue(PRUNE_QUEUE)) === null)
     await boss.createQueue(PRUNE_QUEUE, { policy: "stately", retryLimit: 0 }).catch(() => {}); // another daemon made it meanwhile
-  await boss.work(PRUNE_QUEUE, { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: 1 }, async () => {
+  const slot = Math.max(1, Math.round(settings.everyMs / 1000));
+  // a job waits at most a period (and at most 30 s) to be taken: an hourly job costs no poll a second
+  const poll = Math.min(30, slot);
+  await boss.work(PRUNE_QUEUE, { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: poll }, async () => {
     const removed = await pruneRuns(db, { olderThanMs: settings.retentionMs });
     if (removed.runs > 0) logger?.info("cluster: finished runs pruned", { older_than: formatDuration(settings.retentionMs), ...removed });
   });
-  const slot = Math.max(1, Math.round(settings.everyMs / 1000));
   const queue = () =>
     void boss
       .send(PRUNE_QUEUE, {}, { singletonSeconds: slot })
