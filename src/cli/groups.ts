@@ -13,7 +13,7 @@ import { nearest, SESSIONS_SUBCOMMANDS, shown } from "./args.ts";
 export const GROUPS: Readonly<Record<"sessions" | "skills" | "store", readonly string[]>> = {
   sessions: Object.keys(SESSIONS_SUBCOMMANDS),
   skills: ["list"],
-  store: ["migrate"],
+  store: ["migrate", "prune"],
 };
 
 /**

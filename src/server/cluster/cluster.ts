@@ -27,6 +27,8 @@
  *   to a daemon that does not own the run become rows of
  *   `agentcore.run_commands` with a NOTIFY to the owner, which applies them
  *   and writes the outcome; the asking daemon waits for it, bounded.
+ * - **Retention** (./prune.ts): a job on the queue `agentcore-prune`
+ *   deletes the rows of runs finished longer ago than `AGENTCORE_RUN_RETENTION`.
  * - **Token.** The daemons of a store share one token, kept in
  *   `agentcore.daemon_token` (the first daemon makes it).
  *
@@ -44,6 +46,7 @@ import { HttpError } from "../errors.ts";
 import { newRunId, type RunManager, type RunRequest, type ServerRun } from "../runs.ts";
 import { storageError } from "../../session/postgres/errors.ts";
 import { clusterEventStream, EventWriter, EVENTS_CHANNEL, type RowStatus } from "./events.ts";
+import { retentionOf, startPruneJob } from "./prune.ts";
 
 /** The pg-boss queue of runs. */
 export const RUN_QUEUE = "agentcore-runs";
@@ -139,6 +142,9 @@ export class Cluster {
   readonly nodeId: string;
   readonly pollMs: number;
   readonly pool: Pool;
+  /** Runs finished longer ago than this are pruned (null: never); the job is queued every `everyMs`. */
+  readonly retention: { retentionMs: number | null; everyMs: number };
+  #stopPruning: () => void = () => {};
   readonly #opts: Required<Omit<ClusterOptions, "nodeId" | "pollMs" | "env">>;
   #boss: PgBoss | null = null;
   #listener: Client | null = null;
@@ -158,6 +164,7 @@ export class Cluster {
   private constructor(options: ClusterOptions, pool: Pool, pg: typeof import("pg")) {
     this.nodeId = options.nodeId ?? `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
     this.pollMs = options.pollMs ?? pollMsOf(options.env ?? process.env);
+    this.retention = retentionOf(options.env ?? process.env);
     this.pool = pool;
     this.#pg = pg;
     this.#opts = {
@@ -176,6 +183,7 @@ export class Cluster {
    */
   static async open(options: ClusterOptions): Promise<Cluster> {
     if (options.pollMs === undefined) pollMsOf(options.env ?? process.env); // a bad value is refused before anything connects
+    retentionOf(options.env ?? process.env);
     const pg = (await import("pg")).default as unknown as typeof import("pg");
     const pool = new pg.Pool({ connectionString: options.url, max: 10, connectionTimeoutMillis: 10_000 });
     pool.on("error", () => {});
@@ -252,12 +260,15 @@ export class Cluster {
         for (const job of jobs) await this.#execute(job.data.run_id, job.signal, job.retryCount >= RUN_RETRY_LIMIT);
       },
     );
+    const { retentionMs, everyMs } = this.retention;
+    if (retentionMs !== null) this.#stopPruning = await startPruneJob(boss, this.pool, { retentionMs, everyMs }, this.#logger);
   }
 
   /** Stop working the queue (runs in flight go on until the daemon's shutdown ends them). */
   async drain(): Promise<void> {
     if (this.#draining) return;
     this.#draining = true;
+    this.#stopPruning();
     await this.#boss?.offWork(RUN_QUEUE, { wait: false }).catch(() => {});
   }
 
