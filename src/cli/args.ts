@@ -571,7 +571,7 @@ export const COMMANDS = {
   serve: { summary: "run the local API daemon (HTTP, JSON and SSE on 127.0.0.1:8787)", options: SERVE_OPTIONS },
   skills: { summary: "list the skills a task can activate with $name", options: SKILLS_OPTIONS },
   history: { summary: "read an execution history log", options: HISTORY_OPTIONS },
-  store: { summary: "set up a PostgreSQL store: apply its migrations", options: STORE_OPTIONS },
+  store: { summary: "a PostgreSQL store: apply its migrations, prune old cluster runs", options: STORE_OPTIONS },
   mcp: { summary: "serve the registered tools to an MCP client over stdio", options: MCP_OPTIONS },
   version: { summary: "print the version and build information (commit, target, WASM core hash)", options: VERSION_OPTIONS },
 } as const;
