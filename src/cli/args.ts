@@ -150,7 +150,7 @@ const RUNTIME_OPTIONS = {
   config: {
     type: "string",
     arg: "FILE",
-    help: "JSONC settings file (default: AGENTCORE_CONFIG); flags override it: root, limits,\nhistory, policy, tools, skills_dir, mcpServers (their tools join as SERVER__TOOL)",
+    help: "JSONC settings file (default: AGENTCORE_CONFIG); flags override it: root, limits,\nhistory, policy, tools, skills_dir, project_instructions, mcpServers (their tools join\nas SERVER__TOOL)",
   },
   "max-input-bytes": {
     type: "string",

@@ -145,7 +145,7 @@ export const AGENT_HELP: CommandSpec = {
     "0  the run completed",
     "1  the run did not complete (max steps, budget, refused tool call, model error)",
     "3  the run suspended: a tool call waits for approval (--suspend-on-approval); answer it, then --resume",
-    "2  usage error, a bad config, script, skill, session or model setting",
+    "2  usage error, a bad config, script, skill, AGENTS.md, session or model setting;\n   or the session's store could not take the run's records (full, read-only, down)",
     PIPE,
     SIGNALS,
   ],
