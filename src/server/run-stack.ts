@@ -3,7 +3,7 @@
  * adapters and the agent builder (and, through them, the tracing API). The
  * daemon loads this module on the first `POST /v1/runs` (or resume), not at
  * start: an idle daemon, or one that only serves `/v1/calls`, never holds it.
- * See {@link loadRunStack} in `runs.ts`.
+ * See {@link loadRunStack} in `run-request.ts`.
  *
  * @module
  */
