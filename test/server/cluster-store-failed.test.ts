@@ -77,4 +77,59 @@ maybe("cluster mode: a run its store stopped", () => {
       await sql("DROP TRIGGER test_full ON agentcore.records; DROP FUNCTION agentcore.test_full()");
     }
   }, 180_000);
+
+  test("when the store also refuses the run's final status, the job's retry writes the failed end: never left running, not run again", async () => {
+    const dir = tmp();
+    const d = await startDaemon(db!, dir, "solo", config(dir));
+    // the journal refuses the run's records after its start; the run table refuses its end five times (every try of
+    // the owner's writer), counted by a sequence, which a refused transaction does not roll back
+    await sql(`CREATE FUNCTION agentcore.test_full() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$;
+               CREATE TRIGGER test_full BEFORE INSERT ON agentcore.records FOR EACH ROW
+                 WHEN (NEW.session_id = 'lost-end' AND NEW.type <> 'run_started') EXECUTE FUNCTION agentcore.test_full();
+               CREATE SEQUENCE agentcore.test_refusals;
+               CREATE FUNCTION agentcore.test_refuse_end() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                   IF nextval('agentcore.test_refusals') <= 5 THEN
+                     RAISE EXCEPTION 'the database is going away' USING ERRCODE = '57P01';
+                   END IF;
+                   RETURN NEW;
+                 END $$;
+               CREATE TRIGGER test_refuse_end BEFORE UPDATE ON agentcore.runs FOR EACH ROW
+                 WHEN (NEW.session_id = 'lost-end' AND NEW.status IN ('idle', 'failed')) EXECUTE FUNCTION agentcore.test_refuse_end()`);
+    try {
+      const created = await call(d, "POST", "/v1/runs", { task: "write this", session: "lost-end", script: [{ content: "done" }] });
+      expect(created.status).toBe(201);
+      const id = created.json.run_id as string;
+      let last: any = null;
+      const rested = await waitFor(
+        async () => {
+          last = (await call(d, "GET", `/v1/runs/${id}`)).json;
+          return last.status !== "queued" && last.status !== "running" ? last : null;
+        },
+        "the run's row to rest",
+        60_000,
+      ).catch(() => null);
+      expect(rested ?? last).toMatchObject({
+        status: "failed",
+        result: { status: "failed", stop_reason: "store_failed", error_code: "STORE_FULL" },
+      });
+      // the end was refused five times, then taken
+      expect(Number((await sql("SELECT last_value FROM agentcore.test_refusals"))[0]!.last_value)).toBeGreaterThanOrEqual(6);
+      // the task was not run again: one start in the journal, no takeover among the run's events
+      const starts = await sql("SELECT count(*)::int AS n FROM agentcore.records WHERE session_id = 'lost-end' AND type = 'run_started'");
+      expect(starts[0]!.n).toBe(1);
+      const kinds = (await sql("SELECT item FROM agentcore.run_events WHERE run_id = $1 ORDER BY seq", [id])).map(
+        (r) => (r.item as { type: string; event?: { kind?: string } }).event?.kind ?? (r.item as { type: string }).type,
+      );
+      expect(kinds).not.toContain("run_taken_over");
+      const s = await sse(d, id, undefined, 30_000);
+      expect(s.messages.at(-1)?.event).toBe("done");
+      expect(s.messages.at(-1)!.data.result).toMatchObject({ status: "failed", error_code: "STORE_FULL" });
+    } finally {
+      await sql(`DROP TRIGGER test_full ON agentcore.records; DROP FUNCTION agentcore.test_full();
+                 DROP TRIGGER test_refuse_end ON agentcore.runs; DROP FUNCTION agentcore.test_refuse_end();
+                 DROP SEQUENCE agentcore.test_refusals`);
+    }
+  }, 180_000);
 });
