@@ -102,8 +102,15 @@ export class ChatState {
   /** The signal that ends the chat, with its exit status. */
   endedBy: { name: string; status: number } | null = null;
   readonly recordingErrors: Error[] = [];
-  /** The agent's recording sink: the current branch's recorder; a failed write is reported and makes the exit status 1. */
-  readonly recordSink: { handle(event: AgentEvent, source: AgentEventSource): Promise<void> };
+  /**
+   * The agent's recording sink: the current branch's recorder, required (a
+   * failed write ends the turn failed); the failure is reported and makes the exit status 1.
+   */
+  readonly recordSink: {
+    readonly required: true;
+    handle(event: AgentEvent, source: AgentEventSource): Promise<void>;
+    handleMany(events: readonly AgentEvent[], source: AgentEventSource): Promise<void>;
+  };
   /** Resolves when the chat has ended (see {@link exit}). */
   readonly finished: Promise<void>;
   #finish!: () => void;
@@ -136,20 +143,24 @@ export class ChatState {
       () => !this.gate.waiting && (this.line?.line ?? "") === "",
       init.showThinking === true,
     );
-    this.recordSink = {
-      handle: async (event: AgentEvent, source: AgentEventSource) => {
-        const r = this.recorder; // the one current when the event came (a /fork swaps it)
-        const before = r.errors.length;
-        try {
-          await r.handle(event, source);
-        } finally {
-          if (r.errors.length > before) {
-            const e = r.errors.at(-1)!;
-            this.recordingErrors.push(e);
-            error.write(`agentcore chat: the session journal was not written: ${e.message}\n`);
-          }
+    // Required, like agent's recorder: a failed write stops the turn `failed` / `store_failed` (docs/durability.md).
+    const recorded = async (write: (r: SessionRecorder) => Promise<void>) => {
+      const r = this.recorder; // the one current when the events came (a /fork swaps it)
+      const before = r.errors.length;
+      try {
+        await write(r);
+      } finally {
+        if (r.errors.length > before) {
+          const e = r.errors.at(-1)!;
+          this.recordingErrors.push(e);
+          error.write(`agentcore chat: the session journal was not written: ${e.message}\n`);
         }
-      },
+      }
+    };
+    this.recordSink = {
+      required: true,
+      handle: (event, source) => recorded((r) => r.handle(event, source)),
+      handleMany: (events, source) => recorded((r) => r.handleMany(events, source)),
     };
   }
 

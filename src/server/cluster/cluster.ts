@@ -61,6 +61,17 @@ export const RUN_RETRY_LIMIT = 100;
 export const POLL_ENV = "AGENTCORE_CLUSTER_POLL_MS";
 
 /** The poll period `env` sets (10 ms to 1 hour; default 1000); a RangeError naming the variable for anything else. */
+/**
+ * The row's status at the end of a run's task: `suspended` while it awaits an
+ * approval, `failed` (with the error) when its store stopped it (a result
+ * `failed` / `store_failed`, docs/durability.md), else `idle`.
+ */
+function endStatus(result: AgentRunResult | null | undefined): RowStatus {
+  if (result?.stop_reason === "awaiting_approval") return { status: "suspended", result };
+  if (result?.stop_reason === "store_failed") return { status: "failed", result, error: result.error ?? null };
+  return { status: "idle", result: result ?? null };
+}
+
 function pollMsOf(env: Readonly<Record<string, string | undefined>>): number {
   const raw = env[POLL_ENV]?.trim();
   if (raw === undefined || raw === "") return 1000;
@@ -157,6 +168,12 @@ export class Cluster {
   readonly #outcomeSubs = new Map<string, () => void>();
   /** Runs this daemon executes: their event writers. */
   readonly #writers = new Map<string, EventWriter>();
+  /**
+   * The ends of runs that ended here while the store did not take their row's
+   * status (a database outage): the job's retry writes them again rather
+   * than run the task once more.
+   */
+  readonly #lostEnds = new Map<string, { status: RowStatus; items: string[] }>();
   #commandTimer: ReturnType<typeof setInterval> | null = null;
   #draining = false;
   #stopped = false;
@@ -407,8 +424,14 @@ export class Cluster {
       (e) => this.#logger?.warn("cluster: run events lost", { run_id: runId, error: (e as Error)?.message }),
     );
     this.#writers.set(runId, writer);
+    const lostEnd = this.#lostEnds.get(runId);
     try {
-      await this.#work(row, writer, here, jobSignal, lastTry);
+      if (lostEnd !== undefined) {
+        // the run ended here, its end not taken by the store: that end, not the task again
+        for (const item of lostEnd.items) writer.push(JSON.parse(item), lostEnd.status);
+        if (lostEnd.items.length === 0) writer.status(lostEnd.status);
+        await writer.flush();
+      } else await this.#work(row, writer, here, jobSignal, lastTry);
     } catch (e) {
       // the store went away, or the branch is held elsewhere: the job is retried
       this.#logger?.warn("cluster: a run could not be taken", { run_id: runId, error: (e as Error)?.message });
@@ -421,8 +444,14 @@ export class Cluster {
     } finally {
       this.#writers.delete(runId);
     }
-    // the store stayed away when the run ended: the job is retried, and its next claim finds the result in the journal
-    if (writer.statusLost) throw new Error(`run ${runId} ended, but the store did not take its status; retrying`);
+    // the store stayed away when the run ended: the job is retried, and its next claim writes the end kept here (or,
+    // on another daemon, finds the result in the journal)
+    if (writer.statusLost) {
+      const end = writer.lost ?? lostEnd;
+      if (end !== undefined && end.status.status !== "queued" && end.status.status !== "running") this.#lostEnds.set(runId, end);
+      throw new Error(`run ${runId} ended, but the store did not take its status; retrying`);
+    }
+    this.#lostEnds.delete(runId);
   }
 
   /** A claimed run, run here (`here.run` while it is) or taken over; the end of its task is the end of its stay here. */
@@ -431,8 +460,8 @@ export class Cluster {
     const storage = this.#opts.storage;
     const { run_id: runId, request: req, branch } = row;
     /** The end of the run here: its idle item and the row's status, committed together. */
-    const rest = async (result: AgentRunResult | null, status: RowStatus["status"]) => {
-      writer.push({ type: "idle", status: "idle", result }, { status, result });
+    const rest = async (result: AgentRunResult | null, status?: "suspended") => {
+      writer.push({ type: "idle", status: "idle", result }, status === undefined ? endStatus(result) : { status, result });
       await writer.flush();
     };
     // What the branch holds now: the start of the run, or what a dead owner committed of it.
@@ -462,9 +491,9 @@ export class Cluster {
       const lastRun = after.session.runs.at(-1);
       // a waiting approval: the run stays suspended until it is answered and resumed
       if (pendingApprovals(after.session).length > 0) return rest(lastRun?.result ?? null, "suspended");
-      // the dead owner finished the task but not its bookkeeping
+      // the dead owner finished the task but not its bookkeeping (a run its store stopped reads failed)
       if (lastRun?.result !== null && lastRun?.result !== undefined && lastRun.result.stop_reason !== "awaiting_approval")
-        return rest(lastRun.result, "idle");
+        return rest(lastRun.result);
       // a scripted model goes on after the turns the journal holds
       const done = sessionMessages(after.session).filter((m) => m.role === "assistant").length - (row.base_turns ?? 0);
       if (Array.isArray(req.script)) request = { ...req, script: req.script.slice(Math.max(0, done)) };
@@ -488,7 +517,7 @@ export class Cluster {
       // the idle item, and the run leaves the live table now (GET /v1/runs/{id} reads the row).
       ended = true;
       r.listeners.delete(listener);
-      writer.push(item, { status: item.result?.stop_reason === "awaiting_approval" ? "suspended" : "idle", result: item.result });
+      writer.push(item, endStatus(item.result));
       void runs.discard(r);
     };
     r.listeners.add(listener);

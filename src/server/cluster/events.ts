@@ -52,6 +52,8 @@ export class EventWriter {
   fenced = false;
   /** A status change given up after the retries (the store stayed away): the row does not have it. */
   statusLost = false;
+  /** The last status change given up, with the items of its batch (what a retry of the job writes again). */
+  lost: { status: RowStatus; items: string[] } | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -142,7 +144,10 @@ export class EventWriter {
       } catch (e) {
         // PostgreSQL restarting: a few tries, then the events (and status) of this batch are reported lost.
         if (attempt >= 4) {
-          if (status !== null) this.statusLost = true;
+          if (status !== null) {
+            this.statusLost = true;
+            this.lost = { status, items: batch.map((b) => b.item) };
+          }
           this.onError(e);
           return;
         }
