@@ -286,6 +286,9 @@ describe.skipIf(server === null)("postgres: records are never changed in place",
     expect(busy).toBeInstanceOf(SessionRunActiveError);
     expect(String(busy.message)).toContain("branch 'main' is held by process");
     claim.release();
+    // the release is sent in the background: once it has landed (branchOwner settles
+    // this instance's releases first) another instance no longer sees the claim
+    expect(await other.branchOwner("s1", "main")).toBeNull();
     expect(await s.deleteSession("s1")).toEqual({ session_id: "s1", records: 6 });
     expect(await s.exists("s1")).toBe(false);
     expect(await other.records("s1")).toEqual([]);
